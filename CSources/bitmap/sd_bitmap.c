@@ -1,0 +1,215 @@
+/* sd_bitmap.c — allocation, accessors, row conversion, area resampling. */
+#include <string.h>
+
+#include "common/sd_internal.h"
+#include "bitmap/sd_pixel.h"
+
+int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed, sd_bitmap **out)
+{
+    SD__RETURN_IF(out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(width == 0 || height == 0, SD_EINVAL);
+    /* stride * height must fit comfortably in size_t and in a 31-bit row count */
+    uint64_t stride = (uint64_t)width * 4;
+    uint64_t bytes = stride * height;
+    SD__RETURN_IF(bytes > ((uint64_t)SIZE_MAX >> 1), SD_ETOOLARGE);
+    sd_bitmap *b = malloc(sizeof *b);
+    SD__RETURN_IF(b == NULL, SD_ENOMEM);
+    /* calloc of a large block maps zero pages: zeroing is free where it matters */
+    b->pixels = zeroed ? calloc(1, (size_t)bytes) : malloc((size_t)bytes);
+    if (b->pixels == NULL) {
+        free(b);
+        return SD_ENOMEM;
+    }
+    b->width = width;
+    b->height = height;
+    b->stride = (size_t)stride;
+    *out = b;
+    return SD_OK;
+}
+
+int sd_bitmap_new(uint32_t width, uint32_t height, sd_bitmap **out)
+{
+    return sd__bitmap_alloc(width, height, 1, out);
+}
+
+int sd__bitmap_copy(const sd_bitmap *src, sd_bitmap **out)
+{
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(src->width, src->height, 0, out));
+    for (uint32_t y = 0; y < src->height; y++)
+        memcpy((*out)->pixels + y * (*out)->stride, src->pixels + y * src->stride,
+               (size_t)src->width * 4);
+    return SD_OK;
+}
+
+void sd_bitmap_free(sd_bitmap *bitmap)
+{
+    if (bitmap == NULL)
+        return;
+    free(bitmap->pixels);
+    free(bitmap);
+}
+
+uint32_t sd_bitmap_width(const sd_bitmap *b) { return b ? b->width : 0; }
+uint32_t sd_bitmap_height(const sd_bitmap *b) { return b ? b->height : 0; }
+size_t sd_bitmap_stride(const sd_bitmap *b) { return b ? b->stride : 0; }
+uint8_t *sd_bitmap_pixels(const sd_bitmap *b) { return b ? b->pixels : NULL; }
+size_t sd_bitmap_size(const sd_bitmap *b) { return b ? b->stride * b->height : 0; }
+
+int sd_bitmap_has_alpha(const sd_bitmap *b)
+{
+    if (b == NULL)
+        return 0;
+    for (uint32_t y = 0; y < b->height; y++) {
+        const uint32_t *row = (const uint32_t *)(b->pixels + y * b->stride);
+        uint32_t all = 0xFF000000u;
+        for (uint32_t x = 0; x < b->width; x++)
+            all &= row[x];
+        if ((all & 0xFF000000u) != 0xFF000000u)
+            return 1;
+    }
+    return 0;
+}
+
+void sd_premultiply_rgba(const uint8_t *src, uint8_t *dst, size_t count)
+{
+    uint32_t *out = (uint32_t *)(void *)dst;
+    for (size_t i = 0; i < count; i++, src += 4)
+        out[i] = sd__pack_premul(src[0], src[1], src[2], src[3]);
+}
+
+void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
+{
+    for (size_t i = 0; i < count; i++, src += 4, dst += 4) {
+        uint32_t p;
+        memcpy(&p, src, 4);
+        uint32_t a = p >> 24, r = (p >> 16) & 0xFF, g = (p >> 8) & 0xFF, b = p & 0xFF;
+        if (a != 255 && a != 0) {
+            r = SD__MIN(255u, (r * 255 + a / 2) / a);
+            g = SD__MIN(255u, (g * 255 + a / 2) / a);
+            b = SD__MIN(255u, (b * 255 + a / 2) / a);
+        } else if (a == 0) {
+            r = g = b = 0;
+        }
+        dst[0] = (uint8_t)r;
+        dst[1] = (uint8_t)g;
+        dst[2] = (uint8_t)b;
+        dst[3] = (uint8_t)a;
+    }
+}
+
+/*
+ * Area-average weights for one axis, exact in integers: output i covers the
+ * source span [i*n/m, (i+1)*n/m); in units of 1/m each source pixel is m wide
+ * and each output pixel n wide, so overlaps are integers summing to n.
+ */
+typedef struct {
+    uint32_t first;  /* first source index */
+    uint32_t count;  /* contributing source pixels */
+    uint32_t offset; /* into the weight array */
+} sd__span;
+
+static int sd__area_weights(uint32_t n, uint32_t m, sd__span **spans_out, uint32_t **w_out)
+{
+    uint32_t per = (uint32_t)((n + m - 1) / m) + 1;
+    sd__span *spans = malloc(sizeof *spans * m);
+    uint32_t *w = malloc(sizeof *w * (size_t)per * m);
+    if (spans == NULL || w == NULL) {
+        free(spans);
+        free(w);
+        return SD_ENOMEM;
+    }
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        uint64_t lo = (uint64_t)i * n, hi = lo + n; /* in 1/m units */
+        uint32_t j0 = (uint32_t)(lo / m), j1 = (uint32_t)((hi + m - 1) / m);
+        if (j1 > n)
+            j1 = n;
+        spans[i].first = j0;
+        spans[i].count = 0;
+        spans[i].offset = off;
+        for (uint32_t j = j0; j < j1; j++) {
+            uint64_t a = SD__MAX(lo, (uint64_t)j * m), b = SD__MIN(hi, (uint64_t)(j + 1) * m);
+            if (b > a) {
+                w[off + spans[i].count] = (uint32_t)(b - a);
+                spans[i].count++;
+            }
+        }
+        off += spans[i].count;
+    }
+    *spans_out = spans;
+    *w_out = w;
+    return SD_OK;
+}
+
+int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bitmap **out)
+{
+    SD__RETURN_IF(src == NULL || out == NULL || width == 0 || height == 0, SD_EINVAL);
+    *out = NULL;
+    if (width == src->width && height == src->height)
+        return sd__bitmap_copy(src, out);
+
+    sd__span *hs = NULL, *vs = NULL;
+    uint32_t *hw = NULL, *vw = NULL;
+    uint8_t *tmp = NULL;
+    sd_bitmap *dst = NULL;
+    int rc = sd__area_weights(src->width, width, &hs, &hw);
+    if (rc == SD_OK)
+        rc = sd__area_weights(src->height, height, &vs, &vw);
+    if (rc == SD_OK) {
+        tmp = malloc((size_t)width * 4 * src->height);
+        rc = tmp ? SD_OK : SD_ENOMEM;
+    }
+    if (rc == SD_OK)
+        rc = sd__bitmap_alloc(width, height, 0, &dst);
+    if (rc != SD_OK)
+        goto done;
+
+    /* Horizontal pass: each source row into tmp (width x src->height). */
+    const uint32_t hn = src->width, vn = src->height;
+    for (uint32_t y = 0; y < src->height; y++) {
+        const uint8_t *s = src->pixels + (size_t)y * src->stride;
+        uint8_t *t = tmp + (size_t)y * width * 4;
+        for (uint32_t x = 0; x < width; x++) {
+            uint32_t acc[4] = {0, 0, 0, 0};
+            const uint32_t *wt = hw + hs[x].offset;
+            const uint8_t *p = s + (size_t)hs[x].first * 4;
+            for (uint32_t k = 0; k < hs[x].count; k++, p += 4)
+                for (int c = 0; c < 4; c++)
+                    acc[c] += p[c] * wt[k];
+            for (int c = 0; c < 4; c++)
+                t[x * 4 + c] = (uint8_t)((acc[c] + hn / 2) / hn);
+        }
+    }
+    /* Vertical pass: rows of tmp into dst. */
+    uint32_t *acc = calloc((size_t)width * 4, sizeof *acc);
+    if (acc == NULL) {
+        rc = SD_ENOMEM;
+        goto done;
+    }
+    for (uint32_t y = 0; y < height; y++) {
+        memset(acc, 0, (size_t)width * 4 * sizeof *acc);
+        const uint32_t *wt = vw + vs[y].offset;
+        for (uint32_t k = 0; k < vs[y].count; k++) {
+            const uint8_t *t = tmp + (size_t)(vs[y].first + k) * width * 4;
+            for (uint32_t i = 0; i < width * 4; i++)
+                acc[i] += t[i] * wt[k];
+        }
+        uint8_t *d = dst->pixels + (size_t)y * dst->stride;
+        for (uint32_t i = 0; i < width * 4; i++)
+            d[i] = (uint8_t)((acc[i] + vn / 2) / vn);
+    }
+    free(acc);
+done:
+    free(hs);
+    free(hw);
+    free(vs);
+    free(vw);
+    free(tmp);
+    if (rc != SD_OK) {
+        sd_bitmap_free(dst);
+        return rc;
+    }
+    *out = dst;
+    return SD_OK;
+}

@@ -1,0 +1,316 @@
+/*
+ * sd_png.c — PNG codec on libpng's progressive (push) reader.
+ *
+ * libpng expands every format to 8-bit RGBA (palette, tRNS, low bit depths,
+ * gray; 16-bit is truncated), and each row is premultiplied straight into
+ * the canvas in one pass. Interlace handling is ours, not libpng's: Adam7
+ * pass rows arrive compact and we place their pixels, which lets a snapshot
+ * replicate the latest completed pass and lets a thumbnail be accumulated
+ * in any pixel order.
+ *
+ * Thumbnails: pixels are summed into boxes of fx x fy source pixels as they
+ * stream (only one band of boxes for non-interlaced files), so the full-size
+ * image is never held; the box image is then resampled to the exact size.
+ */
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <png.h>
+
+#include "decode/sd_decoder_int.h"
+#include "bitmap/sd_pixel.h"
+
+static const uint8_t adam7_x0[7] = {0, 4, 0, 2, 0, 1, 0};
+static const uint8_t adam7_y0[7] = {0, 0, 4, 0, 2, 0, 1};
+static const uint8_t adam7_dx[7] = {8, 8, 4, 4, 2, 2, 1};
+static const uint8_t adam7_dy[7] = {8, 8, 8, 4, 4, 2, 2};
+/* Block covered by each known pixel once passes 1..k are complete. */
+static const uint8_t adam7_bw[7] = {8, 4, 4, 2, 2, 1, 1};
+static const uint8_t adam7_bh[7] = {8, 8, 4, 4, 2, 2, 1};
+
+typedef struct {
+    png_structp png;
+    png_infop info;
+    sd_decoder *dec;
+    int code;       /* sd_status for the error being thrown */
+    int have_info;
+    int interlaced;
+    int ended;
+    int passes_done;
+    sd_bitmap *canvas; /* full size, or the box image when reducing */
+    /* box reduction */
+    uint32_t fx, fy, rw, rh;
+    uint32_t acc_rows;  /* 1 (a rolling band) or rh (interlaced) */
+    uint32_t *acc;      /* B,G,R,A sums and a count per box */
+    uint32_t band;      /* box row being filled (non-interlaced) */
+} sd__png;
+
+static void p_error(png_structp png, png_const_charp msg)
+{
+    sd__png *s = png_get_error_ptr(png);
+    sd__decoder_msg(s->dec, "PNG: %s", msg);
+    if (s->code == 0)
+        s->code = SD_ECORRUPT;
+    png_longjmp(png, 1);
+}
+
+static void p_warning(png_structp png, png_const_charp msg)
+{
+    sd__png *s = png_get_error_ptr(png);
+    if (s->dec->warnings++ == 0)
+        sd__decoder_msg(s->dec, "PNG warning: %s", msg);
+}
+
+static void emit_box_row(sd__png *s, uint32_t by)
+{
+    uint32_t *a = s->acc + (size_t)(by % s->acc_rows) * s->rw * 5;
+    uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)by * s->canvas->stride);
+    for (uint32_t x = 0; x < s->rw; x++, a += 5) {
+        uint32_t n = a[4];
+        if (n == 0) {
+            out[x] = 0;
+            continue;
+        }
+        uint32_t h = n / 2;
+        out[x] = ((a[3] + h) / n) << 24 | ((a[2] + h) / n) << 16 | ((a[1] + h) / n) << 8 |
+                 ((a[0] + h) / n);
+    }
+}
+
+static void p_info(png_structp png, png_infop info)
+{
+    sd__png *s = png_get_progressive_ptr(png);
+    sd_decoder *d = s->dec;
+    png_uint_32 w, h;
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+
+    int orientation = 1;
+#ifdef PNG_eXIf_SUPPORTED
+    png_uint_32 exif_len = 0;
+    png_bytep exif = NULL;
+    if (png_get_eXIf_1(png, info, &exif_len, &exif) & PNG_INFO_eXIf)
+        orientation = sd_exif_orientation(exif, exif_len);
+#endif
+    int alpha = (color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS);
+    s->interlaced = interlace != PNG_INTERLACE_NONE;
+    int rc = sd__decoder_set_header(d, w, h, orientation, s->interlaced, alpha);
+    if (rc < 0) {
+        s->code = rc;
+        png_longjmp(png, 1);
+    }
+
+    /* The reference transforms: everything to 8-bit RGBA, 16-bit truncated,
+     * no gamma. No png_set_interlace_handling: we place Adam7 pixels. */
+    png_set_expand(png);
+    png_set_strip_16(png);
+    png_set_gray_to_rgb(png);
+    png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != (size_t)w * 4) {
+        s->code = SD_EUNSUPPORTED;
+        png_error(png, "unexpected row layout after transforms");
+    }
+
+    s->fx = SD__MAX(1u, w / d->decode_w);
+    s->fy = SD__MAX(1u, h / d->decode_h);
+    s->rw = (w + s->fx - 1) / s->fx;
+    s->rh = (h + s->fy - 1) / s->fy;
+    rc = sd__bitmap_alloc(s->rw, s->rh, 1, &s->canvas);
+    if (rc == SD_OK && (s->fx > 1 || s->fy > 1)) {
+        s->acc_rows = s->interlaced ? s->rh : 1;
+        s->acc = calloc((size_t)s->rw * s->acc_rows * 5, sizeof *s->acc);
+        if (s->acc == NULL)
+            rc = SD_ENOMEM;
+    }
+    if (rc < 0) {
+        s->code = rc;
+        png_error(png, sd_strerror(rc));
+    }
+    s->have_info = 1;
+}
+
+static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
+{
+    sd__png *s = png_get_progressive_ptr(png);
+    sd_decoder *d = s->dec;
+    if (row == NULL)
+        return;
+    const uint32_t W = d->width, H = d->height;
+    uint32_t x0 = 0, dx = 1, y = row_num;
+    if (s->interlaced) {
+        x0 = adam7_x0[pass];
+        dx = adam7_dx[pass];
+        y = adam7_y0[pass] + row_num * adam7_dy[pass];
+    }
+    if (y >= H)
+        return;
+    uint32_t n = x0 < W ? (W - x0 + dx - 1) / dx : 0;
+
+    if (s->acc == NULL) {
+        uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride);
+        const uint8_t *p = row;
+        if (dx == 1) {
+            sd_premultiply_rgba(p, (uint8_t *)out, n);
+        } else {
+            for (uint32_t i = 0, x = x0; i < n; i++, x += dx, p += 4)
+                out[x] = sd__pack_premul(p[0], p[1], p[2], p[3]);
+        }
+    } else {
+        uint32_t by = y / s->fy;
+        uint32_t *a = s->acc + (size_t)(by % s->acc_rows) * s->rw * 5;
+        const uint8_t *p = row;
+        for (uint32_t i = 0, x = x0; i < n; i++, x += dx, p += 4) {
+            uint32_t px = sd__pack_premul(p[0], p[1], p[2], p[3]);
+            uint32_t *b = a + (size_t)(x / s->fx) * 5;
+            b[0] += px & 0xFF;
+            b[1] += (px >> 8) & 0xFF;
+            b[2] += (px >> 16) & 0xFF;
+            b[3] += px >> 24;
+            b[4] += 1;
+        }
+        if (!s->interlaced && ((y + 1) % s->fy == 0 || y + 1 == H)) {
+            emit_box_row(s, by);
+            memset(a, 0, (size_t)s->rw * 5 * sizeof *a);
+            s->band = by + 1;
+        }
+    }
+
+    if (s->interlaced) {
+        uint32_t y0 = adam7_y0[pass], dy = adam7_dy[pass];
+        uint32_t pass_rows = H > y0 ? (H - y0 + dy - 1) / dy : 0;
+        d->rows = row_num + 1;
+        if (row_num + 1 == pass_rows) {
+            s->passes_done = pass + 1;
+            d->scans = s->passes_done;
+        }
+    } else {
+        d->rows = y + 1;
+    }
+}
+
+static void p_end(png_structp png, png_infop info)
+{
+    (void)info;
+    sd__png *s = png_get_progressive_ptr(png);
+    s->ended = 1;
+    s->dec->end_reached = 1;
+    if (!s->interlaced)
+        s->dec->scans = 1;
+}
+
+static int sdp_init(sd_decoder *d)
+{
+    sd__png *s = calloc(1, sizeof *s);
+    SD__RETURN_IF(s == NULL, SD_ENOMEM);
+    d->codec_state = s;
+    s->dec = d;
+    s->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, s, p_error, p_warning);
+    SD__RETURN_IF(s->png == NULL, SD_ENOMEM);
+    s->info = png_create_info_struct(s->png);
+    SD__RETURN_IF(s->info == NULL, SD_ENOMEM);
+    if (setjmp(png_jmpbuf(s->png)))
+        return s->code ? s->code : SD_ECORRUPT;
+    /* Our own limits apply (with a clear error); lift libpng's 1e6 default. */
+    png_set_user_limits(s->png, 0x7fffffff, 0x7fffffff);
+    png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_progressive_read_fn(s->png, s, p_info, p_row, p_end);
+    return SD_OK;
+}
+
+static void sdp_destroy(sd_decoder *d)
+{
+    sd__png *s = d->codec_state;
+    if (s == NULL)
+        return;
+    if (s->png != NULL)
+        png_destroy_read_struct(&s->png, s->info ? &s->info : NULL, NULL);
+    sd_bitmap_free(s->canvas);
+    free(s->acc);
+    free(s);
+    d->codec_state = NULL;
+}
+
+static int sdp_push(sd_decoder *d, const uint8_t *p, size_t n)
+{
+    sd__png *s = d->codec_state;
+    if (s->ended)
+        return SD_OK;
+    if (setjmp(png_jmpbuf(s->png)))
+        return s->code ? s->code : SD_ECORRUPT;
+    png_process_data(s->png, s->info, (png_bytep)(uintptr_t)p, n);
+    return SD_OK;
+}
+
+/* Interlaced box image: every box from its own sums (any pixel order). */
+static void emit_all_boxes(sd__png *s)
+{
+    for (uint32_t by = 0; by < s->rh; by++)
+        emit_box_row(s, by);
+}
+
+/* Adam7 after `k` complete passes: each known pixel fills its block. */
+static int replicate(sd__png *s, int k, sd_bitmap **out)
+{
+    sd_bitmap *src = s->canvas, *dst;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(src->width, src->height, 0, &dst));
+    uint32_t bw = adam7_bw[k - 1], bh = adam7_bh[k - 1];
+    for (uint32_t y = 0; y < dst->height; y++) {
+        const uint32_t *srow = (const uint32_t *)(void *)(src->pixels + (size_t)(y & ~(bh - 1)) * src->stride);
+        uint32_t *drow = (uint32_t *)(void *)(dst->pixels + (size_t)y * dst->stride);
+        for (uint32_t x = 0; x < dst->width; x++)
+            drow[x] = srow[x & ~(bw - 1)];
+    }
+    *out = dst;
+    return SD_OK;
+}
+
+static int sdp_finish(sd_decoder *d)
+{
+    sd__png *s = d->codec_state;
+    if (!s->have_info) {
+        sd__decoder_msg(d, "PNG: input ended before the image data began");
+        return SD_ETRUNCATED;
+    }
+    if (s->acc != NULL && !s->interlaced && !s->ended && s->band < s->rh)
+        emit_box_row(s, s->band); /* the partial band of a truncated file */
+    if (s->acc != NULL && s->interlaced)
+        emit_all_boxes(s);
+    d->complete = s->ended;
+    return SD_OK;
+}
+
+static int sdp_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
+{
+    sd__png *s = d->codec_state;
+    *owned = 0;
+    SD__RETURN_IF(s->canvas == NULL, final ? SD_EBADSTATE : SD_EAGAIN);
+    if (final) {
+        /* A truncated Adam7 image shows its last complete pass, filled. */
+        if (s->interlaced && s->acc == NULL && !s->ended && s->passes_done > 0) {
+            *owned = 1;
+            return replicate(s, s->passes_done, out);
+        }
+        *out = s->canvas;
+        *owned = 1;
+        s->canvas = NULL;
+        return SD_OK;
+    }
+    SD__RETURN_IF(d->rows == 0 && s->passes_done == 0, SD_EAGAIN);
+    if (s->interlaced) {
+        if (s->acc != NULL) {
+            emit_all_boxes(s);
+        } else if (!s->ended) {
+            SD__RETURN_IF(s->passes_done == 0, SD_EAGAIN);
+            *owned = 1;
+            return replicate(s, s->passes_done, out);
+        }
+    }
+    *out = s->canvas;
+    return SD_OK;
+}
+
+const sd__codec sd__png_codec = {
+    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy,
+};

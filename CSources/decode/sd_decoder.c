@@ -1,0 +1,359 @@
+/* sd_decoder.c — front end: options, format sniffing, size planning, results. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <math.h>
+
+#include "decode/sd_decoder_int.h"
+
+static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+static const uint8_t jpeg_magic[3] = {0xFF, 0xD8, 0xFF};
+
+sd_format sd_sniff_format(const void *data, size_t length)
+{
+    const uint8_t *p = data;
+    if (p == NULL)
+        return SD_FORMAT_UNKNOWN;
+    if (length >= 3 && memcmp(p, jpeg_magic, 3) == 0)
+        return SD_FORMAT_JPEG;
+    if (length >= 8 && memcmp(p, png_magic, 8) == 0)
+        return SD_FORMAT_PNG;
+    return SD_FORMAT_UNKNOWN;
+}
+
+void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dec->message, sizeof dec->message, fmt, ap);
+    va_end(ap);
+}
+
+int sd_decoder_new(sd_decoder **out)
+{
+    SD__RETURN_IF(out == NULL, SD_EINVAL);
+    sd_decoder *d = calloc(1, sizeof *d);
+    *out = d;
+    SD__RETURN_IF(d == NULL, SD_ENOMEM);
+    d->apply_orientation = 1;
+    d->preserve_aspect = 1;
+    d->max_pixels = SD_DEFAULT_MAX_PIXELS;
+    d->max_dimension = SD_DEFAULT_MAX_DIMENSION;
+    d->max_memory = SD_DEFAULT_MAX_MEMORY;
+    d->preview_interval_ms = SD_DEFAULT_PREVIEW_INTERVAL_MS;
+    d->orientation = 1;
+    return SD_OK;
+}
+
+void sd_decoder_free(sd_decoder *dec)
+{
+    if (dec == NULL)
+        return;
+    if (dec->codec != NULL)
+        dec->codec->destroy(dec);
+    free(dec);
+}
+
+int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
+{
+    SD__RETURN_IF(dec == NULL || v < 0, SD_EINVAL);
+    SD__RETURN_IF((int)param >= 100, SD_EINVAL);
+    SD__RETURN_IF(dec->started, SD_EBADSTATE);
+    switch (param) {
+    case SD_DEC_APPLY_ORIENTATION: dec->apply_orientation = v != 0; break;
+    case SD_DEC_TARGET_WIDTH: SD__RETURN_IF(v > UINT32_MAX, SD_EINVAL); dec->target_w = (uint32_t)v; break;
+    case SD_DEC_TARGET_HEIGHT: SD__RETURN_IF(v > UINT32_MAX, SD_EINVAL); dec->target_h = (uint32_t)v; break;
+    case SD_DEC_PRESERVE_ASPECT: dec->preserve_aspect = v != 0; break;
+    case SD_DEC_MAX_PIXEL_SIZE:
+        SD__RETURN_IF(v > UINT32_MAX, SD_EINVAL);
+        dec->target_w = dec->target_h = (uint32_t)v;
+        dec->preserve_aspect = 1;
+        break;
+    case SD_DEC_MAX_BYTES: dec->max_bytes = v; break;
+    case SD_DEC_MAX_PIXELS: dec->max_pixels = v; break;
+    case SD_DEC_MAX_DIMENSION: dec->max_dimension = v; break;
+    case SD_DEC_MAX_MEMORY: dec->max_memory = v; break;
+    case SD_DEC_PREVIEWS: dec->previews = v != 0; break;
+    case SD_DEC_PREVIEW_INTERVAL_MS: dec->preview_interval_ms = v; break;
+    default: return SD_EINVAL;
+    }
+    return SD_OK;
+}
+
+int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
+{
+    SD__RETURN_IF(dec == NULL || v == NULL, SD_EINVAL);
+    switch (param) {
+    case SD_DEC_APPLY_ORIENTATION: *v = dec->apply_orientation; return SD_OK;
+    case SD_DEC_TARGET_WIDTH: *v = dec->target_w; return SD_OK;
+    case SD_DEC_TARGET_HEIGHT: *v = dec->target_h; return SD_OK;
+    case SD_DEC_PRESERVE_ASPECT: *v = dec->preserve_aspect; return SD_OK;
+    case SD_DEC_MAX_PIXEL_SIZE: *v = SD__MAX(dec->target_w, dec->target_h); return SD_OK;
+    case SD_DEC_MAX_BYTES: *v = dec->max_bytes; return SD_OK;
+    case SD_DEC_MAX_PIXELS: *v = dec->max_pixels; return SD_OK;
+    case SD_DEC_MAX_DIMENSION: *v = dec->max_dimension; return SD_OK;
+    case SD_DEC_MAX_MEMORY: *v = dec->max_memory; return SD_OK;
+    case SD_DEC_PREVIEWS: *v = dec->previews; return SD_OK;
+    case SD_DEC_PREVIEW_INTERVAL_MS: *v = dec->preview_interval_ms; return SD_OK;
+    case SD_DEC_INFO_FORMAT:
+        SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN, SD_EAGAIN);
+        *v = dec->format;
+        return SD_OK;
+    case SD_DEC_INFO_PREVIEWS: *v = dec->previews_rendered; return SD_OK;
+    case SD_DEC_INFO_WARNINGS: *v = dec->warnings; return SD_OK;
+    case SD_DEC_INFO_FINISHED: *v = dec->end_reached; return SD_OK;
+    case SD_DEC_INFO_COMPLETE:
+        SD__RETURN_IF(!dec->finished, SD_EAGAIN);
+        *v = dec->complete;
+        return SD_OK;
+    default: break;
+    }
+    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_FINISHED, SD_EINVAL);
+    SD__RETURN_IF(!dec->header_ready, SD_EAGAIN);
+    int swap = dec->apply_orientation && sd_orientation_swaps_axes(dec->orientation);
+    switch (param) {
+    case SD_DEC_INFO_WIDTH: *v = dec->width; break;
+    case SD_DEC_INFO_HEIGHT: *v = dec->height; break;
+    case SD_DEC_INFO_ORIENTATION: *v = dec->orientation; break;
+    case SD_DEC_INFO_PROGRESSIVE: *v = dec->progressive; break;
+    case SD_DEC_INFO_HAS_ALPHA: *v = dec->has_alpha; break;
+    case SD_DEC_INFO_OUTPUT_WIDTH: *v = swap ? dec->decode_h : dec->decode_w; break;
+    case SD_DEC_INFO_OUTPUT_HEIGHT: *v = swap ? dec->decode_w : dec->decode_h; break;
+    case SD_DEC_INFO_SCANS: *v = dec->scans; break;
+    case SD_DEC_INFO_ROWS: *v = dec->rows; break;
+    default: return SD_EINVAL;
+    }
+    return SD_OK;
+}
+
+/* Plan the output size (stored orientation) from the box and the budget. */
+static void plan_size(sd_decoder *d)
+{
+    uint64_t W = d->width, H = d->height, ow = W, oh = H;
+    uint64_t tw = d->target_w, th = d->target_h;
+    if (d->apply_orientation && sd_orientation_swaps_axes(d->orientation)) {
+        uint64_t t = tw; /* the box is given upright */
+        tw = th;
+        th = t;
+    }
+    if (tw || th) {
+        if (!tw)
+            tw = UINT32_MAX;
+        if (!th)
+            th = UINT32_MAX;
+        if (d->preserve_aspect) {
+            if (W > tw || H > th) {
+                if (tw * H <= th * W) { /* width is the binding side */
+                    ow = tw;
+                    oh = (H * tw + W / 2) / W;
+                } else {
+                    oh = th;
+                    ow = (W * th + H / 2) / H;
+                }
+            }
+        } else {
+            ow = SD__MIN(W, tw);
+            oh = SD__MIN(H, th);
+        }
+    }
+    if (d->max_bytes > 0 && ow * oh * 4 > (uint64_t)d->max_bytes) {
+        double s = sqrt((double)d->max_bytes / 4.0 / (double)(ow * oh));
+        ow = (uint64_t)((double)ow * s);
+        oh = (uint64_t)((double)oh * s);
+        ow = SD__MAX(ow, 1);
+        oh = SD__MAX(oh, 1);
+        while (ow * oh * 4 > (uint64_t)d->max_bytes && (ow > 1 || oh > 1)) {
+            if (ow >= oh && ow > 1)
+                ow--;
+            else
+                oh--;
+        }
+    }
+    d->decode_w = (uint32_t)SD__MAX(ow, 1);
+    d->decode_h = (uint32_t)SD__MAX(oh, 1);
+}
+
+int sd__decoder_set_header(sd_decoder *d, uint32_t w, uint32_t h, int orientation,
+                           int progressive, int has_alpha)
+{
+    if (w == 0 || h == 0) {
+        sd__decoder_msg(d, "image has zero size (%ux%u)", w, h);
+        return SD_ECORRUPT;
+    }
+    if ((int64_t)w > d->max_dimension || (int64_t)h > d->max_dimension ||
+        (int64_t)w * h > d->max_pixels) {
+        sd__decoder_msg(d, "image too large: %ux%u exceeds the limit (%lld px, %lld per side)",
+                        w, h, (long long)d->max_pixels, (long long)d->max_dimension);
+        return SD_ETOOLARGE;
+    }
+    d->width = w;
+    d->height = h;
+    d->orientation = (orientation >= 1 && orientation <= 8) ? orientation : 1;
+    d->progressive = progressive;
+    d->has_alpha = has_alpha;
+    plan_size(d);
+    d->header_ready = 1;
+    return SD_OK;
+}
+
+static int fail(sd_decoder *d, int rc)
+{
+    if (rc < 0 && rc != SD_EAGAIN) {
+        d->error = rc;
+        if (d->message[0] == '\0')
+            snprintf(d->message, sizeof d->message, "%s", sd_strerror(rc));
+    }
+    return rc;
+}
+
+static int start_codec(sd_decoder *d, sd_format f)
+{
+    d->format = f;
+    d->codec = f == SD_FORMAT_JPEG ? &sd__jpeg_codec : &sd__png_codec;
+    return d->codec->init(d);
+}
+
+int sd_decoder_push(sd_decoder *d, const void *data, size_t len)
+{
+    SD__RETURN_IF(d == NULL || (data == NULL && len > 0), SD_EINVAL);
+    SD__RETURN_IF(d->error || d->finished, SD_EBADSTATE);
+    d->started = 1;
+    const uint8_t *p = data;
+    if (d->codec == NULL) {
+        /* Collect just enough bytes to recognise the format. */
+        while (len > 0 && d->codec == NULL) {
+            d->sniff[d->sniff_len++] = *p++;
+            len--;
+            size_t n = d->sniff_len;
+            int jpeg_ok = memcmp(d->sniff, jpeg_magic, SD__MIN(n, 3)) == 0;
+            int png_ok = memcmp(d->sniff, png_magic, SD__MIN(n, 8)) == 0;
+            if (!jpeg_ok && !png_ok) {
+                char seen[3 * 8 + 1] = "";
+                for (size_t i = 0; i < n; i++)
+                    snprintf(seen + 3 * i, sizeof seen - 3 * i, "%s%02x", i ? " " : "", d->sniff[i]);
+                sd__decoder_msg(d, "unsupported format: not a JPEG or PNG (starts with %s)", seen);
+                return fail(d, SD_EUNSUPPORTED);
+            }
+            sd_format f = jpeg_ok && n >= 3 ? SD_FORMAT_JPEG
+                        : png_ok && n >= 8 ? SD_FORMAT_PNG : SD_FORMAT_UNKNOWN;
+            if (f != SD_FORMAT_UNKNOWN) {
+                int rc = start_codec(d, f);
+                if (rc < 0)
+                    return fail(d, rc);
+                rc = d->codec->push(d, d->sniff, d->sniff_len);
+                if (rc < 0)
+                    return fail(d, rc);
+            }
+        }
+    }
+    if (len > 0 && !d->end_reached) {
+        int rc = d->codec->push(d, p, len);
+        if (rc < 0)
+            return fail(d, rc);
+    }
+    return SD_OK;
+}
+
+int sd_decoder_finish(sd_decoder *d)
+{
+    SD__RETURN_IF(d == NULL, SD_EINVAL);
+    SD__RETURN_IF(d->error || d->finished, SD_EBADSTATE);
+    d->started = 1;
+    if (d->codec == NULL) {
+        sd__decoder_msg(d, d->sniff_len ? "input ended inside the file signature"
+                                        : "no image data");
+        return fail(d, SD_ETRUNCATED);
+    }
+    int rc = d->codec->finish(d);
+    if (rc < 0)
+        return fail(d, rc);
+    d->finished = 1;
+    return SD_OK;
+}
+
+/* Resample to the planned size and orient; consumes `src` when owned. */
+static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
+{
+    sd_bitmap *cur = src;
+    int rc = SD_OK;
+    if (cur->width != d->decode_w || cur->height != d->decode_h) {
+        sd_bitmap *t;
+        rc = sd_bitmap_scale(cur, d->decode_w, d->decode_h, &t);
+        if (owned)
+            sd_bitmap_free(cur);
+        if (rc < 0)
+            return rc;
+        cur = t;
+        owned = 1;
+    }
+    if (d->apply_orientation && d->orientation != 1) {
+        sd_bitmap *t;
+        rc = sd_bitmap_orient(cur, d->orientation, &t);
+        if (owned)
+            sd_bitmap_free(cur);
+        if (rc < 0)
+            return rc;
+        cur = t;
+        owned = 1;
+    }
+    if (!owned)
+        return sd__bitmap_copy(cur, out);
+    *out = cur;
+    return SD_OK;
+}
+
+int sd_decoder_take_bitmap(sd_decoder *d, sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(d->error || !d->finished, SD_EBADSTATE);
+    SD__RETURN_IF(d->taken, SD_EOI);
+    sd_bitmap *c;
+    int owned;
+    int rc = d->codec->canvas(d, 1, &c, &owned);
+    if (rc < 0)
+        return fail(d, rc);
+    rc = present(d, c, owned, out);
+    if (rc < 0)
+        return fail(d, rc);
+    d->taken = 1;
+    return SD_OK;
+}
+
+int sd_decoder_snapshot(sd_decoder *d, sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(d->error || d->taken, SD_EBADSTATE);
+    SD__RETURN_IF(d->codec == NULL || !d->header_ready, SD_EAGAIN);
+    sd_bitmap *c;
+    int owned;
+    int rc = d->codec->canvas(d, 0, &c, &owned);
+    if (rc < 0)
+        return rc == SD_EAGAIN ? rc : fail(d, rc);
+    rc = present(d, c, owned, out);
+    return rc < 0 ? fail(d, rc) : SD_OK;
+}
+
+const char *sd_decoder_message(const sd_decoder *d)
+{
+    return d ? d->message : "";
+}
+
+int sd_decoder_decode(sd_decoder *d, const void *data, size_t length, sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__FORWARD_IF_ERROR(sd_decoder_push(d, data, length));
+    SD__FORWARD_IF_ERROR(sd_decoder_finish(d));
+    return sd_decoder_take_bitmap(d, out);
+}
+
+int sd_decode(const void *data, size_t length, sd_bitmap **out)
+{
+    sd_decoder *d;
+    SD__FORWARD_IF_ERROR(sd_decoder_new(&d));
+    int rc = sd_decoder_decode(d, data, length, out);
+    sd_decoder_free(d);
+    return rc;
+}

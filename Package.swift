@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+// SDWebImage for Linux: the C core (CSDCore, the same CSources/ that CMake
+// builds into libsdcore) and the Swift modules layered on it.
+import PackageDescription
+
+let package = Package(
+    name: "SDWebImage",
+    products: [
+        .library(name: "SDCoders", targets: ["SDCoders"]),
+        .executable(name: "sdimage", targets: ["SDImageCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .target(
+            name: "CSDCore",
+            path: ".",
+            sources: ["CSources"],
+            publicHeadersPath: "include",
+            cSettings: [
+                .headerSearchPath("CSources"),
+                .define("_GNU_SOURCE"),
+            ],
+            linkerSettings: [
+                .linkedLibrary("curl"),
+                .linkedLibrary("jpeg"),
+                .linkedLibrary("png16"),
+                .linkedLibrary("z"),
+                .linkedLibrary("m"),
+            ]
+        ),
+        .target(name: "SDCoders", dependencies: ["CSDCore"]),
+        .executableTarget(
+            name: "SDImageCLI",
+            dependencies: [
+                "SDCoders",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
+    ],
+    cLanguageStandard: .c11
+)

@@ -1,0 +1,90 @@
+import CSDCore
+
+/// A decoded image: premultiplied ARGB32 in native byte order (B,G,R,A bytes
+/// on little-endian — cairo's `CAIRO_FORMAT_ARGB32`).
+///
+/// Owns exactly one C `sd_bitmap` (no copy is made when a decoder hands one
+/// over) and frees it in `deinit`. Immutable once created, so it may be shared
+/// across threads.
+public final class Bitmap: @unchecked Sendable {
+    let handle: OpaquePointer
+
+    /// Takes ownership of `handle`.
+    init(taking handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        sd_bitmap_free(handle)
+    }
+
+    public var width: Int { Int(sd_bitmap_width(handle)) }
+    public var height: Int { Int(sd_bitmap_height(handle)) }
+    public var bytesPerRow: Int { Int(sd_bitmap_stride(handle)) }
+    /// Bytes of pixel memory: what the image costs in a memory cache.
+    public var cost: Int { Int(sd_bitmap_size(handle)) }
+
+    /// Borrow the pixels without copying; the buffer is valid only inside `body`.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: sd_bitmap_pixels(handle), count: cost))
+    }
+
+    /// True if any pixel is not fully opaque.
+    public var hasAlpha: Bool { sd_bitmap_has_alpha(handle) != 0 }
+
+    /// A new transparent bitmap.
+    public convenience init(width: Int, height: Int) throws(CoderError) {
+        guard width > 0, height > 0, width <= Int(UInt32.max), height <= Int(UInt32.max) else {
+            throw CoderError(.invalidArgument)
+        }
+        var out: OpaquePointer?
+        try CoderError.check(sd_bitmap_new(UInt32(width), UInt32(height), &out))
+        self.init(taking: out!)
+    }
+
+    /// A new bitmap whose pixels are written by `body` (bytesPerRow = width*4).
+    public convenience init(
+        width: Int, height: Int, initializingWith body: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(CoderError) {
+        try self.init(width: width, height: height)
+        body(UnsafeMutableRawBufferPointer(start: sd_bitmap_pixels(handle), count: cost))
+    }
+
+    /// Area-average resample (premultiplied, so transparent edges stay clean).
+    public func scaled(width: Int, height: Int) throws(CoderError) -> Bitmap {
+        guard width > 0, height > 0 else { throw CoderError(.invalidArgument) }
+        var out: OpaquePointer?
+        try CoderError.check(sd_bitmap_scale(handle, UInt32(width), UInt32(height), &out))
+        return Bitmap(taking: out!)
+    }
+
+    /// The bitmap with an EXIF orientation (1...8) applied.
+    public func oriented(_ orientation: Int) throws(CoderError) -> Bitmap {
+        var out: OpaquePointer?
+        try CoderError.check(sd_bitmap_orient(handle, Int32(orientation), &out))
+        return Bitmap(taking: out!)
+    }
+
+    /// PNG data (RGBA when there is alpha, RGB otherwise).
+    public func pngData(compressionLevel: Int = -1) throws(CoderError) -> [UInt8] {
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        try CoderError.check(sd_encode_png(handle, Int32(compressionLevel), &buf, &len))
+        return Self.adopt(buf, len)
+    }
+
+    /// JPEG data at `quality` 1...100 (alpha dropped).
+    public func jpegData(quality: Int = 90, progressive: Bool = false) throws(CoderError) -> [UInt8] {
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        try CoderError.check(sd_encode_jpeg(handle, Int32(quality), progressive ? 1 : 0, &buf, &len))
+        return Self.adopt(buf, len)
+    }
+
+    /// C memory enters Swift in exactly one place: copied, then freed.
+    private static func adopt(_ buf: UnsafeMutablePointer<UInt8>?, _ len: Int) -> [UInt8] {
+        defer { sd_free(buf) }
+        guard let buf else { return [] }
+        return Array(UnsafeBufferPointer(start: buf, count: len))
+    }
+}

@@ -1,0 +1,186 @@
+import CSDCore
+
+/// Formats the core decodes, sniffed from magic bytes.
+public enum ImageFormat: Int, Sendable, CustomStringConvertible {
+    case unknown = 0, jpeg = 1, png = 2
+
+    public init(sniffing bytes: UnsafeRawBufferPointer) {
+        self = ImageFormat(rawValue: Int(sd_sniff_format(bytes.baseAddress, bytes.count).rawValue)) ?? .unknown
+    }
+
+    public var description: String {
+        switch self {
+        case .jpeg: "jpeg"
+        case .png: "png"
+        case .unknown: "unknown"
+        }
+    }
+}
+
+/// How to decode: thumbnail size, byte budget, orientation, limits.
+public struct DecodeOptions: Sendable, Equatable {
+    /// Thumbnail box in upright pixels (`nil` = full size). Never upscales.
+    public var thumbnailPixelSize: (width: Int, height: Int)?
+    /// Fit inside the box keeping the aspect ratio (SDWebImage's
+    /// `imagePreserveAspectRatio`, default true); false fills it.
+    public var preserveAspectRatio = true
+    /// Byte budget for the decoded bitmap (SDWebImage's scale-down-large-images
+    /// limit); 0 = none. See `DecodeOptions.defaultScaleDownLimitBytes`.
+    public var scaleDownLimitBytes = 0
+    /// Apply the EXIF orientation (default) or only report it.
+    public var applyOrientation = true
+    /// Render progressive JPEG previews at scan boundaries.
+    public var progressivePreviews = false
+    /// Minimum milliseconds between two previews.
+    public var previewIntervalMilliseconds = Int(SD_DEFAULT_PREVIEW_INTERVAL_MS)
+    /// Limits on the source image: beyond them decoding fails with `.imageTooLarge`.
+    public var maxPixels = Int(SD_DEFAULT_MAX_PIXELS)
+    public var maxDimension = Int(SD_DEFAULT_MAX_DIMENSION)
+
+    public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
+
+    public init() {}
+
+    /// Longest side at most `size`, aspect kept.
+    public static func thumbnail(maxPixelSize size: Int) -> DecodeOptions {
+        var o = DecodeOptions()
+        o.thumbnailPixelSize = (size, size)
+        return o
+    }
+
+    public static func == (a: DecodeOptions, b: DecodeOptions) -> Bool {
+        a.thumbnailPixelSize?.width == b.thumbnailPixelSize?.width
+            && a.thumbnailPixelSize?.height == b.thumbnailPixelSize?.height
+            && a.preserveAspectRatio == b.preserveAspectRatio
+            && a.scaleDownLimitBytes == b.scaleDownLimitBytes
+            && a.applyOrientation == b.applyOrientation
+            && a.progressivePreviews == b.progressivePreviews
+            && a.previewIntervalMilliseconds == b.previewIntervalMilliseconds
+            && a.maxPixels == b.maxPixels && a.maxDimension == b.maxDimension
+    }
+}
+
+/// A finished decode: the bitmap plus what the file said about itself.
+public struct DecodedImage: Sendable {
+    public let bitmap: Bitmap
+    public let format: ImageFormat
+    /// The EXIF orientation of the source (applied unless told otherwise).
+    public let orientation: Int
+    /// Source size as stored in the file.
+    public let sourceWidth: Int
+    public let sourceHeight: Int
+    /// Progressive JPEG or Adam7 PNG.
+    public let isProgressive: Bool
+    /// False when the input ended early: missing parts are grey (JPEG) or transparent (PNG).
+    public let isComplete: Bool
+    /// Non-fatal data warnings (e.g. libjpeg's corrupt-data warnings).
+    public let warnings: Int
+}
+
+/// Incremental decoder: push bytes as they arrive, take snapshots, finish.
+///
+/// Wraps one C `sd_decoder`. Not thread-safe: use it from one thread (or
+/// actor) at a time. Decoding never re-reads earlier bytes.
+public final class ImageDecoder {
+    private let handle: OpaquePointer
+
+    public init(options: DecodeOptions = DecodeOptions()) throws(CoderError) {
+        var out: OpaquePointer?
+        try CoderError.check(sd_decoder_new(&out))
+        handle = out!
+        func set(_ p: sd_decoder_param, _ v: Int) throws(CoderError) {
+            try CoderError.check(sd_decoder_set(handle, p, Int64(v)))
+        }
+        if let size = options.thumbnailPixelSize {
+            try set(SD_DEC_TARGET_WIDTH, max(0, size.width))
+            try set(SD_DEC_TARGET_HEIGHT, max(0, size.height))
+        }
+        try set(SD_DEC_PRESERVE_ASPECT, options.preserveAspectRatio ? 1 : 0)
+        try set(SD_DEC_MAX_BYTES, max(0, options.scaleDownLimitBytes))
+        try set(SD_DEC_APPLY_ORIENTATION, options.applyOrientation ? 1 : 0)
+        try set(SD_DEC_PREVIEWS, options.progressivePreviews ? 1 : 0)
+        try set(SD_DEC_PREVIEW_INTERVAL_MS, max(0, options.previewIntervalMilliseconds))
+        try set(SD_DEC_MAX_PIXELS, max(0, options.maxPixels))
+        try set(SD_DEC_MAX_DIMENSION, max(0, options.maxDimension))
+    }
+
+    deinit {
+        sd_decoder_free(handle)
+    }
+
+    private var message: String { String(cString: sd_decoder_message(handle)) }
+
+    private func info(_ p: sd_decoder_param) -> Int? {
+        var v: Int64 = 0
+        return sd_decoder_get(handle, p, &v) == 0 ? Int(v) : nil
+    }
+
+    /// Feed the next bytes (any chunk size, in order).
+    public func push(_ bytes: UnsafeRawBufferPointer) throws(CoderError) {
+        try CoderError.check(sd_decoder_push(handle, bytes.baseAddress, bytes.count), message)
+    }
+
+    public func push(_ bytes: [UInt8]) throws(CoderError) {
+        let rc = bytes.withUnsafeBytes { sd_decoder_push(handle, $0.baseAddress, $0.count) }
+        try CoderError.check(rc, message)
+    }
+
+    /// The format, once the first bytes were seen.
+    public var format: ImageFormat? { info(SD_DEC_INFO_FORMAT).flatMap(ImageFormat.init(rawValue:)) }
+    /// Source size, once the header was parsed.
+    public var sourceSize: (width: Int, height: Int)? {
+        guard let w = info(SD_DEC_INFO_WIDTH), let h = info(SD_DEC_INFO_HEIGHT) else { return nil }
+        return (w, h)
+    }
+    /// Size of the bitmap that will come out (after thumbnailing and orientation).
+    public var outputSize: (width: Int, height: Int)? {
+        guard let w = info(SD_DEC_INFO_OUTPUT_WIDTH), let h = info(SD_DEC_INFO_OUTPUT_HEIGHT) else { return nil }
+        return (w, h)
+    }
+    public var orientation: Int? { info(SD_DEC_INFO_ORIENTATION) }
+    public var isProgressive: Bool? { info(SD_DEC_INFO_PROGRESSIVE).map { $0 != 0 } }
+    /// Completed progressive scans (JPEG) or Adam7 passes (PNG).
+    public var completedScans: Int { info(SD_DEC_INFO_SCANS) ?? 0 }
+    /// Previews rendered so far; grows by one per new preview.
+    public var previewCount: Int { info(SD_DEC_INFO_PREVIEWS) ?? 0 }
+
+    /// The image as decoded so far, or nil when there is nothing to show yet.
+    public func snapshot() throws(CoderError) -> Bitmap? {
+        var out: OpaquePointer?
+        let rc = sd_decoder_snapshot(handle, &out)
+        if rc == SD_EAGAIN.rawValue { return nil }
+        try CoderError.check(rc, message)
+        return Bitmap(taking: out!)
+    }
+
+    /// End of input: finish and hand over the result.
+    public func finish() throws(CoderError) -> DecodedImage {
+        try CoderError.check(sd_decoder_finish(handle), message)
+        var out: OpaquePointer?
+        try CoderError.check(sd_decoder_take_bitmap(handle, &out), message)
+        return DecodedImage(
+            bitmap: Bitmap(taking: out!),
+            format: format ?? .unknown,
+            orientation: orientation ?? 1,
+            sourceWidth: sourceSize?.width ?? 0,
+            sourceHeight: sourceSize?.height ?? 0,
+            isProgressive: isProgressive ?? false,
+            isComplete: info(SD_DEC_INFO_COMPLETE) == 1,
+            warnings: info(SD_DEC_INFO_WARNINGS) ?? 0)
+    }
+
+    /// One-shot decode of a whole buffer.
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, options: DecodeOptions = DecodeOptions()
+    ) throws(CoderError) -> DecodedImage {
+        let d = try ImageDecoder(options: options)
+        try d.push(bytes)
+        return try d.finish()
+    }
+
+    public static func decode(_ bytes: [UInt8], options: DecodeOptions = DecodeOptions()) throws(CoderError) -> DecodedImage {
+        let d = try ImageDecoder(options: options)
+        try d.push(bytes)
+        return try d.finish()
+    }
+}

@@ -1,0 +1,91 @@
+/* sd_test_util.c — helpers shared by the C tests and the benchmark. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "sd_sha256.h"
+#include "sd_test_util.h"
+
+#ifndef SD_DEFAULT_CORPUS
+#define SD_DEFAULT_CORPUS "../shared/corpus"
+#endif
+
+unsigned char *sd_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf)
+        *len = (size_t)n;
+    return buf;
+}
+
+const char *sd_corpus_dir(void)
+{
+    const char *env = getenv("SD_CORPUS_DIR");
+    const char *dir = env && *env ? env : SD_DEFAULT_CORPUS;
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/MANIFEST.tsv", dir);
+    struct stat st;
+    return stat(path, &st) == 0 ? dir : NULL;
+}
+
+void sd_bitmap_sha256(const sd_bitmap *b, char out[65])
+{
+    sd_sha256 s;
+    sd_sha256_init(&s);
+    for (uint32_t y = 0; y < sd_bitmap_height(b); y++)
+        sd_sha256_update(&s, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b),
+                         (size_t)sd_bitmap_width(b) * 4);
+    sd_sha256_hex(&s, out);
+}
+
+unsigned sd_rand(unsigned *state)
+{
+    unsigned x = *state ? *state : 0x9E3779B9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *state = x;
+}
+
+int sd_decode_chunked(sd_decoder *d, const unsigned char *data, size_t len, int chunk,
+                      unsigned seed, int snapshot_every, sd_bitmap **out)
+{
+    size_t pos = 0;
+    int pushes = 0;
+    *out = NULL;
+    while (pos < len) {
+        size_t n = len - pos;
+        if (chunk == 1)
+            n = 1;
+        else if (chunk < 0)
+            n = 1 + sd_rand(&seed) % (sd_rand(&seed) % 4 == 0 ? 7 : 4096);
+        if (n > len - pos)
+            n = len - pos;
+        int rc = sd_decoder_push(d, data + pos, n);
+        if (rc != SD_OK)
+            return rc;
+        pos += n;
+        if (snapshot_every && ++pushes % snapshot_every == 0) {
+            sd_bitmap *snap = NULL;
+            rc = sd_decoder_snapshot(d, &snap);
+            if (rc != SD_OK && rc != SD_EAGAIN)
+                return rc;
+            sd_bitmap_free(snap);
+        }
+    }
+    int rc = sd_decoder_finish(d);
+    if (rc != SD_OK)
+        return rc;
+    return sd_decoder_take_bitmap(d, out);
+}

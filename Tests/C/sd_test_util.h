@@ -1,0 +1,25 @@
+/* sd_test_util.h — file reading, the corpus location, chunked decoding. */
+#ifndef SD_TEST_UTIL_H
+#define SD_TEST_UTIL_H
+
+#include <sdcore.h>
+
+/* Read a whole file; NULL on failure. Free with free(). */
+unsigned char *sd_read_file(const char *path, size_t *len);
+
+/* ../shared/corpus (env SD_CORPUS_DIR overrides); NULL when absent. */
+const char *sd_corpus_dir(void);
+
+/* sha256 hex of width*4 bytes per row, rows top-first. */
+void sd_bitmap_sha256(const sd_bitmap *b, char out[65]);
+
+/* chunk: 0 = whole, 1 = one byte at a time, -1 = random sizes from seed.
+ * snapshot_every: take a snapshot after every Nth push (0 = never).
+ * Returns the status of the first failing call. */
+int sd_decode_chunked(sd_decoder *d, const unsigned char *data, size_t len, int chunk,
+                      unsigned seed, int snapshot_every, sd_bitmap **out);
+
+/* xorshift PRNG for reproducible chunking. */
+unsigned sd_rand(unsigned *state);
+
+#endif

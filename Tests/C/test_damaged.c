@@ -1,0 +1,308 @@
+/*
+ * test_damaged.c — truncated, damaged and hostile input: a clean error or a
+ * flagged partial image, never a crash, hang or leak (ASan/valgrind passes
+ * run this same binary). Decompression bombs fail before allocation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "sd_test.h"
+#include "sd_test_util.h"
+
+static uint32_t px_at(const sd_bitmap *b, uint32_t x, uint32_t y)
+{
+    uint32_t v;
+    memcpy(&v, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 4);
+    return v;
+}
+
+static sd_bitmap *synth(uint32_t w, uint32_t h)
+{
+    sd_bitmap *b = NULL;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t rgba[4] = {(uint8_t)x, (uint8_t)y, (uint8_t)(x * y), 255};
+            sd_premultiply_rgba(rgba, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 1);
+        }
+    return b;
+}
+
+/* Bytes needed before the header facts are known (fed 1 byte at a time). */
+static size_t header_end(const uint8_t *data, size_t n)
+{
+    sd_decoder *d;
+    int64_t w;
+    size_t i = 0;
+    sd_decoder_new(&d);
+    while (i < n && sd_decoder_get(d, SD_DEC_INFO_WIDTH, &w) == SD_EAGAIN)
+        if (sd_decoder_push(d, data + i++, 1) != SD_OK)
+            break;
+    sd_decoder_free(d);
+    return i;
+}
+
+/* Cut the file at many points: before the header is complete -> ETRUNCATED;
+ * after -> a full-size bitmap flagged incomplete. */
+static int check_truncations(const uint8_t *data, size_t n, uint32_t w, uint32_t h)
+{
+    size_t hdr = header_end(data, n);
+    ASSERT(hdr > 0 && hdr < n);
+    size_t step = n / 97 + 1;
+    for (size_t cut = 0; cut < n; cut += (cut < hdr + 8 ? 1 : step)) {
+        sd_decoder *d;
+        sd_bitmap *b = NULL;
+        ASSERT_OK(sd_decoder_new(&d));
+        int rc = sd_decoder_decode(d, data, cut, &b);
+        if (cut < hdr) {
+            if (rc != SD_ETRUNCATED)
+                fprintf(stderr, "  cut %zu (header ends at %zu): %s\n", cut, hdr, sd_strerror(rc));
+            ASSERT_EQ(rc, SD_ETRUNCATED);
+        } else {
+            if (rc != SD_OK)
+                fprintf(stderr, "  cut %zu: %s: %s\n", cut, sd_strerror(rc), sd_decoder_message(d));
+            ASSERT_OK(rc);
+            int64_t complete = -1;
+            ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &complete));
+            ASSERT_EQ(complete, 0);
+            ASSERT(sd_bitmap_width(b) == w && sd_bitmap_height(b) == h);
+        }
+        sd_bitmap_free(b);
+        sd_decoder_free(d);
+    }
+    return 0;
+}
+
+static int test_truncated_generated(void)
+{
+    sd_bitmap *src = synth(200, 120);
+    uint8_t *buf;
+    size_t n;
+    ASSERT_OK(sd_encode_jpeg(src, 85, 0, &buf, &n));
+    ASSERT_OK(check_truncations(buf, n, 200, 120));
+    sd_free(buf);
+    ASSERT_OK(sd_encode_jpeg(src, 85, 1, &buf, &n));
+    ASSERT_OK(check_truncations(buf, n, 200, 120));
+    sd_free(buf);
+    ASSERT_OK(sd_encode_png(src, 6, &buf, &n));
+    ASSERT_OK(check_truncations(buf, n, 200, 120));
+    /* PNG: rows that never arrived are transparent, the first rows are there */
+    sd_bitmap *b;
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_decode(d, buf, n / 2, &b));
+    ASSERT_EQ(px_at(b, 10, 0), px_at(src, 10, 0));
+    ASSERT_EQ(px_at(b, 10, 119), 0);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    sd_free(buf);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_truncated_corpus(void)
+{
+    const char *dir = sd_corpus_dir();
+    if (dir == NULL)
+        return 77;
+    static const struct { const char *file; uint32_t w, h; } files[] = {
+        {"jpeg/libjpeg-turbo/testorig.jpg", 227, 149},
+        {"jpeg/jpeg-decoder/progressive3.jpg", 0, 0},
+        {"jpeg/jpeg-decoder/restarts.jpg", 0, 0},
+        {"pngsuite/basn6a08.png", 32, 32},
+        {"pngsuite/basi6a08.png", 32, 32},
+        {"pngsuite/basi3p02.png", 32, 32},
+        {"exif-orientation/Landscape_6.jpg", 1200, 1800},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].file);
+        size_t n;
+        uint8_t *data = sd_read_file(path, &n);
+        ASSERT_NOT_NULL(data);
+        sd_bitmap *full;
+        ASSERT_OK(sd_decode(data, n, &full));
+        int rc = check_truncations(data, n, sd_bitmap_width(full), sd_bitmap_height(full));
+        if (rc)
+            fprintf(stderr, "  in %s\n", files[i].file);
+        ASSERT_OK(rc);
+        sd_bitmap_free(full);
+        free(data);
+    }
+    return 0;
+}
+
+/* Random byte damage: any status is fine, a crash or a wrong-size image is not. */
+static int test_random_damage(void)
+{
+    sd_bitmap *src = synth(96, 64);
+    uint8_t *files[3];
+    size_t lens[3];
+    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &files[0], &lens[0]));
+    ASSERT_OK(sd_encode_jpeg(src, 80, 1, &files[1], &lens[1]));
+    ASSERT_OK(sd_encode_png(src, 6, &files[2], &lens[2]));
+    unsigned seed = 99;
+    for (int f = 0; f < 3; f++) {
+        uint8_t *copy = malloc(lens[f]);
+        for (int iter = 0; iter < 400; iter++) {
+            memcpy(copy, files[f], lens[f]);
+            int flips = 1 + (int)(sd_rand(&seed) % 8);
+            for (int k = 0; k < flips; k++)
+                copy[sd_rand(&seed) % lens[f]] ^= (uint8_t)(1u << (sd_rand(&seed) % 8));
+            sd_decoder *d;
+            sd_bitmap *b = NULL;
+            ASSERT_OK(sd_decoder_new(&d));
+            sd_decoder_set(d, SD_DEC_PREVIEWS, iter & 1);
+            sd_decoder_set(d, SD_DEC_PREVIEW_INTERVAL_MS, 0);
+            if (iter % 3 == 0)
+                sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 20);
+            int rc = sd_decode_chunked(d, copy, lens[f], -1, seed, 2, &b);
+            if (rc == SD_OK) {
+                int64_t ow, oh;
+                ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_OUTPUT_WIDTH, &ow));
+                ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_OUTPUT_HEIGHT, &oh));
+                ASSERT(sd_bitmap_width(b) == ow && sd_bitmap_height(b) == oh);
+            } else {
+                ASSERT(rc < 0 && strlen(sd_decoder_message(d)) > 0);
+            }
+            sd_bitmap_free(b);
+            sd_decoder_free(d);
+        }
+        free(copy);
+        sd_free(files[f]);
+    }
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static void put32be(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Append a PNG chunk with a correct CRC. */
+static size_t chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t len)
+{
+    put32be(out, len);
+    memcpy(out + 4, type, 4);
+    if (len)
+        memcpy(out + 8, data, len);
+    put32be(out + 8 + len, (uint32_t)crc32(crc32(0, NULL, 0), out + 4, len + 4));
+    return 12 + len;
+}
+
+static int test_png_bomb(void)
+{
+    /* 100000 x 100000 8-bit gray, a few KB of deflated zeros: must fail as
+     * "image too large" before any pixel allocation. */
+    static uint8_t file[8192];
+    static uint8_t raw[20000], z[4096];
+    uint8_t ihdr[13];
+    size_t n = 0;
+    memcpy(file, "\x89PNG\r\n\x1a\n", 8);
+    n = 8;
+    put32be(ihdr, 100000);
+    put32be(ihdr + 4, 100000);
+    ihdr[8] = 8; ihdr[9] = 0; ihdr[10] = 0; ihdr[11] = 0; ihdr[12] = 0;
+    n += chunk(file + n, "IHDR", ihdr, 13);
+    uLongf zl = sizeof z;
+    ASSERT_EQ(compress2(z, &zl, raw, sizeof raw, 9), Z_OK);
+    n += chunk(file + n, "IDAT", z, (uint32_t)zl);
+    n += chunk(file + n, "IEND", NULL, 0);
+    ASSERT(n < 3500);
+    sd_decoder *d;
+    sd_bitmap *b = NULL;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_decode(d, file, n, &b), SD_ETOOLARGE);
+    ASSERT(strstr(sd_decoder_message(d), "too large") != NULL);
+    ASSERT(b == NULL);
+    sd_decoder_free(d);
+    /* lifting the limits is possible; then the thumbnail path never holds the
+     * full image (PNG rows are reduced as they stream) */
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXELS, 20000000000LL));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_DIMENSION, 100000));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 64));
+    int rc = sd_decoder_decode(d, file, n, &b);
+    ASSERT_OK(rc); /* truncated stream of zeros: a 64x64 partial image */
+    ASSERT(sd_bitmap_width(b) == 64 && sd_bitmap_height(b) == 64);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    /* zero width is corrupt */
+    put32be(ihdr, 0);
+    n = 8 + chunk(file + 8, "IHDR", ihdr, 13);
+    ASSERT(sd_decode(file, n, &b) < 0);
+    return 0;
+}
+
+static int test_jpeg_bomb(void)
+{
+    sd_bitmap *src = synth(16, 16);
+    uint8_t *jpg;
+    size_t n;
+    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &jpg, &n));
+    /* patch the SOF0 dimensions to 65500 x 65500 */
+    size_t i = 2;
+    int patched = 0;
+    while (i + 9 < n) {
+        ASSERT_EQ(jpg[i], 0xFF);
+        uint8_t m = jpg[i + 1];
+        size_t seglen = (size_t)jpg[i + 2] << 8 | jpg[i + 3];
+        if (m == 0xC0) {
+            jpg[i + 5] = 0xFF; jpg[i + 6] = 0xDC; /* height 65500 */
+            jpg[i + 7] = 0xFF; jpg[i + 8] = 0xDC; /* width 65500 */
+            patched = 1;
+            break;
+        }
+        i += 2 + seglen;
+    }
+    ASSERT(patched);
+    sd_decoder *d;
+    sd_bitmap *b = NULL;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_decode(d, jpg, n, &b), SD_ETOOLARGE);
+    sd_decoder_free(d);
+    sd_free(jpg);
+    /* configured limits apply to ordinary images too */
+    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &jpg, &n));
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXELS, 255));
+    ASSERT_EQ(sd_decoder_decode(d, jpg, n, &b), SD_ETOOLARGE);
+    sd_decoder_free(d);
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_DIMENSION, 15));
+    ASSERT_EQ(sd_decoder_decode(d, jpg, n, &b), SD_ETOOLARGE);
+    sd_decoder_free(d);
+    sd_free(jpg);
+    /* a decoder memory budget too small for a progressive coefficient buffer */
+    sd_bitmap *big = synth(512, 512);
+    ASSERT_OK(sd_encode_jpeg(big, 80, 1, &jpg, &n));
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_MEMORY, 100000));
+    int rc = sd_decoder_decode(d, jpg, n, &b);
+    ASSERT(rc == SD_ETOOLARGE || rc == SD_ENOMEM);
+    sd_decoder_free(d);
+    sd_free(jpg);
+    sd_bitmap_free(big);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const sd_test_case tests[] = {
+        {"truncated_generated", test_truncated_generated},
+        {"truncated_corpus", test_truncated_corpus},
+        {"random_damage", test_random_damage},
+        {"png_bomb", test_png_bomb},
+        {"jpeg_bomb", test_jpeg_bomb},
+        {NULL, NULL},
+    };
+    return sd_test_run(tests, argc, argv);
+}

@@ -1,0 +1,559 @@
+/*
+ * test_units.c — premultiply rounding, the 8 orientation transforms on a
+ * non-square bitmap, the EXIF parser's hostile cases, downscale sizes,
+ * resampling, encoders, the decoder's parameter and state rules, and
+ * progressive previews.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_test.h"
+#include "sd_test_util.h"
+
+static uint32_t px_at(const sd_bitmap *b, uint32_t x, uint32_t y)
+{
+    uint32_t v;
+    memcpy(&v, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 4);
+    return v;
+}
+
+static void px_set(sd_bitmap *b, uint32_t x, uint32_t y, uint32_t v)
+{
+    memcpy(sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, &v, 4);
+}
+
+static int test_premultiply_exact(void)
+{
+    /* every (c, a): c' == (c*a + 127) / 255, written as native ARGB32 */
+    for (uint32_t a = 0; a < 256; a++) {
+        for (uint32_t c = 0; c < 256; c++) {
+            uint8_t in[4] = {(uint8_t)c, (uint8_t)(255 - c), (uint8_t)(c / 2), (uint8_t)a}, out[4];
+            sd_premultiply_rgba(in, out, 1);
+            uint32_t v;
+            memcpy(&v, out, 4);
+            ASSERT_EQ(v >> 24, a);
+            ASSERT_EQ((v >> 16) & 0xFF, (c * a + 127) / 255);
+            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
+            ASSERT_EQ(v & 0xFF, ((c / 2) * a + 127) / 255);
+        }
+    }
+    /* in place works too, and byte order is B,G,R,A on little-endian */
+    uint8_t buf[4] = {10, 20, 30, 255};
+    sd_premultiply_rgba(buf, buf, 1);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    ASSERT(buf[0] == 30 && buf[1] == 20 && buf[2] == 10 && buf[3] == 255);
+#endif
+    return 0;
+}
+
+static int test_unpremultiply_roundtrip(void)
+{
+    /* opaque pixels round-trip exactly; alpha 0 gives 0 */
+    uint8_t rgba[8] = {1, 2, 3, 255, 200, 100, 50, 0}, argb[8], back[8];
+    sd_premultiply_rgba(rgba, argb, 2);
+    sd_unpremultiply_argb(argb, back, 2);
+    ASSERT(memcmp(back, rgba, 4) == 0);
+    ASSERT(back[4] == 0 && back[5] == 0 && back[6] == 0 && back[7] == 0);
+    return 0;
+}
+
+/* A 3x2 bitmap whose pixel value encodes its coordinates. */
+static sd_bitmap *coord_bitmap(uint32_t w, uint32_t h)
+{
+    sd_bitmap *b = NULL;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++)
+            px_set(b, x, y, 0xFF000000u | (x << 8) | y);
+    return b;
+}
+
+static int test_orientation_transforms(void)
+{
+    const uint32_t W = 3, H = 2;
+    sd_bitmap *src = coord_bitmap(W, H);
+    ASSERT_NOT_NULL(src);
+    for (int o = 1; o <= 8; o++) {
+        sd_bitmap *d = NULL;
+        ASSERT_OK(sd_bitmap_orient(src, o, &d));
+        int swap = o >= 5;
+        ASSERT_EQ(sd_bitmap_width(d), swap ? H : W);
+        ASSERT_EQ(sd_bitmap_height(d), swap ? W : H);
+        for (uint32_t y = 0; y < sd_bitmap_height(d); y++) {
+            for (uint32_t x = 0; x < sd_bitmap_width(d); x++) {
+                uint32_t sx, sy; /* where dest (x,y) must come from, per EXIF */
+                switch (o) {
+                case 1: sx = x; sy = y; break;
+                case 2: sx = W - 1 - x; sy = y; break;
+                case 3: sx = W - 1 - x; sy = H - 1 - y; break;
+                case 4: sx = x; sy = H - 1 - y; break;
+                case 5: sx = y; sy = x; break;
+                case 6: sx = y; sy = H - 1 - x; break;
+                case 7: sx = W - 1 - y; sy = H - 1 - x; break;
+                default: sx = W - 1 - y; sy = x; break;
+                }
+                ASSERT_EQ(px_at(d, x, y), 0xFF000000u | (sx << 8) | sy);
+            }
+        }
+        sd_bitmap_free(d);
+    }
+    /* 6 then 8 is the identity; invalid values act as 1 */
+    sd_bitmap *a = NULL, *b = NULL, *c = NULL;
+    ASSERT_OK(sd_bitmap_orient(src, 6, &a));
+    ASSERT_OK(sd_bitmap_orient(a, 8, &b));
+    ASSERT(memcmp(sd_bitmap_pixels(b), sd_bitmap_pixels(src), sd_bitmap_size(src)) == 0);
+    ASSERT_OK(sd_bitmap_orient(src, 42, &c));
+    ASSERT(memcmp(sd_bitmap_pixels(c), sd_bitmap_pixels(src), sd_bitmap_size(src)) == 0);
+    sd_bitmap_free(a);
+    sd_bitmap_free(b);
+    sd_bitmap_free(c);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+/* Build "Exif\0\0" + TIFF with one IFD0 entry. */
+static size_t make_exif(uint8_t *buf, int le, uint16_t tag, uint16_t type, uint32_t count,
+                        uint16_t value, uint32_t ifd_off, uint16_t nentries)
+{
+    memset(buf, 0, 64);
+    memcpy(buf, "Exif\0\0", 6);
+    uint8_t *t = buf + 6;
+#define W16(p, v) do { if (le) { (p)[0] = (uint8_t)(v); (p)[1] = (uint8_t)((v) >> 8); } \
+                       else { (p)[0] = (uint8_t)((v) >> 8); (p)[1] = (uint8_t)(v); } } while (0)
+#define W32(p, v) do { if (le) { W16(p, (v) & 0xFFFF); W16((p) + 2, (v) >> 16); } \
+                       else { W16(p, (v) >> 16); W16((p) + 2, (v) & 0xFFFF); } } while (0)
+    memcpy(t, le ? "II*\0" : "MM\0*", 4);
+    W32(t + 4, ifd_off);
+    W16(t + 8, nentries);
+    W16(t + 10, tag);
+    W16(t + 12, type);
+    W32(t + 14, count);
+    W16(t + 18, value);
+    W32(t + 22, 8u); /* next IFD points back at IFD0: a loop we must not follow */
+#undef W16
+#undef W32
+    return 6 + 26;
+}
+
+static int test_exif_parser(void)
+{
+    uint8_t buf[64];
+    for (int le = 0; le <= 1; le++) {
+        for (uint16_t v = 1; v <= 8; v++) {
+            size_t n = make_exif(buf, le, 0x0112, 3, 1, v, 8, 1);
+            ASSERT_EQ(sd_exif_orientation(buf, n), v);
+            ASSERT_EQ(sd_exif_orientation(buf + 6, n - 6), v); /* bare TIFF (PNG eXIf) */
+        }
+        size_t n = make_exif(buf, le, 0x0112, 3, 1, 0, 8, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* 0 is invalid */
+        n = make_exif(buf, le, 0x0112, 3, 1, 9, 8, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* out of range */
+        n = make_exif(buf, le, 0x0112, 3, 1, 0xFFFF, 8, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);
+        n = make_exif(buf, le, 0x0112, 4, 1, 6, 8, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* wrong type */
+        n = make_exif(buf, le, 0x0112, 3, 0, 6, 8, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* zero count */
+        n = make_exif(buf, le, 0x0112, 3, 1, 6, 0xFFFFFFF0u, 1);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* IFD offset past the end */
+        n = make_exif(buf, le, 0x0112, 3, 1, 6, 8, 0xFFFF);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 6);        /* huge count: reads what exists */
+        n = make_exif(buf, le, 0x0110, 3, 1, 6, 8, 0xFFFF);
+        ASSERT_EQ(sd_exif_orientation(buf, n), 1);        /* no tag, huge count: no overrun */
+        n = make_exif(buf, le, 0x0112, 3, 1, 6, 8, 1);
+        for (size_t cut = 0; cut < n; cut++)              /* every truncation */
+            ASSERT(sd_exif_orientation(buf, cut) >= 1 && sd_exif_orientation(buf, cut) <= 8);
+        ASSERT_EQ(sd_exif_orientation(buf, n - 4), 6);    /* the value itself is present */
+    }
+    ASSERT_EQ(sd_exif_orientation(NULL, 10), 1);
+    ASSERT_EQ(sd_exif_orientation((const uint8_t *)"Exif\0\0XX*\0", 10), 1);
+    /* random garbage never escapes 1..8 (ASan checks the bounds) */
+    unsigned seed = 7;
+    for (int i = 0; i < 20000; i++) {
+        size_t n = make_exif(buf, (int)(sd_rand(&seed) & 1), 0x0112, 3, 1, 6, 8, 1);
+        for (int k = 0; k < 4; k++)
+            buf[sd_rand(&seed) % n] = (uint8_t)sd_rand(&seed);
+        int o = sd_exif_orientation(buf, sd_rand(&seed) % (n + 1));
+        ASSERT(o >= 1 && o <= 8);
+    }
+    return 0;
+}
+
+/* A photo-like test image (smooth gradients + texture), optionally with alpha. */
+static sd_bitmap *synth(uint32_t w, uint32_t h, int alpha)
+{
+    sd_bitmap *b = NULL;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    for (uint32_t y = 0; y < h; y++) {
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t rgba[4] = {(uint8_t)(x * 255 / w), (uint8_t)(y * 255 / h),
+                               (uint8_t)((x ^ y) & 0xFF), alpha ? (uint8_t)((x + y) & 0xFF) : 255};
+            sd_premultiply_rgba(rgba, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 1);
+        }
+    }
+    return b;
+}
+
+static int decode_with(const uint8_t *data, size_t len, sd_decoder_param p1, int64_t v1,
+                       sd_decoder_param p2, int64_t v2, uint32_t *w, uint32_t *h)
+{
+    sd_decoder *d;
+    sd_bitmap *b = NULL;
+    ASSERT_OK(sd_decoder_new(&d));
+    if (p1)
+        ASSERT_OK(sd_decoder_set(d, p1, v1));
+    if (p2)
+        ASSERT_OK(sd_decoder_set(d, p2, v2));
+    int rc = sd_decoder_decode(d, data, len, &b);
+    if (rc == SD_OK) {
+        *w = sd_bitmap_width(b);
+        *h = sd_bitmap_height(b);
+        int64_t ow, oh;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_OUTPUT_WIDTH, &ow));
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_OUTPUT_HEIGHT, &oh));
+        ASSERT_EQ(ow, *w);
+        ASSERT_EQ(oh, *h);
+    }
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    return rc;
+}
+
+static int test_downscale_sizes(void)
+{
+    sd_bitmap *src = synth(300, 200, 1);
+    ASSERT_NOT_NULL(src);
+    uint8_t *png, *jpg;
+    size_t png_len, jpg_len;
+    ASSERT_OK(sd_encode_png(src, 1, &png, &png_len));
+    ASSERT_OK(sd_encode_jpeg(src, 90, 0, &jpg, &jpg_len));
+    struct { const uint8_t *d; size_t n; } files[2] = {{png, png_len}, {jpg, jpg_len}};
+    for (int f = 0; f < 2; f++) {
+        uint32_t w = 0, h = 0;
+        const uint8_t *d = files[f].d;
+        size_t n = files[f].n;
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_PIXEL_SIZE, 100, 0, 0, &w, &h));
+        ASSERT(w == 100 && h == 67);                 /* aspect kept, rounded */
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_PIXEL_SIZE, 37, 0, 0, &w, &h));
+        ASSERT(w == 37 && h == 25);
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_PIXEL_SIZE, 1000, 0, 0, &w, &h));
+        ASSERT(w == 300 && h == 200);                /* never upscale */
+        ASSERT_OK(decode_with(d, n, SD_DEC_TARGET_HEIGHT, 50, 0, 0, &w, &h));
+        ASSERT(w == 75 && h == 50);
+        ASSERT_OK(decode_with(d, n, SD_DEC_TARGET_WIDTH, 10, SD_DEC_TARGET_HEIGHT, 0, &w, &h));
+        ASSERT(w == 10 && h == 7);
+        /* fill the box exactly, still never larger than the source */
+        sd_decoder *dec;
+        sd_bitmap *b;
+        ASSERT_OK(sd_decoder_new(&dec));
+        ASSERT_OK(sd_decoder_set(dec, SD_DEC_TARGET_WIDTH, 50));
+        ASSERT_OK(sd_decoder_set(dec, SD_DEC_TARGET_HEIGHT, 500));
+        ASSERT_OK(sd_decoder_set(dec, SD_DEC_PRESERVE_ASPECT, 0));
+        ASSERT_OK(sd_decoder_decode(dec, d, n, &b));
+        ASSERT(sd_bitmap_width(b) == 50 && sd_bitmap_height(b) == 200);
+        sd_bitmap_free(b);
+        sd_decoder_free(dec);
+        /* byte budget */
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_BYTES, 1, 0, 0, &w, &h));
+        ASSERT(w == 1 && h == 1);
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_BYTES, 40000, 0, 0, &w, &h));
+        ASSERT((uint64_t)w * h * 4 <= 40000 && w >= 120 && h >= 80);
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_BYTES, 300 * 200 * 4, 0, 0, &w, &h));
+        ASSERT(w == 300 && h == 200);
+        /* box and budget compose: the smaller wins */
+        ASSERT_OK(decode_with(d, n, SD_DEC_MAX_PIXEL_SIZE, 150, SD_DEC_MAX_BYTES, 4 * 30 * 20, &w, &h));
+        ASSERT((uint64_t)w * h <= 600 && w <= 150);
+    }
+    sd_free(png);
+    sd_free(jpg);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_downscale_quality(void)
+{
+    /* A flat colour stays exactly that colour through every reduction path. */
+    sd_bitmap *src = NULL;
+    ASSERT_OK(sd_bitmap_new(257, 131, &src));
+    for (uint32_t y = 0; y < 131; y++)
+        for (uint32_t x = 0; x < 257; x++)
+            px_set(src, x, y, 0x80402010u); /* premultiplied, alpha 0x80 */
+    sd_bitmap *s = NULL;
+    ASSERT_OK(sd_bitmap_scale(src, 19, 7, &s));
+    for (uint32_t y = 0; y < 7; y++)
+        for (uint32_t x = 0; x < 19; x++)
+            ASSERT_EQ(px_at(s, x, y), 0x80402010u);
+    sd_bitmap_free(s);
+    uint8_t *png;
+    size_t n;
+    ASSERT_OK(sd_encode_png(src, 1, &png, &n));
+    sd_decoder *d;
+    sd_bitmap *b;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 40));
+    ASSERT_OK(sd_decoder_decode(d, png, n, &b));
+    ASSERT(sd_bitmap_width(b) == 40 && sd_bitmap_height(b) == 20);
+    for (uint32_t y = 0; y < 20; y++)
+        for (uint32_t x = 0; x < 40; x++)
+            ASSERT_EQ(px_at(b, x, y), px_at(src, 0, 0)); /* via un/premultiply: same value */
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_orientation_and_downscale_compose(void)
+{
+    /* Portrait_6.jpg is stored 1800x1200 and displays 1200x1800. */
+    const char *dir = sd_corpus_dir();
+    if (dir == NULL)
+        return 77;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/exif-orientation/Portrait_6.jpg", dir);
+    size_t n;
+    unsigned char *data = sd_read_file(path, &n);
+    ASSERT_NOT_NULL(data);
+    uint32_t w, h;
+    ASSERT_OK(decode_with(data, n, SD_DEC_MAX_PIXEL_SIZE, 150, 0, 0, &w, &h));
+    ASSERT(w == 100 && h == 150);
+    ASSERT_OK(decode_with(data, n, SD_DEC_TARGET_WIDTH, 60, 0, 0, &w, &h));
+    ASSERT(w == 60 && h == 90);
+    /* report only: stored shape, the box applies to it */
+    ASSERT_OK(decode_with(data, n, SD_DEC_APPLY_ORIENTATION, 0, SD_DEC_MAX_PIXEL_SIZE, 150, &w, &h));
+    ASSERT(w == 150 && h == 100);
+    free(data);
+    return 0;
+}
+
+static int test_encoders_roundtrip(void)
+{
+    sd_bitmap *src = synth(64, 48, 1), *back = NULL;
+    uint8_t *png, *jpg;
+    size_t n, m;
+    ASSERT_OK(sd_encode_png(src, -1, &png, &n));
+    ASSERT_OK(sd_decode(png, n, &back));
+    /* premultiplied -> straight -> premultiplied is lossless where it can be */
+    for (uint32_t y = 0; y < 48; y++) {
+        for (uint32_t x = 0; x < 64; x++) {
+            uint32_t a = px_at(src, x, y), b = px_at(back, x, y);
+            ASSERT_EQ(a >> 24, b >> 24);
+            for (int s = 0; s < 24; s += 8) {
+                int d = (int)((a >> s) & 0xFF) - (int)((b >> s) & 0xFF);
+                ASSERT(d >= -1 && d <= 1);
+            }
+        }
+    }
+    sd_bitmap_free(back);
+    sd_bitmap *opaque = synth(64, 48, 0);
+    ASSERT_OK(sd_encode_jpeg(opaque, 95, 1, &jpg, &m));
+    ASSERT_EQ(sd_sniff_format(jpg, m), SD_FORMAT_JPEG);
+    ASSERT_OK(sd_decode(jpg, m, &back));
+    ASSERT(sd_bitmap_width(back) == 64 && !sd_bitmap_has_alpha(back));
+    sd_bitmap_free(back);
+    ASSERT_EQ(sd_encode_jpeg(opaque, 0, 0, &jpg, &m) , SD_EINVAL);
+    sd_free(png);
+    sd_free(jpg);
+    sd_bitmap_free(src);
+    sd_bitmap_free(opaque);
+    return 0;
+}
+
+static int test_decoder_state_rules(void)
+{
+    sd_decoder *d;
+    int64_t v;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_WIDTH, &v), SD_EAGAIN);
+    ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v), SD_EAGAIN);
+    ASSERT_EQ(sd_decoder_set(d, SD_DEC_MAX_BYTES, -1), SD_EINVAL);
+    ASSERT_EQ(sd_decoder_set(d, SD_DEC_INFO_WIDTH, 1), SD_EINVAL);
+    ASSERT_EQ(sd_decoder_set(d, (sd_decoder_param)77, 1), SD_EINVAL);
+    ASSERT_OK(sd_decoder_push(d, "\xFF\xD8", 2));
+    ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v), SD_EAGAIN);
+    ASSERT_OK(sd_decoder_push(d, "\xFF", 1));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v));
+    ASSERT_EQ(v, SD_FORMAT_JPEG);
+    ASSERT_EQ(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 10), SD_EBADSTATE); /* options frozen */
+    sd_bitmap *b = (sd_bitmap *)1;
+    ASSERT_EQ(sd_decoder_take_bitmap(d, &b), SD_EBADSTATE);                  /* before finish */
+    ASSERT(b == NULL);
+    ASSERT_EQ(sd_decoder_finish(d), SD_ETRUNCATED);                         /* header cut */
+    ASSERT(strlen(sd_decoder_message(d)) > 0);
+    ASSERT_EQ(sd_decoder_push(d, "x", 1), SD_EBADSTATE);                    /* sticky */
+    ASSERT_EQ(sd_decoder_finish(d), SD_EBADSTATE);
+    sd_decoder_free(d);
+
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_finish(d), SD_ETRUNCATED); /* no bytes at all */
+    sd_decoder_free(d);
+
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_push(d, "GIF89a", 6), SD_EUNSUPPORTED);
+    ASSERT(strstr(sd_decoder_message(d), "unsupported") != NULL);
+    sd_decoder_free(d);
+
+    /* the result can be taken once */
+    sd_bitmap *src = synth(8, 8, 0);
+    uint8_t *png;
+    size_t n;
+    ASSERT_OK(sd_encode_png(src, -1, &png, &n));
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_push(d, png, n));
+    ASSERT_OK(sd_decoder_push(d, "trailing garbage", 16)); /* ignored after IEND */
+    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_decoder_take_bitmap(d, &b));
+    sd_bitmap *again = NULL;
+    ASSERT_EQ(sd_decoder_take_bitmap(d, &again), SD_EOI);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_progressive_previews(void)
+{
+    sd_bitmap *src = synth(320, 240, 0);
+    uint8_t *jpg;
+    size_t n;
+    ASSERT_OK(sd_encode_jpeg(src, 90, 1, &jpg, &n));
+    sd_bitmap *reference = NULL;
+    ASSERT_OK(sd_decode(jpg, n, &reference));
+
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_PREVIEWS, 1));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_PREVIEW_INTERVAL_MS, 0)); /* every scan */
+    int64_t last_previews = 0, scans = 0, progressive = 0;
+    int distinct_snapshots = 0;
+    char last_hash[65] = "";
+    for (size_t pos = 0; pos < n; pos += 512) {
+        ASSERT_OK(sd_decoder_push(d, jpg + pos, (n - pos < 512 ? n - pos : 512)));
+        int64_t p;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_PREVIEWS, &p));
+        ASSERT(p >= last_previews); /* monotonic */
+        sd_bitmap *snap = NULL;
+        int rc = sd_decoder_snapshot(d, &snap);
+        if (p == 0) {
+            ASSERT(rc == SD_EAGAIN || rc == SD_OK);
+        } else {
+            ASSERT_OK(rc);
+            ASSERT(sd_bitmap_width(snap) == 320 && sd_bitmap_height(snap) == 240);
+            char h[65];
+            sd_bitmap_sha256(snap, h);
+            /* a snapshot changes only when a new preview was rendered */
+            int64_t finished = 0;
+            sd_decoder_get(d, SD_DEC_INFO_FINISHED, &finished);
+            if (p == last_previews && !finished)
+                ASSERT(strcmp(h, last_hash) == 0);
+            else if (strcmp(h, last_hash) != 0)
+                distinct_snapshots++;
+            strcpy(last_hash, h);
+        }
+        sd_bitmap_free(snap);
+        last_previews = p;
+    }
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_PROGRESSIVE, &progressive));
+    ASSERT_EQ(progressive, 1);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_SCANS, &scans));
+    ASSERT(scans >= 5);              /* jpeg_simple_progression writes 10 scans */
+    ASSERT(last_previews >= 3);
+    ASSERT(distinct_snapshots >= 3);
+    sd_bitmap *final = NULL;
+    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(sd_decoder_take_bitmap(d, &final));
+    /* previews never change the final result */
+    ASSERT(memcmp(sd_bitmap_pixels(final), sd_bitmap_pixels(reference), sd_bitmap_size(final)) == 0);
+    sd_bitmap_free(final);
+    sd_decoder_free(d);
+    sd_bitmap_free(reference);
+    sd_free(jpg);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_baseline_rows_snapshot(void)
+{
+    sd_bitmap *src = synth(64, 256, 0);
+    uint8_t *jpg;
+    size_t n;
+    ASSERT_OK(sd_encode_jpeg(src, 90, 0, &jpg, &n));
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_push(d, jpg, n / 2));
+    int64_t rows;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ROWS, &rows));
+    ASSERT(rows > 0 && rows < 256);
+    sd_bitmap *snap;
+    ASSERT_OK(sd_decoder_snapshot(d, &snap));
+    ASSERT_EQ(px_at(snap, 0, 0) >> 24, 255);                 /* decoded rows opaque */
+    ASSERT_EQ(px_at(snap, 0, 255), 0);                       /* the rest transparent */
+    sd_bitmap_free(snap);
+    sd_decoder_free(d);
+    sd_free(jpg);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+static int test_adam7_snapshot_replicates(void)
+{
+    const char *dir = sd_corpus_dir();
+    if (dir == NULL)
+        return 77;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pngsuite/basi2c08.png", dir); /* 32x32 RGB Adam7 */
+    size_t n;
+    unsigned char *data = sd_read_file(path, &n);
+    ASSERT_NOT_NULL(data);
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    int saw_pass = 0;
+    for (size_t pos = 0; pos < n; pos++) {
+        ASSERT_OK(sd_decoder_push(d, data + pos, 1));
+        int64_t scans = 0;
+        sd_decoder_get(d, SD_DEC_INFO_SCANS, &scans);
+        if (scans >= 1 && scans < 7) {
+            sd_bitmap *snap;
+            ASSERT_OK(sd_decoder_snapshot(d, &snap));
+            /* every pixel is filled from its block's known pixel: no holes */
+            for (uint32_t y = 0; y < 32; y++)
+                for (uint32_t x = 0; x < 32; x++)
+                    ASSERT_EQ(px_at(snap, x, y) >> 24, 255);
+            if (scans == 1) /* 8x8 blocks */
+                ASSERT_EQ(px_at(snap, 7, 7), px_at(snap, 0, 0));
+            saw_pass = 1;
+            sd_bitmap_free(snap);
+        }
+    }
+    ASSERT(saw_pass);
+    sd_decoder_free(d);
+    free(data);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const sd_test_case tests[] = {
+        {"premultiply_exact", test_premultiply_exact},
+        {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},
+        {"orientation_transforms", test_orientation_transforms},
+        {"exif_parser_hostile", test_exif_parser},
+        {"downscale_sizes", test_downscale_sizes},
+        {"downscale_quality", test_downscale_quality},
+        {"orientation_and_downscale_compose", test_orientation_and_downscale_compose},
+        {"encoders_roundtrip", test_encoders_roundtrip},
+        {"decoder_state_rules", test_decoder_state_rules},
+        {"progressive_previews", test_progressive_previews},
+        {"baseline_rows_snapshot", test_baseline_rows_snapshot},
+        {"adam7_snapshot_replicates", test_adam7_snapshot_replicates},
+        {NULL, NULL},
+    };
+    return sd_test_run(tests, argc, argv);
+}

@@ -1,0 +1,165 @@
+import CSDCore
+import Foundation
+import Testing
+
+@testable import SDCoders
+
+/// The corpus lives beside the repository; tests that need it skip without it.
+private let corpusDir: URL? = {
+    if let env = ProcessInfo.processInfo.environment["SD_CORPUS_DIR"], !env.isEmpty {
+        return URL(fileURLWithPath: env)
+    }
+    let here = URL(fileURLWithPath: #filePath)  // Tests/SDCodersTests/DecoderTests.swift
+    let dir = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    return FileManager.default.fileExists(atPath: dir.appendingPathComponent("MANIFEST.tsv").path) ? dir : nil
+}()
+
+private func corpusFile(_ name: String) throws -> [UInt8] {
+    let dir = try #require(corpusDir, "corpus not found at ../shared/corpus")
+    return [UInt8](try Data(contentsOf: dir.appendingPathComponent(name)))
+}
+
+/// A photo-like bitmap made here, so these tests need no fixtures.
+private func synthetic(width: Int, height: Int, alpha: Bool) throws -> Bitmap {
+    try Bitmap(width: width, height: height) { buf in
+        var rgba = [UInt8](repeating: 0, count: 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                rgba[0] = UInt8(x * 255 / width)
+                rgba[1] = UInt8(y * 255 / height)
+                rgba[2] = UInt8((x ^ y) & 0xFF)
+                rgba[3] = alpha ? UInt8((x + y) & 0xFF) : 255
+                sd_premultiply_rgba(rgba, buf.baseAddress!.advanced(by: (y * width + x) * 4)
+                    .assumingMemoryBound(to: UInt8.self), 1)
+            }
+        }
+    }
+}
+
+@Suite("Decoding through the Swift wrapper")
+struct DecoderTests {
+    @Test("Swift and C decode the same corpus files to the same pixels")
+    func parityWithC() throws {
+        guard corpusDir != nil else { return }
+        for name in ["exif-orientation/Landscape_5.jpg", "pngsuite/basi6a16.png", "jpeg/mozilla/jpg-cmyk-2.jpg",
+                     "jpeg/jpeg-decoder/progressive3.jpg"] {
+            let bytes = try corpusFile(name)
+            // Given the C one-shot decode
+            var c: OpaquePointer?
+            #expect(sd_decode(bytes, bytes.count, &c) == 0)
+            defer { sd_bitmap_free(c) }
+            // When the same bytes go through ImageDecoder in odd chunks
+            let decoder = try ImageDecoder()
+            var pos = 0
+            while pos < bytes.count {
+                let n = min(777, bytes.count - pos)
+                try decoder.push(Array(bytes[pos..<pos + n]))
+                _ = try decoder.snapshot()
+                pos += n
+            }
+            let image = try decoder.finish()
+            // Then the pixels are identical
+            #expect(image.bitmap.width == Int(sd_bitmap_width(c)))
+            #expect(image.bitmap.height == Int(sd_bitmap_height(c)))
+            let same = image.bitmap.withUnsafeBytes { memcmp($0.baseAddress!, sd_bitmap_pixels(c)!, $0.count) == 0 }
+            #expect(same, "\(name)")
+            #expect(image.isComplete)
+        }
+    }
+
+    @Test("Header facts and orientation are reported")
+    func headerFacts() throws {
+        guard corpusDir != nil else { return }
+        let bytes = try corpusFile("exif-orientation/Portrait_8.jpg")
+        let image = try ImageDecoder.decode(bytes, options: .thumbnail(maxPixelSize: 180))
+        #expect(image.format == .jpeg)
+        #expect(image.orientation == 8)
+        #expect(image.sourceWidth == 1800 && image.sourceHeight == 1200)
+        #expect(image.bitmap.width == 120 && image.bitmap.height == 180)
+        var reportOnly = DecodeOptions.thumbnail(maxPixelSize: 180)
+        reportOnly.applyOrientation = false
+        let stored = try ImageDecoder.decode(bytes, options: reportOnly)
+        #expect(stored.bitmap.width == 180 && stored.bitmap.height == 120)
+    }
+
+    @Test("Errors carry the C status and the codec's message")
+    func errors() throws {
+        let html = Array("<html><body>Not Found</body></html>".utf8)
+        #expect(throws: CoderError.self) { try ImageDecoder.decode(html) }
+        do {
+            _ = try ImageDecoder.decode(html)
+        } catch {
+            #expect(error.code == .unsupportedFormat)
+            #expect(error.message.contains("not a JPEG or PNG"))
+        }
+        do {
+            _ = try ImageDecoder.decode([0xFF, 0xD8, 0xFF, 0xE0])
+            Issue.record("a cut header must fail")
+        } catch {
+            #expect(error.code == .truncatedHeader)
+        }
+        var small = DecodeOptions()
+        small.maxPixels = 100
+        let png = try synthetic(width: 20, height: 20, alpha: false).pngData()
+        do {
+            _ = try ImageDecoder.decode(png, options: small)
+            Issue.record("limit must apply")
+        } catch {
+            #expect(error.code == .imageTooLarge)
+        }
+    }
+
+    @Test("Truncated data yields a full-size image flagged incomplete")
+    func truncated() throws {
+        let jpeg = try synthetic(width: 120, height: 90, alpha: false).jpegData(quality: 80)
+        let image = try ImageDecoder.decode(Array(jpeg[0..<jpeg.count * 2 / 3]))
+        #expect(!image.isComplete)
+        #expect(image.bitmap.width == 120 && image.bitmap.height == 90)
+    }
+
+    @Test("Encoders round-trip through the decoder")
+    func encodeRoundTrip() throws {
+        let src = try synthetic(width: 40, height: 30, alpha: true)
+        let png = try src.pngData()
+        #expect(ImageFormat(sniffing: png.withUnsafeBytes { $0 }) == .png)
+        let back = try ImageDecoder.decode(png).bitmap
+        #expect(back.hasAlpha)
+        #expect(back.width == 40 && back.height == 30)
+        let jpeg = try src.jpegData(quality: 90, progressive: true)
+        let decoded = try ImageDecoder.decode(jpeg)
+        #expect(decoded.isProgressive)
+        #expect(!decoded.bitmap.hasAlpha)
+    }
+
+    @Test("Progressive previews arrive as scans complete")
+    func progressivePreviews() throws {
+        let jpeg = try synthetic(width: 256, height: 192, alpha: false).jpegData(quality: 90, progressive: true)
+        var options = DecodeOptions()
+        options.progressivePreviews = true
+        options.previewIntervalMilliseconds = 0
+        let decoder = try ImageDecoder(options: options)
+        var previews = 0
+        for start in stride(from: 0, to: jpeg.count, by: 400) {
+            try decoder.push(Array(jpeg[start..<min(start + 400, jpeg.count)]))
+            if decoder.previewCount > previews {
+                previews = decoder.previewCount
+                let snap = try #require(try decoder.snapshot())
+                #expect(snap.width == 256 && snap.height == 192)
+            }
+        }
+        #expect(previews >= 3)
+        #expect(decoder.completedScans >= 5)
+        let final = try decoder.finish()
+        #expect(final.isComplete && final.isProgressive)
+    }
+
+    @Test("Bitmap transforms: scale and orientation")
+    func transforms() throws {
+        let src = try synthetic(width: 30, height: 20, alpha: false)
+        let rotated = try src.oriented(6)
+        #expect(rotated.width == 20 && rotated.height == 30)
+        let small = try src.scaled(width: 15, height: 10)
+        #expect(small.width == 15 && small.cost == 15 * 10 * 4)
+    }
+}

@@ -1,0 +1,78 @@
+/*
+ * sd_bitmap.h — the decoded image: premultiplied ARGB32 in native byte order.
+ *
+ * Pixel format: 32 bits per pixel, premultiplied alpha, stored as one native
+ * uint32 0xAARRGGBB; on little-endian machines the bytes in memory are
+ * B, G, R, A. This is cairo's CAIRO_FORMAT_ARGB32 and pixman's a8r8g8b8, so
+ * C consumers can blit without conversion. Rows are top-first; `stride` is
+ * the distance in bytes between rows (libsdcore always produces
+ * stride == width * 4, but consumers should honour `stride`).
+ *
+ * Ownership: a bitmap is owned by whoever received it from a `_new`,
+ * `sd_decoder_take_bitmap`, `sd_decoder_snapshot` or `sd_decode` call, and
+ * must be released with sd_bitmap_free(). Bitmaps are immutable after they
+ * are handed out except through sd_bitmap_pixels(); they may be read from
+ * any thread, and freed from any thread.
+ */
+#ifndef SDCORE_SD_BITMAP_H
+#define SDCORE_SD_BITMAP_H
+
+#include "sd_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sd_bitmap sd_bitmap;
+
+/*
+ * Name: sd_bitmap_new
+ * Desc: Allocate a width x height bitmap, all pixels transparent (0).
+ * Returns: SD_OK, SD_EINVAL (zero or NULL), SD_ETOOLARGE (size overflows),
+ *          SD_ENOMEM.
+ */
+SD_API int sd_bitmap_new(uint32_t width, uint32_t height, sd_bitmap **out);
+
+/* Name: sd_bitmap_free — Desc: release a bitmap; NULL is accepted. */
+SD_API void sd_bitmap_free(sd_bitmap *bitmap);
+
+/* Accessors. NULL yields 0 / NULL. */
+SD_API uint32_t sd_bitmap_width(const sd_bitmap *bitmap);
+SD_API uint32_t sd_bitmap_height(const sd_bitmap *bitmap);
+SD_API size_t sd_bitmap_stride(const sd_bitmap *bitmap);
+/* Pointer to the first byte of the top row; valid until sd_bitmap_free. */
+SD_API uint8_t *sd_bitmap_pixels(const sd_bitmap *bitmap);
+/* stride * height: the number of bytes behind sd_bitmap_pixels(). */
+SD_API size_t sd_bitmap_size(const sd_bitmap *bitmap);
+
+/*
+ * Name: sd_bitmap_has_alpha
+ * Desc: 1 if any pixel has alpha < 255, else 0 (scans the pixels).
+ */
+SD_API int sd_bitmap_has_alpha(const sd_bitmap *bitmap);
+
+/*
+ * Name: sd_bitmap_scale
+ * Desc: Area-average (box) resample to width x height into a new bitmap.
+ *       Works in premultiplied space, so edges of transparent regions do
+ *       not darken. Intended for reduction; enlarging replicates pixels.
+ * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
+ */
+SD_API int sd_bitmap_scale(const sd_bitmap *src, uint32_t width,
+                           uint32_t height, sd_bitmap **out);
+
+/*
+ * Name: sd_premultiply_rgba / sd_unpremultiply_argb
+ * Desc: Row converters. sd_premultiply_rgba reads `count` straight-alpha
+ *       pixels as bytes R,G,B,A and writes native premultiplied ARGB32
+ *       (c' = (c*a + 127) / 255, exact). sd_unpremultiply_argb does the
+ *       reverse into R,G,B,A bytes (c = (c'*255 + a/2) / a, clamped).
+ *       `src` and `dst` may be the same buffer.
+ */
+SD_API void sd_premultiply_rgba(const uint8_t *src, uint8_t *dst, size_t count);
+SD_API void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SDCORE_SD_BITMAP_H */

@@ -1,0 +1,191 @@
+/*
+ * sd_decoder.h — incremental JPEG/PNG decoder into premultiplied ARGB32.
+ *
+ * Push model (zstd-style): feed the encoded bytes in order, in chunks of any
+ * size, with sd_decoder_push(); call sd_decoder_finish() when the input ends;
+ * then take the result with sd_decoder_take_bitmap(). In between, header
+ * facts are available through sd_decoder_get() as soon as the bytes allow,
+ * and sd_decoder_snapshot() renders what has been decoded so far.
+ *
+ *     sd_decoder *d; sd_bitmap *bmp;
+ *     sd_decoder_new(&d);
+ *     sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 256);    // optional thumbnail
+ *     while ((n = read(fd, buf, sizeof buf)) > 0)
+ *         if (sd_decoder_push(d, buf, n) != SD_OK) break;
+ *     if (sd_decoder_finish(d) == SD_OK && sd_decoder_take_bitmap(d, &bmp) == SD_OK)
+ *         use(bmp), sd_bitmap_free(bmp);
+ *     sd_decoder_free(d);
+ *
+ * Errors are sticky: after a call fails with anything but SD_EAGAIN/SD_EINVAL,
+ * every later call returns SD_EBADSTATE and touches nothing; the message of
+ * the original failure stays available from sd_decoder_message().
+ *
+ * Truncated input: when the header was complete, finish() succeeds and the
+ * bitmap is full-size with SD_DEC_INFO_COMPLETE == 0. JPEG follows libjpeg
+ * (missing data decodes as grey, corrupt-data warnings are counted, not
+ * fatal); PNG leaves rows that never arrived transparent. Input that ends
+ * inside the header fails with SD_ETRUNCATED.
+ *
+ * Threads: a decoder is confined to one thread at a time (it may move
+ * between threads with proper hand-off). Different decoders are independent.
+ */
+#ifndef SDCORE_SD_DECODER_H
+#define SDCORE_SD_DECODER_H
+
+#include "sd_bitmap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sd_decoder sd_decoder;
+
+typedef enum sd_format {
+    SD_FORMAT_UNKNOWN = 0,
+    SD_FORMAT_JPEG = 1,
+    SD_FORMAT_PNG = 2
+} sd_format;
+
+/* Defaults for the limits below (plain literals so Swift imports them). */
+#define SD_DEFAULT_MAX_PIXELS 268435456LL        /* 2^28 px, e.g. 16384 x 16384 */
+#define SD_DEFAULT_MAX_DIMENSION 65535
+#define SD_DEFAULT_MAX_MEMORY 1073741824LL       /* 1 GiB of codec working memory */
+/* SDWebImage's scale-down-large-images budget (kDestImageLimitBytes). */
+#define SD_DEFAULT_SCALE_DOWN_BYTES 62914560LL   /* 60 MiB */
+#define SD_DEFAULT_PREVIEW_INTERVAL_MS 100
+
+typedef enum sd_decoder_param {
+    /* ---- Options: set before the first push (SD_EBADSTATE after). ---- */
+    /* 1 (default): the bitmap comes out upright; 0: only report it. */
+    SD_DEC_APPLY_ORIENTATION = 1,
+    /* Thumbnail box in output (upright) pixels; 0 = unbounded (default). */
+    SD_DEC_TARGET_WIDTH = 2,
+    SD_DEC_TARGET_HEIGHT = 3,
+    /* 1 (default): fit inside the box keeping the aspect ratio; 0: fill the
+     * box exactly. Never upscales: a side smaller than the box is kept. */
+    SD_DEC_PRESERVE_ASPECT = 4,
+    /* Shorthand: TARGET_WIDTH = TARGET_HEIGHT = value, aspect kept. */
+    SD_DEC_MAX_PIXEL_SIZE = 5,
+    /* Byte budget of the output bitmap (width*height*4); 0 = none (default).
+     * The size is chosen before any full-size allocation; at least 1x1. */
+    SD_DEC_MAX_BYTES = 6,
+    /* Limits on the *source* image; beyond them: SD_ETOOLARGE, before any
+     * pixel memory is allocated. */
+    SD_DEC_MAX_PIXELS = 7,      /* width*height, default SD_DEFAULT_MAX_PIXELS */
+    SD_DEC_MAX_DIMENSION = 8,   /* either side, default SD_DEFAULT_MAX_DIMENSION */
+    SD_DEC_MAX_MEMORY = 9,      /* codec working memory, default SD_DEFAULT_MAX_MEMORY */
+    /* 1: render previews of progressive JPEGs as scans complete (a render is
+     * an IDCT pass over the image, so it is opt-in). Default 0. */
+    SD_DEC_PREVIEWS = 10,
+    /* Minimum milliseconds between two preview renders; a scan that
+     * completes sooner is skipped. Default SD_DEFAULT_PREVIEW_INTERVAL_MS. */
+    SD_DEC_PREVIEW_INTERVAL_MS = 11,
+
+    /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
+    SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
+    SD_DEC_INFO_WIDTH = 101,       /* source size as stored (before orientation) */
+    SD_DEC_INFO_HEIGHT = 102,
+    SD_DEC_INFO_ORIENTATION = 103, /* EXIF orientation 1..8 */
+    SD_DEC_INFO_PROGRESSIVE = 104, /* 1 for progressive/multi-scan JPEG or Adam7 PNG */
+    SD_DEC_INFO_HAS_ALPHA = 105,   /* 1 if the format can carry transparency */
+    SD_DEC_INFO_OUTPUT_WIDTH = 106, /* size of the bitmap that will come out */
+    SD_DEC_INFO_OUTPUT_HEIGHT = 107,
+    SD_DEC_INFO_SCANS = 108,       /* completed progressive scans / Adam7 passes */
+    SD_DEC_INFO_ROWS = 109,        /* rows decoded so far in the current pass */
+    SD_DEC_INFO_PREVIEWS = 110,    /* previews rendered so far; grows by 1 each */
+    SD_DEC_INFO_COMPLETE = 111,    /* after finish: 1 if every pixel was decoded */
+    SD_DEC_INFO_WARNINGS = 112,    /* non-fatal data warnings so far */
+    SD_DEC_INFO_FINISHED = 113     /* 1 once the end of the image was reached */
+} sd_decoder_param;
+
+/*
+ * Name: sd_decoder_new / sd_decoder_free
+ * Desc: Create a decoder with default options; free one (NULL is accepted).
+ * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
+ */
+SD_API int sd_decoder_new(sd_decoder **out);
+SD_API void sd_decoder_free(sd_decoder *dec);
+
+/*
+ * Name: sd_decoder_set / sd_decoder_get
+ * Desc: Set an option (SD_DEC_* below 100) or read an option or info value.
+ * Returns: SD_OK; SD_EINVAL for an unknown parameter or a negative value;
+ *          SD_EBADSTATE when setting an option after the first push;
+ *          SD_EAGAIN for information not known yet.
+ */
+SD_API int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t value);
+SD_API int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param,
+                          int64_t *value);
+
+/*
+ * Name: sd_decoder_push
+ * Desc: Feed the next `length` bytes of the encoded image. All bytes are
+ *       consumed (what the codec cannot use yet is buffered). Bytes after
+ *       the end of the image are ignored. `data` is not retained.
+ * Returns: SD_OK, or a sticky error: SD_EUNSUPPORTED (not JPEG/PNG),
+ *          SD_ECORRUPT, SD_ETOOLARGE, SD_ENOMEM, SD_EBADSTATE.
+ */
+SD_API int sd_decoder_push(sd_decoder *dec, const void *data, size_t length);
+
+/*
+ * Name: sd_decoder_finish
+ * Desc: Declare the end of input and complete the decode.
+ * Returns: SD_OK (see SD_DEC_INFO_COMPLETE), SD_ETRUNCATED (header never
+ *          completed), or a sticky error.
+ */
+SD_API int sd_decoder_finish(sd_decoder *dec);
+
+/*
+ * Name: sd_decoder_take_bitmap
+ * Desc: After a successful finish, hand over the final bitmap (upright unless
+ *       SD_DEC_APPLY_ORIENTATION is 0, at SD_DEC_INFO_OUTPUT_* size).
+ * Returns: SD_OK; SD_EOI if it was already taken; SD_EBADSTATE before finish.
+ */
+SD_API int sd_decoder_take_bitmap(sd_decoder *dec, sd_bitmap **out);
+
+/*
+ * Name: sd_decoder_snapshot
+ * Desc: A new bitmap (owned by the caller, output size and orientation) of
+ *       the image as decoded so far. Progressive JPEG with SD_DEC_PREVIEWS:
+ *       the latest preview rendered at a scan boundary (never a half scan);
+ *       without it, the coefficients as they stand. Baseline JPEG and
+ *       non-interlaced PNG: the rows decoded so far, the rest transparent.
+ *       Adam7 PNG: the latest completed pass, pixels replicated to fill.
+ *       Costs one copy of the output (no re-decoding).
+ * Returns: SD_OK, SD_EAGAIN (nothing to show yet), or an error.
+ */
+SD_API int sd_decoder_snapshot(sd_decoder *dec, sd_bitmap **out);
+
+/*
+ * Name: sd_decoder_message
+ * Desc: Detail of the last failure or warning, e.g. libjpeg's or libpng's
+ *       own message; "" when there is none. Valid until the next call on
+ *       `dec`.
+ */
+SD_API const char *sd_decoder_message(const sd_decoder *dec);
+
+/*
+ * Name: sd_decoder_decode
+ * Desc: One-shot: push the whole buffer, finish, take the bitmap, using the
+ *       options already set on `dec` (a fresh decoder).
+ */
+SD_API int sd_decoder_decode(sd_decoder *dec, const void *data, size_t length,
+                             sd_bitmap **out);
+
+/*
+ * Name: sd_decode
+ * Desc: One-shot with default options (upright, full size).
+ */
+SD_API int sd_decode(const void *data, size_t length, sd_bitmap **out);
+
+/*
+ * Name: sd_sniff_format
+ * Desc: The format named by the magic bytes at the start of `data`
+ *       (SD_FORMAT_UNKNOWN when too short or unrecognised).
+ */
+SD_API sd_format sd_sniff_format(const void *data, size_t length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SDCORE_SD_DECODER_H */

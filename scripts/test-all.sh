@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every suite, keeps going after a failure, prints one summary line.
+set -u
+cd "$(dirname "$0")/.."
+passed=0; failed=0; failures=()
+run() {
+  local name=$1; shift
+  echo "=== $name"
+  local t0=$SECONDS
+  if "$@"; then passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
+}
+# C layering rules (STYLE.md): each system header only where it belongs.
+layering() {
+  local bad
+  bad=$(grep -rlE '#include <(curl/curl|jpeglib|png)\.h>' include || true)
+  bad+=$(grep -rl 'curl/curl.h' CSources | grep -v '^CSources/loop/' || true)
+  bad+=$(grep -rl 'jpeglib.h' CSources | grep -vE '^CSources/(decode/jpeg|encode)/' || true)
+  bad+=$(grep -rl '<png.h>' CSources | grep -vE '^CSources/(decode/png|encode)/' || true)
+  [ -z "$bad" ] || { echo "layering violation: $bad"; return 1; }
+}
+run "layering" layering
+run "c (ctest)" make --no-print-directory test-c
+run "c asan+ubsan (ctest)" make --no-print-directory test-asan
+run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
+run "swift (swift test)" make --no-print-directory test-swift
+run "cli" make --no-print-directory test-cli
+echo
+[ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "suites: $passed passed, $failed failed"
+[ $failed -eq 0 ]
