@@ -39,6 +39,33 @@ static int test_premultiply_exact(void)
             ASSERT_EQ(v & 0xFF, ((c / 2) * a + 127) / 255);
         }
     }
+    /* the same through the vector path: all 65536 (c, a) pairs in one call,
+     * plus odd counts so every tail length is covered */
+    static uint8_t in[65536 * 4], out[65536 * 4];
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t c = i & 0xFF, a = i >> 8;
+        in[i * 4] = (uint8_t)c;
+        in[i * 4 + 1] = (uint8_t)(255 - c);
+        in[i * 4 + 2] = (uint8_t)(c ^ 0x5A);
+        in[i * 4 + 3] = (uint8_t)a;
+    }
+    for (size_t count = 65536; count >= 65533; count--) {
+        memset(out, 0xEE, sizeof out);
+        sd_premultiply_rgba(in, out, count);
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint32_t v;
+            memcpy(&v, out + i * 4, 4);
+            if (i >= count) {
+                ASSERT_EQ(v, 0xEEEEEEEEu); /* nothing written past count */
+                continue;
+            }
+            uint32_t c = i & 0xFF, a = i >> 8;
+            ASSERT_EQ(v >> 24, a);
+            ASSERT_EQ((v >> 16) & 0xFF, (c * a + 127) / 255);
+            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
+            ASSERT_EQ(v & 0xFF, ((c ^ 0x5A) * a + 127) / 255);
+        }
+    }
     /* in place works too, and byte order is B,G,R,A on little-endian */
     uint8_t buf[4] = {10, 20, 30, 255};
     sd_premultiply_rgba(buf, buf, 1);
