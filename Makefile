@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli demo bench clean
+        test-cli fuzz fuzz-smoke demo bench clean
 
 all: build
 
@@ -67,6 +67,14 @@ test-swift: deps
 
 test-cli: build-swift
 	@bash scripts/test-cli.sh
+
+# libFuzzer targets (ASan+UBSan): make fuzz SECONDS=N runs each for N seconds.
+fuzz: deps
+	FUZZ_SECONDS=$(or $(SECONDS),60) bash scripts/fuzz.sh
+
+# What make test runs: replay the regression files, a few seconds per target.
+fuzz-smoke: deps
+	FUZZ_SECONDS=3 bash scripts/fuzz.sh
 
 demo: build
 	@bash scripts/demo.sh

@@ -23,6 +23,7 @@ run "layering" layering
 run "c (ctest)" make --no-print-directory test-c
 run "c asan+ubsan (ctest)" make --no-print-directory test-asan
 run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
+run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
 run "swift (swift test)" make --no-print-directory test-swift
 run "cli" make --no-print-directory test-cli
 echo

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets (clang from the Swift toolchain, ASan+UBSan),
+# seed them from ../shared/corpus, replay the regression files under
+# Tests/Fuzz/regressions/<target>/, then fuzz each target for SECONDS.
+#   SECONDS=N bash scripts/fuzz.sh        (make fuzz SECONDS=N; make test uses a few seconds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${FUZZ_SECONDS:-10}
+CC=${FUZZ_CC:-clang}
+out=build/fuzz
+corpus=${SD_CORPUS_DIR:-../shared/corpus}
+targets=(decode_whole decode_chunked exif downscale)
+mkdir -p "$out"
+lib_srcs=$(find CSources -name '*.c' | sort)
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
+for t in "${targets[@]}"; do
+  if [ ! -x "$out/fuzz_$t" ] || [ -n "$(find CSources include Tests/Fuzz -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
+    $CC $flags $lib_srcs "Tests/Fuzz/fuzz_$t.c" -ljpeg -lpng16 -lz -lm -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
+  fi
+done
+
+# Seeds: corpus images; parameter bytes prepended where a target reads them.
+seed() { # target prefix-bytes
+  local dir="$out/seeds/$1"; [ -d "$dir" ] && return; mkdir -p "$dir"
+  [ -f "$corpus/MANIFEST.tsv" ] || return 0
+  local i=0
+  while IFS= read -r f; do
+    i=$((i + 1))
+    { printf "$2"; cat "$f"; } > "$dir/seed$i"
+  done < <(find "$corpus" -name '*.png' -size -64k; find "$corpus" -name '*.jpg' -size -64k)
+}
+seed decode_whole ''
+seed decode_chunked '\x07\x00'
+seed downscale '\x40\x00\x30\x00\x02\x20'
+if [ ! -d "$out/seeds/exif" ]; then
+  mkdir -p "$out/seeds/exif"
+  # TIFF payloads of the corpus' Exif APP1 segments
+  [ -f "$corpus/MANIFEST.tsv" ] && python3 - "$corpus/exif-orientation" "$out/seeds/exif" <<'PY'
+import os, sys
+src, dst = sys.argv[1:3]
+for name in sorted(os.listdir(src)):
+    if not name.endswith('.jpg'): continue
+    b = open(os.path.join(src, name), 'rb').read()
+    i = 2
+    while i + 4 <= len(b) and b[i] == 0xFF:
+        m, n = b[i + 1], int.from_bytes(b[i + 2:i + 4], 'big')
+        seg = b[i + 4:i + 2 + n]
+        if m == 0xE1 and seg.startswith(b'Exif\0\0'):
+            open(os.path.join(dst, name + '.tiff'), 'wb').write(seg[6:])
+            break
+        if m == 0xDA: break
+        i += 2 + n
+PY
+fi
+
+status=0
+for t in "${targets[@]}"; do
+  reg="Tests/Fuzz/regressions/$t"
+  if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
+    echo "fuzz_$t: replaying $(ls "$reg" | wc -l) regression files"
+    "$out/fuzz_$t" -runs=0 "$reg"/* >/dev/null 2>"$out/$t.replay.log" || { cat "$out/$t.replay.log"; status=1; }
+  fi
+  mkdir -p "$out/corpus/$t" "$out/crashes/$t"
+  echo "fuzz_$t: ${secs}s"
+  if ! "$out/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 -print_final_stats=0 \
+       -artifact_prefix="$out/crashes/$t/" "$out/corpus/$t" "$out/seeds/$t" >"$out/$t.log" 2>&1; then
+    tail -40 "$out/$t.log"
+    echo "fuzz_$t FOUND A CRASH: $(ls "$out/crashes/$t")  (copy it to $reg/ as a regression)"
+    status=1
+  else
+    grep -E "^#[0-9]+.*(DONE|pulse)" "$out/$t.log" | tail -1 || true
+  fi
+done
+exit $status
