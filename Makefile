@@ -12,10 +12,10 @@ SAN_CC ?= clang
 
 # Debian packages the project needs: build, tests, benchmarks.
 APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
-                libturbojpeg0-dev valgrind
+                libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli fuzz fuzz-smoke demo bench clean
+        test-cli test-tsan fuzz fuzz-smoke demo bench clean
 
 all: build
 
@@ -29,6 +29,8 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@command -v python3 >/dev/null || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq python3 >/dev/null; }
 
 build: build-c build-swift
 
@@ -48,10 +50,21 @@ test-c: build-c
 
 test-asan: deps
 	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \
-	    -DSD_SANITIZE=address,undefined -DSD_BUILD_BENCH=OFF >/dev/null
+	    -DSD_SANITIZE=address,undefined -DSD_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
+	    -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld >/dev/null
 	@cmake --build $(BUILD)/asan -j $(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer over the threaded C code (the loop, its pool, the races test).
+# The Swift toolchain's TSan runtime intercepts libdispatch: link the toolchain's.
+SWIFT_LIBDIR := $(realpath $(dir $(shell command -v swift))/../lib/swift/linux)
+TSAN_LDFLAGS := -L$(SWIFT_LIBDIR) -Wl,-rpath,$(SWIFT_LIBDIR) -ldispatch -lBlocksRuntime
+test-tsan: deps
+	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \
+	    -DSD_SANITIZE=thread -DSD_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS="$(TSAN_LDFLAGS)" >/dev/null
+	@cmake --build $(BUILD)/tsan -j $(JOBS) --target test_loop
+	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -R c.loop
 
 # valgrind memcheck over the C tests. The one-byte corpus pass is left to ASan
 # (same code, 50x slower here). JSIMD_FORCENONE: libjpeg-turbo's SIMD upsampling

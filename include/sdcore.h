@@ -10,5 +10,6 @@
 #include "sdcore/sd_orientation.h"
 #include "sdcore/sd_decoder.h"
 #include "sdcore/sd_encoder.h"
+#include "sdcore/sd_loop.h"
 
 #endif /* SDCORE_H */

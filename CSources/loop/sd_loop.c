@@ -1,0 +1,1004 @@
+/*
+ * sd_loop.c — one thread owns the CURLM and every easy handle (curl's rule).
+ * Other threads talk to it through a mutex-protected command queue plus
+ * curl_multi_wakeup(); decode workers hand results back through an inbox the
+ * same way. The loop: commands -> start queued transfers -> perform ->
+ * info_read -> poll. It never sleeps while work is ready: a finished
+ * transfer that frees a slot loops again without polling.
+ *
+ * The loop moves bytes, never pixels: body chunks are copied into the
+ * transfer's decode job (CSources/pool) and bitmaps come back as opaque
+ * results that are only forwarded to the callbacks.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "loop/sd_loop_int.h"
+
+enum { XF_QUEUED = 1, XF_RUNNING, XF_DECODING };
+enum { CMD_SUBMIT = 1, CMD_CANCEL, CMD_PRIORITY, CMD_CANCEL_ALL };
+enum { EV_PREVIEW = 1, EV_DONE };
+
+typedef struct sd__xfer sd__xfer;
+struct sd__xfer {
+    sd_transfer_id id;
+    sd_request *req;
+    sd_transfer_events ev;
+    void *user;
+    int priority;
+    int state;
+    sd__xfer *prev, *next; /* queue list (per priority) */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    sd_response *resp;
+    int resp_checked;
+    uint8_t *body;
+    size_t len, cap;
+    int abort_status;
+    char abort_msg[256];
+    sd__job *job;
+    int64_t last_progress_ms;
+    double t_submit, t_start;
+    double metrics[12];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+typedef struct {
+    int type;
+    sd_transfer_id id;
+    int64_t value;
+    sd__xfer *x;
+} sd__cmd;
+
+typedef struct sd__event {
+    struct sd__event *next;
+    int type;
+    uint64_t id;
+    sd_bitmap *bitmap;
+    sd__job_result *result;
+} sd__event;
+
+struct sd_loop {
+    pthread_mutex_t mu;
+    /* guarded by mu */
+    sd__cmd *cmds;
+    int ncmds, capcmds;
+    sd__event *ev_head, *ev_tail;
+    int shutting_down, started;
+    int64_t max_concurrent, order, suspended, decode_threads;
+    int64_t pub_queued, pub_running, pending_submits;
+    uint64_t next_id;
+    /* loop thread only */
+    pthread_t thread;
+    CURLM *multi;
+    CURLSH *share;
+    sd__pool *pool;
+    sd__xfer *qhead[3], *qtail[3]; /* index: priority + 1 */
+    int queued, running, decoding;
+    sd__xfer **table; /* open addressing by id */
+    size_t tcap, tcount, ttomb;
+    CURL **spare;
+    int nspare;
+    char user_agent[96];
+};
+
+#define SD__TOMB ((sd__xfer *)(uintptr_t)1)
+#define SD__SPARE_EASY 32
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static double ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- id table ---- */
+
+static size_t slot_of(uint64_t id, size_t cap) { return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
+
+static int table_put(sd_loop *l, sd__xfer *x)
+{
+    if ((l->tcount + l->ttomb + 1) * 2 > l->tcap) {
+        size_t ncap = l->tcap ? l->tcap : 64;
+        while ((l->tcount + 1) * 4 > ncap)
+            ncap *= 2;
+        if (ncap == l->tcap && l->ttomb == 0)
+            ncap *= 2;
+        sd__xfer **nt = calloc(ncap, sizeof *nt);
+        SD__RETURN_IF(nt == NULL, SD_ENOMEM);
+        for (size_t i = 0; i < l->tcap; i++) {
+            sd__xfer *e = l->table[i];
+            if (e && e != SD__TOMB) {
+                size_t s = slot_of(e->id, ncap);
+                while (nt[s])
+                    s = (s + 1) & (ncap - 1);
+                nt[s] = e;
+            }
+        }
+        free(l->table);
+        l->table = nt;
+        l->tcap = ncap;
+        l->ttomb = 0;
+    }
+    size_t s = slot_of(x->id, l->tcap);
+    while (l->table[s] && l->table[s] != SD__TOMB)
+        s = (s + 1) & (l->tcap - 1);
+    if (l->table[s] == SD__TOMB)
+        l->ttomb--;
+    l->table[s] = x;
+    l->tcount++;
+    return SD_OK;
+}
+
+static sd__xfer *table_get(sd_loop *l, uint64_t id, size_t *where)
+{
+    if (l->tcap == 0)
+        return NULL;
+    size_t s = slot_of(id, l->tcap);
+    while (l->table[s]) {
+        if (l->table[s] != SD__TOMB && l->table[s]->id == id) {
+            if (where)
+                *where = s;
+            return l->table[s];
+        }
+        s = (s + 1) & (l->tcap - 1);
+    }
+    return NULL;
+}
+
+static void table_del(sd_loop *l, uint64_t id)
+{
+    size_t s;
+    if (table_get(l, id, &s)) {
+        l->table[s] = SD__TOMB;
+        l->tcount--;
+        l->ttomb++;
+    }
+}
+
+/* ---- queue (per priority, kept in submission order) ---- */
+
+static void q_unlink(sd_loop *l, sd__xfer *x)
+{
+    int p = x->priority + 1;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        l->qhead[p] = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        l->qtail[p] = x->prev;
+    x->prev = x->next = NULL;
+    l->queued--;
+}
+
+static void q_insert(sd_loop *l, sd__xfer *x)
+{
+    int p = x->priority + 1;
+    sd__xfer *after = l->qtail[p];
+    while (after && after->id > x->id) /* ids grow with submission */
+        after = after->prev;
+    x->prev = after;
+    x->next = after ? after->next : l->qhead[p];
+    if (x->next)
+        x->next->prev = x;
+    else
+        l->qtail[p] = x;
+    if (after)
+        after->next = x;
+    else
+        l->qhead[p] = x;
+    l->queued++;
+}
+
+/* ---- completion ---- */
+
+static void xfer_free(sd__xfer *x)
+{
+    sd_request_free(x->req);
+    curl_slist_free_all(x->hdrs);
+    sd__response_free(x->resp);
+    free(x->body);
+    free(x);
+}
+
+static void recycle_easy(sd_loop *l, CURL *e)
+{
+    if (e == NULL)
+        return;
+    if (l->nspare < SD__SPARE_EASY) {
+        curl_easy_reset(e); /* keeps the DNS/connection caches of the multi */
+        l->spare[l->nspare++] = e;
+    } else {
+        curl_easy_cleanup(e);
+    }
+}
+
+/* Detach from curl and the pool; then the one and only complete callback. */
+static void complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd__job_result *jr)
+{
+    if (x->state == XF_QUEUED)
+        q_unlink(l, x);
+    if (x->easy) {
+        curl_multi_remove_handle(l->multi, x->easy);
+        recycle_easy(l, x->easy);
+        x->easy = NULL;
+        l->running--;
+    }
+    if (x->state == XF_DECODING)
+        l->decoding--;
+    if (x->job) {
+        sd__job_abandon(x->job);
+        x->job = NULL;
+    }
+    table_del(l, x->id);
+    sd_result *r = calloc(1, sizeof *r);
+    if (r != NULL) {
+        r->status = status;
+        snprintf(r->message, sizeof r->message, "%s", msg && *msg ? msg : sd_strerror(status));
+        r->response = x->resp;
+        x->resp = NULL;
+        r->body = x->body;
+        r->body_len = x->len;
+        x->body = NULL;
+        memcpy(r->metrics, x->metrics, sizeof r->metrics);
+        if (jr) {
+            r->bitmap = jr->bitmap;
+            jr->bitmap = NULL;
+            memcpy(r->info, jr->info, sizeof r->info);
+            memcpy(r->info_known, jr->info_known, sizeof r->info_known);
+            r->metrics[SD_METRIC_DECODE_MS] = jr->decode_ms;
+        }
+    }
+    if (x->ev.complete && r)
+        x->ev.complete(x->id, r, x->user);
+    else
+        sd_result_free(r);
+    xfer_free(x);
+}
+
+/* ---- curl callbacks (loop thread) ---- */
+
+static int content_type_ok(const char *list, const char *ct)
+{
+    if (list == NULL || *list == '\0')
+        return 1;
+    if (ct == NULL)
+        return 0;
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t m = n;
+        while (m > 0 && p[m - 1] == ' ')
+            m--;
+        if (m > 0 && strncasecmp(ct, p, m) == 0)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* Headers are complete: record them, check status and type, tell the caller. */
+static int check_response(sd_loop *l, sd__xfer *x)
+{
+    (void)l;
+    if (x->resp_checked)
+        return x->abort_status;
+    x->resp_checked = 1;
+    long code = 0;
+    char *ct = NULL, *url = NULL, *scheme = NULL;
+    curl_off_t cl = -1;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ct);
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    curl_easy_getinfo(x->easy, CURLINFO_SCHEME, &scheme);
+    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+    x->resp->status = code;
+    x->resp->expected = cl > 0 ? (uint64_t)cl : 0;
+    free(x->resp->content_type);
+    free(x->resp->effective_url);
+    x->resp->content_type = ct ? strdup(ct) : NULL;
+    x->resp->effective_url = url ? strdup(url) : NULL;
+    int is_http = scheme && (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
+    const int64_t *p = x->req->params;
+    if (is_http && code == 304) {
+        x->abort_status = SD_ENOTMODIFIED;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "HTTP 304 Not Modified");
+    } else if (is_http && (code < p[SD_REQ_STATUS_MIN] || code > p[SD_REQ_STATUS_MAX])) {
+        x->abort_status = SD_EHTTPSTATUS;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "HTTP status %ld", code);
+    } else if (is_http && !content_type_ok(x->req->strings[SD_REQ_ACCEPT_CONTENT_TYPES], ct)) {
+        x->abort_status = SD_ECONTENTTYPE;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "content type %s not acceptable", ct ? ct : "(none)");
+    }
+    if (x->ev.response)
+        x->ev.response(x->id, x->resp, x->user);
+    if (x->abort_status == 0 && x->ev.progress) {
+        x->ev.progress(x->id, 0, x->resp->expected, x->user);
+        x->last_progress_ms = sd__now_ms();
+    }
+    return x->abort_status;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    sd__xfer *x = ud;
+    return sd__response_add_header(x->resp, p, size * n) == SD_OK ? size * n : 0;
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *ud)
+{
+    sd__xfer *x = ud;
+    size_t len = size * n;
+    if (check_response(NULL, x) != 0)
+        return 0; /* abort: CURLE_WRITE_ERROR, mapped from abort_status */
+    int64_t max = x->req->params[SD_REQ_MAX_BYTES];
+    if (max > 0 && (int64_t)(x->len + len) > max) {
+        x->abort_status = SD_ETOOBIG;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
+        return 0;
+    }
+    if (x->len + len > x->cap) {
+        size_t cap = SD__MAX(x->cap * 2, x->len + len);
+        if (x->resp->expected > cap && (max <= 0 || x->resp->expected <= (uint64_t)max))
+            cap = (size_t)x->resp->expected; /* one allocation when the length is known */
+        cap = SD__MAX(cap, 16384);
+        uint8_t *nb = realloc(x->body, cap);
+        if (nb == NULL) {
+            x->abort_status = SD_ENOMEM;
+            return 0;
+        }
+        x->body = nb;
+        x->cap = cap;
+    }
+    memcpy(x->body + x->len, p, len);
+    x->len += len;
+    if (x->job && sd__job_push(x->job, (const uint8_t *)p, len) != SD_OK) {
+        x->abort_status = SD_ENOMEM;
+        return 0;
+    }
+    if (x->ev.progress) {
+        int64_t now = sd__now_ms();
+        if (now - x->last_progress_ms >= x->req->params[SD_REQ_PROGRESS_INTERVAL_MS]) {
+            x->last_progress_ms = now;
+            x->ev.progress(x->id, x->len, x->resp->expected, x->user);
+        }
+    }
+    return len;
+}
+
+/* ---- starting a transfer ---- */
+
+static int map_curl(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return SD_ERESOLVE;
+    case CURLE_COULDNT_CONNECT: return SD_ECONNECT;
+    case CURLE_OPERATION_TIMEDOUT: return SD_ETIMEDOUT;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_USE_SSL_FAILED: return SD_ETLS;
+    case CURLE_TOO_MANY_REDIRECTS: return SD_EREDIRECT;
+    case CURLE_FILESIZE_EXCEEDED: return SD_ETOOBIG;
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2_STREAM: return SD_EBODY;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT: return SD_EINVAL;
+    case CURLE_FILE_COULDNT_READ_FILE:
+    case CURLE_READ_ERROR: return SD_EIO;
+    case CURLE_OUT_OF_MEMORY: return SD_ENOMEM;
+    default: return SD_ENETWORK;
+    }
+}
+
+static int add_header(struct curl_slist **h, const char *name, const char *value)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s: %s", name, value);
+    struct curl_slist *n = curl_slist_append(*h, line);
+    SD__RETURN_IF(n == NULL, SD_ENOMEM);
+    *h = n;
+    return SD_OK;
+}
+
+/* A default header is dropped when the caller gave one of the same name. */
+static int has_custom(const sd_request *r, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < r->nheaders; i++)
+        if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
+            return 1;
+    return 0;
+}
+
+static int setup_easy(sd_loop *l, sd__xfer *x)
+{
+    const sd_request *r = x->req;
+    const int64_t *p = r->params;
+    CURL *e = l->nspare ? l->spare[--l->nspare] : curl_easy_init();
+    SD__RETURN_IF(e == NULL, SD_ENOMEM);
+    x->easy = e;
+    x->resp = sd__response_new();
+    SD__RETURN_IF(x->resp == NULL, SD_ENOMEM);
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, p[SD_REQ_MAX_REDIRECTS] > 0 ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)p[SD_REQ_MAX_REDIRECTS]);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)p[SD_REQ_TIMEOUT_MS]);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)p[SD_REQ_CONNECT_TIMEOUT_MS]);
+    if (p[SD_REQ_LOW_SPEED_TIME_MS] > 0) {
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)SD__MAX(1, p[SD_REQ_LOW_SPEED_BYTES]));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)((p[SD_REQ_LOW_SPEED_TIME_MS] + 999) / 1000));
+    }
+    if (p[SD_REQ_MAX_BYTES] > 0)
+        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)p[SD_REQ_MAX_BYTES]);
+    if (p[SD_REQ_ALLOW_INVALID_CERTS]) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (r->strings[SD_REQ_CA_FILE])
+        curl_easy_setopt(e, CURLOPT_CAINFO, r->strings[SD_REQ_CA_FILE]);
+    /* h2c prior knowledge is broken for reused connections in 7.88 (curl
+     * issue 10634): HTTP/2 only over TLS, where ALPN negotiates it. */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                     p[SD_REQ_HTTP2] ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, p[SD_REQ_HTTP2] ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT,
+                     r->strings[SD_REQ_USER_AGENT] ? r->strings[SD_REQ_USER_AGENT] : l->user_agent);
+    if (r->strings[SD_REQ_USERNAME]) {
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(e, CURLOPT_USERNAME, r->strings[SD_REQ_USERNAME]);
+        curl_easy_setopt(e, CURLOPT_PASSWORD, r->strings[SD_REQ_PASSWORD] ? r->strings[SD_REQ_PASSWORD] : "");
+    }
+    if (p[SD_REQ_COOKIES]) {
+        curl_easy_setopt(e, CURLOPT_COOKIEFILE, ""); /* engine on, in memory */
+        curl_easy_setopt(e, CURLOPT_SHARE, l->share);
+    }
+    int rc = SD_OK;
+    if (!has_custom(r, "Accept"))
+        rc = add_header(&x->hdrs, "Accept", r->strings[SD_REQ_ACCEPT] ? r->strings[SD_REQ_ACCEPT] : SD_DEFAULT_ACCEPT);
+    if (rc == SD_OK && r->strings[SD_REQ_IF_NONE_MATCH])
+        rc = add_header(&x->hdrs, "If-None-Match", r->strings[SD_REQ_IF_NONE_MATCH]);
+    if (rc == SD_OK && r->strings[SD_REQ_IF_MODIFIED_SINCE])
+        rc = add_header(&x->hdrs, "If-Modified-Since", r->strings[SD_REQ_IF_MODIFIED_SINCE]);
+    for (int i = 0; rc == SD_OK && i < r->nheaders; i++) {
+        struct curl_slist *n = curl_slist_append(x->hdrs, r->headers[i]);
+        if (n == NULL)
+            rc = SD_ENOMEM;
+        else
+            x->hdrs = n;
+    }
+    SD__FORWARD_IF_ERROR(rc);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    return SD_OK;
+}
+
+static void on_job_preview(void *ctx, uint64_t id, sd_bitmap *bitmap);
+static void on_job_done(void *ctx, uint64_t id, sd__job_result *result);
+
+static void start_one(sd_loop *l, sd__xfer *x)
+{
+    q_unlink(l, x);
+    x->state = XF_RUNNING;
+    x->t_start = ms_now();
+    x->metrics[SD_METRIC_QUEUED_MS] = x->t_start - x->t_submit;
+    int rc = setup_easy(l, x);
+    if (rc == SD_OK && x->req->params[SD_REQ_DECODE]) {
+        sd__job_options o = x->req->dec;
+        o.previews = x->req->params[SD_REQ_PREVIEWS] && x->ev.preview;
+        o.preview_interval_ms = x->req->params[SD_REQ_PREVIEW_INTERVAL_MS];
+        sd__job_sink sink = {on_job_preview, on_job_done, l};
+        rc = sd__job_new(l->pool, x->id, &o, &sink, &x->job);
+    }
+    if (rc == SD_OK && curl_multi_add_handle(l->multi, x->easy) != CURLM_OK)
+        rc = SD_ENOMEM;
+    if (rc != SD_OK) {
+        if (x->easy) {
+            recycle_easy(l, x->easy);
+            x->easy = NULL;
+        }
+        complete(l, x, rc, "could not start the transfer", NULL);
+        return;
+    }
+    l->running++;
+}
+
+static void start_queued(sd_loop *l, int64_t max, int64_t order, int64_t suspended)
+{
+    while (!suspended && l->running < max && l->queued > 0) {
+        sd__xfer *x = NULL;
+        for (int p = 2; p >= 0 && x == NULL; p--)
+            x = order == SD_ORDER_LIFO ? l->qtail[p] : l->qhead[p];
+        if (x == NULL)
+            break;
+        start_one(l, x);
+    }
+}
+
+static void collect_metrics(sd__xfer *x)
+{
+    curl_off_t v;
+    long lv;
+    if (curl_easy_getinfo(x->easy, CURLINFO_NAMELOOKUP_TIME_T, &v) == CURLE_OK)
+        x->metrics[SD_METRIC_DNS_MS] = (double)v / 1e3;
+    if (curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &v) == CURLE_OK)
+        x->metrics[SD_METRIC_CONNECT_MS] = (double)v / 1e3;
+    if (curl_easy_getinfo(x->easy, CURLINFO_APPCONNECT_TIME_T, &v) == CURLE_OK)
+        x->metrics[SD_METRIC_TLS_MS] = (double)v / 1e3;
+    if (curl_easy_getinfo(x->easy, CURLINFO_STARTTRANSFER_TIME_T, &v) == CURLE_OK)
+        x->metrics[SD_METRIC_FIRST_BYTE_MS] = (double)v / 1e3;
+    if (curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &v) == CURLE_OK)
+        x->metrics[SD_METRIC_TOTAL_MS] = (double)v / 1e3;
+    x->metrics[SD_METRIC_BYTES] = (double)x->len;
+    if (curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &lv) == CURLE_OK)
+        x->metrics[SD_METRIC_HTTP_VERSION] = lv == CURL_HTTP_VERSION_2_0 ? 20
+                                           : lv == CURL_HTTP_VERSION_1_1 ? 11
+                                           : lv == CURL_HTTP_VERSION_1_0 ? 10 : 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_REDIRECT_COUNT, &lv) == CURLE_OK)
+        x->metrics[SD_METRIC_REDIRECTS] = (double)lv;
+    if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &lv) == CURLE_OK)
+        x->metrics[SD_METRIC_CONNECTIONS] = (double)lv;
+}
+
+/* curl finished a transfer: error now, or hand the end of input to the job. */
+static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
+{
+    collect_metrics(x);
+    int status = SD_OK;
+    const char *msg = NULL;
+    if (x->abort_status) {
+        status = x->abort_status;
+        msg = x->abort_msg;
+    } else if (code != CURLE_OK) {
+        status = map_curl(code);
+        msg = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
+    } else if (check_response(l, x) != 0) { /* a body-less response */
+        status = x->abort_status;
+        msg = x->abort_msg;
+    }
+    if (status == SD_OK && x->ev.progress)
+        x->ev.progress(x->id, x->len, x->resp->expected, x->user); /* the final call */
+    if (status != SD_OK || x->job == NULL) {
+        complete(l, x, status, msg, NULL);
+        return;
+    }
+    curl_multi_remove_handle(l->multi, x->easy);
+    recycle_easy(l, x->easy);
+    x->easy = NULL;
+    l->running--;
+    x->state = XF_DECODING;
+    l->decoding++;
+    sd__job_finish(x->job); /* the pool holds it now; EV_DONE completes us */
+    x->job = NULL;
+}
+
+static void read_done(sd_loop *l)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(l->multi, &left)) != NULL) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        sd__xfer *x = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        if (x)
+            on_curl_done(l, x, m->data.result);
+    }
+}
+
+/* ---- worker results (posted from worker threads) ---- */
+
+static void post_event(sd_loop *l, sd__event *e)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->ev_tail)
+        l->ev_tail->next = e;
+    else
+        l->ev_head = e;
+    l->ev_tail = e;
+    pthread_mutex_unlock(&l->mu);
+    curl_multi_wakeup(l->multi);
+}
+
+static void on_job_preview(void *ctx, uint64_t id, sd_bitmap *bitmap)
+{
+    sd__event *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        sd_bitmap_free(bitmap);
+        return;
+    }
+    e->type = EV_PREVIEW;
+    e->id = id;
+    e->bitmap = bitmap;
+    post_event(ctx, e);
+}
+
+static void on_job_done(void *ctx, uint64_t id, sd__job_result *result)
+{
+    sd__event *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        sd_bitmap_free(result->bitmap);
+        free(result);
+        return;
+    }
+    e->type = EV_DONE;
+    e->id = id;
+    e->result = result;
+    post_event(ctx, e);
+}
+
+static void free_event(sd__event *e)
+{
+    sd_bitmap_free(e->bitmap);
+    if (e->result) {
+        sd_bitmap_free(e->result->bitmap);
+        free(e->result);
+    }
+    free(e);
+}
+
+static void handle_event(sd_loop *l, sd__event *e)
+{
+    sd__xfer *x = table_get(l, e->id, NULL);
+    if (x == NULL) {
+        free_event(e); /* completed or cancelled meanwhile */
+        return;
+    }
+    if (e->type == EV_PREVIEW) {
+        if (x->ev.preview && (x->state == XF_RUNNING || x->state == XF_DECODING)) {
+            x->ev.preview(x->id, e->bitmap, x->user);
+            e->bitmap = NULL;
+        }
+    } else if (e->type == EV_DONE) {
+        sd__job_result *r = e->result;
+        if (r->status == SD_OK) {
+            complete(l, x, SD_OK, NULL, r);
+        } else {
+            /* undecodable: stop downloading too (an HTML page, a bad file) */
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s", r->message[0] ? r->message : sd_strerror(r->status));
+            complete(l, x, SD_EDECODE, msg, r);
+        }
+    }
+    free_event(e);
+}
+
+/* ---- commands ---- */
+
+static void cancel_all(sd_loop *l, int status)
+{
+    for (size_t i = 0; i < l->tcap; i++) {
+        sd__xfer *x = l->table[i];
+        if (x && x != SD__TOMB)
+            complete(l, x, status, status == SD_ECANCELLED ? "cancelled" : NULL, NULL);
+    }
+}
+
+static void handle_command(sd_loop *l, sd__cmd *c)
+{
+    sd__xfer *x;
+    switch (c->type) {
+    case CMD_SUBMIT:
+        x = c->x;
+        x->state = XF_QUEUED;
+        if (table_put(l, x) != SD_OK) {
+            q_insert(l, x); /* so complete() can unlink it */
+            complete(l, x, SD_ENOMEM, NULL, NULL);
+            break;
+        }
+        q_insert(l, x);
+        break;
+    case CMD_CANCEL:
+        if ((x = table_get(l, c->id, NULL)) != NULL)
+            complete(l, x, SD_ECANCELLED, "cancelled", NULL);
+        break;
+    case CMD_PRIORITY:
+        if ((x = table_get(l, c->id, NULL)) != NULL && x->state == XF_QUEUED) {
+            q_unlink(l, x);
+            x->priority = (int)c->value;
+            q_insert(l, x);
+        }
+        break;
+    case CMD_CANCEL_ALL:
+        cancel_all(l, SD_ECANCELLED);
+        break;
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    sd_loop *l = arg;
+    sd__cmd *batch = NULL;
+    int cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        int n = l->ncmds;
+        if (n > cap) {
+            sd__cmd *nb = realloc(batch, sizeof *nb * (size_t)n);
+            if (nb) {
+                batch = nb;
+                cap = n;
+            } else {
+                n = cap; /* take what fits; the rest waits a turn */
+            }
+        }
+        if (n)
+            memcpy(batch, l->cmds, sizeof *batch * (size_t)n);
+        if (l->ncmds > n)
+            memmove(l->cmds, l->cmds + n, sizeof *l->cmds * (size_t)(l->ncmds - n));
+        l->ncmds -= n;
+        for (int i = 0; i < n; i++)
+            if (batch[i].type == CMD_SUBMIT)
+                l->pending_submits--;
+        sd__event *events = l->ev_head;
+        l->ev_head = l->ev_tail = NULL;
+        int stopping = l->shutting_down;
+        int64_t max = l->max_concurrent, order = l->order, suspended = l->suspended;
+        pthread_mutex_unlock(&l->mu);
+
+        for (int i = 0; i < n; i++)
+            handle_command(l, &batch[i]);
+        while (events) {
+            sd__event *next = events->next;
+            handle_event(l, events);
+            events = next;
+        }
+        if (stopping) {
+            pthread_mutex_lock(&l->mu);
+            int more = l->ncmds > 0;
+            pthread_mutex_unlock(&l->mu);
+            if (more)
+                continue; /* submits accepted before shutdown still complete once */
+            cancel_all(l, SD_ECANCELLED);
+            break;
+        }
+        start_queued(l, max, order, suspended);
+        int still = 0;
+        curl_multi_perform(l->multi, &still);
+        int before = l->running;
+        read_done(l);
+
+        pthread_mutex_lock(&l->mu);
+        l->pub_queued = l->queued;
+        l->pub_running = l->running;
+        pthread_mutex_unlock(&l->mu);
+
+        if (l->running < before && l->queued > 0 && !suspended)
+            continue; /* a slot opened: fill it before sleeping */
+        curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
+    }
+    free(batch);
+    pthread_mutex_lock(&l->mu);
+    l->pub_queued = l->pub_running = 0;
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* ---- public API ---- */
+
+int sd_loop_new(sd_loop **out)
+{
+    SD__RETURN_IF(out == NULL, SD_EINVAL);
+    *out = NULL;
+    pthread_once(&curl_once, curl_init_once);
+    sd_loop *l = calloc(1, sizeof *l);
+    SD__RETURN_IF(l == NULL, SD_ENOMEM);
+    pthread_mutex_init(&l->mu, NULL);
+    l->max_concurrent = SD_DEFAULT_MAX_CONCURRENT;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    l->decode_threads = cores > 0 ? cores : 2;
+    l->multi = curl_multi_init();
+    l->share = curl_share_init();
+    l->spare = calloc(SD__SPARE_EASY, sizeof *l->spare);
+    if (l->multi == NULL || l->share == NULL || l->spare == NULL) {
+        sd_loop_free(l);
+        return SD_ENOMEM;
+    }
+    /* all handles live on the loop thread: the share needs no locks */
+    curl_share_setopt(l->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+    curl_multi_setopt(l->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    snprintf(l->user_agent, sizeof l->user_agent, "SDWebImage-Linux/%s libcurl/%s",
+             sd_version_string(), curl_version_info(CURLVERSION_NOW)->version);
+    *out = l;
+    return SD_OK;
+}
+
+int sd_loop_set(sd_loop *l, sd_loop_param p, int64_t v)
+{
+    SD__RETURN_IF(l == NULL || v < 0, SD_EINVAL);
+    int rc = SD_OK;
+    pthread_mutex_lock(&l->mu);
+    switch (p) {
+    case SD_LOOP_MAX_CONCURRENT: if (v < 1) rc = SD_EINVAL; else l->max_concurrent = v; break;
+    case SD_LOOP_ORDER: if (v > 1) rc = SD_EINVAL; else l->order = v; break;
+    case SD_LOOP_SUSPENDED: l->suspended = v != 0; break;
+    case SD_LOOP_DECODE_THREADS:
+        if (l->started) rc = SD_EBADSTATE;
+        else if (v < 1 || v > 256) rc = SD_EINVAL;
+        else l->decode_threads = v;
+        break;
+    default: rc = SD_EINVAL; break;
+    }
+    int started = l->started;
+    pthread_mutex_unlock(&l->mu);
+    if (rc == SD_OK && started)
+        curl_multi_wakeup(l->multi);
+    return rc;
+}
+
+int sd_loop_get(sd_loop *l, sd_loop_param p, int64_t *v)
+{
+    SD__RETURN_IF(l == NULL || v == NULL, SD_EINVAL);
+    int rc = SD_OK;
+    pthread_mutex_lock(&l->mu);
+    switch (p) {
+    case SD_LOOP_MAX_CONCURRENT: *v = l->max_concurrent; break;
+    case SD_LOOP_ORDER: *v = l->order; break;
+    case SD_LOOP_SUSPENDED: *v = l->suspended; break;
+    case SD_LOOP_DECODE_THREADS: *v = l->decode_threads; break;
+    case SD_LOOP_INFO_QUEUED: *v = l->pub_queued + l->pending_submits; break;
+    case SD_LOOP_INFO_RUNNING: *v = l->pub_running; break;
+    default: rc = SD_EINVAL; break;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int sd_loop_start(sd_loop *l)
+{
+    SD__RETURN_IF(l == NULL, SD_EINVAL);
+    pthread_mutex_lock(&l->mu);
+    int bad = l->started || l->shutting_down;
+    int threads = (int)l->decode_threads;
+    pthread_mutex_unlock(&l->mu);
+    SD__RETURN_IF(bad, SD_EBADSTATE);
+    SD__FORWARD_IF_ERROR(sd__pool_new(threads, &l->pool));
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+        sd__pool_free(l->pool);
+        l->pool = NULL;
+        return SD_ENOMEM;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->started = 1;
+    pthread_mutex_unlock(&l->mu);
+    return SD_OK;
+}
+
+static int push_cmd(sd_loop *l, sd__cmd c, sd_transfer_id *new_id)
+{
+    pthread_mutex_lock(&l->mu);
+    if (!l->started || l->shutting_down) {
+        int rc = l->shutting_down ? SD_ESHUTDOWN : SD_EBADSTATE;
+        pthread_mutex_unlock(&l->mu);
+        return rc;
+    }
+    if (l->ncmds == l->capcmds) {
+        int cap = l->capcmds ? l->capcmds * 2 : 64;
+        sd__cmd *n = realloc(l->cmds, sizeof *n * (size_t)cap);
+        if (n == NULL) {
+            pthread_mutex_unlock(&l->mu);
+            return SD_ENOMEM;
+        }
+        l->cmds = n;
+        l->capcmds = cap;
+    }
+    if (c.type == CMD_SUBMIT) {
+        c.x->id = c.id = ++l->next_id;
+        l->pending_submits++;
+        if (new_id)
+            *new_id = c.id; /* before the loop can run (and free) it */
+    }
+    l->cmds[l->ncmds++] = c;
+    pthread_mutex_unlock(&l->mu);
+    curl_multi_wakeup(l->multi);
+    return SD_OK;
+}
+
+int sd_loop_submit(sd_loop *l, const sd_request *req, const sd_transfer_events *ev, void *user,
+                   sd_transfer_id *id)
+{
+    SD__RETURN_IF(l == NULL || req == NULL || ev == NULL, SD_EINVAL);
+    sd__xfer *x = calloc(1, sizeof *x);
+    SD__RETURN_IF(x == NULL, SD_ENOMEM);
+    int rc = sd__request_copy(req, &x->req);
+    if (rc != SD_OK) {
+        free(x);
+        return rc;
+    }
+    x->ev = *ev;
+    x->user = user;
+    x->priority = (int)req->params[SD_REQ_PRIORITY];
+    x->t_submit = ms_now();
+    sd__cmd c = {CMD_SUBMIT, 0, 0, x};
+    sd_transfer_id assigned = 0;
+    rc = push_cmd(l, c, &assigned);
+    if (rc != SD_OK) {
+        xfer_free(x);
+        return rc;
+    }
+    if (id)
+        *id = assigned;
+    return SD_OK;
+}
+
+int sd_loop_cancel(sd_loop *l, sd_transfer_id id)
+{
+    SD__RETURN_IF(l == NULL || id == 0, SD_EINVAL);
+    sd__cmd c = {CMD_CANCEL, id, 0, NULL};
+    return push_cmd(l, c, NULL);
+}
+
+int sd_loop_set_priority(sd_loop *l, sd_transfer_id id, sd_priority priority)
+{
+    SD__RETURN_IF(l == NULL || id == 0, SD_EINVAL);
+    SD__RETURN_IF(priority < SD_PRIORITY_LOW || priority > SD_PRIORITY_HIGH, SD_EINVAL);
+    sd__cmd c = {CMD_PRIORITY, id, priority, NULL};
+    return push_cmd(l, c, NULL);
+}
+
+int sd_loop_cancel_all(sd_loop *l)
+{
+    SD__RETURN_IF(l == NULL, SD_EINVAL);
+    sd__cmd c = {CMD_CANCEL_ALL, 0, 0, NULL};
+    return push_cmd(l, c, NULL);
+}
+
+void sd_loop_free(sd_loop *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    int started = l->started;
+    l->shutting_down = 1;
+    pthread_mutex_unlock(&l->mu);
+    if (started) {
+        curl_multi_wakeup(l->multi);
+        pthread_join(l->thread, NULL);
+    }
+    sd__pool_free(l->pool); /* workers finish the chunk in hand, then stop */
+    for (sd__event *e = l->ev_head, *n; e; e = n) {
+        n = e->next;
+        free_event(e);
+    }
+    for (int i = 0; i < l->nspare; i++)
+        curl_easy_cleanup(l->spare[i]);
+    if (l->multi)
+        curl_multi_cleanup(l->multi);
+    if (l->share)
+        curl_share_cleanup(l->share);
+    free(l->spare);
+    free(l->table);
+    free(l->cmds);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}

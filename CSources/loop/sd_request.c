@@ -1,0 +1,267 @@
+/* sd_request.c — request values, response headers, results. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "loop/sd_loop_int.h"
+
+static char *dup_str(const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+int sd_request_new(const char *url, sd_request **out)
+{
+    SD__RETURN_IF(out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(url == NULL || *url == '\0', SD_EINVAL);
+    sd_request *r = calloc(1, sizeof *r);
+    SD__RETURN_IF(r == NULL, SD_ENOMEM);
+    r->url = dup_str(url);
+    if (r->url == NULL) {
+        free(r);
+        return SD_ENOMEM;
+    }
+    r->params[SD_REQ_PRIORITY] = SD_PRIORITY_NORMAL;
+    r->params[SD_REQ_TIMEOUT_MS] = SD_DEFAULT_TIMEOUT_MS;
+    r->params[SD_REQ_CONNECT_TIMEOUT_MS] = SD_DEFAULT_CONNECT_TIMEOUT_MS;
+    r->params[SD_REQ_MAX_BYTES] = SD_DEFAULT_MAX_RESPONSE_BYTES;
+    r->params[SD_REQ_MAX_REDIRECTS] = SD_DEFAULT_MAX_REDIRECTS;
+    r->params[SD_REQ_DECODE] = 1;
+    r->params[SD_REQ_PREVIEW_INTERVAL_MS] = SD_DEFAULT_PREVIEW_INTERVAL_MS;
+    r->params[SD_REQ_STATUS_MIN] = 200;
+    r->params[SD_REQ_STATUS_MAX] = 299;
+    r->params[SD_REQ_HTTP2] = 1;
+    *out = r;
+    return SD_OK;
+}
+
+void sd_request_free(sd_request *r)
+{
+    if (r == NULL)
+        return;
+    free(r->url);
+    for (int i = 0; i < SD__REQ_NSTRINGS; i++)
+        free(r->strings[i]);
+    for (int i = 0; i < r->nheaders; i++)
+        free(r->headers[i]);
+    free(r->headers);
+    free(r);
+}
+
+int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
+{
+    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NPARAMS, SD_EINVAL);
+    if (p == SD_REQ_PRIORITY)
+        SD__RETURN_IF(v < SD_PRIORITY_LOW || v > SD_PRIORITY_HIGH, SD_EINVAL);
+    else
+        SD__RETURN_IF(v < 0, SD_EINVAL);
+    r->params[p] = v;
+    return SD_OK;
+}
+
+int sd_request_set_string(sd_request *r, sd_request_string p, const char *v)
+{
+    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NSTRINGS, SD_EINVAL);
+    char *d = dup_str(v);
+    SD__RETURN_IF(v != NULL && d == NULL, SD_ENOMEM);
+    free(r->strings[p]);
+    r->strings[p] = d;
+    return SD_OK;
+}
+
+int sd_request_add_header(sd_request *r, const char *line)
+{
+    SD__RETURN_IF(r == NULL || line == NULL || strchr(line, ':') == NULL, SD_EINVAL);
+    SD__RETURN_IF(strpbrk(line, "\r\n") != NULL, SD_EINVAL); /* no header injection */
+    char **h = realloc(r->headers, sizeof *h * (size_t)(r->nheaders + 1));
+    SD__RETURN_IF(h == NULL, SD_ENOMEM);
+    r->headers = h;
+    h[r->nheaders] = dup_str(line);
+    SD__RETURN_IF(h[r->nheaders] == NULL, SD_ENOMEM);
+    r->nheaders++;
+    return SD_OK;
+}
+
+int sd_request_set_decoder_param(sd_request *r, sd_decoder_param p, int64_t v)
+{
+    SD__RETURN_IF(r == NULL || (int)p >= 100 || v < 0, SD_EINVAL);
+    for (int i = 0; i < r->dec.nparams; i++) {
+        if (r->dec.params[i] == (int)p) {
+            r->dec.values[i] = v;
+            return SD_OK;
+        }
+    }
+    SD__RETURN_IF(r->dec.nparams >= SD__JOB_MAX_PARAMS, SD_EINVAL);
+    r->dec.params[r->dec.nparams] = (int)p;
+    r->dec.values[r->dec.nparams++] = v;
+    return SD_OK;
+}
+
+int sd__request_copy(const sd_request *src, sd_request **out)
+{
+    sd_request *r;
+    SD__FORWARD_IF_ERROR(sd_request_new(src->url, &r));
+    memcpy(r->params, src->params, sizeof r->params);
+    r->dec = src->dec;
+    int rc = SD_OK;
+    for (int i = 1; i < SD__REQ_NSTRINGS && rc == SD_OK; i++)
+        if (src->strings[i])
+            rc = sd_request_set_string(r, (sd_request_string)i, src->strings[i]);
+    for (int i = 0; i < src->nheaders && rc == SD_OK; i++)
+        rc = sd_request_add_header(r, src->headers[i]);
+    if (rc != SD_OK) {
+        sd_request_free(r);
+        return rc;
+    }
+    *out = r;
+    return SD_OK;
+}
+
+/* ---- responses ---- */
+
+sd_response *sd__response_new(void) { return calloc(1, sizeof(sd_response)); }
+
+void sd__response_reset(sd_response *r)
+{
+    for (int i = 0; i < r->nheaders; i++) {
+        free(r->headers[i].name);
+        free(r->headers[i].value);
+    }
+    r->nheaders = 0;
+    r->status = 0;
+}
+
+void sd__response_free(sd_response *r)
+{
+    if (r == NULL)
+        return;
+    sd__response_reset(r);
+    free(r->headers);
+    free(r->content_type);
+    free(r->effective_url);
+    free(r);
+}
+
+int sd__response_add_header(sd_response *r, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        sd__response_reset(r); /* a new response (redirect, 100-continue) */
+        return SD_OK;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (colon == NULL)
+        return SD_OK;
+    if (r->nheaders == 256)
+        return SD_OK; /* a hostile server's thousandth header is not kept */
+    if (r->nheaders == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 16;
+        sd__header *h = realloc(r->headers, sizeof *h * (size_t)cap);
+        SD__RETURN_IF(h == NULL, SD_ENOMEM);
+        r->headers = h;
+        r->cap = cap;
+    }
+    size_t nlen = (size_t)(colon - line);
+    const char *v = colon + 1;
+    size_t vlen = len - nlen - 1;
+    while (vlen > 0 && (*v == ' ' || *v == '\t'))
+        v++, vlen--;
+    while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+        vlen--;
+    char *name = malloc(nlen + 1), *value = malloc(vlen + 1);
+    if (name == NULL || value == NULL) {
+        free(name);
+        free(value);
+        return SD_ENOMEM;
+    }
+    memcpy(name, line, nlen);
+    name[nlen] = '\0';
+    memcpy(value, v, vlen);
+    value[vlen] = '\0';
+    r->headers[r->nheaders].name = name;
+    r->headers[r->nheaders].value = value;
+    r->nheaders++;
+    return SD_OK;
+}
+
+long sd_response_status(const sd_response *r) { return r ? r->status : 0; }
+uint64_t sd_response_expected_length(const sd_response *r) { return r ? r->expected : 0; }
+const char *sd_response_content_type(const sd_response *r) { return r ? r->content_type : NULL; }
+const char *sd_response_effective_url(const sd_response *r) { return r ? r->effective_url : NULL; }
+
+const char *sd_response_header(const sd_response *r, const char *name)
+{
+    if (r == NULL || name == NULL)
+        return NULL;
+    for (int i = r->nheaders - 1; i >= 0; i--)
+        if (strcasecmp(r->headers[i].name, name) == 0)
+            return r->headers[i].value;
+    return NULL;
+}
+
+/* ---- results ---- */
+
+int sd_result_status(const sd_result *r) { return r ? r->status : SD_EINVAL; }
+const char *sd_result_message(const sd_result *r) { return r ? r->message : ""; }
+const sd_response *sd_result_response(const sd_result *r) { return r ? r->response : NULL; }
+
+const uint8_t *sd_result_body(const sd_result *r, size_t *len)
+{
+    if (len)
+        *len = r ? r->body_len : 0;
+    return r ? r->body : NULL;
+}
+
+int sd_result_take_body(sd_result *r, uint8_t **data, size_t *len)
+{
+    SD__RETURN_IF(r == NULL || data == NULL || len == NULL, SD_EINVAL);
+    *data = r->body;
+    *len = r->body_len;
+    r->body = NULL;
+    r->body_len = 0;
+    return SD_OK;
+}
+
+sd_bitmap *sd_result_take_bitmap(sd_result *r)
+{
+    if (r == NULL)
+        return NULL;
+    sd_bitmap *b = r->bitmap;
+    r->bitmap = NULL;
+    return b;
+}
+
+int sd_result_decoder_info(const sd_result *r, sd_decoder_param p, int64_t *v)
+{
+    SD__RETURN_IF(r == NULL || v == NULL, SD_EINVAL);
+    int k = (int)p - SD_DEC_INFO_FORMAT;
+    SD__RETURN_IF(k < 0 || k >= SD__JOB_INFO_COUNT, SD_EINVAL);
+    SD__RETURN_IF(!r->info_known[k], SD_EAGAIN);
+    *v = r->info[k];
+    return SD_OK;
+}
+
+double sd_result_metric(const sd_result *r, sd_metric m)
+{
+    if (r == NULL || (int)m < 1 || (int)m > 11)
+        return 0;
+    return r->metrics[m];
+}
+
+void sd_result_free(sd_result *r)
+{
+    if (r == NULL)
+        return;
+    sd__response_free(r->response);
+    free(r->body);
+    sd_bitmap_free(r->bitmap);
+    free(r);
+}

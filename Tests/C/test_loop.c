@@ -1,0 +1,874 @@
+/*
+ * test_loop.c — the transfer loop against a real nginx (HTTP/1.1 keep-alive,
+ * HTTPS with a self-signed certificate, HTTP/2, Basic auth, 404, 304 with
+ * ETag, redirects), file URLs, and our fault-injecting server. Every
+ * transfer must complete exactly once, whatever happens.
+ *
+ * The servers are started by Tests/Servers/servers.sh into a temporary
+ * folder (so valgrind and the sanitizers wrap only this binary).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sd_test.h"
+#include "sd_test_util.h"
+
+#ifndef SD_SOURCE_DIR
+#define SD_SOURCE_DIR "."
+#endif
+
+static char tmpdir[256];
+static char HTTP[128], HTTPS[128], FAULT[128], WWW[512], CERT[512];
+
+/* ---- a synchronous collector ---- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int completes, responses, previews, progress_calls;
+    int progress_bad;          /* non-monotonic, or first call not 0 */
+    uint64_t last_received, first_expected;
+    int status;
+    long http_status;
+    char message[512];
+    char etag[128];
+    char effective_url[512];
+    uint32_t width, height;
+    size_t body_len;
+    uint8_t *body;
+    double metrics[12];
+    int64_t info_complete;
+} collect;
+
+static void collect_init(collect *c)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+}
+
+static void collect_free(collect *c)
+{
+    free(c->body);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+}
+
+static void ev_response(sd_transfer_id id, const sd_response *r, void *u)
+{
+    (void)id;
+    collect *c = u;
+    c->responses++;
+    const char *etag = sd_response_header(r, "etag");
+    if (etag)
+        snprintf(c->etag, sizeof c->etag, "%s", etag);
+}
+
+static void ev_progress(sd_transfer_id id, uint64_t received, uint64_t expected, void *u)
+{
+    (void)id;
+    collect *c = u;
+    if (c->progress_calls == 0) {
+        if (received != 0)
+            c->progress_bad = 1;
+        c->first_expected = expected;
+    } else if (received < c->last_received) {
+        c->progress_bad = 1;
+    }
+    c->last_received = received;
+    c->progress_calls++;
+}
+
+static void ev_preview(sd_transfer_id id, sd_bitmap *b, void *u)
+{
+    (void)id;
+    collect *c = u;
+    c->previews++;
+    sd_bitmap_free(b);
+}
+
+static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    collect *c = u;
+    pthread_mutex_lock(&c->mu);
+    c->completes++;
+    c->status = sd_result_status(r);
+    snprintf(c->message, sizeof c->message, "%s", sd_result_message(r));
+    const sd_response *resp = sd_result_response(r);
+    c->http_status = sd_response_status(resp);
+    if (sd_response_effective_url(resp))
+        snprintf(c->effective_url, sizeof c->effective_url, "%s", sd_response_effective_url(resp));
+    sd_bitmap *b = sd_result_take_bitmap(r);
+    if (b) {
+        c->width = sd_bitmap_width(b);
+        c->height = sd_bitmap_height(b);
+        sd_bitmap_free(b);
+    }
+    sd_result_take_body(r, &c->body, &c->body_len);
+    for (int m = 1; m <= 11; m++)
+        c->metrics[m] = sd_result_metric(r, (sd_metric)m);
+    sd_result_decoder_info(r, SD_DEC_INFO_COMPLETE, &c->info_complete);
+    sd_result_free(r);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static const sd_transfer_events all_events = {ev_response, ev_progress, ev_preview, ev_complete};
+
+static void wait_complete(collect *c)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->completes == 0)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static sd_loop *new_loop(void)
+{
+    sd_loop *l = NULL;
+    if (sd_loop_new(&l) != SD_OK || sd_loop_start(l) != SD_OK)
+        return NULL;
+    return l;
+}
+
+/* Fetch one URL synchronously; `setup` may adjust the request. */
+static int fetch(sd_loop *l, const char *url, void (*setup)(sd_request *, void *), void *arg, collect *c)
+{
+    sd_request *r;
+    collect_init(c);
+    ASSERT_OK(sd_request_new(url, &r));
+    if (setup)
+        setup(r, arg);
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, c, NULL));
+    sd_request_free(r);
+    wait_complete(c);
+    usleep(2000); /* a late duplicate callback would land here */
+    ASSERT_EQ(c->completes, 1);
+    return 0;
+}
+
+static char *url(const char *base, const char *path)
+{
+    static char buf[8][1024];
+    static int k;
+    char *b = buf[k++ % 8];
+    snprintf(b, 1024, "%s%s", base, path);
+    return b;
+}
+
+/* ---- fixtures ---- */
+
+static int write_file(const char *path, const uint8_t *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return -1;
+    fwrite(d, 1, n, f);
+    fclose(f);
+    return 0;
+}
+
+static int make_jpeg(const char *rel, uint32_t w, uint32_t h, int progressive)
+{
+    sd_bitmap *b;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return -1;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t px[4] = {(uint8_t)(x * 255 / w), (uint8_t)(y * 255 / h), (uint8_t)(x ^ y), 255};
+            sd_premultiply_rgba(px, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 1);
+        }
+    uint8_t *d;
+    size_t n;
+    int rc = sd_encode_jpeg(b, 85, progressive, &d, &n);
+    sd_bitmap_free(b);
+    if (rc != SD_OK)
+        return -1;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", WWW, rel);
+    rc = write_file(path, d, n);
+    sd_free(d);
+    return rc;
+}
+
+static int setup_servers(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sdloop.XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        return -1;
+    snprintf(WWW, sizeof WWW, "%s/www", tmpdir);
+    char path[1024];
+    mkdir(WWW, 0755);
+    snprintf(path, sizeof path, "%s/img", WWW);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/auth", WWW);
+    mkdir(path, 0755);
+    if (make_jpeg("img/small.jpg", 64, 48, 0) || make_jpeg("img/photo.jpg", 640, 480, 0) ||
+        make_jpeg("img/prog.jpg", 640, 480, 1) || make_jpeg("auth/secret.jpg", 32, 32, 0))
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "img/n%d.jpg", i);
+        if (make_jpeg(rel, 16 + (uint32_t)i, 16, 0))
+            return -1;
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "bash %s/Tests/Servers/servers.sh start %s %d", SD_SOURCE_DIR, tmpdir,
+             (int)getpid());
+    if (system(cmd) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/env", tmpdir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        const char *v = eq + 1;
+        if (!strcmp(line, "SD_TEST_HTTP")) snprintf(HTTP, sizeof HTTP, "%s", v);
+        if (!strcmp(line, "SD_TEST_HTTPS")) snprintf(HTTPS, sizeof HTTPS, "%s", v);
+        if (!strcmp(line, "SD_TEST_FAULT")) snprintf(FAULT, sizeof FAULT, "%s", v);
+        if (!strcmp(line, "SD_TEST_CERT")) snprintf(CERT, sizeof CERT, "%s", v);
+    }
+    fclose(f);
+    return HTTP[0] && HTTPS[0] && FAULT[0] ? 0 : -1;
+}
+
+static void teardown_servers(void)
+{
+    char cmd[2048];
+    if (tmpdir[0] == '\0')
+        return;
+    snprintf(cmd, sizeof cmd, "bash %s/Tests/Servers/servers.sh stop %s; rm -rf %s", SD_SOURCE_DIR,
+             tmpdir, tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "teardown failed\n");
+}
+
+/* ---- request setups ---- */
+
+static void set_param(sd_request *r, void *a)
+{
+    int64_t *pv = a; /* {param, value} pairs, 0-terminated */
+    for (; pv[0]; pv += 2)
+        sd_request_set(r, (sd_request_param)pv[0], pv[1]);
+}
+static void set_string(sd_request *r, void *a)
+{
+    const char **kv = a;
+    sd_request_set_string(r, (sd_request_string)(intptr_t)kv[0], kv[1]);
+}
+static void set_auth(sd_request *r, void *a)
+{
+    (void)a;
+    sd_request_set_string(r, SD_REQ_USERNAME, "user");
+    sd_request_set_string(r, SD_REQ_PASSWORD, "secret");
+}
+
+/* ---- tests: nginx ---- */
+
+static int test_http_keepalive(void)
+{
+    sd_loop *l = new_loop();
+    ASSERT_NOT_NULL(l);
+    int new_conns = 0;
+    for (int i = 0; i < 20; i++) {
+        collect c;
+        ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg"), NULL, NULL, &c));
+        ASSERT_OK(c.status);
+        ASSERT_EQ(c.http_status, 200);
+        ASSERT(c.width == 64 && c.height == 48);
+        ASSERT_EQ(c.responses, 1);
+        ASSERT(!c.progress_bad && c.progress_calls >= 2);
+        ASSERT_EQ(c.last_received, c.body_len);      /* final progress call */
+        ASSERT_EQ(c.first_expected, c.body_len);      /* Content-Length known */
+        ASSERT_EQ(c.metrics[SD_METRIC_HTTP_VERSION], 11);
+        ASSERT_EQ(c.metrics[SD_METRIC_BYTES], c.body_len);
+        ASSERT(c.metrics[SD_METRIC_TOTAL_MS] > 0);
+        new_conns += (int)c.metrics[SD_METRIC_CONNECTIONS];
+        collect_free(&c);
+    }
+    ASSERT_EQ(new_conns, 1); /* one connection, reused 19 times */
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_https_self_signed(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTPS, "/img/small.jpg"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ETLS); /* verification is on by default */
+    ASSERT(strlen(c.message) > 0);
+    ASSERT_EQ(c.responses, 0);
+    collect_free(&c);
+    int64_t allow[] = {SD_REQ_ALLOW_INVALID_CERTS, 1, 0};
+    ASSERT_OK(fetch(l, url(HTTPS, "/img/small.jpg"), set_param, allow, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 64);
+    ASSERT_EQ(c.metrics[SD_METRIC_HTTP_VERSION], 20); /* ALPN chose HTTP/2 */
+    collect_free(&c);
+    const char *ca[] = {(const char *)(intptr_t)SD_REQ_CA_FILE, CERT};
+    ASSERT_OK(fetch(l, url(HTTPS, "/img/small.jpg"), set_string, ca, &c));
+    ASSERT_OK(c.status); /* trusted when the certificate is given as an anchor */
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_http2_multiplexing(void)
+{
+    sd_loop *l = new_loop();
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 16));
+    enum { N = 16 };
+    collect c[N];
+    sd_request *r;
+    for (int i = 0; i < N; i++) {
+        collect_init(&c[i]);
+        char path[64];
+        snprintf(path, sizeof path, "/img/n%d.jpg", i);
+        ASSERT_OK(sd_request_new(url(HTTPS, path), &r));
+        sd_request_set(r, SD_REQ_ALLOW_INVALID_CERTS, 1);
+        ASSERT_OK(sd_loop_submit(l, r, &all_events, &c[i], NULL));
+        sd_request_free(r);
+    }
+    int conns = 0;
+    for (int i = 0; i < N; i++) {
+        wait_complete(&c[i]);
+        ASSERT_OK(c[i].status);
+        ASSERT_EQ(c[i].width, 16 + i);
+        ASSERT_EQ(c[i].metrics[SD_METRIC_HTTP_VERSION], 20);
+        conns += (int)c[i].metrics[SD_METRIC_CONNECTIONS];
+        collect_free(&c[i]);
+    }
+    ASSERT(conns <= 2); /* multiplexed, not 16 TLS handshakes */
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_basic_auth(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/auth/secret.jpg"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+    ASSERT_EQ(c.http_status, 401);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(HTTP, "/auth/secret.jpg"), set_auth, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 32);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_status_404_500(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/missing.jpg"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+    ASSERT_EQ(c.http_status, 404);
+    ASSERT(strstr(c.message, "404") != NULL);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/500"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+    ASSERT_EQ(c.http_status, 500);
+    collect_free(&c);
+    /* a custom acceptable range lets 404 through (then it does not decode) */
+    int64_t range[] = {SD_REQ_STATUS_MIN, 200, SD_REQ_STATUS_MAX, 404, SD_REQ_DECODE, 0, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/missing.jpg"), set_param, range, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.http_status, 404);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_not_modified_etag(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.etag[0] != '\0');
+    char etag[128];
+    snprintf(etag, sizeof etag, "%s", c.etag);
+    collect_free(&c);
+    const char *inm[] = {(const char *)(intptr_t)SD_REQ_IF_NONE_MATCH, etag};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_string, inm, &c));
+    ASSERT_EQ(c.status, SD_ENOTMODIFIED);
+    ASSERT_EQ(c.http_status, 304);
+    ASSERT_EQ(c.body_len, 0);
+    collect_free(&c);
+    const char *stale[] = {(const char *)(intptr_t)SD_REQ_IF_NONE_MATCH, "\"stale\""};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_string, stale, &c));
+    ASSERT_OK(c.status); /* changed: a full 200 */
+    ASSERT_EQ(c.width, 640);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_redirects(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/redirect2"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.metrics[SD_METRIC_REDIRECTS], 2);
+    ASSERT(strstr(c.effective_url, "/img/small.jpg") != NULL);
+    ASSERT_EQ(c.width, 64);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(HTTP, "/loop"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EREDIRECT);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/redirect-loop"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EREDIRECT);
+    collect_free(&c);
+    int64_t none[] = {SD_REQ_MAX_REDIRECTS, 0, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/redirect"), set_param, none, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS); /* 302 is not followed, and not 2xx */
+    ASSERT_EQ(c.http_status, 302);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_file_urls(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    char u[1024];
+    snprintf(u, sizeof u, "file://%s/img/photo.jpg", WWW);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 640 && c.height == 480);
+    collect_free(&c);
+    snprintf(u, sizeof u, "file://%s/img/nope.jpg", WWW);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EIO);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_bytes_only_body_kept(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    int64_t raw[] = {SD_REQ_DECODE, 0, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_param, raw, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 0); /* no bitmap */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/img/photo.jpg", WWW);
+    size_t n;
+    uint8_t *want = sd_read_file(path, &n);
+    ASSERT(want && n == c.body_len && memcmp(want, c.body, n) == 0);
+    free(want);
+    collect_free(&c);
+    /* decoded transfers keep the raw bytes too (for the disk cache) */
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), NULL, NULL, &c));
+    ASSERT(c.body_len == n && c.width == 640);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static void set_thumb(sd_request *r, void *a)
+{
+    (void)a;
+    sd_request_set_decoder_param(r, SD_DEC_MAX_PIXEL_SIZE, 100);
+}
+
+static int test_decoder_params_and_previews(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_thumb, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 100 && c.height == 75);
+    collect_free(&c);
+    int64_t prev[] = {SD_REQ_PREVIEWS, 1, SD_REQ_PREVIEW_INTERVAL_MS, 0, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, prev, &c));
+    ASSERT_OK(c.status);
+    /* scans completed while the body dripped in; the worker delivers at most
+     * one preview per batch of chunks, so a slow machine sees fewer */
+    ASSERT(c.previews >= 1);
+    ASSERT(c.width == 640 && c.info_complete == 1);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* ---- tests: the fault server ---- */
+
+static int test_faults(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(FAULT, "/drip"), NULL, NULL, &c));
+    ASSERT_OK(c.status); /* slow but complete */
+    ASSERT(c.progress_calls > 5 && !c.progress_bad);
+    collect_free(&c);
+
+    int64_t t1[] = {SD_REQ_TIMEOUT_MS, 800, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/stall"), set_param, t1, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/slow-headers"), set_param, t1, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    collect_free(&c);
+
+    int64_t stalled[] = {SD_REQ_LOW_SPEED_BYTES, 100, SD_REQ_LOW_SPEED_TIME_MS, 1000, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/stall"), set_param, stalled, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    ASSERT(c.metrics[SD_METRIC_TOTAL_MS] < 10000);
+    collect_free(&c);
+
+    ASSERT_OK(fetch(l, url(FAULT, "/reset"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EBODY);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/short"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EBODY);
+    collect_free(&c);
+
+    int64_t cap[] = {SD_REQ_MAX_BYTES, 1 << 20, SD_REQ_DECODE, 0, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/endless"), set_param, cap, &c));
+    ASSERT_EQ(c.status, SD_ETOOBIG);
+    ASSERT(c.body_len <= (1 << 20));
+    collect_free(&c);
+    /* decoding on: garbage is recognised after a few bytes and the download
+     * stops there (or at the size limit, whichever comes first) */
+    int64_t cap_dec[] = {SD_REQ_MAX_BYTES, 64 << 20, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/endless"), set_param, cap_dec, &c));
+    ASSERT_EQ(c.status, SD_EDECODE);
+    ASSERT(c.body_len < (64 << 20));
+    collect_free(&c);
+
+    ASSERT_OK(fetch(l, url(FAULT, "/html"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EDECODE);
+    ASSERT(strstr(c.message, "unsupported") != NULL);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/empty"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EDECODE);
+    collect_free(&c);
+
+    const char *png_only[] = {(const char *)(intptr_t)SD_REQ_ACCEPT_CONTENT_TYPES, "image/png, image/webp"};
+    ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, png_only, &c));
+    ASSERT_EQ(c.status, SD_ECONTENTTYPE);
+    collect_free(&c);
+    const char *images[] = {(const char *)(intptr_t)SD_REQ_ACCEPT_CONTENT_TYPES, "image/"};
+    ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, images, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+
+    ASSERT_OK(fetch(l, "http://127.0.0.1:1/x.jpg", NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ECONNECT);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, "gopher://127.0.0.1/x", NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EINVAL);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* ---- scheduling ---- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int order[64]; /* start order: when the response arrived */
+    int n, done;
+    int statuses[64];
+} order_log;
+
+static void ev_order_response(sd_transfer_id id, const sd_response *r, void *u)
+{
+    (void)id;
+    (void)r;
+    order_log *o = *(order_log **)u;
+    pthread_mutex_lock(&o->mu);
+    o->order[o->n++] = (int)(((intptr_t *)u)[1]);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void ev_order_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    order_log *o = *(order_log **)u;
+    int idx = (int)(((intptr_t *)u)[1]);
+    pthread_mutex_lock(&o->mu);
+    o->statuses[idx] = sd_result_status(r);
+    o->done++;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    sd_result_free(r);
+}
+
+static int run_order(int64_t order, const int *prio, int n, int bump, int *out)
+{
+    sd_loop *l = new_loop();
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 1));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_ORDER, order));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_SUSPENDED, 1));
+    order_log o = {.n = 0};
+    pthread_mutex_init(&o.mu, NULL);
+    pthread_cond_init(&o.cv, NULL);
+    intptr_t ctx[32][2];
+    sd_transfer_id ids[32];
+    sd_transfer_events ev = {0};
+    ev.complete = ev_order_complete;
+    ev.response = ev_order_response;
+    for (int i = 0; i < n; i++) {
+        char u[1024];
+        snprintf(u, sizeof u, "file://%s/img/n%d.jpg", WWW, i % 16);
+        sd_request *r;
+        ASSERT_OK(sd_request_new(u, &r));
+        sd_request_set(r, SD_REQ_PRIORITY, prio ? prio[i] : 0);
+        ctx[i][0] = (intptr_t)&o;
+        ctx[i][1] = i;
+        ASSERT_OK(sd_loop_submit(l, r, &ev, ctx[i], &ids[i]));
+        sd_request_free(r);
+    }
+    if (bump >= 0)
+        ASSERT_OK(sd_loop_set_priority(l, ids[bump], SD_PRIORITY_HIGH));
+    /* wait until the loop has queued them all */
+    int64_t q = 0;
+    for (int t = 0; t < 1000 && q != n; t++) {
+        usleep(1000);
+        sd_loop_get(l, SD_LOOP_INFO_QUEUED, &q);
+    }
+    ASSERT_EQ(q, n);
+    int64_t running = -1;
+    sd_loop_get(l, SD_LOOP_INFO_RUNNING, &running);
+    ASSERT_EQ(running, 0); /* suspended */
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_SUSPENDED, 0));
+    pthread_mutex_lock(&o.mu);
+    while (o.done < n)
+        pthread_cond_wait(&o.cv, &o.mu);
+    pthread_mutex_unlock(&o.mu);
+    ASSERT_EQ(o.n, n);
+    memcpy(out, o.order, sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        ASSERT_OK(o.statuses[i]);
+    sd_loop_free(l);
+    pthread_mutex_destroy(&o.mu);
+    pthread_cond_destroy(&o.cv);
+    return 0;
+}
+
+static int test_fifo_lifo_priorities(void)
+{
+    int out[32];
+    ASSERT_OK(run_order(SD_ORDER_FIFO, NULL, 14, -1, out));
+    for (int i = 0; i < 14; i++)
+        ASSERT_EQ(out[i], i);
+    ASSERT_OK(run_order(SD_ORDER_LIFO, NULL, 14, -1, out));
+    for (int i = 0; i < 14; i++)
+        ASSERT_EQ(out[i], 13 - i);
+    /* high jumps the queue, low waits for everything else */
+    int prio[6] = {0, SD_PRIORITY_LOW, 0, 0, SD_PRIORITY_HIGH, 0};
+    ASSERT_OK(run_order(SD_ORDER_FIFO, prio, 6, -1, out));
+    int want[6] = {4, 0, 2, 3, 5, 1};
+    for (int i = 0; i < 6; i++)
+        ASSERT_EQ(out[i], want[i]);
+    /* a priority changed while queued */
+    ASSERT_OK(run_order(SD_ORDER_FIFO, NULL, 6, 3, out));
+    int want2[6] = {3, 0, 1, 2, 4, 5};
+    for (int i = 0; i < 6; i++)
+        ASSERT_EQ(out[i], want2[i]);
+    return 0;
+}
+
+static int test_cancel(void)
+{
+    sd_loop *l = new_loop();
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 1));
+    collect running, queued;
+    collect_init(&running);
+    collect_init(&queued);
+    sd_request *r;
+    sd_transfer_id rid, qid;
+    ASSERT_OK(sd_request_new(url(FAULT, "/stall"), &r));
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, &running, &rid));
+    sd_request_free(r);
+    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, &queued, &qid));
+    sd_request_free(r);
+    usleep(200000); /* the stall is running, the other one queued */
+    ASSERT_OK(sd_loop_cancel(l, qid));
+    wait_complete(&queued);
+    ASSERT_EQ(queued.status, SD_ECANCELLED);
+    ASSERT_EQ(queued.responses, 0);
+    ASSERT_OK(sd_loop_cancel(l, rid));
+    wait_complete(&running);
+    ASSERT_EQ(running.status, SD_ECANCELLED);
+    ASSERT_OK(sd_loop_cancel(l, rid)); /* again: nothing happens */
+    ASSERT_OK(sd_loop_cancel(l, 987654321));
+    usleep(20000);
+    ASSERT_EQ(running.completes, 1);
+    ASSERT_EQ(queued.completes, 1);
+    collect_free(&running);
+    collect_free(&queued);
+    /* refused calls */
+    sd_loop *idle;
+    ASSERT_OK(sd_loop_new(&idle));
+    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    ASSERT_EQ(sd_loop_submit(idle, r, &all_events, NULL, NULL), SD_EBADSTATE); /* not started */
+    sd_loop_free(idle);
+    sd_request_free(r);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* ---- races: every transfer completes exactly once ---- */
+
+static atomic_int race_completes[4096];
+static atomic_int race_total;
+
+static void ev_race_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    atomic_fetch_add(&race_completes[(intptr_t)u], 1);
+    atomic_fetch_add(&race_total, 1);
+    sd_result_free(r);
+}
+
+typedef struct {
+    sd_loop *loop;
+    int base, count;
+    unsigned seed;
+    sd_transfer_id ids[1024];
+} race_arg;
+
+static void *race_thread(void *p)
+{
+    race_arg *a = p;
+    sd_transfer_events ev = {0};
+    ev.complete = ev_race_complete;
+    ev.progress = NULL;
+    for (int i = 0; i < a->count; i++) {
+        unsigned k = sd_rand(&a->seed);
+        char u[1024];
+        if (k % 3 == 0)
+            snprintf(u, sizeof u, "%s/img/n%u.jpg", HTTP, k % 16);
+        else if (k % 3 == 1)
+            snprintf(u, sizeof u, "file://%s/img/n%u.jpg", WWW, k % 16);
+        else
+            snprintf(u, sizeof u, "%s/stall", FAULT);
+        sd_request *r;
+        sd_request_new(u, &r);
+        sd_request_set(r, SD_REQ_TIMEOUT_MS, 3000);
+        sd_request_set(r, SD_REQ_PRIORITY, (int)(k % 3) - 1);
+        sd_request_set(r, SD_REQ_DECODE, (k >> 4) & 1);
+        if (sd_loop_submit(a->loop, r, &ev, (void *)(intptr_t)(a->base + i), &a->ids[i]) != SD_OK)
+            atomic_fetch_add(&race_completes[a->base + i], 100); /* refused: must not complete */
+        sd_request_free(r);
+        unsigned op = sd_rand(&a->seed) % 8;
+        sd_transfer_id victim = a->ids[sd_rand(&a->seed) % (unsigned)(i + 1)];
+        if (op < 3)
+            sd_loop_cancel(a->loop, victim);
+        else if (op == 3)
+            sd_loop_set_priority(a->loop, victim, SD_PRIORITY_HIGH);
+        else if (op == 4)
+            sd_loop_set(a->loop, SD_LOOP_SUSPENDED, sd_rand(&a->seed) & 1);
+        else if (op == 5)
+            sd_loop_set(a->loop, SD_LOOP_MAX_CONCURRENT, 1 + sd_rand(&a->seed) % 8);
+        else if (op == 6)
+            sd_loop_set(a->loop, SD_LOOP_ORDER, sd_rand(&a->seed) & 1);
+    }
+    return NULL;
+}
+
+static int test_races(void)
+{
+    enum { THREADS = 4, PER = 250 };
+    sd_loop *l = new_loop();
+    race_arg args[THREADS];
+    pthread_t th[THREADS];
+    atomic_store(&race_total, 0);
+    for (int i = 0; i < THREADS * PER; i++)
+        atomic_store(&race_completes[i], 0);
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = (race_arg){.loop = l, .base = t * PER, .count = PER, .seed = 77u + (unsigned)t};
+        pthread_create(&th[t], NULL, race_thread, &args[t]);
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_SUSPENDED, 0));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 8));
+    ASSERT_OK(sd_loop_cancel_all(l));
+    for (int t = 0; t < 3000 && atomic_load(&race_total) < THREADS * PER; t++)
+        usleep(2000);
+    ASSERT_EQ(atomic_load(&race_total), THREADS * PER);
+    sd_loop_free(l);
+    for (int i = 0; i < THREADS * PER; i++)
+        ASSERT_EQ(atomic_load(&race_completes[i]), 1);
+    return 0;
+}
+
+static int test_shutdown_completes_everything(void)
+{
+    sd_loop *l = new_loop();
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 4));
+    atomic_store(&race_total, 0);
+    for (int i = 0; i < 60; i++)
+        atomic_store(&race_completes[i], 0);
+    sd_transfer_events ev = {0};
+    ev.complete = ev_race_complete;
+    for (int i = 0; i < 60; i++) {
+        sd_request *r;
+        sd_request_new(i % 2 ? url(FAULT, "/stall") : url(HTTP, "/img/photo.jpg"), &r);
+        ASSERT_OK(sd_loop_submit(l, r, &ev, (void *)(intptr_t)i, NULL));
+        sd_request_free(r);
+    }
+    usleep(50000);
+    sd_loop_free(l); /* cancels what is left; returns after the last callback */
+    ASSERT_EQ(atomic_load(&race_total), 60);
+    for (int i = 0; i < 60; i++)
+        ASSERT_EQ(atomic_load(&race_completes[i]), 1);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (setup_servers() != 0) {
+        fprintf(stderr, "could not start the test servers (nginx, python3, openssl needed)\n");
+        teardown_servers();
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    static const sd_test_case tests[] = {
+        {"http_keepalive", test_http_keepalive},
+        {"https_self_signed", test_https_self_signed},
+        {"http2_multiplexing", test_http2_multiplexing},
+        {"basic_auth", test_basic_auth},
+        {"status_404_500", test_status_404_500},
+        {"not_modified_etag", test_not_modified_etag},
+        {"redirects", test_redirects},
+        {"file_urls", test_file_urls},
+        {"bytes_only_body_kept", test_bytes_only_body_kept},
+        {"decoder_params_and_previews", test_decoder_params_and_previews},
+        {"faults", test_faults},
+        {"fifo_lifo_priorities", test_fifo_lifo_priorities},
+        {"cancel", test_cancel},
+        {"races", test_races},
+        {"shutdown_completes_everything", test_shutdown_completes_everything},
+        {NULL, NULL},
+    };
+    int rc = sd_test_run(tests, argc, argv);
+    teardown_servers();
+    return rc;
+}

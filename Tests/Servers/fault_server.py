@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""A small hostile HTTP server for libsdcore's failure tests (loopback only).
+
+Paths (all serve the image given with --file unless said otherwise):
+  /ok               a correct 200 response
+  /drip             the body in 256-byte pieces every 5 ms (slow but completes)
+  /drip-progressive the --progressive image in 2 KiB pieces every 10 ms
+  /stall            half the body, then silence for 60 s
+  /reset            half the body, then a TCP reset
+  /short            Content-Length says the full size, half is sent, then close
+  /endless          chunked body that never ends
+  /redirect-loop    302 to itself
+  /500              500 with an HTML body
+  /html             200, Content-Type image/jpeg, body is an HTML page
+  /empty            200, image/jpeg, empty body
+  /slow-headers     waits 60 s before the status line
+"""
+import argparse, socket, socketserver, struct, threading, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--file", required=True)
+ap.add_argument("--progressive", required=True)
+args = ap.parse_args()
+IMAGE = open(args.file, "rb").read()
+PROGRESSIVE = open(args.progressive, "rb").read()
+HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def send_head(self, status, length=None, ctype="image/jpeg", extra=""):
+        h = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+        if length is not None:
+            h += f"Content-Length: {length}\r\n"
+        h += extra + "Connection: close\r\n\r\n"
+        self.request.sendall(h.encode())
+
+    def handle(self):
+        sock = self.request
+        sock.settimeout(120)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+        path = data.split(b" ", 2)[1].decode()
+        half = len(IMAGE) // 2
+        try:
+            if path == "/ok":
+                self.send_head("200 OK", len(IMAGE))
+                sock.sendall(IMAGE)
+            elif path == "/drip":
+                self.send_head("200 OK", len(IMAGE))
+                for i in range(0, len(IMAGE), 256):
+                    sock.sendall(IMAGE[i:i + 256])
+                    time.sleep(0.005)
+            elif path == "/drip-progressive":
+                self.send_head("200 OK", len(PROGRESSIVE))
+                for i in range(0, len(PROGRESSIVE), 2048):
+                    sock.sendall(PROGRESSIVE[i:i + 2048])
+                    time.sleep(0.02)
+            elif path == "/stall":
+                self.send_head("200 OK", len(IMAGE))
+                sock.sendall(IMAGE[:half])
+                time.sleep(60)
+            elif path == "/reset":
+                self.send_head("200 OK", len(IMAGE))
+                sock.sendall(IMAGE[:half])
+                time.sleep(0.05)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif path == "/short":
+                self.send_head("200 OK", len(IMAGE))
+                sock.sendall(IMAGE[:half])
+            elif path == "/endless":
+                self.send_head("200 OK", None, extra="Transfer-Encoding: chunked\r\n")
+                block = b"\xff" * 65536
+                frame = b"%x\r\n" % len(block) + block + b"\r\n"
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    sock.sendall(frame)
+            elif path == "/redirect-loop":
+                self.send_head("302 Found", 0, extra="Location: /redirect-loop\r\n")
+            elif path == "/500":
+                self.send_head("500 Internal Server Error", len(HTML), "text/html")
+                sock.sendall(HTML)
+            elif path == "/html":
+                self.send_head("200 OK", len(HTML))
+                sock.sendall(HTML)
+            elif path == "/empty":
+                self.send_head("200 OK", 0)
+            elif path == "/slow-headers":
+                time.sleep(60)
+            else:
+                self.send_head("404 Not Found", 0, "text/plain")
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+Server(("127.0.0.1", args.port), Handler).serve_forever()

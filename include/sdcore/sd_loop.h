@@ -1,0 +1,207 @@
+/*
+ * sd_loop.h — the transfer loop: one libcurl multi handle on its own thread,
+ * streaming response bodies into decoders on a small worker pool.
+ *
+ *     sd_loop *loop;
+ *     sd_loop_new(&loop);
+ *     sd_loop_start(loop);
+ *     sd_request *req;
+ *     sd_request_new("https://example.com/a.jpg", &req);
+ *     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, 256);
+ *     sd_transfer_events ev = { .complete = on_complete };
+ *     sd_loop_submit(loop, req, &ev, my_data, &id);   // req may be freed now
+ *     ...
+ *     sd_loop_free(loop);     // cancels what is left, joins the threads
+ *
+ * Rules (libuv style):
+ *  1. Every sd_*_new that succeeded is paired with its sd_*_free.
+ *  2. A submit that fails never calls any of its callbacks.
+ *  3. Callbacks run on the loop thread, one at a time. Keep them short and
+ *     never block in them; calling sd_loop_* from a callback is allowed.
+ *  4. Every accepted transfer ends with exactly one `complete` callback —
+ *     success, error, cancel or shutdown alike — and no callback of that
+ *     transfer runs after it. Its `user` pointer may be released then.
+ *
+ * Thread safety: every sd_loop_* function is safe from any thread (commands
+ * go through a queue and wake the loop with curl_multi_wakeup). sd_request
+ * objects are plain values owned by the caller; submit copies what it needs.
+ * The loop thread does network I/O only: decoding runs on worker threads, in
+ * order per transfer, so a slow decode never stalls other transfers.
+ */
+#ifndef SDCORE_SD_LOOP_H
+#define SDCORE_SD_LOOP_H
+
+#include "sd_bitmap.h"
+#include "sd_decoder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sd_loop sd_loop;
+typedef struct sd_request sd_request;
+typedef struct sd_response sd_response;
+typedef struct sd_result sd_result;
+typedef uint64_t sd_transfer_id;
+
+typedef enum sd_priority {
+    SD_PRIORITY_LOW = -1,
+    SD_PRIORITY_NORMAL = 0,
+    SD_PRIORITY_HIGH = 1
+} sd_priority;
+
+typedef enum sd_order {
+    SD_ORDER_FIFO = 0, /* first submitted runs first (default) */
+    SD_ORDER_LIFO = 1  /* last submitted runs first (SDWebImage's LIFO) */
+} sd_order;
+
+#define SD_DEFAULT_MAX_CONCURRENT 6
+#define SD_DEFAULT_TIMEOUT_MS 15000
+#define SD_DEFAULT_CONNECT_TIMEOUT_MS 10000
+#define SD_DEFAULT_MAX_REDIRECTS 10
+#define SD_DEFAULT_MAX_RESPONSE_BYTES 209715200LL /* 200 MiB */
+#define SD_DEFAULT_ACCEPT "image/*,*/*;q=0.8"
+
+typedef enum sd_loop_param {
+    /* Network transfers at most (default 6); any time. A transfer's slot is
+     * freed when its body is in: decoding goes on in the pool meanwhile, so
+     * slow decodes never hold network capacity. */
+    SD_LOOP_MAX_CONCURRENT = 1,
+    SD_LOOP_ORDER = 2,          /* sd_order; any time */
+    SD_LOOP_DECODE_THREADS = 3, /* worker threads; before start; default = cores */
+    SD_LOOP_SUSPENDED = 4,      /* 1: start no queued transfer; any time */
+    /* read-only */
+    SD_LOOP_INFO_QUEUED = 100,
+    SD_LOOP_INFO_RUNNING = 101
+} sd_loop_param;
+
+typedef enum sd_request_param {
+    SD_REQ_PRIORITY = 1,           /* sd_priority, default NORMAL */
+    SD_REQ_TIMEOUT_MS = 2,         /* whole transfer, default 15000; 0 = none */
+    SD_REQ_CONNECT_TIMEOUT_MS = 3, /* default 10000 */
+    SD_REQ_LOW_SPEED_BYTES = 4,    /* abort when below this many bytes/s ... */
+    SD_REQ_LOW_SPEED_TIME_MS = 5,  /* ... for this long (0 = off, the default) */
+    SD_REQ_MAX_BYTES = 6,          /* response body limit, default 200 MiB; 0 = none */
+    SD_REQ_MAX_REDIRECTS = 7,      /* default 10; 0 = do not follow */
+    SD_REQ_ALLOW_INVALID_CERTS = 8, /* 1: skip TLS peer/host verification */
+    SD_REQ_COOKIES = 9,            /* 1: use the loop's cookie engine */
+    SD_REQ_DECODE = 10,            /* 1 (default): decode; 0: bytes only */
+    SD_REQ_PREVIEWS = 11,          /* 1: deliver previews while loading */
+    SD_REQ_PREVIEW_INTERVAL_MS = 12, /* minimum between previews, default 100 */
+    SD_REQ_PROGRESS_INTERVAL_MS = 13, /* minimum between progress calls, default 0 */
+    SD_REQ_STATUS_MIN = 14,        /* acceptable statuses [MIN, MAX], default 200..299 */
+    SD_REQ_STATUS_MAX = 15,
+    SD_REQ_HTTP2 = 16              /* 1 (default): HTTP/2 over TLS when offered */
+} sd_request_param;
+
+typedef enum sd_request_string {
+    SD_REQ_USERNAME = 1,           /* HTTP Basic auth */
+    SD_REQ_PASSWORD = 2,
+    SD_REQ_USER_AGENT = 3,         /* default "SDWebImage-Linux/<version>" */
+    SD_REQ_ACCEPT = 4,             /* default SD_DEFAULT_ACCEPT */
+    SD_REQ_IF_NONE_MATCH = 5,      /* conditional request (revalidation) */
+    SD_REQ_IF_MODIFIED_SINCE = 6,
+    SD_REQ_ACCEPT_CONTENT_TYPES = 7, /* comma list of prefixes, e.g. "image/";
+                                      * NULL/empty = any */
+    SD_REQ_CA_FILE = 8             /* extra trust anchors (PEM) */
+} sd_request_string;
+
+typedef enum sd_metric {
+    SD_METRIC_DNS_MS = 1,          /* doubles: milliseconds from the start */
+    SD_METRIC_CONNECT_MS = 2,
+    SD_METRIC_TLS_MS = 3,
+    SD_METRIC_FIRST_BYTE_MS = 4,
+    SD_METRIC_TOTAL_MS = 5,
+    SD_METRIC_QUEUED_MS = 6,       /* time spent waiting in our queue */
+    SD_METRIC_BYTES = 7,           /* body bytes received */
+    SD_METRIC_HTTP_VERSION = 8,    /* 10, 11, 20 */
+    SD_METRIC_REDIRECTS = 9,
+    SD_METRIC_DECODE_MS = 10,      /* time spent decoding on the workers */
+    SD_METRIC_CONNECTIONS = 11     /* new connections opened (0 = reused) */
+} sd_metric;
+
+/* ---- the loop ---- */
+
+SD_API int sd_loop_new(sd_loop **out);
+SD_API int sd_loop_set(sd_loop *loop, sd_loop_param param, int64_t value);
+SD_API int sd_loop_get(sd_loop *loop, sd_loop_param param, int64_t *value);
+/* Start the loop thread and the decode workers. */
+SD_API int sd_loop_start(sd_loop *loop);
+/*
+ * Name: sd_loop_free
+ * Desc: Shut down: refuse new submits, complete every queued and running
+ *       transfer with SD_ECANCELLED (callbacks on the loop thread), join the
+ *       threads, free. NULL is accepted. Must not be called from a callback.
+ */
+SD_API void sd_loop_free(sd_loop *loop);
+
+typedef struct sd_transfer_events {
+    /* Response headers arrived (final response after redirects). */
+    void (*response)(sd_transfer_id id, const sd_response *response, void *user);
+    /* Body progress: bytes so far and expected total (0 = unknown). */
+    void (*progress)(sd_transfer_id id, uint64_t received, uint64_t expected, void *user);
+    /* A preview of the partial image; the callee owns `bitmap`. */
+    void (*preview)(sd_transfer_id id, sd_bitmap *bitmap, void *user);
+    /* The end, exactly once; the callee owns `result` (sd_result_free). */
+    void (*complete)(sd_transfer_id id, sd_result *result, void *user);
+} sd_transfer_events;
+
+/*
+ * Name: sd_loop_submit
+ * Desc: Queue a transfer. `request` is copied and may be freed at once.
+ * Returns: SD_OK and *id; SD_EINVAL; SD_ESHUTDOWN once sd_loop_free began;
+ *          SD_EBADSTATE before sd_loop_start. On failure no callback fires.
+ */
+SD_API int sd_loop_submit(sd_loop *loop, const sd_request *request,
+                          const sd_transfer_events *events, void *user,
+                          sd_transfer_id *id);
+/* Cancel one transfer: it completes with SD_ECANCELLED unless it already
+ * completed (then nothing happens). Returns SD_OK or SD_EINVAL. */
+SD_API int sd_loop_cancel(sd_loop *loop, sd_transfer_id id);
+/* Change the priority of a queued transfer (no effect once running). */
+SD_API int sd_loop_set_priority(sd_loop *loop, sd_transfer_id id, sd_priority priority);
+/* Cancel every queued and running transfer. */
+SD_API int sd_loop_cancel_all(sd_loop *loop);
+
+/* ---- requests (caller-owned values) ---- */
+
+SD_API int sd_request_new(const char *url, sd_request **out);
+SD_API void sd_request_free(sd_request *request);
+SD_API int sd_request_set(sd_request *request, sd_request_param param, int64_t value);
+SD_API int sd_request_set_string(sd_request *request, sd_request_string param, const char *value);
+/* Extra header line "Name: value" (replaces a default of the same name). */
+SD_API int sd_request_add_header(sd_request *request, const char *line);
+/* Decoder option for this transfer's decoder (sd_decoder_set semantics). */
+SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param param, int64_t value);
+
+/* ---- responses and results (valid as documented by their owner) ---- */
+
+SD_API long sd_response_status(const sd_response *response);
+/* Last value of a header, case-insensitive name; NULL if absent. */
+SD_API const char *sd_response_header(const sd_response *response, const char *name);
+/* Content-Length of the body, 0 when unknown. */
+SD_API uint64_t sd_response_expected_length(const sd_response *response);
+SD_API const char *sd_response_content_type(const sd_response *response);
+SD_API const char *sd_response_effective_url(const sd_response *response);
+
+/* sd_status of the transfer: SD_OK, or why it failed. */
+SD_API int sd_result_status(const sd_result *result);
+/* Detail text (curl's, the decoder's, or the status line); never NULL. */
+SD_API const char *sd_result_message(const sd_result *result);
+/* The final response, or NULL when none was received. */
+SD_API const sd_response *sd_result_response(const sd_result *result);
+/* The raw body (kept for disk caches); valid until sd_result_free. */
+SD_API const uint8_t *sd_result_body(const sd_result *result, size_t *length);
+/* Take the body: the caller owns *data (sd_free). */
+SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length);
+/* Take the decoded bitmap (NULL without decoding or on failure). */
+SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);
+/* Decoder facts: SD_DEC_INFO_* values of the transfer's decoder. */
+SD_API int sd_result_decoder_info(const sd_result *result, sd_decoder_param param, int64_t *value);
+SD_API double sd_result_metric(const sd_result *result, sd_metric metric);
+SD_API void sd_result_free(sd_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SDCORE_SD_LOOP_H */
