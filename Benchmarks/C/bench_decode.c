@@ -325,13 +325,18 @@ typedef struct {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick]\n");
+    fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick]\n"
+                    "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n");
 }
+
+int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
 
 int main(int argc, char **argv)
 {
     const char *corpus = NULL;
     int json = 0;
+    if (argc >= 2 && strcmp(argv[1], "fetch") == 0)
+        return bench_fetch_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "decode") != 0) {
         usage();
         return 2;

@@ -472,7 +472,8 @@ static int setup_easy(sd_loop *l, sd__xfer *x)
      * issue 10634): HTTP/2 only over TLS, where ALPN negotiates it. */
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                      p[SD_REQ_HTTP2] ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, p[SD_REQ_HTTP2] ? 1L : 0L);
+    /* waiting to multiplex only pays where HTTP/2 can happen */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, p[SD_REQ_HTTP2] && strncasecmp(r->url, "https:", 6) == 0 ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_USERAGENT,
                      r->strings[SD_REQ_USER_AGENT] ? r->strings[SD_REQ_USER_AGENT] : l->user_agent);
     if (r->strings[SD_REQ_USERNAME]) {
@@ -738,6 +739,7 @@ static void handle_command(sd_loop *l, sd__cmd *c)
 static void *loop_main(void *arg)
 {
     sd_loop *l = arg;
+    pthread_setname_np(pthread_self(), "sd-loop"); /* shows in perf, top, gdb */
     sd__cmd *batch = NULL;
     int cap = 0;
     for (;;) {

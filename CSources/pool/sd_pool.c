@@ -140,7 +140,9 @@ static void maybe_preview(sd__job *j)
     }
 }
 
-/* Work through what the job has; runs on one worker at a time per job. */
+/* Work through what the job has, and keep going while more arrives: one
+ * decoder stays hot in cache instead of round-robin over every transfer.
+ * Runs on one worker at a time per job. */
 static void run_job(sd__pool *p, sd__job *j)
 {
     for (;;) {
@@ -149,12 +151,12 @@ static void run_job(sd__pool *p, sd__job *j)
         j->head = j->tail = NULL;
         int input_done = j->input_done, abandoned = j->abandoned;
         pthread_mutex_unlock(&p->mu);
-        if (abandoned || j->done_sent) {
+        if (abandoned || j->done_sent || j->failed) {
             free_chunks(chunks);
             return;
         }
         if (chunks == NULL && !input_done)
-            return;
+            return; /* nothing now; a later push schedules us again */
         double t0 = ms_now();
         for (sd__chunk *c = chunks; c && !j->failed; c = c->next) {
             int rc = sd_decoder_push(j->dec, c->data, c->len);
@@ -165,19 +167,10 @@ static void run_job(sd__pool *p, sd__job *j)
             }
         }
         free_chunks(chunks);
-        if (j->failed) {
+        if (j->failed)
             return;
-        }
-        if (j->opts.previews && !input_done)
-            maybe_preview(j);
-        j->decode_ms += ms_now() - t0;
-        if (input_done) {
-            pthread_mutex_lock(&p->mu);
-            int more = j->head != NULL; /* cannot happen: finish comes last */
-            pthread_mutex_unlock(&p->mu);
-            if (more)
-                continue;
-            t0 = ms_now();
+        if (chunks == NULL && input_done) {
+            /* every chunk is in (finish comes after the last push) */
             sd_bitmap *bmp = NULL;
             int rc = sd_decoder_finish(j->dec);
             if (rc == SD_OK)
@@ -186,13 +179,16 @@ static void run_job(sd__pool *p, sd__job *j)
             send_done(j, rc, bmp);
             return;
         }
-        return;
+        if (j->opts.previews && !input_done)
+            maybe_preview(j);
+        j->decode_ms += ms_now() - t0;
     }
 }
 
 static void *worker_main(void *arg)
 {
     sd__pool *p = arg;
+    pthread_setname_np(pthread_self(), "sd-decode");
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stop && p->run_head == NULL)
