@@ -22,6 +22,7 @@ layering() {
 }
 run "layering" layering
 run "c (ctest)" make --no-print-directory test-c
+run "c install (pkg-config, find_package)" bash scripts/test-install.sh
 run "c asan+ubsan (ctest)" make --no-print-directory test-asan
 run "c tsan (loop races)" make --no-print-directory test-tsan
 run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind

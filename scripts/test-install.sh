@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# cmake --install into a temporary prefix, then build examples/c twice: with
+# pkg-config (static and shared) and with find_package(sdcore); run them.
+set -eu
+cd "$(dirname "$0")/.."
+prefix=$(mktemp -d); trap 'rm -rf "$prefix"' EXIT
+cmake --install build/release --prefix "$prefix" >/dev/null
+pass=0; fail=0
+check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $1"; fi; }
+check "headers installed" '[ -f "$prefix/include/sdcore.h" ] && [ -f "$prefix/include/sdcore/sd_loop.h" ]'
+check "module map not installed" '[ ! -e "$prefix/include/module.modulemap" ]'
+libdir=$(ls -d "$prefix"/lib*/ | head -1)
+check "only sd_ symbols exported" '[ -z "$(nm -D --defined-only "$libdir"/libsdcore.so | awk "\$2 ~ /[TDB]/ {print \$3}" | grep -v "^sd_")" ]'
+img=$prefix/t.png  # a 300x200 RGB PNG made here
+python3 - "$img" <<'PY'
+import struct, sys, zlib
+w, h = 300, 200
+raw = b"".join(b"\0" + bytes(v for x in range(w) for v in (x % 256, y % 256, 128)) for y in range(h))
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+PY
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -std=c11 -Wall -Wextra -Werror examples/c/decode_file.c $(pkg-config --cflags --libs sdcore) -o "$prefix/ex_pc"
+check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$img" | grep -q "^256x171 "'
+# static libsdcore, shared system libraries (Debian's libcurl has no static closure)
+cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libsdcore.a" \
+    $(pkg-config --libs libcurl libjpeg libpng16 zlib) -lm -lpthread -o "$prefix/ex_static"
+check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
+cmake -S examples/c -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$prefix/build" >/dev/null
+check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/decode_file" "$img" | grep -q "^256x171 "'
+echo "install: $pass passed, $fail failed"
+[ $fail -eq 0 ]
