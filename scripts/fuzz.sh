@@ -15,7 +15,7 @@ lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
 for t in "${targets[@]}"; do
   if [ ! -x "$out/fuzz_$t" ] || [ -n "$(find CSources include Tests/Fuzz -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
-    $CC $flags $lib_srcs "Tests/Fuzz/fuzz_$t.c" -ljpeg -lpng16 -lz -lm -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
+    $CC $flags $lib_srcs "Tests/Fuzz/fuzz_$t.c" -ljpeg -lpng16 -lz -lcurl -lpthread -lm -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
   fi
 done
 
