@@ -71,7 +71,7 @@ struct sd_loop {
     int ncmds, capcmds;
     sd__event *ev_head, *ev_tail;
     int shutting_down, started;
-    int64_t max_concurrent, order, suspended, decode_threads;
+    int64_t max_concurrent, order, suspended, decode_threads, max_backlog;
     int64_t pub_queued, pub_running, pending_submits;
     uint64_t next_id;
     /* loop thread only */
@@ -534,13 +534,17 @@ static void start_one(sd_loop *l, sd__xfer *x)
     l->running++;
 }
 
-static void start_queued(sd_loop *l, int64_t max, int64_t order, int64_t suspended)
+static void start_queued(sd_loop *l, int64_t max, int64_t order, int64_t suspended, int64_t backlog)
 {
     while (!suspended && l->running < max && l->queued > 0) {
         sd__xfer *x = NULL;
         for (int p = 2; p >= 0 && x == NULL; p--)
             x = order == SD_ORDER_LIFO ? l->qtail[p] : l->qhead[p];
         if (x == NULL)
+            break;
+        /* bodies waiting for the decoders are memory and cold cache: do not
+         * fetch further ahead than the decoders can use */
+        if (x->req->params[SD_REQ_DECODE] && l->decoding + l->running >= backlog + max)
             break;
         start_one(l, x);
     }
@@ -766,6 +770,7 @@ static void *loop_main(void *arg)
         l->ev_head = l->ev_tail = NULL;
         int stopping = l->shutting_down;
         int64_t max = l->max_concurrent, order = l->order, suspended = l->suspended;
+        int64_t backlog = l->max_backlog ? l->max_backlog : 4 * l->decode_threads;
         pthread_mutex_unlock(&l->mu);
 
         for (int i = 0; i < n; i++)
@@ -784,7 +789,7 @@ static void *loop_main(void *arg)
             cancel_all(l, SD_ECANCELLED);
             break;
         }
-        start_queued(l, max, order, suspended);
+        start_queued(l, max, order, suspended, backlog);
         int still = 0;
         curl_multi_perform(l->multi, &still);
         int before = l->running;
@@ -844,6 +849,7 @@ int sd_loop_set(sd_loop *l, sd_loop_param p, int64_t v)
     case SD_LOOP_MAX_CONCURRENT: if (v < 1) rc = SD_EINVAL; else l->max_concurrent = v; break;
     case SD_LOOP_ORDER: if (v > 1) rc = SD_EINVAL; else l->order = v; break;
     case SD_LOOP_SUSPENDED: l->suspended = v != 0; break;
+    case SD_LOOP_MAX_DECODE_BACKLOG: if (v < 1) rc = SD_EINVAL; else l->max_backlog = v; break;
     case SD_LOOP_DECODE_THREADS:
         if (l->started) rc = SD_EBADSTATE;
         else if (v < 1 || v > 256) rc = SD_EINVAL;
@@ -867,6 +873,7 @@ int sd_loop_get(sd_loop *l, sd_loop_param p, int64_t *v)
     case SD_LOOP_MAX_CONCURRENT: *v = l->max_concurrent; break;
     case SD_LOOP_ORDER: *v = l->order; break;
     case SD_LOOP_SUSPENDED: *v = l->suspended; break;
+    case SD_LOOP_MAX_DECODE_BACKLOG: *v = l->max_backlog ? l->max_backlog : 4 * l->decode_threads; break;
     case SD_LOOP_DECODE_THREADS: *v = l->decode_threads; break;
     case SD_LOOP_INFO_QUEUED: *v = l->pub_queued + l->pending_submits; break;
     case SD_LOOP_INFO_RUNNING: *v = l->pub_running; break;

@@ -842,6 +842,66 @@ static int test_shutdown_completes_everything(void)
     return 0;
 }
 
+/* ---- back-pressure: the network never runs far ahead of the decoders ---- */
+
+static atomic_int bp_started, bp_done, bp_peak, bp_failed;
+
+static void ev_bp_response(sd_transfer_id id, const sd_response *r, void *u)
+{
+    (void)id;
+    (void)r;
+    (void)u;
+    int in_flight = atomic_fetch_add(&bp_started, 1) + 1 - atomic_load(&bp_done);
+    int peak = atomic_load(&bp_peak);
+    while (in_flight > peak && !atomic_compare_exchange_weak(&bp_peak, &peak, in_flight))
+        ;
+}
+
+static void ev_bp_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    (void)u;
+    if (sd_result_status(r) != SD_OK)
+        atomic_fetch_add(&bp_failed, 1);
+    sd_result_free(r);
+    atomic_fetch_add(&bp_done, 1);
+}
+
+static int test_decode_backpressure(void)
+{
+    sd_loop *l;
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_DECODE_THREADS, 1));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 2));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_DECODE_BACKLOG, 2));
+    int64_t v = 0;
+    ASSERT_OK(sd_loop_get(l, SD_LOOP_MAX_DECODE_BACKLOG, &v));
+    ASSERT_EQ(v, 2);
+    ASSERT_OK(sd_loop_start(l));
+    atomic_store(&bp_started, 0);
+    atomic_store(&bp_done, 0);
+    atomic_store(&bp_peak, 0);
+    atomic_store(&bp_failed, 0);
+    sd_transfer_events ev = {0};
+    ev.response = ev_bp_response;
+    ev.complete = ev_bp_complete;
+    enum { N = 40 };
+    for (int i = 0; i < N; i++) {
+        sd_request *r;
+        /* 640x480 decodes ~10x slower than loopback serves it: a backlog forms */
+        ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+        ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
+        sd_request_free(r);
+    }
+    for (int t = 0; t < 5000 && atomic_load(&bp_done) < N; t++)
+        usleep(2000);
+    ASSERT_EQ(atomic_load(&bp_done), N);
+    ASSERT_EQ(atomic_load(&bp_failed), 0);
+    ASSERT(atomic_load(&bp_peak) <= 2 + 2); /* max concurrent + backlog */
+    sd_loop_free(l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (setup_servers() != 0) {
@@ -866,6 +926,7 @@ int main(int argc, char **argv)
         {"cancel", test_cancel},
         {"races", test_races},
         {"shutdown_completes_everything", test_shutdown_completes_everything},
+        {"decode_backpressure", test_decode_backpressure},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

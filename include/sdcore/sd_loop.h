@@ -70,6 +70,11 @@ typedef enum sd_loop_param {
     SD_LOOP_ORDER = 2,          /* sd_order; any time */
     SD_LOOP_DECODE_THREADS = 3, /* worker threads; before start; default = cores */
     SD_LOOP_SUSPENDED = 4,      /* 1: start no queued transfer; any time */
+    /* Back-pressure: while this many transfers have their body in and wait
+     * for (or are in) decoding, no new decoding transfer starts, so the
+     * network never runs ahead of the decoders by more than this many
+     * bodies. Default 4 x decode threads; any time. */
+    SD_LOOP_MAX_DECODE_BACKLOG = 5,
     /* read-only */
     SD_LOOP_INFO_QUEUED = 100,
     SD_LOOP_INFO_RUNNING = 101
