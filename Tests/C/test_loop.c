@@ -584,6 +584,30 @@ static int test_faults(void)
     return 0;
 }
 
+static int test_progress_interval(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    /* prog.jpg (12 KB) dribbles in over ~120 ms in 2 KiB pieces */
+    int64_t every[] = {SD_REQ_DECODE, 0, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, every, &c));
+    ASSERT_OK(c.status);
+    int unthrottled = c.progress_calls;
+    ASSERT(unthrottled >= 6 && !c.progress_bad); /* first, one per piece, final */
+    collect_free(&c);
+    int64_t throttled[] = {SD_REQ_DECODE, 0, SD_REQ_PROGRESS_INTERVAL_MS, 100, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, throttled, &c));
+    ASSERT_OK(c.status);
+    /* the first (0, expected), one per 100 ms at most, and the final call */
+    ASSERT(c.progress_calls >= 2 && c.progress_calls <= 2 + (int)(c.metrics[SD_METRIC_TOTAL_MS] / 100) + 1);
+    ASSERT(c.progress_calls < unthrottled);
+    ASSERT_EQ(c.last_received, c.body_len);
+    ASSERT(!c.progress_bad);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
 /* ---- scheduling ---- */
 
 typedef struct {
@@ -922,6 +946,7 @@ int main(int argc, char **argv)
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},
+        {"progress_interval", test_progress_interval},
         {"fifo_lifo_priorities", test_fifo_lifo_priorities},
         {"cancel", test_cancel},
         {"races", test_races},
