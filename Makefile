@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-tsan fuzz fuzz-smoke demo bench clean
+        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo bench clean
 
 all: build
 
@@ -77,6 +77,10 @@ test-valgrind: build-c
 test-swift: deps
 	$(SWIFT) build --build-tests --explicit-target-dependency-import-check error
 	$(SWIFT) test
+
+# Swift tests under ThreadSanitizer (own build folder: different flags).
+test-swift-tsan: deps
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 test-cli: build-swift
 	@bash scripts/test-cli.sh

@@ -7,6 +7,7 @@ let package = Package(
     name: "SDWebImage",
     products: [
         .library(name: "SDCoders", targets: ["SDCoders"]),
+        .library(name: "SDDownloader", targets: ["SDDownloader"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
     ],
     dependencies: [
@@ -31,6 +32,8 @@ let package = Package(
             ]
         ),
         .target(name: "SDCoders", dependencies: ["CSDCore"]),
+        // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
+        .target(name: "SDDownloader", dependencies: ["CSDCore", "SDCoders"]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
@@ -39,6 +42,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
+        .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders"]),
     ],
     cLanguageStandard: .c11
 )

@@ -193,6 +193,15 @@ int sd__response_add_header(sd_response *r, const char *line, size_t len)
 }
 
 long sd_response_status(const sd_response *r) { return r ? r->status : 0; }
+int sd_response_header_count(const sd_response *r) { return r ? r->nheaders : 0; }
+
+int sd_response_header_at(const sd_response *r, int i, const char **name, const char **value)
+{
+    SD__RETURN_IF(r == NULL || i < 0 || i >= r->nheaders || name == NULL || value == NULL, SD_EINVAL);
+    *name = r->headers[i].name;
+    *value = r->headers[i].value;
+    return SD_OK;
+}
 uint64_t sd_response_expected_length(const sd_response *r) { return r ? r->expected : 0; }
 const char *sd_response_content_type(const sd_response *r) { return r ? r->content_type : NULL; }
 const char *sd_response_effective_url(const sd_response *r) { return r ? r->effective_url : NULL; }

@@ -14,6 +14,12 @@ public final class Bitmap: @unchecked Sendable {
         self.handle = handle
     }
 
+    /// Adopt an `sd_bitmap` handed out by the C core (e.g. by the transfer
+    /// loop): the Bitmap owns it from now on and frees it in `deinit`.
+    public convenience init(adopting handle: OpaquePointer) {
+        self.init(taking: handle)
+    }
+
     deinit {
         sd_bitmap_free(handle)
     }

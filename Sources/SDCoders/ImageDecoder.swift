@@ -75,6 +75,18 @@ public struct DecodedImage: Sendable {
     public let isComplete: Bool
     /// Non-fatal data warnings (e.g. libjpeg's corrupt-data warnings).
     public let warnings: Int
+
+    public init(bitmap: Bitmap, format: ImageFormat, orientation: Int, sourceWidth: Int, sourceHeight: Int,
+                isProgressive: Bool, isComplete: Bool, warnings: Int) {
+        self.bitmap = bitmap
+        self.format = format
+        self.orientation = orientation
+        self.sourceWidth = sourceWidth
+        self.sourceHeight = sourceHeight
+        self.isProgressive = isProgressive
+        self.isComplete = isComplete
+        self.warnings = warnings
+    }
 }
 
 /// Incremental decoder: push bytes as they arrive, take snapshots, finish.

@@ -184,6 +184,10 @@ SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param pa
 SD_API long sd_response_status(const sd_response *response);
 /* Last value of a header, case-insensitive name; NULL if absent. */
 SD_API const char *sd_response_header(const sd_response *response, const char *name);
+/* Headers in arrival order: count, then the i-th name and value. */
+SD_API int sd_response_header_count(const sd_response *response);
+SD_API int sd_response_header_at(const sd_response *response, int index,
+                                 const char **name, const char **value);
 /* Content-Length of the body, 0 when unknown. */
 SD_API uint64_t sd_response_expected_length(const sd_response *response);
 SD_API const char *sd_response_content_type(const sd_response *response);

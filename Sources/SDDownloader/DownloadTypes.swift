@@ -1,0 +1,119 @@
+import CSDCore
+import Foundation
+import SDCoders
+
+/// A failed download: the stable C status, its detail, and the HTTP status
+/// when the server answered.
+public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `sd_status` codes as a struct with static members (new codes never
+    /// break callers).
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        init(_ s: sd_status) { rawValue = s.rawValue }
+
+        public static let invalidRequest = Code(SD_EINVAL)
+        public static let outOfMemory = Code(SD_ENOMEM)
+        public static let io = Code(SD_EIO)
+        public static let cancelled = Code(SD_ECANCELLED)
+        public static let timedOut = Code(SD_ETIMEDOUT)
+        public static let cannotResolveHost = Code(SD_ERESOLVE)
+        public static let cannotConnect = Code(SD_ECONNECT)
+        public static let tls = Code(SD_ETLS)
+        public static let badStatus = Code(SD_EHTTPSTATUS)
+        public static let notModified = Code(SD_ENOTMODIFIED)
+        public static let badContentType = Code(SD_ECONTENTTYPE)
+        public static let tooLarge = Code(SD_ETOOBIG)
+        public static let truncatedBody = Code(SD_EBODY)
+        public static let tooManyRedirects = Code(SD_EREDIRECT)
+        public static let network = Code(SD_ENETWORK)
+        public static let decodeFailed = Code(SD_EDECODE)
+        public static let shuttingDown = Code(SD_ESHUTDOWN)
+    }
+
+    public let code: Code
+    public let message: String
+    /// The HTTP status, when a response arrived.
+    public let statusCode: Int?
+
+    public init(_ code: Code, message: String? = nil, statusCode: Int? = nil) {
+        self.code = code
+        self.message = message ?? String(cString: sd_strerror(code.rawValue))
+        self.statusCode = statusCode
+    }
+
+    public var description: String { message }
+}
+
+public enum DownloadPriority: Int32, Sendable {
+    case low = -1, normal = 0, high = 1
+}
+
+public enum DownloadExecutionOrder: Int64, Sendable {
+    case fifo = 0, lifo = 1
+}
+
+/// What to fetch and how; a plain value.
+public struct DownloadRequest: Sendable {
+    public var url: URL
+    public var priority = DownloadPriority.normal
+    /// Whole-transfer timeout (SDWebImage's downloadTimeout, 15 s).
+    public var timeout: TimeInterval = 15
+    public var headers: [String: String] = [:]
+    /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).
+    public var decode = true
+    public var decodeOptions = DecodeOptions()
+    /// Deliver previews while loading (SDWebImage's progressiveLoad).
+    public var progressivePreviews = false
+    public var username: String?
+    public var password: String?
+    public var allowsInvalidCertificates = false
+    public var handlesCookies = false
+    public var acceptableStatusCodes: ClosedRange<Int> = 200...299
+    /// Content-type prefixes, e.g. ["image/"]; nil accepts any.
+    public var acceptableContentTypes: [String]?
+    /// Conditional request for revalidation: a match completes with `.notModified`.
+    public var ifNoneMatch: String?
+    public var ifModifiedSince: String?
+    public var maxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
+    /// Minimum seconds between two progress calls.
+    public var minimumProgressInterval: TimeInterval = 0
+
+    public init(url: URL) { self.url = url }
+}
+
+/// The final response's status line and headers.
+public struct DownloadResponse: Sendable {
+    public let statusCode: Int
+    public let url: URL?
+    /// Content-Length, 0 when unknown.
+    public let expectedContentLength: Int64
+    public let mimeType: String?
+    /// Headers in arrival order (names as sent).
+    public let headers: [(name: String, value: String)]
+
+    /// Last value of a header, case-insensitive.
+    public func value(forHTTPHeaderField name: String) -> String? {
+        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Timing and size of one transfer (milliseconds from its start).
+public struct DownloadMetrics: Sendable {
+    public let dnsMs, connectMs, tlsMs, firstByteMs, totalMs, queuedMs, decodeMs: Double
+    public let bytes: Int
+    /// 10, 11 or 20.
+    public let httpVersion: Int
+    public let redirects: Int
+    /// New connections opened (0: an existing one was reused).
+    public let newConnections: Int
+}
+
+public struct DownloadResult: Sendable {
+    /// The raw body (what a disk cache stores).
+    public let data: Data
+    /// The decoded image, unless decoding was off.
+    public let image: DecodedImage?
+    public let response: DownloadResponse?
+    public let metrics: DownloadMetrics
+}

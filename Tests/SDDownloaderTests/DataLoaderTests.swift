@@ -1,0 +1,164 @@
+import Foundation
+import SDCoders
+import SDDownloader
+import Testing
+
+/// Collects callbacks; checked after completion.
+private final class Log: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var progress: [(Int64, Int64)] = []
+    private(set) var previews = 0
+    private(set) var completions = 0
+    func add(_ p: (Int64, Int64)) { lock.lock(); progress.append(p); lock.unlock() }
+    func preview() { lock.lock(); previews += 1; lock.unlock() }
+    func complete() { lock.lock(); completions += 1; lock.unlock() }
+    var snapshot: (progress: [(Int64, Int64)], previews: Int, completions: Int) {
+        lock.lock(); defer { lock.unlock() }
+        return (progress, previews, completions)
+    }
+}
+
+@Suite("DataLoader over the C transfer loop", .serialized)
+struct DataLoaderTests {
+    let servers = TestServers.shared
+
+    @Test("An image loads, decoded, with its bytes, response and metrics")
+    func loadsImage() async throws {
+        let s = try #require(servers, "test servers could not start (nginx, openssl, python3)")
+        let loader = try DataLoader()
+        let result = try await loader.load(DownloadRequest(url: s.url(s.http, "/img/small.jpg")))
+        let image = try #require(result.image)
+        #expect(image.bitmap.width == 64 && image.bitmap.height == 48)
+        #expect(image.format == .jpeg && image.isComplete)
+        let onDisk = try Data(contentsOf: s.www.appendingPathComponent("img/small.jpg"))
+        #expect(result.data == onDisk)
+        #expect(result.response?.statusCode == 200)
+        #expect(result.response?.value(forHTTPHeaderField: "etag") != nil)
+        #expect(result.response?.mimeType == "image/jpeg")
+        #expect(result.metrics.bytes == onDisk.count && result.metrics.httpVersion == 11)
+    }
+
+    @Test("Thumbnail options reach the decoder; bytes-only skips decoding")
+    func decodeOptions() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader()
+        var request = DownloadRequest(url: s.url(s.http, "/img/prog.jpg"))
+        request.decodeOptions = .thumbnail(maxPixelSize: 80)
+        let thumb = try await loader.load(request)
+        #expect(thumb.image?.bitmap.width == 80 && thumb.image?.bitmap.height == 60)
+        request.decode = false
+        let raw = try await loader.load(request)
+        #expect(raw.image == nil && raw.data.count > 0)
+    }
+
+    @Test("Errors keep their cause and the HTTP status")
+    func errors() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader()
+        await #expect(throws: DownloadError.self) {
+            try await loader.load(DownloadRequest(url: s.url(s.http, "/img/missing.jpg")))
+        }
+        do {
+            _ = try await loader.load(DownloadRequest(url: s.url(s.http, "/img/missing.jpg")))
+        } catch {
+            #expect(error.code == .badStatus && error.statusCode == 404)
+        }
+        do {
+            _ = try await loader.load(DownloadRequest(url: s.url(s.fault, "/html")))
+            Issue.record("an HTML page must not decode")
+        } catch {
+            #expect(error.code == .decodeFailed)
+        }
+        do {
+            var r = DownloadRequest(url: s.url(s.fault, "/stall"))
+            r.timeout = 0.5
+            _ = try await loader.load(r)
+            Issue.record("a stalled body must time out")
+        } catch {
+            #expect(error.code == .timedOut)
+        }
+    }
+
+    @Test("Progress is monotonic, previews arrive, completion once, on the given queue")
+    func callbacks() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader()
+        let log = Log()
+        let queue = DispatchQueue(label: "test.callbacks")
+        var request = DownloadRequest(url: s.url(s.fault, "/drip-progressive"))
+        request.progressivePreviews = true
+        request.decodeOptions.previewIntervalMilliseconds = 0
+        let result: Result<DownloadResult, DownloadError> = await withCheckedContinuation { cont in
+            loader.load(request, queue: queue,
+                        progress: { r, e in dispatchPrecondition(condition: .onQueue(queue)); log.add((r, e)) },
+                        preview: { _ in log.preview() },
+                        completion: { res in
+                            dispatchPrecondition(condition: .onQueue(queue))
+                            log.complete()
+                            cont.resume(returning: res)
+                        })
+        }
+        let value = try result.get()
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let snap = log.snapshot
+        #expect(snap.completions == 1)
+        #expect(snap.progress.first?.0 == 0)
+        #expect(snap.progress.last?.0 == Int64(value.data.count))
+        #expect(zip(snap.progress, snap.progress.dropFirst()).allSatisfy { $0.0 <= $1.0 })
+        #expect(snap.previews >= 1)
+        #expect(value.image?.isProgressive == true)
+    }
+
+    @Test("Cancelling a task, or the Swift task awaiting it, ends it with .cancelled")
+    func cancellation() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader()
+        let log = Log()
+        let result: Result<DownloadResult, DownloadError> = await withCheckedContinuation { cont in
+            let task = loader.load(DownloadRequest(url: s.url(s.fault, "/stall"))) { res in
+                log.complete()
+                cont.resume(returning: res)
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { task?.cancel() }
+        }
+        #expect(throws: DownloadError.self) { try result.get() }
+        if case .failure(let e) = result { #expect(e.code == .cancelled) }
+        let swiftTask = Task { try await loader.load(DownloadRequest(url: s.url(s.fault, "/stall"))) }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        swiftTask.cancel()
+        do {
+            _ = try await swiftTask.value
+            Issue.record("must be cancelled")
+        } catch let error as DownloadError {
+            #expect(error.code == .cancelled)
+        }
+        #expect(log.snapshot.completions == 1)
+    }
+
+    @Test("Many concurrent loads from many tasks all complete")
+    func concurrentLoads() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader(maxConcurrentDownloads: 4)
+        let widths = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<64 {
+                group.addTask {
+                    try await loader.load(DownloadRequest(url: s.url(s.http, "/img/n\(i % 8).jpg"))).image?.bitmap.width ?? -1
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(widths.count == 64)
+        #expect(Set(widths) == Set(16..<24))
+    }
+
+    @Test("An invalid URL is refused with a completion, not silence")
+    func refused() async throws {
+        let loader = try DataLoader()
+        do {
+            _ = try await loader.load(DownloadRequest(url: URL(string: "gopher://127.0.0.1/x")!))
+            Issue.record("must fail")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+    }
+}
