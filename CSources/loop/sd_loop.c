@@ -23,7 +23,6 @@
 
 enum { XF_QUEUED = 1, XF_RUNNING, XF_DECODING };
 enum { CMD_SUBMIT = 1, CMD_CANCEL, CMD_PRIORITY, CMD_CANCEL_ALL };
-enum { EV_PREVIEW = 1, EV_DONE };
 
 typedef struct sd__xfer sd__xfer;
 struct sd__xfer {
@@ -56,20 +55,20 @@ typedef struct {
     sd__xfer *x;
 } sd__cmd;
 
-typedef struct sd__event {
-    struct sd__event *next;
-    int type;
+/* A preview from a worker; dropped (not queued) if it cannot be allocated. */
+typedef struct sd__preview {
+    struct sd__preview *next;
     uint64_t id;
     sd_bitmap *bitmap;
-    sd__job_result *result;
-} sd__event;
+} sd__preview;
 
 struct sd_loop {
     pthread_mutex_t mu;
     /* guarded by mu */
     sd__cmd *cmds;
     int ncmds, capcmds;
-    sd__event *ev_head, *ev_tail;
+    sd__preview *pv_head, *pv_tail;    /* previews from the workers */
+    sd__job_result *dn_head, *dn_tail; /* finished jobs (never lost: preallocated) */
     int shutting_down, started;
     int64_t max_concurrent, order, suspended, decode_threads, max_backlog;
     int64_t pub_queued, pub_running, pending_submits;
@@ -603,7 +602,7 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
     l->running--;
     x->state = XF_DECODING;
     l->decoding++;
-    sd__job_finish(x->job); /* the pool holds it now; EV_DONE completes us */
+    sd__job_finish(x->job); /* the pool holds it now; its result completes us */
     x->job = NULL;
 }
 
@@ -623,69 +622,62 @@ static void read_done(sd_loop *l)
 
 /* ---- worker results (posted from worker threads) ---- */
 
-static void post_event(sd_loop *l, sd__event *e)
+static void on_job_preview(void *ctx, uint64_t id, sd_bitmap *bitmap)
 {
+    sd_loop *l = ctx;
+    sd__preview *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        sd_bitmap_free(bitmap); /* a preview may be skipped; the result may not */
+        return;
+    }
+    e->id = id;
+    e->bitmap = bitmap;
     pthread_mutex_lock(&l->mu);
-    if (l->ev_tail)
-        l->ev_tail->next = e;
+    if (l->pv_tail)
+        l->pv_tail->next = e;
     else
-        l->ev_head = e;
-    l->ev_tail = e;
+        l->pv_head = e;
+    l->pv_tail = e;
     pthread_mutex_unlock(&l->mu);
     curl_multi_wakeup(l->multi);
 }
 
-static void on_job_preview(void *ctx, uint64_t id, sd_bitmap *bitmap)
+static void on_job_done(void *ctx, uint64_t id, sd__job_result *r)
 {
-    sd__event *e = calloc(1, sizeof *e);
-    if (e == NULL) {
-        sd_bitmap_free(bitmap);
-        return;
-    }
-    e->type = EV_PREVIEW;
-    e->id = id;
-    e->bitmap = bitmap;
-    post_event(ctx, e);
+    sd_loop *l = ctx;
+    (void)id; /* r->id */
+    r->next = NULL;
+    pthread_mutex_lock(&l->mu);
+    if (l->dn_tail)
+        l->dn_tail->next = r;
+    else
+        l->dn_head = r;
+    l->dn_tail = r;
+    pthread_mutex_unlock(&l->mu);
+    curl_multi_wakeup(l->multi);
 }
 
-static void on_job_done(void *ctx, uint64_t id, sd__job_result *result)
+static void free_result(sd__job_result *r)
 {
-    sd__event *e = calloc(1, sizeof *e);
-    if (e == NULL) {
-        sd_bitmap_free(result->bitmap);
-        free(result);
-        return;
-    }
-    e->type = EV_DONE;
-    e->id = id;
-    e->result = result;
-    post_event(ctx, e);
+    sd_bitmap_free(r->bitmap);
+    free(r);
 }
 
-static void free_event(sd__event *e)
+static void handle_preview(sd_loop *l, sd__preview *e)
 {
-    sd_bitmap_free(e->bitmap);
-    if (e->result) {
-        sd_bitmap_free(e->result->bitmap);
-        free(e->result);
+    sd__xfer *x = table_get(l, e->id, NULL);
+    if (x && x->ev.preview && (x->state == XF_RUNNING || x->state == XF_DECODING)) {
+        x->ev.preview(x->id, e->bitmap, x->user);
+        e->bitmap = NULL;
     }
+    sd_bitmap_free(e->bitmap); /* completed or cancelled meanwhile */
     free(e);
 }
 
-static void handle_event(sd_loop *l, sd__event *e)
+static void handle_done(sd_loop *l, sd__job_result *r)
 {
-    sd__xfer *x = table_get(l, e->id, NULL);
-    if (x == NULL) {
-        free_event(e); /* completed or cancelled meanwhile */
-        return;
-    }
-    if (e->type == EV_PREVIEW) {
-        if (x->ev.preview && (x->state == XF_RUNNING || x->state == XF_DECODING)) {
-            x->ev.preview(x->id, e->bitmap, x->user);
-            e->bitmap = NULL;
-        }
-    } else if (e->type == EV_DONE) {
-        sd__job_result *r = e->result;
+    sd__xfer *x = table_get(l, r->id, NULL);
+    if (x != NULL) {
         if (r->status == SD_OK) {
             complete(l, x, SD_OK, NULL, r);
         } else {
@@ -695,7 +687,7 @@ static void handle_event(sd_loop *l, sd__event *e)
             complete(l, x, SD_EDECODE, msg, r);
         }
     }
-    free_event(e);
+    free_result(r);
 }
 
 /* ---- commands ---- */
@@ -766,8 +758,10 @@ static void *loop_main(void *arg)
         for (int i = 0; i < n; i++)
             if (batch[i].type == CMD_SUBMIT)
                 l->pending_submits--;
-        sd__event *events = l->ev_head;
-        l->ev_head = l->ev_tail = NULL;
+        sd__preview *previews = l->pv_head;
+        sd__job_result *done = l->dn_head;
+        l->pv_head = l->pv_tail = NULL;
+        l->dn_head = l->dn_tail = NULL;
         int stopping = l->shutting_down;
         int64_t max = l->max_concurrent, order = l->order, suspended = l->suspended;
         int64_t backlog = l->max_backlog ? l->max_backlog : 4 * l->decode_threads;
@@ -775,10 +769,15 @@ static void *loop_main(void *arg)
 
         for (int i = 0; i < n; i++)
             handle_command(l, &batch[i]);
-        while (events) {
-            sd__event *next = events->next;
-            handle_event(l, events);
-            events = next;
+        while (previews) {
+            sd__preview *next = previews->next;
+            handle_preview(l, previews);
+            previews = next;
+        }
+        while (done) {
+            sd__job_result *next = done->next;
+            handle_done(l, done);
+            done = next;
         }
         if (stopping) {
             pthread_mutex_lock(&l->mu);
@@ -995,9 +994,14 @@ void sd_loop_free(sd_loop *l)
         pthread_join(l->thread, NULL);
     }
     sd__pool_free(l->pool); /* workers finish the chunk in hand, then stop */
-    for (sd__event *e = l->ev_head, *n; e; e = n) {
+    for (sd__preview *e = l->pv_head, *n; e; e = n) {
         n = e->next;
-        free_event(e);
+        sd_bitmap_free(e->bitmap);
+        free(e);
+    }
+    for (sd__job_result *r = l->dn_head, *n; r; r = n) {
+        n = r->next;
+        free_result(r);
     }
     for (int i = 0; i < l->nspare; i++)
         curl_easy_cleanup(l->spare[i]);

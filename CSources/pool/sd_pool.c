@@ -30,6 +30,7 @@ struct sd__job {
     int done_sent;
     int64_t last_preview_ms, last_preview_mark;
     double decode_ms;
+    sd__job_result *result; /* preallocated; handed to sink.done */
 };
 
 struct sd__pool {
@@ -64,6 +65,7 @@ static void unref_locked(sd__job *j)
         return;
     free_chunks(j->head);
     sd_decoder_free(j->dec);
+    free(j->result);
     free(j);
 }
 
@@ -95,11 +97,9 @@ static void fill_info(sd__job *j, sd__job_result *r)
 
 static void send_done(sd__job *j, int status, sd_bitmap *bmp)
 {
-    sd__job_result *r = calloc(1, sizeof *r);
-    if (r == NULL) {
-        sd_bitmap_free(bmp);
-        return; /* the loop times the job out at shutdown; nothing else to do */
-    }
+    sd__job_result *r = j->result;
+    j->result = NULL;
+    r->id = j->id;
     r->status = status;
     r->bitmap = bmp;
     if (status != SD_OK && j->dec)
@@ -258,7 +258,8 @@ int sd__job_new(sd__pool *p, uint64_t id, const sd__job_options *opts, const sd_
 {
     sd__job *j = calloc(1, sizeof *j);
     SD__RETURN_IF(j == NULL, SD_ENOMEM);
-    int rc = sd_decoder_new(&j->dec);
+    j->result = calloc(1, sizeof *j->result);
+    int rc = j->result ? sd_decoder_new(&j->dec) : SD_ENOMEM;
     for (int i = 0; rc == SD_OK && i < opts->nparams; i++)
         rc = sd_decoder_set(j->dec, (sd_decoder_param)opts->params[i], opts->values[i]);
     if (rc == SD_OK && opts->previews) {
@@ -268,6 +269,7 @@ int sd__job_new(sd__pool *p, uint64_t id, const sd__job_options *opts, const sd_
     }
     if (rc != SD_OK) {
         sd_decoder_free(j->dec);
+        free(j->result);
         free(j);
         return rc;
     }

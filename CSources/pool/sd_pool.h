@@ -16,19 +16,22 @@ typedef struct sd__job sd__job;
 #define SD__JOB_MAX_PARAMS 16
 #define SD__JOB_INFO_COUNT 14 /* SD_DEC_INFO_FORMAT .. SD_DEC_INFO_FINISHED */
 
-typedef struct {
+typedef struct sd__job_result {
+    struct sd__job_result *next; /* free for the receiver's queue */
+    uint64_t id;
     int status;                 /* SD_OK or the decoder's failure */
     char message[256];
     sd_bitmap *bitmap;          /* owned by the receiver */
     int64_t info[SD__JOB_INFO_COUNT];
     uint8_t info_known[SD__JOB_INFO_COUNT];
     double decode_ms;
-} sd__job_result;
+} sd__job_result;  /* allocated with the job: handing it over never fails */
 
 typedef struct {
     /* Called on a worker; `bitmap` belongs to the callee. */
     void (*preview)(void *ctx, uint64_t id, sd_bitmap *bitmap);
-    /* Called once on a worker when decoding ended; `result` is the callee's. */
+    /* Called once on a worker when decoding ended; `result` is the callee's
+     * (preallocated at sd__job_new, so the end of a job can never be lost). */
     void (*done)(void *ctx, uint64_t id, sd__job_result *result);
     void *ctx;
 } sd__job_sink;
