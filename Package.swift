@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "SDCoders", targets: ["SDCoders"]),
         .library(name: "SDDownloader", targets: ["SDDownloader"]),
+        .library(name: "SDWebImage", targets: ["SDWebImage"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
     ],
     dependencies: [
@@ -34,15 +35,22 @@ let package = Package(
         .target(name: "SDCoders", dependencies: ["CSDCore"]),
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
         .target(name: "SDDownloader", dependencies: ["CSDCore", "SDCoders"]),
+        // The SDWebImage-named API: image type, downloader, (cache, manager).
+        .target(name: "SDWebImage", dependencies: ["CSDCore", "SDCoders", "SDDownloader"]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
+                "CSDCore",
                 "SDCoders",
+                "SDWebImage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
-        .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders"]),
+        // Starts nginx and the fault server for the Swift test targets.
+        .target(name: "SDTestSupport", dependencies: ["SDCoders"], path: "Tests/Support"),
+        .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport"]),
     ],
     cLanguageStandard: .c11
 )

@@ -76,48 +76,61 @@ public final class DataLoader: @unchecked Sendable {
         preview: (@Sendable (Bitmap) -> Void)? = nil,
         completion: @escaping @Sendable (Result<DownloadResult, DownloadError>) -> Void
     ) -> DownloadTask? {
+        var events = LoaderEvents { result in queue.async { completion(result) } }
+        if let progress { events.progress = { r, e in queue.async { progress(r, e) } } }
+        if let preview { events.preview = { b in queue.async { preview(b) } } }
+        switch submit(request, events: events) {
+        case .success(let task):
+            return task
+        case .failure(let error):
+            queue.async { completion(.failure(error)) }
+            return nil
+        }
+    }
+
+    /// The loop-thread face used by the layers above: every event handler runs
+    /// on the loop thread with its data already copied out, so it must only
+    /// record and hop (never block, never call user code). A refused request
+    /// returns the error and fires no event.
+    package func submit(_ request: DownloadRequest, events: LoaderEvents) -> Result<DownloadTask, DownloadError> {
         var req: OpaquePointer?
         var rc = sd_request_new(request.url.absoluteString, &req)
         guard rc == 0, let req else {
-            queue.async { completion(.failure(DownloadError(.invalidRequest, message: "invalid URL"))) }
-            return nil
+            return .failure(DownloadError(.invalidRequest, message: "invalid URL"))
         }
         defer { sd_request_free(req) }
         rc = Self.configure(req, request)
         if rc < 0 {
-            let code = DownloadError.Code(rawValue: rc)
-            queue.async { completion(.failure(DownloadError(code, message: "invalid request"))) }
-            return nil
+            return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request"))
         }
-        let handlers = Handlers(queue: queue, progress: progress, preview: preview, completion: completion,
-                                decoded: request.decode)
+        let handlers = Handlers(events: events, decoded: request.decode)
         let user = Unmanaged.passRetained(handlers).toOpaque()
-        var events = sd_transfer_events()
-        events.progress = progress == nil ? nil : { _, received, expected, user in
+        var ev = sd_transfer_events()
+        ev.response = events.response == nil ? nil : { _, response, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
-            let (r, e) = (Int64(received), Int64(expected))
-            h.queue.async { h.progress?(r, e) }
+            h.events.response?(DataLoader.response(of: response!))
         }
-        events.preview = preview == nil ? nil : { _, bitmap, user in
+        ev.progress = events.progress == nil ? nil : { _, received, expected, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
-            let image = Bitmap(adopting: bitmap!)
-            h.queue.async { h.preview?(image) }
+            h.events.progress?(Int64(received), Int64(expected))
         }
-        events.complete = { _, result, user in
+        ev.preview = events.preview == nil ? nil : { _, bitmap, user in
+            let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
+            h.events.preview?(Bitmap(adopting: bitmap!))
+        }
+        ev.complete = { _, result, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
             let outcome = DataLoader.outcome(of: result!, decoded: h.decoded)
             sd_result_free(result)
-            h.queue.async { h.completion(outcome) }
+            h.events.completion(outcome)
         }
         var id: sd_transfer_id = 0
-        rc = sd_loop_submit(loop, req, &events, user, &id)
+        rc = sd_loop_submit(loop, req, &ev, user, &id)
         if rc < 0 {
             Unmanaged<Handlers>.fromOpaque(user).release() // refused: no callback will run
-            let code = DownloadError.Code(rawValue: rc)
-            queue.async { completion(.failure(DownloadError(code))) }
-            return nil
+            return .failure(DownloadError(DownloadError.Code(rawValue: rc)))
         }
-        return DownloadTask(loader: self, id: id, url: request.url)
+        return .success(DownloadTask(loader: self, id: id, url: request.url))
     }
 
     /// Async variant; cancelling the Swift task cancels the download.
@@ -185,7 +198,7 @@ public final class DataLoader: @unchecked Sendable {
 
     /// Everything is copied out (or adopted) here, on the loop thread, before
     /// the hop: the result is freed right after.
-    private static func outcome(of r: OpaquePointer, decoded: Bool) -> Result<DownloadResult, DownloadError> {
+    fileprivate static func outcome(of r: OpaquePointer, decoded: Bool) -> Result<DownloadResult, DownloadError> {
         let response = sd_result_response(r).map(Self.response(of:))
         let status = sd_result_status(r)
         if status != 0 {
@@ -223,7 +236,7 @@ public final class DataLoader: @unchecked Sendable {
         return .success(DownloadResult(data: data, image: image, response: response, metrics: metrics))
     }
 
-    private static func response(of r: OpaquePointer) -> DownloadResponse {
+    fileprivate static func response(of r: OpaquePointer) -> DownloadResponse {
         var headers: [(name: String, value: String)] = []
         let n = sd_response_header_count(r)
         headers.reserveCapacity(Int(n))
@@ -261,21 +274,26 @@ public final class DownloadTask: @unchecked Sendable {
     public func setPriority(_ priority: DownloadPriority) { loader.setPriority(id, priority) }
 }
 
-/// The closures of one load, kept alive by the C loop until `complete`.
+/// The events of one load, kept alive by the C loop until `complete`.
 private final class Handlers: @unchecked Sendable {
-    let queue: DispatchQueue
-    let progress: (@Sendable (Int64, Int64) -> Void)?
-    let preview: (@Sendable (Bitmap) -> Void)?
-    let completion: @Sendable (Result<DownloadResult, DownloadError>) -> Void
+    let events: LoaderEvents
     let decoded: Bool
 
-    init(queue: DispatchQueue, progress: (@Sendable (Int64, Int64) -> Void)?, preview: (@Sendable (Bitmap) -> Void)?,
-         completion: @escaping @Sendable (Result<DownloadResult, DownloadError>) -> Void, decoded: Bool) {
-        self.queue = queue
-        self.progress = progress
-        self.preview = preview
-        self.completion = completion
+    init(events: LoaderEvents, decoded: Bool) {
+        self.events = events
         self.decoded = decoded
+    }
+}
+
+/// Loop-thread handlers of one transfer (see `DataLoader.submit`).
+package struct LoaderEvents: Sendable {
+    package var response: (@Sendable (DownloadResponse) -> Void)?
+    package var progress: (@Sendable (_ received: Int64, _ expected: Int64) -> Void)?
+    package var preview: (@Sendable (Bitmap) -> Void)?
+    package var completion: @Sendable (Result<DownloadResult, DownloadError>) -> Void
+
+    package init(completion: @escaping @Sendable (Result<DownloadResult, DownloadError>) -> Void) {
+        self.completion = completion
     }
 }
 

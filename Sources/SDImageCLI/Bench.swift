@@ -1,6 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import CSDCore
+import SDWebImage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -100,7 +102,17 @@ struct BenchFetch: ParsableCommand {
         // Wait for the C measurements to finish (their JSON line) before ours.
         let cLine = String(decoding: out.fileHandleForReading.availableDataLine(), as: UTF8.self)
         var urlSessionIPS: [Int: Double] = [:]
+        var swiftIPS: [Int: Double] = [:]
+        var loopIPS: [Int: Double] = [:]
         for concurrency in [6, 32] {
+            // The Swift layer against the bare C loop, interleaved and best of
+            // three each, so drift on a shared machine hits both alike.
+            for _ in 0..<3 {
+                loopIPS[concurrency] = max(loopIPS[concurrency] ?? 0,
+                                           measureCLoop(base: server.base, files: server.files, concurrency: concurrency))
+                swiftIPS[concurrency] = max(swiftIPS[concurrency] ?? 0,
+                                            measureDownloader(base: server.base, files: server.files, concurrency: concurrency))
+            }
             urlSessionIPS[concurrency] = measureURLSession(base: server.base, files: server.files, concurrency: concurrency)
         }
         _ = FileManager.default.createFile(atPath: handshake + ".stop", contents: nil)
@@ -118,6 +130,12 @@ struct BenchFetch: ParsableCommand {
         if json {
             var merged = c
             for (k, v) in urlSessionIPS { merged["urlsession_c\(k)_ips"] = v.rounded() }
+            for (k, v) in swiftIPS {
+                let c = loopIPS[k] ?? 0
+                merged["sdwebimage_c\(k)_ips"] = v.rounded()
+                merged["sdwebimage_c\(k)_loop_ips"] = c.rounded()
+                merged["sdwebimage_c\(k)_ratio"] = c > 0 ? (v / c * 1000).rounded() / 1000 : 0
+            }
             let text = try JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys])
             print(String(decoding: text, as: UTF8.self))
             return
@@ -134,10 +152,74 @@ struct BenchFetch: ParsableCommand {
                          (row["decode_ips"] as? Double) ?? 0, (row["decode_ratio"] as? Double) ?? 0, us,
                          us > 0 ? dl / us : 0))
         }
-        print("\ntargets: download >= 0.9x plain curl; download+decode >= 0.85x decode-only")
+        print("\nSwift layer: SDWebImageDownloader vs the bare C loop, fetch + decode, interleaved, best of 3")
+        print("concurrency  sd_loop(dl+decode)  SDWebImageDownloader  ratio")
+        for k in [6, 32] {
+            let cIPS = loopIPS[k] ?? 0
+            let sw = swiftIPS[k] ?? 0
+            print(String(format: "%11d %19.0f %21.0f %6.3f", k, cIPS, sw, cIPS > 0 ? sw / cIPS : 0))
+        }
+        print("\ntargets: download >= 0.9x plain curl; download+decode >= 0.85x decode-only; Swift >= 0.9x sd_loop")
     }
 
     private func fmt(_ v: Any?) -> String { String(format: "%.0f", (v as? Double) ?? 0) }
+
+    /// The baseline for the Swift layer: the C loop driven directly (as
+    /// sdcore-bench does), fetch + decode, every request submitted at once.
+    private func measureCLoop(base: String, files: Int, concurrency: Int) -> Double {
+        var loop: OpaquePointer?
+        guard sd_loop_new(&loop) == 0, let loop else { return 0 }
+        defer { sd_loop_free(loop) }
+        _ = sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(concurrency))
+        guard sd_loop_start(loop) == 0 else { return 0 }
+        let done = Counter()
+        let user = Unmanaged.passUnretained(done).toOpaque()
+        var events = sd_transfer_events()
+        events.complete = { _, result, user in
+            sd_result_free(result)
+            Unmanaged<Counter>.fromOpaque(user!).takeUnretainedValue().add()
+        }
+        let total = files * rounds
+        let start = Date()
+        for i in 0..<total {
+            var request: OpaquePointer?
+            guard sd_request_new(String(format: "%@/img/p%03d.jpg", base, i % files), &request) == 0 else { return 0 }
+            _ = sd_loop_submit(loop, request, &events, user, nil)
+            sd_request_free(request)
+        }
+        while done.value < total { usleep(200) }
+        return Double(total) / Date().timeIntervalSince(start)
+    }
+
+    /// Fetch and decode every file `rounds` times through SDWebImageDownloader
+    /// (maxConcurrentDownloads = concurrency); images per second. Requests go
+    /// in a window of 4x the concurrency so the queue never runs dry, yet no
+    /// two requests for one URL overlap (that would coalesce them).
+    private func measureDownloader(base: String, files: Int, concurrency: Int) -> Double {
+        let config = SDWebImageDownloaderConfig()
+        config.maxConcurrentDownloads = concurrency
+        let downloader = SDWebImageDownloader(config: config)
+        let total = files * rounds
+        let window = DispatchSemaphore(value: min(concurrency * 4, max(1, files - 1)))
+        let group = DispatchGroup()
+        let failures = Counter()
+        let start = Date()
+        for i in 0..<total {
+            window.wait()
+            group.enter()
+            let url = URL(string: String(format: "%@/img/p%03d.jpg", base, i % files))
+            downloader.downloadImage(with: url) { image, _, _, finished in
+                guard finished else { return }
+                if image == nil { failures.add() }
+                window.signal()
+                group.leave()
+            }
+        }
+        group.wait()
+        let seconds = Date().timeIntervalSince(start)
+        if failures.value > 0 { FileHandle.standardError.write(Data("SDWebImageDownloader: \(failures.value) downloads failed\n".utf8)) }
+        return Double(total) / seconds
+    }
 
     /// Download every file `rounds` times through one URLSession with at most
     /// `concurrency` requests in flight; images per second.
@@ -165,6 +247,13 @@ struct BenchFetch: ParsableCommand {
         session.invalidateAndCancel()
         return Double(total) / seconds
     }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.lock(); n += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }
 
 private extension FileHandle {

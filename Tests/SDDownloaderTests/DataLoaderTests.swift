@@ -1,6 +1,7 @@
 import Foundation
 import SDCoders
 import SDDownloader
+import SDTestSupport
 import Testing
 
 /// Collects callbacks; checked after completion.

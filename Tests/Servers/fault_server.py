@@ -14,8 +14,11 @@ Paths (all serve the image given with --file unless said otherwise):
   /html             200, Content-Type image/jpeg, body is an HTML page
   /empty            200, image/jpeg, empty body
   /slow-headers     waits 60 s before the status line
+  /require-token    200 only with the header "X-Token: sdwebimage", else 403
+  /base64           200, text/plain, the image base64-encoded
+A query string is ignored for routing (distinct URLs, same behaviour).
 """
-import argparse, socket, socketserver, struct, threading, time
+import argparse, base64, socket, socketserver, struct, threading, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
@@ -44,7 +47,8 @@ class Handler(socketserver.BaseRequestHandler):
             if not chunk:
                 return
             data += chunk
-        path = data.split(b" ", 2)[1].decode()
+        path = data.split(b" ", 2)[1].decode().split("?")[0]
+        headers = data.split(b"\r\n\r\n")[0].decode("latin-1").lower()
         half = len(IMAGE) // 2
         try:
             if path == "/ok":
@@ -89,6 +93,16 @@ class Handler(socketserver.BaseRequestHandler):
                 sock.sendall(HTML)
             elif path == "/empty":
                 self.send_head("200 OK", 0)
+            elif path == "/require-token":
+                if "\r\nx-token: sdwebimage\r\n" in headers + "\r\n":
+                    self.send_head("200 OK", len(IMAGE))
+                    sock.sendall(IMAGE)
+                else:
+                    self.send_head("403 Forbidden", 0, "text/plain")
+            elif path == "/base64":
+                body = base64.b64encode(IMAGE)
+                self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
             elif path == "/slow-headers":
                 time.sleep(60)
             else:

@@ -6,12 +6,13 @@ import Glibc
 
 /// nginx + the fault server from Tests/Servers, started once per test process
 /// on loopback ports; a watchdog in servers.sh stops them when we exit.
-final class TestServers: @unchecked Sendable {
-    static let shared: TestServers? = try? TestServers()
+public final class TestServers: @unchecked Sendable {
+    public static let shared: TestServers? = try? TestServers()
 
-    let http: String
-    let fault: String
-    let www: URL
+    public let http: String
+    public let https: String
+    public let fault: String
+    public let www: URL
 
     private init() throws {
         let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -27,6 +28,12 @@ final class TestServers: @unchecked Sendable {
             try Self.jpeg(width: 16 + i, height: 16, progressive: false)
                 .write(to: img.appendingPathComponent("n\(i).jpg"))
         }
+        try Self.jpeg(width: 1000, height: 750, progressive: false).write(to: img.appendingPathComponent("big.jpg"))
+        try Self.jpeg(width: 40, height: 30, progressive: false).write(to: img.appendingPathComponent("small@2x.jpg"))
+        try Self.png(width: 50, height: 50).write(to: img.appendingPathComponent("alpha.png"))
+        try Data().write(to: img.appendingPathComponent("empty.jpg"))
+        try Self.zeroHeight(Self.jpeg(width: 8, height: 8, progressive: false))
+            .write(to: img.appendingPathComponent("zero.jpg"))
         // system(), not Process: Foundation's waitUntilExit can miss the exit
         // of a child that leaves background processes behind.
         let script = repo.appendingPathComponent("Tests/Servers/servers.sh").path
@@ -39,12 +46,41 @@ final class TestServers: @unchecked Sendable {
             let kv = line.split(separator: "=", maxSplits: 1)
             if kv.count == 2 { values[String(kv[0])] = String(kv[1]) }
         }
-        guard let h = values["SD_TEST_HTTP"], let f = values["SD_TEST_FAULT"] else { throw CocoaError(.fileReadCorruptFile) }
+        guard let h = values["SD_TEST_HTTP"], let f = values["SD_TEST_FAULT"], let t = values["SD_TEST_HTTPS"] else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
         http = h
+        https = t
         fault = f
     }
 
-    static func jpeg(width: Int, height: Int, progressive: Bool) throws -> Data {
+    /// A 50x50 PNG with a transparent left half.
+    public static func png(width: Int, height: Int) throws -> Data {
+        let bitmap = try Bitmap(width: width, height: height) { buf in
+            for i in stride(from: 0, to: buf.count, by: 4) where (i / 4) % width >= width / 2 {
+                buf[i] = 200; buf[i + 1] = 100; buf[i + 2] = 50; buf[i + 3] = 255
+            }
+        }
+        return Data(try bitmap.pngData())
+    }
+
+    /// The JPEG with its frame height patched to 0 (a zero-pixel image).
+    static func zeroHeight(_ jpeg: Data) -> Data {
+        var d = jpeg
+        var i = 2
+        while i + 8 < d.count {
+            let marker = d[i + 1]
+            let len = Int(d[i + 2]) << 8 | Int(d[i + 3])
+            if marker == 0xC0 || marker == 0xC2 {
+                d[i + 5] = 0
+                d[i + 6] = 0
+                break
+            }
+            i += 2 + len
+        }
+        return d
+    }
+    public static func jpeg(width: Int, height: Int, progressive: Bool) throws -> Data {
         let bitmap = try Bitmap(width: width, height: height) { buf in
             for i in stride(from: 0, to: buf.count, by: 4) {
                 let x = (i / 4) % width, y = (i / 4) / width
@@ -57,5 +93,5 @@ final class TestServers: @unchecked Sendable {
         return Data(try bitmap.jpegData(quality: 85, progressive: progressive))
     }
 
-    func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
+    public func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
 }

@@ -1,0 +1,60 @@
+import Dispatch
+import Foundation
+
+/// A context key; SDWebImage's extensible, string-backed names.
+public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+
+    /// `CGSize` (or `Int` for a square box): decode a thumbnail no larger than this, in pixels.
+    public static let imageThumbnailPixelSize: Self = "imageThumbnailPixelSize"
+    /// `Bool`, default true: the thumbnail keeps the aspect ratio (false fills the box).
+    public static let imagePreserveAspectRatio: Self = "imagePreserveAspectRatio"
+    /// `Double` ≥ 1: the image's scale (default: `@2x`/`@3x` in the URL's file name, else 1).
+    public static let imageScaleFactor: Self = "imageScaleFactor"
+    /// `Int`: byte budget for the decoded bitmap (with `.scaleDownLargeImages`, a default applies).
+    public static let imageScaleDownLimitBytes: Self = "imageScaleDownLimitBytes"
+    /// `SDWebImageDownloaderRequestModifierProtocol` for this request only.
+    public static let downloadRequestModifier: Self = "downloadRequestModifier"
+    /// `SDWebImageDownloaderResponseModifierProtocol` for this request only.
+    public static let downloadResponseModifier: Self = "downloadResponseModifier"
+    /// `SDWebImageDownloaderDecryptorProtocol` for this request only.
+    public static let downloadDecryptor: Self = "downloadDecryptor"
+    /// `DispatchQueue` for this request's callbacks (serial keeps them in order).
+    public static let callbackQueue: Self = "callbackQueue"
+}
+
+/// Per-request knobs beyond the option flags. Values must be `Sendable`.
+public typealias SDWebImageContext = [SDWebImageContextOption: any Sendable]
+
+extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
+    func double(_ key: SDWebImageContextOption) -> Double? {
+        switch self[key] {
+        case let v as Double: v
+        case let v as CGFloat: Double(v)
+        case let v as Int: Double(v)
+        case let v as Float: Double(v)
+        default: nil
+        }
+    }
+
+    func int(_ key: SDWebImageContextOption) -> Int? {
+        switch self[key] {
+        case let v as Int: v
+        case let v as Int64: Int(v)
+        case let v as UInt: Int(v)
+        case let v as Double: Int(v)
+        default: nil
+        }
+    }
+
+    /// A pixel box from a `CGSize`, or a square from a number.
+    func pixelSize(_ key: SDWebImageContextOption) -> (width: Int, height: Int)? {
+        if let s = self[key] as? CGSize {
+            return s.width > 0 || s.height > 0 ? (Int(s.width.rounded()), Int(s.height.rounded())) : nil
+        }
+        if let n = int(key), n > 0 { return (n, n) }
+        return nil
+    }
+}

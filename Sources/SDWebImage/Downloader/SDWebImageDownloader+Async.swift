@@ -1,0 +1,81 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDDownloader
+
+/// What an async download gives back.
+public struct SDWebImageDownloaderResult: Sendable {
+    /// Nil only with `.avoidDecodeImage`.
+    public let image: SDImage?
+    public let data: Data
+    public let response: URLResponse?
+    public let metrics: DownloadMetrics?
+}
+
+private final class TokenBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var token: SDWebImageDownloadToken?
+    private var cancelled = false
+    func set(_ t: SDWebImageDownloadToken?) {
+        lock.lock()
+        token = t
+        let c = cancelled
+        lock.unlock()
+        if c { t?.cancel() }
+    }
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let t = token
+        lock.unlock()
+        t?.cancel()
+    }
+    var value: SDWebImageDownloadToken? { lock.lock(); defer { lock.unlock() }; return token }
+}
+
+extension SDWebImageDownloader {
+    /// Download and decode; cancelling the Swift task cancels this subscriber.
+    public func downloadImage(with url: URL?, options: SDWebImageDownloaderOptions = [],
+                              context: SDWebImageContext? = nil) async throws -> SDWebImageDownloaderResult {
+        let box = TokenBox()
+        let opts = options.subtracting(.progressiveLoad)
+        let outcome: Result<(SDImage?, Data), any Error> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                box.set(downloadImage(with: url, options: opts, context: context, progress: nil, completed: { image, data, error, finished in
+                    guard finished else { return }
+                    if let error { continuation.resume(returning: .failure(error)) }
+                    else { continuation.resume(returning: .success((image, data ?? Data()))) }
+                }))
+            }
+        } onCancel: {
+            box.cancel()
+        }
+        let (image, data) = try outcome.get()
+        let token = box.value
+        return SDWebImageDownloaderResult(image: image, data: data, response: token?.response, metrics: token?.metrics)
+    }
+
+    /// Progressive previews (`isIncremental`) as they decode, then the final
+    /// image; the stream ends after it or throws the download's error.
+    /// Ending the iteration early cancels this subscriber.
+    public func progressiveImages(with url: URL?, options: SDWebImageDownloaderOptions = [],
+                                  context: SDWebImageContext? = nil) -> AsyncThrowingStream<SDImage, any Error> {
+        AsyncThrowingStream { continuation in
+            let token = downloadImage(with: url, options: options.union(.progressiveLoad), context: context, progress: nil,
+                                      completed: { image, _, error, finished in
+                if let error {
+                    continuation.finish(throwing: error)
+                } else if let image {
+                    continuation.yield(image)
+                    if finished { continuation.finish() }
+                } else if finished {
+                    continuation.finish()
+                }
+            })
+            continuation.onTermination = { reason in
+                if case .cancelled = reason { token?.cancel() }
+            }
+        }
+    }
+}

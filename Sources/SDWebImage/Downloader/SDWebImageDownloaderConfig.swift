@@ -1,0 +1,142 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The downloader's settings. A downloader copies the config it is given;
+/// change `downloader.config` to affect that downloader (concurrency and
+/// order take effect at once, the rest for downloads that start later).
+/// Thread-safe.
+public final class SDWebImageDownloaderConfig: @unchecked Sendable {
+    /// The config `SDWebImageDownloader.shared` is made from.
+    public static let `default` = SDWebImageDownloaderConfig()
+
+    private let lock = NSLock()
+    private var _maxConcurrentDownloads = 6
+    private var _downloadTimeout: TimeInterval = 15
+    private var _minimumProgressInterval: Double = 0
+    private var _executionOrder = SDWebImageDownloaderExecutionOrder.fifo
+    private var _operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
+    private var _urlCredential: URLCredential?
+    private var _username: String?
+    private var _password: String?
+    private var _acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    private var _acceptableContentTypes: Set<String>?
+    private var _requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
+    private var _responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
+    private var _decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
+    private var _callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
+    private var _httpCacheCapacity = 16 << 20
+    var onChange: (@Sendable () -> Void)?
+
+    /// Callbacks default to one serial queue (not the main queue: most Linux
+    /// programs never run a main loop that would drain it).
+    public static let defaultCallbackQueue = DispatchQueue(label: "SDWebImage.callbacks", qos: .userInitiated)
+
+    public init() {}
+
+    private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
+    private func set(_ body: () -> Void, notify: Bool = false) {
+        lock.lock()
+        body()
+        let cb = notify ? onChange : nil
+        lock.unlock()
+        cb?()
+    }
+
+    /// At most this many transfers at once (default 6); changeable at runtime.
+    public var maxConcurrentDownloads: Int {
+        get { get { _maxConcurrentDownloads } }
+        set { set({ _maxConcurrentDownloads = max(1, newValue) }, notify: true) }
+    }
+    /// Whole-transfer timeout in seconds (default 15).
+    public var downloadTimeout: TimeInterval {
+        get { get { _downloadTimeout } }
+        set { set { _downloadTimeout = newValue } }
+    }
+    /// Fraction of the expected size (0...1) that must arrive between two
+    /// progress calls (default 0: every chunk). The last call always comes.
+    public var minimumProgressInterval: Double {
+        get { get { _minimumProgressInterval } }
+        set { set { _minimumProgressInterval = min(1, max(0, newValue)) } }
+    }
+    public var executionOrder: SDWebImageDownloaderExecutionOrder {
+        get { get { _executionOrder } }
+        set { set({ _executionOrder = newValue }, notify: true) }
+    }
+    /// A custom operation type (nil: `SDWebImageDownloaderOperation`).
+    public var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)? {
+        get { get { _operationClass } }
+        set { set { _operationClass = newValue } }
+    }
+    /// Basic-auth credential; wins over `username`/`password`.
+    public var urlCredential: URLCredential? {
+        get { get { _urlCredential } }
+        set { set { _urlCredential = newValue } }
+    }
+    public var username: String? {
+        get { get { _username } }
+        set { set { _username = newValue } }
+    }
+    public var password: String? {
+        get { get { _password } }
+        set { set { _password = newValue } }
+    }
+    /// Default 200..<300; nil accepts any status.
+    public var acceptableStatusCodes: IndexSet? {
+        get { get { _acceptableStatusCodes } }
+        set { set { _acceptableStatusCodes = newValue } }
+    }
+    /// MIME types (or prefixes such as "image/"); nil (default) accepts any:
+    /// the format comes from the bytes.
+    public var acceptableContentTypes: Set<String>? {
+        get { get { _acceptableContentTypes } }
+        set { set { _acceptableContentTypes = newValue } }
+    }
+    public var requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)? {
+        get { get { _requestModifier } }
+        set { set { _requestModifier = newValue } }
+    }
+    public var responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)? {
+        get { get { _responseModifier } }
+        set { set { _responseModifier = newValue } }
+    }
+    public var decryptor: (any SDWebImageDownloaderDecryptorProtocol)? {
+        get { get { _decryptor } }
+        set { set { _decryptor = newValue } }
+    }
+    /// Where callbacks run unless the context names a queue. Keep it serial:
+    /// a subscriber's progress, previews and completion then arrive in order.
+    public var callbackQueue: DispatchQueue {
+        get { get { _callbackQueue } }
+        set { set { _callbackQueue = newValue } }
+    }
+    /// Bytes the `.useHTTPCache` store may keep (default 16 MiB).
+    public var httpCacheCapacity: Int {
+        get { get { _httpCacheCapacity } }
+        set { set { _httpCacheCapacity = max(0, newValue) } }
+    }
+
+    public func copy() -> SDWebImageDownloaderConfig {
+        let c = SDWebImageDownloaderConfig()
+        lock.lock()
+        defer { lock.unlock() }
+        c._maxConcurrentDownloads = _maxConcurrentDownloads
+        c._downloadTimeout = _downloadTimeout
+        c._minimumProgressInterval = _minimumProgressInterval
+        c._executionOrder = _executionOrder
+        c._operationClass = _operationClass
+        c._urlCredential = _urlCredential
+        c._username = _username
+        c._password = _password
+        c._acceptableStatusCodes = _acceptableStatusCodes
+        c._acceptableContentTypes = _acceptableContentTypes
+        c._requestModifier = _requestModifier
+        c._responseModifier = _responseModifier
+        c._decryptor = _decryptor
+        c._callbackQueue = _callbackQueue
+        c._httpCacheCapacity = _httpCacheCapacity
+        return c
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import SDCoders
+
+/// Encoded formats the core reads and writes.
+public enum SDImageFormat: Int, Sendable, CustomStringConvertible {
+    case undefined = -1
+    case jpeg = 0
+    case png = 1
+
+    /// Sniffed from the magic bytes (SDWebImage's `sd_imageFormat(forImageData:)`).
+    public init(data: Data?) {
+        guard let data else { self = .undefined; return }
+        let f = data.withUnsafeBytes { ImageFormat(sniffing: $0) }
+        self.init(f)
+    }
+
+    init(_ f: ImageFormat) {
+        switch f {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        default: self = .undefined
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .jpeg: "jpeg"
+        case .png: "png"
+        case .undefined: "undefined"
+        }
+    }
+}
+
+/// The decoded image used everywhere above the C core: premultiplied ARGB32
+/// in native byte order (B,G,R,A bytes on little-endian, cairo's ARGB32),
+/// immutable and shareable across threads.
+public final class SDImage: Sendable, CustomStringConvertible {
+    /// The pixels (owned; freed with the last reference).
+    public let bitmap: Bitmap
+    /// The format it was decoded from (`.undefined` for images made in memory).
+    public let format: SDImageFormat
+    /// The EXIF orientation of the source (1...8), already applied to the pixels.
+    public let orientation: Int
+    /// Pixels per point: `@2x` in the URL gives 2.
+    public let scale: Double
+    /// A progressive preview, not the final image.
+    public let isIncremental: Bool
+    /// Pixel size of the source before any thumbnailing (0 when unknown).
+    public let sourcePixelWidth: Int
+    public let sourcePixelHeight: Int
+
+    public init(bitmap: Bitmap, format: SDImageFormat = .undefined, orientation: Int = 1, scale: Double = 1,
+                isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0) {
+        self.bitmap = bitmap
+        self.format = format
+        self.orientation = orientation
+        self.scale = scale >= 1 ? scale : 1
+        self.isIncremental = isIncremental
+        self.sourcePixelWidth = sourcePixelWidth
+        self.sourcePixelHeight = sourcePixelHeight
+    }
+
+    convenience init(decoded d: DecodedImage, scale: Double, isIncremental: Bool = false) {
+        self.init(bitmap: d.bitmap, format: SDImageFormat(d.format), orientation: d.orientation, scale: scale,
+                  isIncremental: isIncremental, sourcePixelWidth: d.sourceWidth, sourcePixelHeight: d.sourceHeight)
+    }
+
+    /// Decode encoded JPEG or PNG data (nil when it is not a decodable image),
+    /// like `UIImage(data:scale:)`.
+    public convenience init?(data: Data, scale: Double = 1, options: DecodeOptions = DecodeOptions()) {
+        guard let image = try? SDImage.decode(data, scale: scale, options: options) else { return nil }
+        self.init(bitmap: image.bitmap, format: image.format, orientation: image.orientation, scale: image.scale,
+                  sourcePixelWidth: image.sourcePixelWidth, sourcePixelHeight: image.sourcePixelHeight)
+    }
+
+    /// Decode, saying why it failed.
+    public static func decode(_ data: Data, scale: Double = 1,
+                              options: DecodeOptions = DecodeOptions()) throws(CoderError) -> SDImage {
+        let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
+            Result { () throws(CoderError) in try ImageDecoder.decode(raw, options: options) }
+        }
+        return SDImage(decoded: try result.get(), scale: scale)
+    }
+
+    public var width: Int { bitmap.width }
+    public var height: Int { bitmap.height }
+    public var bytesPerRow: Int { bitmap.bytesPerRow }
+    /// Size in points (pixels / scale), as `UIImage.size`.
+    public var size: CGSize { CGSize(width: Double(width) / scale, height: Double(height) / scale) }
+    /// Bytes of decoded pixels: what it costs in a memory cache.
+    public var cost: Int { bitmap.cost }
+    public var hasAlpha: Bool { bitmap.hasAlpha }
+
+    /// Borrow the pixels without copying; valid only inside `body`.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bitmap.withUnsafeBytes(body)
+    }
+
+    /// PNG data (RGBA when there is alpha, RGB otherwise).
+    public func pngData() -> Data? {
+        (try? bitmap.pngData()).map { Data($0) }
+    }
+
+    /// JPEG data, quality 0...1 as `UIImage.jpegData(compressionQuality:)`.
+    public func jpegData(compressionQuality: Double = 0.9) -> Data? {
+        let q = Int((min(1, max(0, compressionQuality)) * 100).rounded())
+        return (try? bitmap.jpegData(quality: max(1, q))).map { Data($0) }
+    }
+
+    /// Encoded data; `.undefined` picks PNG when there is alpha, JPEG otherwise
+    /// (SDWebImage's `sd_imageData(as:)`).
+    public func sd_imageData(as format: SDImageFormat = .undefined, compressionQuality: Double = 1) -> Data? {
+        switch format {
+        case .png: pngData()
+        case .jpeg: jpegData(compressionQuality: compressionQuality)
+        case .undefined: hasAlpha ? pngData() : jpegData(compressionQuality: compressionQuality)
+        }
+    }
+
+    public var description: String {
+        "<SDImage \(width)x\(height) @\(scale)x \(format)\(isIncremental ? " incremental" : "")>"
+    }
+}
+
+/// The scale a key implies: `@2x`/`@3x` before the extension (or at the end)
+/// of the last path component, as SDWebImage's `SDImageScaleFactorForKey`.
+public func SDImageScaleFactorForKey(_ key: String?) -> Double {
+    guard let key, !key.isEmpty else { return 1 }
+    var name = Substring(key)
+    if let q = name.firstIndex(where: { $0 == "?" || $0 == "#" }) { name = name[..<q] }
+    if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
+    guard let at = name.lastIndex(of: "@") else { return 1 }
+    var digits = name[name.index(after: at)...]
+    guard let x = digits.firstIndex(of: "x") else { return 1 }
+    let rest = digits[digits.index(after: x)...]
+    guard rest.isEmpty || rest.first == "." else { return 1 }
+    digits = digits[..<x]
+    guard let v = Double(digits), v >= 1 else { return 1 }
+    return v
+}
