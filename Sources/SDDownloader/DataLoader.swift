@@ -135,7 +135,7 @@ public final class DataLoader: @unchecked Sendable {
 
     /// Async variant; cancelling the Swift task cancels the download.
     public func load(_ request: DownloadRequest) async throws(DownloadError) -> DownloadResult {
-        let box = TaskBox()
+        let box = CancelBox<DownloadTask>()
         let result: Result<DownloadResult, DownloadError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let task = load(request) { continuation.resume(returning: $0) }
@@ -297,13 +297,23 @@ package struct LoaderEvents: Sendable {
     }
 }
 
-/// Bridges Swift task cancellation to a task that may not exist yet.
-private final class TaskBox: @unchecked Sendable {
+/// Something that can be cancelled (a download task, a token).
+package protocol Cancellable: AnyObject, Sendable {
+    func cancel()
+}
+
+extension DownloadTask: Cancellable {}
+
+/// Bridges Swift task cancellation to a task that may not exist yet: a cancel
+/// that comes first is applied when the task is set.
+package final class CancelBox<T: Cancellable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var task: DownloadTask?
+    private var task: T?
     private var cancelled = false
 
-    func set(_ t: DownloadTask?) {
+    package init() {}
+
+    package func set(_ t: T?) {
         lock.lock()
         task = t
         let c = cancelled
@@ -311,11 +321,13 @@ private final class TaskBox: @unchecked Sendable {
         if c { t?.cancel() }
     }
 
-    func cancel() {
+    package func cancel() {
         lock.lock()
         cancelled = true
         let t = task
         lock.unlock()
         t?.cancel()
     }
+
+    package var value: T? { lock.lock(); defer { lock.unlock() }; return task }
 }

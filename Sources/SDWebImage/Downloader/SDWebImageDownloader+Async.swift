@@ -13,32 +13,13 @@ public struct SDWebImageDownloaderResult: Sendable {
     public let metrics: DownloadMetrics?
 }
 
-private final class TokenBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var token: SDWebImageDownloadToken?
-    private var cancelled = false
-    func set(_ t: SDWebImageDownloadToken?) {
-        lock.lock()
-        token = t
-        let c = cancelled
-        lock.unlock()
-        if c { t?.cancel() }
-    }
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        let t = token
-        lock.unlock()
-        t?.cancel()
-    }
-    var value: SDWebImageDownloadToken? { lock.lock(); defer { lock.unlock() }; return token }
-}
+extension SDWebImageDownloadToken: Cancellable {}
 
 extension SDWebImageDownloader {
     /// Download and decode; cancelling the Swift task cancels this subscriber.
     public func downloadImage(with url: URL?, options: SDWebImageDownloaderOptions = [],
                               context: SDWebImageContext? = nil) async throws -> SDWebImageDownloaderResult {
-        let box = TokenBox()
+        let box = CancelBox<SDWebImageDownloadToken>()
         let opts = options.subtracting(.progressiveLoad)
         let outcome: Result<(SDImage?, Data), any Error> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
