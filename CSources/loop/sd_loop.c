@@ -70,6 +70,7 @@ struct sd_loop {
     sd__preview *pv_head, *pv_tail;    /* previews from the workers */
     sd__job_result *dn_head, *dn_tail; /* finished jobs (never lost: preallocated) */
     int shutting_down, started;
+    int self_free; /* sd_loop_free was called on the loop thread: it frees itself */
     int64_t max_concurrent, order, suspended, decode_threads, max_backlog;
     int64_t pub_queued, pub_running, pending_submits;
     uint64_t next_id;
@@ -732,6 +733,8 @@ static void handle_command(sd_loop *l, sd__cmd *c)
     }
 }
 
+static void loop_destroy(sd_loop *l);
+
 static void *loop_main(void *arg)
 {
     sd_loop *l = arg;
@@ -806,7 +809,12 @@ static void *loop_main(void *arg)
     free(batch);
     pthread_mutex_lock(&l->mu);
     l->pub_queued = l->pub_running = 0;
+    int self_free = l->self_free;
     pthread_mutex_unlock(&l->mu);
+    if (self_free) {
+        pthread_detach(pthread_self()); /* nobody joins us */
+        loop_destroy(l);
+    }
     return NULL;
 }
 
@@ -987,12 +995,26 @@ void sd_loop_free(sd_loop *l)
         return;
     pthread_mutex_lock(&l->mu);
     int started = l->started;
+    int on_loop = started && pthread_equal(pthread_self(), l->thread);
+    if (on_loop && (l->shutting_down || l->self_free)) {
+        pthread_mutex_unlock(&l->mu); /* already going away */
+        return;
+    }
     l->shutting_down = 1;
+    l->self_free = on_loop;
     pthread_mutex_unlock(&l->mu);
+    if (on_loop)
+        return; /* from a callback: the loop finishes the shutdown and frees itself */
     if (started) {
         curl_multi_wakeup(l->multi);
         pthread_join(l->thread, NULL);
     }
+    loop_destroy(l);
+}
+
+/* Everything but the thread, which has ended (or is the caller, about to). */
+static void loop_destroy(sd_loop *l)
+{
     sd__pool_free(l->pool); /* workers finish the chunk in hand, then stop */
     for (sd__preview *e = l->pv_head, *n; e; e = n) {
         n = e->next;

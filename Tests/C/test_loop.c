@@ -866,6 +866,46 @@ static int test_shutdown_completes_everything(void)
     return 0;
 }
 
+/* ---- sd_loop_free from a callback (a runtime dropping its last reference) ---- */
+
+static sd_loop *self_free_loop;
+static atomic_int self_free_total, self_free_cancelled;
+
+static void ev_self_free_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    (void)u;
+    if (sd_result_status(r) == SD_ECANCELLED)
+        atomic_fetch_add(&self_free_cancelled, 1);
+    sd_result_free(r);
+    if (atomic_fetch_add(&self_free_total, 1) == 0) {
+        sd_loop_free(self_free_loop); /* returns at once; the loop ends itself */
+        sd_loop_free(self_free_loop); /* a second call in the same callback is harmless */
+    }
+}
+
+static int test_free_from_callback(void)
+{
+    sd_loop *l = new_loop();
+    self_free_loop = l;
+    atomic_store(&self_free_total, 0);
+    atomic_store(&self_free_cancelled, 0);
+    sd_transfer_events ev = {0};
+    ev.complete = ev_self_free_complete;
+    for (int i = 0; i < 20; i++) {
+        sd_request *r;
+        sd_request_new(i == 0 ? url(HTTP, "/img/photo.jpg") : url(FAULT, "/stall"), &r);
+        ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
+        sd_request_free(r);
+    }
+    for (int i = 0; i < 1000 && atomic_load(&self_free_total) < 20; i++)
+        usleep(5000);
+    ASSERT_EQ(atomic_load(&self_free_total), 20);
+    ASSERT(atomic_load(&self_free_cancelled) >= 19);
+    usleep(100000); /* let the detached loop thread finish freeing (leak checkers look) */
+    return 0;
+}
+
 /* ---- back-pressure: the network never runs far ahead of the decoders ---- */
 
 static atomic_int bp_started, bp_done, bp_peak, bp_failed;
@@ -951,6 +991,7 @@ int main(int argc, char **argv)
         {"cancel", test_cancel},
         {"races", test_races},
         {"shutdown_completes_everything", test_shutdown_completes_everything},
+        {"free_from_callback", test_free_from_callback},
         {"decode_backpressure", test_decode_backpressure},
         {NULL, NULL},
     };

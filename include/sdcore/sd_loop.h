@@ -136,7 +136,11 @@ SD_API int sd_loop_start(sd_loop *loop);
  * Name: sd_loop_free
  * Desc: Shut down: refuse new submits, complete every queued and running
  *       transfer with SD_ECANCELLED (callbacks on the loop thread), join the
- *       threads, free. NULL is accepted. Must not be called from a callback.
+ *       threads, free. NULL is accepted.
+ *       From a callback (directly, or because a language runtime dropped its
+ *       last reference there) it returns at once: the loop refuses new
+ *       submits, and once the callback returns completes what is left and
+ *       frees itself on its own thread. Do not use `loop` after the call.
  */
 SD_API void sd_loop_free(sd_loop *loop);
 
