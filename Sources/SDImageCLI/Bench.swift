@@ -106,12 +106,18 @@ struct BenchFetch: ParsableCommand {
         var loopIPS: [Int: Double] = [:]
         for concurrency in [6, 32] {
             // The Swift layer against the bare C loop, interleaved and best of
-            // three each, so drift on a shared machine hits both alike.
-            for _ in 0..<3 {
-                loopIPS[concurrency] = max(loopIPS[concurrency] ?? 0,
-                                           measureCLoop(base: server.base, files: server.files, concurrency: concurrency))
-                swiftIPS[concurrency] = max(swiftIPS[concurrency] ?? 0,
-                                            measureDownloader(base: server.base, files: server.files, concurrency: concurrency))
+            // four each, so drift on a shared machine hits both alike.
+            for round in 0..<4 {
+                // alternate which goes first, so neither always runs on a warmer machine
+                for lane in round % 2 == 0 ? [0, 1] : [1, 0] {
+                    if lane == 0 {
+                        loopIPS[concurrency] = max(loopIPS[concurrency] ?? 0,
+                                                   measureCLoop(base: server.base, files: server.files, concurrency: concurrency))
+                    } else {
+                        swiftIPS[concurrency] = max(swiftIPS[concurrency] ?? 0,
+                                                    measureDownloader(base: server.base, files: server.files, concurrency: concurrency))
+                    }
+                }
             }
             urlSessionIPS[concurrency] = measureURLSession(base: server.base, files: server.files, concurrency: concurrency)
         }
@@ -152,7 +158,7 @@ struct BenchFetch: ParsableCommand {
                          (row["decode_ips"] as? Double) ?? 0, (row["decode_ratio"] as? Double) ?? 0, us,
                          us > 0 ? dl / us : 0))
         }
-        print("\nSwift layer: SDWebImageDownloader vs the bare C loop, fetch + decode, interleaved, best of 3")
+        print("\nSwift layer: SDWebImageDownloader vs the bare C loop, fetch + decode, interleaved, best of 4")
         print("concurrency  sd_loop(dl+decode)  SDWebImageDownloader  ratio")
         for k in [6, 32] {
             let cIPS = loopIPS[k] ?? 0

@@ -247,7 +247,12 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             work.async { self.finish(.failure(DownloadError(.invalidRequest, message: "unsupported request"))) }
             return
         }
-        var events = LoaderEvents { [self] result in work.async { self.finish(result) } }
+        var events = LoaderEvents { [self] result in
+            // The common end (every subscriber takes the streamed decode) is a
+            // few hops of bookkeeping: done right here. User code (decryptor,
+            // response checks) and extra decodes go to `work`, in order.
+            if endsLight() { finish(result, inline: true) } else { work.async { self.finish(result) } }
+        }
         events.response = { [self] r in received(r) }
         events.progress = { [self] r, e in progressed(r, e) }
         if dl.progressivePreviews { events.preview = { [self] b in previewed(b) } }
@@ -397,9 +402,14 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         }
     }
 
-    // MARK: - The end (on `work`)
+    // MARK: - The end
 
-    private func finish(_ result: Result<DownloadResult, DownloadError>) {
+    /// Ending runs no user code and no decode: it may run on the loop thread.
+    private func endsLight() -> Bool {
+        !checksInSwift && env.decryptor == nil
+    }
+
+    private func finish(_ result: Result<DownloadResult, DownloadError>, inline: Bool = false) {
         lock.lock()
         guard state != .finished else { lock.unlock(); return }
         state = .finished
@@ -452,33 +462,49 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
                 let total = max(count, Int(response?.expectedContentLength ?? 0))
                 for h in hs { if let p = h.progress { h.queue.async { p(count, total, url) } } }
             }
-            var decodes: [(SDImageCoderOptions, Result<DecodedImage, SDWebImageError>)] = []
-            if decoded, let transfer, let transferImage { decodes.append((transfer, .success(transferImage))) }
+            var own: [Handler] = []  // subscribers that need a decode of their own
             for h in hs {
                 guard let c = h.completed else { continue }
-                guard h.options.decodeImage else {
+                if !h.options.decodeImage {
                     h.queue.async { c(nil, data, nil, true) }
-                    continue
-                }
-                let result: Result<DecodedImage, SDWebImageError>
-                if let hit = decodes.first(where: { $0.0.decodesLike(h.options) }) {
-                    result = hit.1
-                } else {
-                    result = Self.decode(data, h.options.decode)
-                    decodes.append((h.options, result))
-                }
-                switch result {
-                case .success(let d):
-                    let image = SDImage(decoded: d, scale: h.options.scaleFactor)
+                } else if decoded, let transfer, let transferImage, h.options.decodesLike(transfer) {
+                    let image = SDImage(decoded: transferImage, scale: h.options.scaleFactor)
                     h.queue.async { c(image, data, nil, true) }
-                case .failure(let e):
-                    h.queue.async { c(nil, data, e, true) }
+                } else {
+                    own.append(h)
                 }
+            }
+            if !own.isEmpty {
+                // Never decode on the loop thread.
+                let extra = own
+                if inline { work.async { Self.decodeEach(extra, data) } } else { Self.decodeEach(extra, data) }
             }
         }
         post(.SDWebImageDownloadStop, self)
         if case .success = outcome { post(.SDWebImageDownloadFinish, self) }
         done?()
+    }
+
+    /// One decode per distinct set of options, shared by the subscribers that ask alike.
+    private static func decodeEach(_ hs: [Handler], _ data: Data) {
+        var done: [(SDImageCoderOptions, Result<DecodedImage, SDWebImageError>)] = []
+        for h in hs {
+            guard let c = h.completed else { continue }
+            let result: Result<DecodedImage, SDWebImageError>
+            if let hit = done.first(where: { $0.0.decodesLike(h.options) }) {
+                result = hit.1
+            } else {
+                result = decode(data, h.options.decode)
+                done.append((h.options, result))
+            }
+            switch result {
+            case .success(let d):
+                let image = SDImage(decoded: d, scale: h.options.scaleFactor)
+                h.queue.async { c(image, data, nil, true) }
+            case .failure(let e):
+                h.queue.async { c(nil, data, e, true) }
+            }
+        }
     }
 
     private static func decode(_ data: Data, _ options: DecodeOptions) -> Result<DecodedImage, SDWebImageError> {
