@@ -19,8 +19,7 @@ int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed, sd_bitmap **ou
     SD__RETURN_IF(bytes > ((uint64_t)SIZE_MAX >> 1), SD_ETOOLARGE);
     sd_bitmap *b = malloc(sizeof *b);
     SD__RETURN_IF(b == NULL, SD_ENOMEM);
-    /* calloc of a large block maps zero pages: zeroing is free where it matters */
-    b->pixels = zeroed ? calloc(1, (size_t)bytes) : malloc((size_t)bytes);
+    b->pixels = sd__pixels_alloc((size_t)bytes, zeroed, &b->capacity);
     if (b->pixels == NULL) {
         free(b);
         return SD_ENOMEM;
@@ -50,7 +49,7 @@ void sd_bitmap_free(sd_bitmap *bitmap)
 {
     if (bitmap == NULL)
         return;
-    free(bitmap->pixels);
+    sd__pixels_free(bitmap->pixels, bitmap->capacity);
     free(bitmap);
 }
 

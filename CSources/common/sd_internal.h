@@ -37,7 +37,12 @@ struct sd_bitmap {
     uint32_t height;
     size_t stride;
     uint8_t *pixels;
+    size_t capacity; /* bytes behind `pixels` (>= stride * height when recycled) */
 };
+
+/* Pixel buffers, recycled through a small pool (bitmap/sd_pixel_pool.c). */
+SD__HIDDEN void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *capacity);
+SD__HIDDEN void sd__pixels_free(void *pixels, size_t capacity);
 
 /* Monotonic milliseconds, for throttling. */
 SD__HIDDEN int64_t sd__now_ms(void);

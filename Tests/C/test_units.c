@@ -565,6 +565,39 @@ static int test_adam7_snapshot_replicates(void)
     return 0;
 }
 
+/* Freed canvases come back for the next bitmap of about the same size, zeroed
+ * when asked; small ones and an off pool go straight back to malloc. */
+static int test_pixel_pool(void)
+{
+    size_t old = sd_bitmap_pool_limit(SD_DEFAULT_PIXEL_POOL_BYTES);
+    sd_bitmap *a, *b, *c, *d;
+    ASSERT_OK(sd_bitmap_new(300, 200, &a));
+    uint8_t *pa = sd_bitmap_pixels(a);
+    memset(pa, 0xAB, sd_bitmap_size(a));
+    sd_bitmap_free(a);
+    ASSERT(sd_bitmap_pool_bytes() >= 300 * 200 * 4);
+    ASSERT_OK(sd_bitmap_new(290, 200, &b)); /* within 25%: recycled */
+    ASSERT(sd_bitmap_pixels(b) == pa);
+    for (size_t i = 0; i < sd_bitmap_size(b); i++)
+        ASSERT_EQ(sd_bitmap_pixels(b)[i], 0);
+    ASSERT_OK(sd_bitmap_new(100, 100, &c)); /* far smaller: not given the big block */
+    ASSERT(sd_bitmap_pixels(c) != pa);
+    sd_bitmap_free(b);
+    sd_bitmap_free(c);
+    ASSERT_EQ(sd_bitmap_pool_limit(0), SD_DEFAULT_PIXEL_POOL_BYTES);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    ASSERT_OK(sd_bitmap_new(300, 200, &d));
+    sd_bitmap_free(d);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0); /* off: nothing kept */
+    /* a limit smaller than a block keeps none of that size */
+    sd_bitmap_pool_limit(300 * 200 * 4);
+    ASSERT_OK(sd_bitmap_new(300, 200, &d));
+    sd_bitmap_free(d);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    sd_bitmap_pool_limit(old);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -580,6 +613,7 @@ int main(int argc, char **argv)
         {"progressive_previews", test_progressive_previews},
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},
         {"adam7_snapshot_replicates", test_adam7_snapshot_replicates},
+        {"pixel_pool", test_pixel_pool},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

@@ -36,6 +36,22 @@ SD_API int sd_bitmap_new(uint32_t width, uint32_t height, sd_bitmap **out);
 /* Name: sd_bitmap_free — Desc: release a bitmap; NULL is accepted. */
 SD_API void sd_bitmap_free(sd_bitmap *bitmap);
 
+/*
+ * Pixel buffer pool. Freed pixel buffers of 64 KiB and more are kept (up to
+ * a byte limit, oldest dropped first) and handed to the next bitmap of about
+ * the same size, so a stream of decodes does not pay a page fault per 4 KiB
+ * for every new canvas. Process-wide and thread-safe.
+ *
+ * Name: sd_bitmap_pool_limit
+ * Desc: Set the most bytes the pool may hold idle (0 turns it off and frees
+ *       what it holds). Default SD_DEFAULT_PIXEL_POOL_BYTES.
+ * Returns: the previous limit.
+ */
+#define SD_DEFAULT_PIXEL_POOL_BYTES 67108864LL /* 64 MiB */
+SD_API size_t sd_bitmap_pool_limit(size_t bytes);
+/* Bytes the pool holds idle right now. */
+SD_API size_t sd_bitmap_pool_bytes(void);
+
 /* Accessors. NULL yields 0 / NULL. */
 SD_API uint32_t sd_bitmap_width(const sd_bitmap *bitmap);
 SD_API uint32_t sd_bitmap_height(const sd_bitmap *bitmap);
