@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "SDCoders", targets: ["SDCoders"]),
         .library(name: "SDDownloader", targets: ["SDDownloader"]),
+        .library(name: "SDCache", targets: ["SDCache"]),
         .library(name: "SDWebImage", targets: ["SDWebImage"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
     ],
@@ -36,7 +37,10 @@ let package = Package(
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
         .target(name: "SDDownloader", dependencies: ["CSDCore", "SDCoders"]),
         // The SDWebImage-named API: image type, downloader, (cache, manager).
-        .target(name: "SDWebImage", dependencies: ["CSDCore", "SDCoders", "SDDownloader"]),
+        // Memory LRU and disk store: keys and values only, no images.
+        .target(name: "CSDSystem"),
+        .target(name: "SDCache", dependencies: ["CSDSystem"]),
+        .target(name: "SDWebImage", dependencies: ["CSDCore", "SDCoders", "SDDownloader", "SDCache"]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
@@ -51,6 +55,7 @@ let package = Package(
         .target(name: "SDTestSupport", dependencies: ["SDCoders"], path: "Tests/Support"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
         .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport"]),
+        .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
     ],
     cLanguageStandard: .c11
 )

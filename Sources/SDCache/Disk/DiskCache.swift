@@ -1,0 +1,291 @@
+import CSDSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which file date ages an entry out.
+public enum DiskCacheExpireType: Sendable {
+    /// Last read or write (kept explicitly: atime updates are off on most mounts).
+    case accessDate
+    case modificationDate
+    /// Birth time where the file system records it, else modification.
+    case creationDate
+    /// Inode change time (metadata or data).
+    case changeDate
+}
+
+/// A failed disk operation: the errno and what was being done.
+public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    public let code: Int32
+    public let operation: String
+    public let path: String
+    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+    /// ENOSPC, EDQUOT: the disk is full.
+    public var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
+}
+
+/// One file per key in one directory, named like SDWebImage's: the MD5 of the
+/// key plus the key's path extension. Writes are atomic (a temporary file,
+/// then rename), so a crash never leaves a half-written entry under a real
+/// name, and two processes may share the directory. Extended data (e.g. HTTP
+/// validators) rides in an extended attribute, written before the rename so
+/// it is atomic with the bytes (a `.sdx` side file where xattrs are missing).
+/// Thread-safe: every call is a few system calls, no shared state.
+public final class DiskCache: @unchecked Sendable {
+    public let directory: String
+    private static let xattrName = "user.sdwebimage.extended"
+    private static let sidecar = ".sdx"
+    private let counter = Counter()
+
+    public struct Entry: Sendable {
+        public let name: String
+        public let bytes: Int
+        public let accessDate: Date
+        public let modificationDate: Date
+        public let changeDate: Date
+    }
+
+    /// Creates the directory (mode 0700) if needed.
+    public init(directory: String) throws(DiskCacheError) {
+        self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
+        try Self.makeDirectories(self.directory)
+    }
+
+    private static func makeDirectories(_ path: String) throws(DiskCacheError) {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw DiskCacheError(code: errno, operation: "mkdir", path: built)
+            }
+        }
+    }
+
+    /// SDWebImage's `SDDiskCacheFileNameForKey`: MD5 hex of the key, then the
+    /// URL's path extension (query and fragment ignored) unless it is too long
+    /// for a file name.
+    public static func fileName(forKey key: String) -> String {
+        let hash = MD5.hex(key.utf8)
+        var path = Substring(key)
+        if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<cut] }
+        let last = path.split(separator: "/", omittingEmptySubsequences: true).last ?? ""
+        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return hash }
+        let ext = last[last.index(after: dot)...]
+        guard !ext.isEmpty, ext.utf8.count <= Int(NAME_MAX) - 33, !ext.contains("/") else { return hash }
+        return hash + "." + ext
+    }
+
+    public func cachePath(forKey key: String) -> String { directory + "/" + Self.fileName(forKey: key) }
+
+    public func containsData(forKey key: String) -> Bool { access(cachePath(forKey: key), F_OK) == 0 }
+
+    /// The bytes, or nil; a hit refreshes the entry's access date.
+    public func data(forKey key: String) -> Data? {
+        let path = cachePath(forKey: key)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size >= 0 else { return nil }
+        var data = Data(count: Int(st.st_size))
+        let ok: Bool = data.withUnsafeMutableBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = read(fd, buf.baseAddress! + done, buf.count - done)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                done += n
+            }
+            return true
+        }
+        guard ok else { return nil }
+        var times = [timespec(tv_sec: 0, tv_nsec: sd_system_utime_now()), timespec(tv_sec: 0, tv_nsec: sd_system_utime_omit())]
+        _ = futimens(fd, &times)  // read-only media: ignored
+        return data
+    }
+
+    /// Write atomically; `extendedData` (if any) lands together with the bytes.
+    public func setData(_ data: Data, forKey key: String, extendedData: Data? = nil) throws(DiskCacheError) {
+        let path = cachePath(forKey: key)
+        let temp = directory + "/.tmp-\(getpid())-\(counter.next())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw DiskCacheError(code: errno, operation: "create", path: temp) }
+        var failure: DiskCacheError?
+        let written: Int32 = data.withUnsafeBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = write(fd, buf.baseAddress! + done, buf.count - done)
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 { return errno }
+                if n == 0 { return EIO }
+                done += n
+            }
+            return 0
+        }
+        if written != 0 { failure = DiskCacheError(code: written, operation: "write", path: temp) }
+        var sidecarData: Data?
+        if failure == nil, let extendedData {
+            let rc = extendedData.withUnsafeBytes { fsetxattr(fd, Self.xattrName, $0.baseAddress, $0.count, 0) }
+            if rc != 0 {
+                if errno == ENOTSUP || errno == EOPNOTSUPP { sidecarData = extendedData }
+                else { failure = DiskCacheError(code: errno, operation: "setxattr", path: temp) }
+            }
+        }
+        if close(fd) != 0, failure == nil { failure = DiskCacheError(code: errno, operation: "close", path: temp) }
+        if failure == nil, rename(temp, path) != 0 { failure = DiskCacheError(code: errno, operation: "rename", path: path) }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+        if let sidecarData {
+            try writeSidecar(sidecarData, for: path)
+        } else {
+            unlink(path + Self.sidecar)  // a stale side file from an older entry
+        }
+    }
+
+    private func writeSidecar(_ data: Data, for path: String) throws(DiskCacheError) {
+        let temp = directory + "/.tmp-\(getpid())-\(counter.next())-x"
+        do {
+            try data.write(to: URL(fileURLWithPath: temp))
+        } catch {
+            unlink(temp)
+            throw DiskCacheError(code: EIO, operation: "write", path: temp)
+        }
+        if rename(temp, path + Self.sidecar) != 0 {
+            let e = errno
+            unlink(temp)
+            throw DiskCacheError(code: e, operation: "rename", path: path + Self.sidecar)
+        }
+    }
+
+    public func extendedData(forKey key: String) -> Data? {
+        let path = cachePath(forKey: key)
+        let size = getxattr(path, Self.xattrName, nil, 0)
+        if size >= 0 {
+            var data = Data(count: size)
+            let n = data.withUnsafeMutableBytes { getxattr(path, Self.xattrName, $0.baseAddress, $0.count) }
+            return n == size ? data : nil
+        }
+        guard access(path, F_OK) == 0 else { return nil }
+        return FileManager.default.contents(atPath: path + Self.sidecar)
+    }
+
+    /// Replace the extended data of an existing entry (nil removes it).
+    public func setExtendedData(_ data: Data?, forKey key: String) throws(DiskCacheError) {
+        let path = cachePath(forKey: key)
+        guard access(path, F_OK) == 0 else { throw DiskCacheError(code: ENOENT, operation: "setxattr", path: path) }
+        guard let data else {
+            removexattr(path, Self.xattrName)
+            unlink(path + Self.sidecar)
+            return
+        }
+        let rc = data.withUnsafeBytes { setxattr(path, Self.xattrName, $0.baseAddress, $0.count, 0) }
+        if rc == 0 { return }
+        guard errno == ENOTSUP || errno == EOPNOTSUPP else {
+            throw DiskCacheError(code: errno, operation: "setxattr", path: path)
+        }
+        try writeSidecar(data, for: path)
+    }
+
+    /// Make the entry new again (access and modification dates = now).
+    public func touch(forKey key: String) {
+        _ = utimensat(AT_FDCWD, cachePath(forKey: key), nil, 0)
+    }
+
+    public func removeData(forKey key: String) {
+        let path = cachePath(forKey: key)
+        unlink(path)
+        unlink(path + Self.sidecar)
+    }
+
+    /// Remove every entry (and leftover temporary files).
+    public func removeAllData() {
+        for name in names(includeHidden: true) { unlink(directory + "/" + name) }
+    }
+
+    /// Entries with their sizes (allocated bytes) and dates.
+    public func entries() -> [Entry] {
+        names(includeHidden: false).compactMap { name -> Entry? in
+            guard !name.hasSuffix(Self.sidecar) else { return nil }
+            var st = stat()
+            guard stat(directory + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+            func date(_ t: timespec) -> Date { Date(timeIntervalSince1970: Double(t.tv_sec) + Double(t.tv_nsec) / 1e9) }
+            return Entry(name: name, bytes: Int(st.st_blocks) * 512, accessDate: date(st.st_atim),
+                         modificationDate: date(st.st_mtim), changeDate: date(st.st_ctim))
+        }
+    }
+
+    public func totalSize() -> Int { entries().reduce(0) { $0 + $1.bytes } }
+    public func totalCount() -> Int { entries().count }
+
+    /// Age out entries older than `maxAge` (< 0: never; 0: all), then, when
+    /// `maxSize` > 0 is exceeded, drop the oldest until half of it is left.
+    /// Temporary files left by a crash (older than 10 minutes) go too.
+    /// Returns how many entries were removed.
+    @discardableResult
+    public func removeExpiredData(maxAge: TimeInterval, maxSize: Int, expireType: DiskCacheExpireType) -> Int {
+        let now = Date()
+        for name in names(includeHidden: true) where name.hasPrefix(".tmp-") {
+            var st = stat()
+            if stat(directory + "/" + name, &st) == 0, Double(st.st_mtim.tv_sec) < now.timeIntervalSince1970 - 600 {
+                unlink(directory + "/" + name)
+            }
+        }
+        func age(_ e: Entry) -> Date {
+            switch expireType {
+            case .accessDate: max(e.accessDate, e.modificationDate)
+            case .modificationDate, .creationDate: e.modificationDate
+            case .changeDate: e.changeDate
+            }
+        }
+        var removed = 0
+        var kept: [(Entry, Date)] = []
+        for e in entries() {
+            let d = age(e)
+            if maxAge >= 0 && d <= now.addingTimeInterval(-maxAge) {
+                remove(e.name)
+                removed += 1
+            } else {
+                kept.append((e, d))
+            }
+        }
+        var total = kept.reduce(0) { $0 + $1.0.bytes }
+        if maxSize > 0 && total > maxSize {
+            for (e, _) in kept.sorted(by: { $0.1 < $1.1 }) where total > maxSize / 2 {
+                remove(e.name)
+                total -= e.bytes
+                removed += 1
+            }
+        }
+        return removed
+    }
+
+    private func remove(_ name: String) {
+        unlink(directory + "/" + name)
+        unlink(directory + "/" + name + Self.sidecar)
+    }
+
+    private func names(includeHidden: Bool) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var out: [String] = []
+        while let ent = readdir(dir) {
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name == "." || name == ".." { continue }
+            if !includeHidden && name.hasPrefix(".") { continue }
+            out.append(name)
+        }
+        return out
+    }
+}
+
+/// A thread-safe counter for unique temporary names.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n: UInt64 = 0
+    func next() -> UInt64 { lock.lock(); defer { lock.unlock() }; n += 1; return n }
+}

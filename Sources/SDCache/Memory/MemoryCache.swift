@@ -1,0 +1,149 @@
+import Foundation
+
+/// A strict LRU memory cache with cost and count limits (Nuke's model, not
+/// NSCache's heuristics: Linux sends no memory warnings, so the limits are
+/// the only brake). Thread-safe; hits and stores are O(1).
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    private final class Node {
+        let key: Key
+        var value: Value
+        var cost: Int
+        // `map` owns every node; the links only order them (no ARC traffic).
+        unowned(unsafe) var newer: Node?
+        unowned(unsafe) var older: Node?
+        init(key: Key, value: Value, cost: Int) {
+            self.key = key
+            self.value = value
+            self.cost = cost
+        }
+    }
+
+    private var lock = pthread_mutex_t()
+    private var map: [Key: Node] = [:]
+    private unowned(unsafe) var head: Node?  // most recently used
+    private unowned(unsafe) var tail: Node?  // least recently used
+    private var _totalCost = 0
+    private var _costLimit: Int
+    private var _countLimit: Int
+
+    /// Limits of 0 mean none.
+    public init(costLimit: Int = 0, countLimit: Int = 0) {
+        _costLimit = max(0, costLimit)
+        _countLimit = max(0, countLimit)
+        pthread_mutex_init(&lock, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(&lock)
+    }
+
+    @inline(__always) private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        return body()
+    }
+
+    public var costLimit: Int {
+        get { locked { _costLimit } }
+        set { locked { _costLimit = max(0, newValue); trim() } }
+    }
+    public var countLimit: Int {
+        get { locked { _countLimit } }
+        set { locked { _countLimit = max(0, newValue); trim() } }
+    }
+    public var totalCost: Int { locked { _totalCost } }
+    public var totalCount: Int { locked { map.count } }
+
+    /// The value, made most recently used.
+    public func value(forKey key: Key) -> Value? {
+        locked {
+            guard let node = map[key] else { return nil }
+            moveToFront(node)
+            return node.value
+        }
+    }
+
+    /// Store (replacing); a value costing more than the whole limit is not kept.
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) {
+        locked {
+            let cost = max(0, cost)
+            if _costLimit > 0 && cost > _costLimit {
+                // would evict everything else and then itself: keep nothing new
+                if let node = map[key] {
+                    unlink(node)
+                    _totalCost -= node.cost
+                    map.removeValue(forKey: key)
+                }
+                return
+            }
+            if let node = map[key] {
+                _totalCost += cost - node.cost
+                node.value = value
+                node.cost = cost
+                moveToFront(node)
+            } else {
+                let node = Node(key: key, value: value, cost: cost)
+                map[key] = node
+                _totalCost += cost
+                insertAtFront(node)
+            }
+            trim()
+        }
+    }
+
+    @discardableResult
+    public func removeValue(forKey key: Key) -> Value? {
+        locked {
+            guard let node = map[key] else { return nil }
+            unlink(node)
+            _totalCost -= node.cost
+            map.removeValue(forKey: key)
+            return node.value
+        }
+    }
+
+    public func removeAll() {
+        locked {
+            head = nil
+            tail = nil
+            map.removeAll()
+            _totalCost = 0
+        }
+    }
+
+    /// Drop least recently used entries until within these limits.
+    public func trim(toCost cost: Int) { locked { trim(cost: cost, count: _countLimit) } }
+    public func trim(toCount count: Int) { locked { trim(cost: _costLimit, count: count) } }
+
+    // MARK: - list (lock held)
+
+    private func trim() { trim(cost: _costLimit, count: _countLimit) }
+
+    private func trim(cost: Int, count: Int) {
+        while let last = tail, (cost > 0 && _totalCost > cost) || (count > 0 && map.count > count) {
+            unlink(last)
+            _totalCost -= last.cost
+            map.removeValue(forKey: last.key)  // last reference: after unlinking
+        }
+    }
+
+    private func insertAtFront(_ node: Node) {
+        node.newer = nil
+        node.older = head
+        if let h = head { h.newer = node } else { tail = node }
+        head = node
+    }
+
+    private func unlink(_ node: Node) {
+        if let n = node.newer { n.older = node.older } else { head = node.older }
+        if let o = node.older { o.newer = node.newer } else { tail = node.newer }
+        node.newer = nil
+        node.older = nil
+    }
+
+    private func moveToFront(_ node: Node) {
+        guard head !== node else { return }
+        unlink(node)
+        insertAtFront(node)
+    }
+}

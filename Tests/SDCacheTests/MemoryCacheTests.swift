@@ -1,0 +1,59 @@
+import Foundation
+import SDCache
+import Testing
+
+@Suite("MemoryCache: strict LRU with cost and count limits")
+struct MemoryCacheTests {
+    @Test("Least recently used goes first; a hit refreshes recency")
+    func lru() {
+        let c = MemoryCache<String, Int>(countLimit: 3)
+        c.setValue(1, forKey: "a")
+        c.setValue(2, forKey: "b")
+        c.setValue(3, forKey: "c")
+        #expect(c.value(forKey: "a") == 1)  // a is now the newest
+        c.setValue(4, forKey: "d")          // evicts b
+        #expect(c.value(forKey: "b") == nil)
+        #expect(c.value(forKey: "a") == 1 && c.value(forKey: "c") == 3 && c.value(forKey: "d") == 4)
+        #expect(c.totalCount == 3)
+    }
+
+    @Test("Cost limit: replacing updates the cost; a value over the limit is not kept; trims")
+    func cost() {
+        let c = MemoryCache<Int, String>(costLimit: 100)
+        c.setValue("x", forKey: 1, cost: 60)
+        c.setValue("y", forKey: 2, cost: 30)
+        #expect(c.totalCost == 90)
+        c.setValue("x2", forKey: 1, cost: 10)
+        #expect(c.totalCost == 40 && c.value(forKey: 1) == "x2")
+        c.setValue("big", forKey: 3, cost: 101)
+        #expect(c.value(forKey: 3) == nil)
+        c.setValue("z", forKey: 4, cost: 50)  // 10 + 30 + 50
+        #expect(c.totalCost == 90 && c.totalCount == 3)
+        c.trim(toCost: 60)  // oldest first: 2 (30) then 1 (10)... 1 was touched last by the read above
+        #expect(c.totalCost <= 60 && c.value(forKey: 4) == "z")
+        c.costLimit = 10
+        #expect(c.totalCost <= 10)
+        #expect(c.removeValue(forKey: 4) == nil || c.totalCost == 0)
+        c.removeAll()
+        #expect(c.totalCount == 0 && c.totalCost == 0)
+    }
+
+    @Test("Many threads reading, writing and evicting keep the totals consistent")
+    func concurrent() {
+        let c = MemoryCache<Int, Int>(costLimit: 1000, countLimit: 50)
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for i in 0..<5000 {
+                let k = (i * 7 + t) % 200
+                switch i % 4 {
+                case 0, 1: c.setValue(i, forKey: k, cost: k % 30)
+                case 2: _ = c.value(forKey: k)
+                default: c.removeValue(forKey: k)
+                }
+            }
+        }
+        #expect(c.totalCount <= 50 && c.totalCost <= 1000)
+        var sum = 0
+        for k in 0..<200 { if c.value(forKey: k) != nil { sum += k % 30 } }
+        #expect(sum == c.totalCost)
+    }
+}
