@@ -20,6 +20,11 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
     public let code: Int32
     public let operation: String
     public let path: String
+    public init(code: Int32, operation: String, path: String) {
+        self.code = code
+        self.operation = operation
+        self.path = path
+    }
     public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
     /// ENOSPC, EDQUOT: the disk is full.
     public var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }

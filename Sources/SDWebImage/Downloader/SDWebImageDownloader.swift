@@ -189,19 +189,9 @@ public final class SDWebImageDownloader: @unchecked Sendable {
 
     static func coderOptions(url: URL, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
                              queue: DispatchQueue?) -> SDImageCoderOptions {
-        var o = SDImageCoderOptions()
-        if let size = context?.pixelSize(.imageThumbnailPixelSize) { o.decode.thumbnailPixelSize = size }
-        if let keep = context?[.imagePreserveAspectRatio] as? Bool { o.decode.preserveAspectRatio = keep }
-        if let bytes = context?.int(.imageScaleDownLimitBytes) {
-            o.decode.scaleDownLimitBytes = max(0, bytes)
-        } else if options.contains(.scaleDownLargeImages) {
-            o.decode.scaleDownLimitBytes = DecodeOptions.defaultScaleDownLimitBytes
-        }
-        o.scaleFactor = max(1, context?.double(.imageScaleFactor) ?? SDImageScaleFactorForKey(url.absoluteString))
-        o.decodeImage = !options.contains(.avoidDecodeImage)
-        o.progressive = options.contains(.progressiveLoad)
-        o.callbackQueue = queue
-        return o
+        .make(key: url.absoluteString, scaleDown: options.contains(.scaleDownLargeImages),
+              avoidDecode: options.contains(.avoidDecodeImage), progressive: options.contains(.progressiveLoad),
+              context: context, queue: queue)
     }
 }
 

@@ -303,6 +303,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         if let v = validators {
             d.ifNoneMatch = v.etag
             d.ifModifiedSince = v.lastModified
+        } else if let v = context?[.httpValidators] as? SDWebImageHTTPValidators {
+            d.ifNoneMatch = v.etag
+            d.ifModifiedSince = v.lastModified
         }
         return d
     }

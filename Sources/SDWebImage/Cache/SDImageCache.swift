@@ -1,0 +1,444 @@
+import Dispatch
+import Foundation
+import SDCache
+import SDCoders
+
+/// `(image, data, cacheType)`: where it was found (`.none` on a miss).
+public typealias SDImageCacheQueryCompletionBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ cacheType: SDImageCacheType) -> Void
+
+/// A cancellable cache query. Cancelling a pending query calls its `done`
+/// at once (nil, nil, `.none`), on the cancelling thread, exactly once.
+public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
+    public let key: String?
+    private let lock = NSLock()
+    private var done: SDImageCacheQueryCompletionBlock?
+    private var _cancelled = false
+
+    init(key: String?, done: SDImageCacheQueryCompletionBlock?) {
+        self.key = key
+        self.done = done
+    }
+
+    public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
+
+    public func cancel() {
+        lock.lock()
+        guard let d = done else { lock.unlock(); return }
+        done = nil
+        _cancelled = true
+        lock.unlock()
+        d(nil, nil, .none)
+    }
+
+    /// The one real answer, on `queue` (nil: right here); dropped after a cancel.
+    func finish(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, on queue: DispatchQueue?) {
+        lock.lock()
+        let d = done
+        done = nil
+        lock.unlock()
+        guard let d else { return }
+        if let queue { queue.async { d(image, data, type) } } else { d(image, data, type) }
+    }
+}
+
+/// The image cache SDWebImage's manager talks to.
+public protocol SDImageCacheProtocol: AnyObject, Sendable {
+    func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
+                    cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)?
+    /// `completion` gets the disk error, if storing to disk failed.
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               completion: (@Sendable ((any Error)?) -> Void)?)
+    func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+    func containsImage(forKey key: String?, cacheType: SDImageCacheType,
+                       completion: @escaping @Sendable (SDImageCacheType) -> Void)
+    func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+}
+
+/// Memory (strict LRU on decoded pixels) plus disk (one file per key) with
+/// SDWebImage 5's API. Disk writes run in order on one queue; reads run
+/// concurrently and see writes still in flight, so a store is readable at once.
+public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
+    public static let shared = SDImageCache(namespace: "default")
+
+    public let config: SDImageCacheConfig
+    /// The folder holding this cache's files.
+    public let diskCachePath: String
+    let memory: MemoryCache<String, SDImage>
+    private let disk: DiskCache?
+    private let diskError: DiskCacheError?
+    private let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
+    private let readQueue = DispatchQueue(label: "SDImageCache.read", qos: .userInitiated, attributes: .concurrent)
+    private let lock = NSLock()
+    /// Disk writes not yet done, so reads see them: data, or nil for a removal.
+    private var pending: [String: (generation: UInt64, data: Data?)] = [:]
+    private var generation: UInt64 = 0
+
+    /// `$XDG_CACHE_HOME` (else `~/.cache`) + `/SDWebImage`.
+    public static func defaultDiskCacheDirectory() -> String {
+        let env = ProcessInfo.processInfo.environment
+        let base = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (env["HOME"] ?? NSHomeDirectory()) + "/.cache"
+        return base + "/SDWebImage"
+    }
+
+    /// A cache in `<diskCacheDirectory or the default>/<namespace>`. Expired
+    /// files are swept in the background at start.
+    public init(namespace: String = "default", diskCacheDirectory: String? = nil,
+                config: SDImageCacheConfig? = .default) {
+        let config = (config ?? .default).copy()
+        self.config = config
+        let safe = namespace.replacingOccurrences(of: "/", with: "_")
+        diskCachePath = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory()) + "/" + (safe.isEmpty ? "default" : safe)
+        memory = MemoryCache(costLimit: config.maxMemoryCost, countLimit: config.maxMemoryCount)
+        do {
+            disk = try DiskCache(directory: diskCachePath)
+            diskError = nil
+        } catch {
+            disk = nil
+            diskError = error
+        }
+        config.onChange = { [weak self] in
+            guard let self else { return }
+            self.memory.costLimit = self.config.maxMemoryCost
+            self.memory.countLimit = self.config.maxMemoryCount
+        }
+        deleteOldFiles(completion: nil)
+    }
+
+    // MARK: - Store
+
+    /// Memory and (by default) disk; without data the image is encoded (PNG
+    /// with alpha, JPEG otherwise). `completion` runs when the disk write is done.
+    public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?, toDisk: Bool = true,
+                      completion: (@Sendable () -> Void)? = nil) {
+        store(image, imageData: imageData, forKey: key, cacheType: toDisk ? .all : .memory) { _ in completion?() }
+    }
+
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil, completion: completion)
+    }
+
+    /// Store with extended data kept beside the bytes (e.g. HTTP validators).
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        let queue = config.callbackQueue
+        guard let key, image != nil || imageData != nil else {
+            if let completion { queue.async { completion(nil) } }
+            return
+        }
+        if cacheType.includesMemory, let image { storeImage(toMemory: image, forKey: key) }
+        guard cacheType.includesDisk else {
+            if let completion { queue.async { completion(nil) } }
+            return
+        }
+        // Encoding waits for the disk queue; the bytes are readable meanwhile
+        // only when we have them already.
+        let gen = imageData.map { setPending(key, $0) }
+        ioQueue.async { [self] in
+            var error: (any Error)?
+            if let data = imageData ?? image?.sd_imageData(as: .undefined, compressionQuality: 0.9) {
+                do { try writeToDisk(data, key, extendedData) } catch let e { error = e }
+            } else {
+                error = SDWebImageError(.badImageData, "the image could not be encoded")
+            }
+            if let gen { clearPending(key, gen) }
+            let result = error
+            if let completion { queue.async { completion(result) } }
+        }
+    }
+
+    public func storeImage(toMemory image: SDImage?, forKey key: String?) {
+        guard let image, let key, config.shouldCacheImagesInMemory else { return }
+        memory.setValue(image, forKey: key, cost: image.cost)
+    }
+
+    /// Write bytes to disk now, on the calling thread.
+    public func storeImageData(toDisk data: Data?, forKey key: String?) throws {
+        guard let data, let key else { return }
+        try ioQueue.sync { try writeToDisk(data, key, nil) }
+    }
+
+    private func writeToDisk(_ data: Data, _ key: String, _ extended: Data?) throws {
+        guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
+        try disk.setData(data, forKey: key, extendedData: extended)
+        let limit = config.maxDiskSize
+        if limit > 0, disk.totalSize() > limit {
+            disk.removeExpiredData(maxAge: config.maxDiskAge, maxSize: limit, expireType: config.diskCacheExpireType)
+        }
+    }
+
+    private func setPending(_ key: String, _ value: Data?) -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        generation += 1
+        pending[key] = (generation, value)
+        return generation
+    }
+
+    private func clearPending(_ key: String, _ gen: UInt64) {
+        lock.lock()
+        // only our own entry: a newer write or removal may have replaced it
+        if pending[key]?.generation == gen { pending.removeValue(forKey: key) }
+        lock.unlock()
+    }
+
+    private func pendingData(_ key: String) -> Data?? {
+        lock.lock()
+        defer { lock.unlock() }
+        return pending[key].map { $0.data }
+    }
+
+    // MARK: - Read
+
+    public func imageFromMemoryCache(forKey key: String?) -> SDImage? {
+        guard let key else { return nil }
+        return memory.value(forKey: key)
+    }
+
+    /// Read and decode now (and keep the image in memory).
+    public func imageFromDiskCache(forKey key: String?, options: SDImageCacheOptions = [],
+                                   context: SDWebImageContext? = nil) -> SDImage? {
+        guard let key, let data = diskImageData(forKey: key) else { return nil }
+        let image = decode(data, key, options, context)
+        if let image, context?.pixelSize(.imageThumbnailPixelSize) == nil { storeImage(toMemory: image, forKey: key) }
+        return image
+    }
+
+    /// Memory first, then disk.
+    public func imageFromCache(forKey key: String?) -> SDImage? {
+        imageFromMemoryCache(forKey: key) ?? imageFromDiskCache(forKey: key)
+    }
+
+    /// The stored bytes (nil on a miss); refreshes the entry's access date.
+    public func diskImageData(forKey key: String?) -> Data? {
+        guard let key else { return nil }
+        if let p = pendingData(key) { return p }
+        return disk?.data(forKey: key)
+    }
+
+    public func diskImageDataExists(withKey key: String?) -> Bool {
+        guard let key else { return false }
+        if let p = pendingData(key) { return p != nil }
+        return disk?.containsData(forKey: key) ?? false
+    }
+
+    public func diskImageExists(withKey key: String?, completion: @escaping @Sendable (Bool) -> Void) {
+        let queue = config.callbackQueue
+        readQueue.async { [self] in
+            let exists = diskImageDataExists(withKey: key)
+            queue.async { completion(exists) }
+        }
+    }
+
+    /// Extended data stored with the entry (e.g. ETag and Last-Modified).
+    public func extendedData(forKey key: String?) -> Data? {
+        guard let key else { return nil }
+        return ioQueue.sync { disk?.extendedData(forKey: key) }
+    }
+
+    public func storeExtendedData(_ data: Data?, forKey key: String?) throws {
+        guard let key else { return }
+        try ioQueue.sync {
+            guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
+            try disk.setExtendedData(data, forKey: key)
+        }
+    }
+
+    /// Make a disk entry new again (a 304 from the server says it is current).
+    public func touchDiskEntry(forKey key: String?) {
+        guard let key else { return }
+        ioQueue.async { [self] in disk?.touch(forKey: key) }
+    }
+
+    private func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ context: SDWebImageContext?) -> SDImage? {
+        let o = SDImageCoderOptions.make(key: key, scaleDown: options.contains(.scaleDownLargeImages),
+                                         avoidDecode: false, progressive: false, context: context, queue: nil)
+        return try? SDImage.decode(data, scale: o.scaleFactor, options: o.decode)
+    }
+
+    /// Query memory, then disk. Returns nil when it answered at once (a memory
+    /// hit without data wanted, a sync query, no key); otherwise a token that
+    /// cancels the pending disk part.
+    @discardableResult
+    public func queryCacheOperation(forKey key: String?, options: SDImageCacheOptions = [],
+                                    context: SDWebImageContext? = nil, cacheType: SDImageCacheType = .all,
+                                    done: SDImageCacheQueryCompletionBlock?) -> SDImageCacheToken? {
+        guard let key, cacheType != .none else {
+            done?(nil, nil, .none)
+            return nil
+        }
+        let queue = context?.callbackQueue ?? config.callbackQueue
+        let image = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
+        if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
+            done?(image, nil, .memory)
+            return nil
+        }
+        if cacheType == .memory {
+            done?(image, nil, image == nil ? .none : .memory)
+            return nil
+        }
+        let token = SDImageCacheToken(key: key, done: done)
+        let sync = image != nil ? options.contains(.queryMemoryDataSync) : options.contains(.queryDiskDataSync)
+        let work: @Sendable () -> Void = { [self] in
+            if token.isCancelled { return }
+            let data = diskImageData(forKey: key)
+            if let image {
+                token.finish(image, data, .memory, on: sync ? nil : queue)
+                return
+            }
+            guard let data else {
+                token.finish(nil, nil, .none, on: sync ? nil : queue)
+                return
+            }
+            if options.contains(.avoidDecodeImage) {
+                token.finish(nil, data, .disk, on: sync ? nil : queue)
+                return
+            }
+            let decoded = decode(data, key, options, context)
+            if let decoded, cacheType.includesMemory { storeImage(toMemory: decoded, forKey: key) }
+            token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
+        }
+        if sync { work() } else { readQueue.async(execute: work) }
+        return token
+    }
+
+    public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
+                           cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
+        queryCacheOperation(forKey: key, options: options.cacheOptions, context: context, cacheType: cacheType,
+                            done: completion)
+    }
+
+    // MARK: - Remove
+
+    public func removeImage(forKey key: String?, fromDisk: Bool = true, completion: (@Sendable () -> Void)? = nil) {
+        removeImage(forKey: key, cacheType: fromDisk ? .all : .memory, completion: completion)
+    }
+
+    public func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        let queue = config.callbackQueue
+        guard let key else {
+            if let completion { queue.async(execute: completion) }
+            return
+        }
+        if cacheType.includesMemory { memory.removeValue(forKey: key) }
+        guard cacheType.includesDisk else {
+            if let completion { queue.async(execute: completion) }
+            return
+        }
+        let gen = setPending(key, nil)
+        ioQueue.async { [self] in
+            disk?.removeData(forKey: key)
+            clearPending(key, gen)
+            if let completion { queue.async(execute: completion) }
+        }
+    }
+
+    public func removeImageFromMemory(forKey key: String?) {
+        if let key { memory.removeValue(forKey: key) }
+    }
+
+    /// Synchronously.
+    public func removeImageFromDisk(forKey key: String?) {
+        guard let key else { return }
+        ioQueue.sync { disk?.removeData(forKey: key) }
+    }
+
+    public func clearMemory() { memory.removeAll() }
+
+    public func clearDisk(completion: (@Sendable () -> Void)? = nil) {
+        let queue = config.callbackQueue
+        ioQueue.async { [self] in
+            disk?.removeAllData()
+            if let completion { queue.async(execute: completion) }
+        }
+    }
+
+    /// Expiry and size sweep (`maxDiskAge`, `maxDiskSize`, `diskCacheExpireType`).
+    public func deleteOldFiles(completion: (@Sendable () -> Void)? = nil) {
+        let queue = config.callbackQueue
+        ioQueue.async { [self] in
+            disk?.removeExpiredData(maxAge: config.maxDiskAge, maxSize: config.maxDiskSize,
+                                    expireType: config.diskCacheExpireType)
+            if let completion { queue.async(execute: completion) }
+        }
+    }
+
+    public func containsImage(forKey key: String?, cacheType: SDImageCacheType,
+                              completion: @escaping @Sendable (SDImageCacheType) -> Void) {
+        if cacheType.includesMemory, imageFromMemoryCache(forKey: key) != nil {
+            completion(.memory)
+            return
+        }
+        guard cacheType.includesDisk else {
+            completion(.none)
+            return
+        }
+        diskImageExists(withKey: key) { completion($0 ? .disk : .none) }
+    }
+
+    public func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        if cacheType.includesMemory { clearMemory() }
+        if cacheType.includesDisk { clearDisk(completion: completion) } else if let completion {
+            config.callbackQueue.async(execute: completion)
+        }
+    }
+
+    // MARK: - Info
+
+    /// Bytes on disk (allocated), synchronously.
+    public func totalDiskSize() -> Int { ioQueue.sync { disk?.totalSize() ?? 0 } }
+    public func totalDiskCount() -> Int { ioQueue.sync { disk?.totalCount() ?? 0 } }
+
+    public func calculateSize(completion: @escaping @Sendable (_ fileCount: Int, _ totalSize: Int) -> Void) {
+        let queue = config.callbackQueue
+        ioQueue.async { [self] in
+            let entries = disk?.entries() ?? []
+            let size = entries.reduce(0) { $0 + $1.bytes }
+            queue.async { completion(entries.count, size) }
+        }
+    }
+
+    /// The file that holds (or would hold) the key's bytes.
+    public func cachePath(forKey key: String?) -> String? {
+        guard let key else { return nil }
+        return diskCachePath + "/" + DiskCache.fileName(forKey: key)
+    }
+
+    /// Entries on disk, oldest access first (for tools such as `sdimage cache info`).
+    public func diskEntries() -> [DiskCache.Entry] {
+        ioQueue.sync { (disk?.entries() ?? []).sorted { $0.accessDate < $1.accessDate } }
+    }
+
+    /// Block until queued disk writes are done.
+    public func waitForPendingWrites() { ioQueue.sync {} }
+}
+
+extension SDImageCache {
+    public func image(forKey key: String?, options: SDImageCacheOptions = [], context: SDWebImageContext? = nil,
+                      cacheType: SDImageCacheType = .all) async -> (image: SDImage?, data: Data?, cacheType: SDImageCacheType) {
+        await withCheckedContinuation { c in
+            var ctx = context ?? [:]
+            ctx[.callbackQueue] = DispatchQueue.global()
+            queryCacheOperation(forKey: key, options: options, context: ctx, cacheType: cacheType) { image, data, type in
+                c.resume(returning: (image, data, type))
+            }
+        }
+    }
+
+    public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?,
+                      cacheType: SDImageCacheType = .all) async throws {
+        let error: (any Error)? = await withCheckedContinuation { c in
+            store(image, imageData: imageData, forKey: key, cacheType: cacheType) { c.resume(returning: $0) }
+        }
+        if let error { throw error }
+    }
+
+    public func clearDisk() async {
+        await withCheckedContinuation { c in clearDisk { c.resume() } }
+    }
+
+    public func deleteOldFiles() async {
+        await withCheckedContinuation { c in deleteOldFiles { c.resume() } }
+    }
+}

@@ -1,0 +1,17 @@
+import Dispatch
+import Foundation
+
+/// Anything that can be cancelled: cache queries, downloads, manager loads.
+public protocol SDWebImageOperation: AnyObject, Sendable {
+    func cancel()
+}
+
+extension SDWebImageDownloadToken: SDWebImageOperation {}
+
+/// Where callbacks go when nobody said: one serial queue (not the main queue:
+/// most Linux programs never drain it).
+let sdDefaultCallbackQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
+
+extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
+    var callbackQueue: DispatchQueue? { self[.callbackQueue] as? DispatchQueue }
+}

@@ -1,0 +1,438 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `(image, data, error, cacheType, finished, imageURL)`.
+public typealias SDInternalCompletionBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ error: (any Error)?,
+                                                       _ cacheType: SDImageCacheType, _ finished: Bool,
+                                                       _ imageURL: URL?) -> Void
+
+/// Policy hooks; every method has a default.
+public protocol SDWebImageManagerDelegate: AnyObject, Sendable {
+    /// False: answer from the cache only (a miss completes with no image and no error).
+    func imageManager(_ manager: SDWebImageManager, shouldDownloadImageFor url: URL?) -> Bool
+    /// Override the loader's blocklist rule for this failure.
+    func imageManager(_ manager: SDWebImageManager, shouldBlockFailedURL url: URL, error: any Error) -> Bool?
+}
+
+extension SDWebImageManagerDelegate {
+    public func imageManager(_ manager: SDWebImageManager, shouldDownloadImageFor url: URL?) -> Bool { true }
+    public func imageManager(_ manager: SDWebImageManager, shouldBlockFailedURL url: URL, error: any Error) -> Bool? { nil }
+}
+
+/// One manager load: a cache query, then maybe a download. Cancel stops both.
+public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _cancelled = false
+    private var _cacheOperation: (any SDWebImageOperation)?
+    private var _loaderOperation: (any SDWebImageOperation)?
+    weak var manager: SDWebImageManager?
+
+    public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
+    public var cacheOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _cacheOperation }
+    public var loaderOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _loaderOperation }
+
+    func setCacheOperation(_ op: (any SDWebImageOperation)?) {
+        lock.lock()
+        _cacheOperation = op
+        let c = _cancelled
+        lock.unlock()
+        if c { op?.cancel() }
+    }
+
+    func setLoaderOperation(_ op: (any SDWebImageOperation)?) {
+        lock.lock()
+        _loaderOperation = op
+        let c = _cancelled
+        lock.unlock()
+        if c { op?.cancel() }
+    }
+
+    /// The completion runs once more with `cancelled` unless the load already finished.
+    public func cancel() {
+        lock.lock()
+        guard !_cancelled else { lock.unlock(); return }
+        _cancelled = true
+        let (c, l) = (_cacheOperation, _loaderOperation)
+        lock.unlock()
+        c?.cancel()
+        l?.cancel()
+        manager?.finished(self)
+    }
+}
+
+/// What an async load gives back.
+public struct SDWebImageLoadResult: Sendable {
+    public let image: SDImage?
+    public let data: Data?
+    public let cacheType: SDImageCacheType
+    public let url: URL?
+}
+
+/// Cache, then network, then cache again: SDWebImage 5's manager.
+public final class SDWebImageManager: @unchecked Sendable {
+    public static let shared = SDWebImageManager(cache: SDImageCache.shared, loader: SDWebImageDownloader.shared)
+
+    public let imageCache: any SDImageCacheProtocol
+    public let imageLoader: any SDImageLoader
+    private let lock = NSLock()
+    private var _cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
+    private var _cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
+    private var _transformer: (any SDImageTransformer)?
+    private var _optionsProcessor: (any SDWebImageOptionsProcessorProtocol)?
+    private weak var _delegate: (any SDWebImageManagerDelegate)?
+    private var failedURLs = Set<URL>()
+    private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
+
+    public init(cache: any SDImageCacheProtocol, loader: any SDImageLoader) {
+        imageCache = cache
+        imageLoader = loader
+    }
+
+    private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
+    private func set(_ body: () -> Void) { lock.lock(); body(); lock.unlock() }
+
+    public var cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)? {
+        get { get { _cacheKeyFilter } }
+        set { set { _cacheKeyFilter = newValue } }
+    }
+    public var cacheSerializer: (any SDWebImageCacheSerializerProtocol)? {
+        get { get { _cacheSerializer } }
+        set { set { _cacheSerializer = newValue } }
+    }
+    /// Applied to every load without its own `.imageTransformer`.
+    public var transformer: (any SDImageTransformer)? {
+        get { get { _transformer } }
+        set { set { _transformer = newValue } }
+    }
+    public var optionsProcessor: (any SDWebImageOptionsProcessorProtocol)? {
+        get { get { _optionsProcessor } }
+        set { set { _optionsProcessor = newValue } }
+    }
+    public var delegate: (any SDWebImageManagerDelegate)? {
+        get { get { _delegate } }
+        set { set { _delegate = newValue } }
+    }
+
+    /// Loads in progress.
+    public var isRunning: Bool { get { !running.isEmpty } }
+
+    public func cancelAll() {
+        let ops = get { Array(running.values) }
+        for op in ops { op.cancel() }
+    }
+
+    public func removeFailedURL(_ url: URL) { set { failedURLs.remove(url) } }
+    public func removeAllFailedURLs() { set { failedURLs.removeAll() } }
+    public func isFailedURL(_ url: URL) -> Bool { get { failedURLs.contains(url) } }
+
+    func finished(_ op: SDWebImageCombinedOperation) {
+        set { running.removeValue(forKey: ObjectIdentifier(op)) }
+    }
+
+    // MARK: - Keys
+
+    /// The cache key: the filter's (else the URL string), then the thumbnail
+    /// and transformer parts.
+    public func cacheKey(for url: URL?, context: SDWebImageContext? = nil) -> String? {
+        guard let key = originalCacheKey(for: url, context: context) else { return nil }
+        var k = key
+        if let size = context?.pixelSize(.imageThumbnailPixelSize) {
+            let keep = context?[.imagePreserveAspectRatio] as? Bool ?? true
+            k = SDThumbnailedKeyForKey(k, CGSize(width: size.width, height: size.height), keep)
+        }
+        if let t = context?[.imageTransformer] as? any SDImageTransformer {
+            k = SDTransformedKeyForKey(k, t.transformerKey)
+        }
+        return k
+    }
+
+    private func originalCacheKey(for url: URL?, context: SDWebImageContext?) -> String? {
+        guard let url else { return nil }
+        let filter = context?[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol ?? cacheKeyFilter
+        return filter.map { $0.cacheKey(for: url) } ?? url.absoluteString
+    }
+
+    // MARK: - Load
+
+    @discardableResult
+    public func loadImage(with url: URL?, options: SDWebImageOptions = [], context: SDWebImageContext? = nil,
+                          progress: SDImageLoaderProgressBlock? = nil,
+                          completed: @escaping SDInternalCompletionBlock) -> SDWebImageCombinedOperation? {
+        let op = SDWebImageCombinedOperation()
+        op.manager = self
+        var options = options
+        var context = context ?? [:]
+        if let r = optionsProcessor?.processedResult(for: url, options: options, context: context) {
+            options = r.options
+            context = r.context ?? [:]
+        }
+        if context[.imageTransformer] == nil, let t = transformer { context[.imageTransformer] = t }
+        let queue = context.callbackQueue ?? sdDefaultCallbackQueue
+        let load = Load(manager: self, op: op, url: url, options: options, context: context, queue: queue,
+                        progress: progress, completed: completed)
+        guard let url, !url.absoluteString.isEmpty else {
+            load.complete(nil, nil, SDWebImageError(.invalidURL, "the image URL is nil or empty"), .none)
+            return op
+        }
+        if !options.contains(.retryFailed), isFailedURL(url) {
+            load.complete(nil, nil, SDWebImageError(.blackListed, "the URL failed before (use .retryFailed)"), .none)
+            return op
+        }
+        set { running[ObjectIdentifier(op)] = op }
+        load.queryCache()
+        return op
+    }
+
+    /// Async: the first final result (with `.refreshCached`, the cached one).
+    public func loadImage(with url: URL?, options: SDWebImageOptions = [],
+                          context: SDWebImageContext? = nil) async throws -> SDWebImageLoadResult {
+        let box = CancelBox<SDWebImageCombinedOperation>()
+        let once = Once()
+        let result: Result<SDWebImageLoadResult, any Error> = await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                var ctx = context ?? [:]
+                if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = DispatchQueue.global() }
+                box.set(loadImage(with: url, options: options.subtracting(.progressiveLoad), context: ctx) {
+                    image, data, error, type, finished, url in
+                    guard finished, once.first() else { return }
+                    if let error { c.resume(returning: .failure(error)) }
+                    else { c.resume(returning: .success(SDWebImageLoadResult(image: image, data: data, cacheType: type, url: url))) }
+                })
+            }
+        } onCancel: {
+            box.cancel()
+        }
+        return try result.get()
+    }
+
+    func block(_ url: URL, error: any Error, loader: any SDImageLoader) {
+        let decision = delegate?.imageManager(self, shouldBlockFailedURL: url, error: error)
+            ?? loader.shouldBlockFailedURL(url, error: error)
+        if decision { set { _ = failedURLs.insert(url) } }
+    }
+}
+
+extension SDWebImageCombinedOperation: Cancellable {}
+
+final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func first() -> Bool { lock.lock(); defer { lock.unlock() }; if done { return false }; done = true; return true }
+}
+
+/// The state of one manager load, step by step (SDWebImage's call… methods).
+private final class Load: @unchecked Sendable {
+    let manager: SDWebImageManager
+    let op: SDWebImageCombinedOperation
+    let url: URL?
+    let options: SDWebImageOptions
+    let context: SDWebImageContext
+    let queue: DispatchQueue
+    let progress: SDImageLoaderProgressBlock?
+    let completed: SDInternalCompletionBlock
+    let lock = NSLock()
+    var ended = false
+
+    init(manager: SDWebImageManager, op: SDWebImageCombinedOperation, url: URL?, options: SDWebImageOptions,
+         context: SDWebImageContext, queue: DispatchQueue, progress: SDImageLoaderProgressBlock?,
+         completed: @escaping SDInternalCompletionBlock) {
+        self.manager = manager
+        self.op = op
+        self.url = url
+        self.options = options
+        self.context = context
+        self.queue = queue
+        self.progress = progress
+        self.completed = completed
+    }
+
+    var cache: any SDImageCacheProtocol { context[.imageCache] as? any SDImageCacheProtocol ?? manager.imageCache }
+    var originalCache: any SDImageCacheProtocol { context[.originalImageCache] as? any SDImageCacheProtocol ?? cache }
+    var loader: any SDImageLoader { context[.imageLoader] as? any SDImageLoader ?? manager.imageLoader }
+    var transformer: (any SDImageTransformer)? { context[.imageTransformer] as? any SDImageTransformer }
+    var key: String? { manager.cacheKey(for: url, context: context) }
+    var originalKey: String? { url.flatMap { manager.cacheKey(for: $0, context: originalContext) } }
+    var derived: Bool { key != originalKey }
+    var originalContext: SDWebImageContext {
+        var c = context
+        c[.imageThumbnailPixelSize] = nil
+        c[.imageTransformer] = nil
+        return c
+    }
+    func type(_ k: SDWebImageContextOption, _ d: SDImageCacheType) -> SDImageCacheType {
+        context[k] as? SDImageCacheType ?? d
+    }
+
+    /// A final answer: once; it ends the operation.
+    func complete(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ type: SDImageCacheType) {
+        lock.lock()
+        if ended { lock.unlock(); return }
+        ended = true
+        lock.unlock()
+        let (c, u) = (completed, url)
+        queue.async { c(image, data, error, type, true, u) }
+        manager.finished(op)
+    }
+
+    /// A result that does not end the operation (previews, the cached image of `.refreshCached`).
+    func deliver(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, finished: Bool) {
+        let (c, u) = (completed, url)
+        queue.async { c(image, data, nil, type, finished, u) }
+    }
+
+    func cancelled() { complete(nil, nil, SDWebImageError(.cancelled, "the load was cancelled"), .none) }
+
+    // MARK: steps
+
+    func queryCache() {
+        if options.contains(.fromLoaderOnly) {
+            download(cached: nil, data: nil, type: .none)
+            return
+        }
+        let queryType = type(.queryCacheType, .all)
+        op.setCacheOperation(cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType) {
+            [self] image, data, cacheType in
+            if op.isCancelled { return cancelled() }
+            if image == nil, derived {
+                queryOriginal()
+            } else {
+                download(cached: image, data: data, type: cacheType)
+            }
+        })
+    }
+
+    /// A thumbnail or transformed image missing: make it from the original bytes if the cache has them.
+    func queryOriginal() {
+        let originalType = type(.originalQueryCacheType, .disk)
+        guard originalType != .none, let originalKey else { return download(cached: nil, data: nil, type: .none) }
+        // Decode straight to the thumbnail size; the original entry is not touched.
+        var ctx = context
+        ctx[.imageTransformer] = nil
+        op.setCacheOperation(originalCache.queryImage(forKey: originalKey, options: options, context: ctx,
+                                                      cacheType: originalType == .all ? .disk : originalType) {
+            [self] image, _, cacheType in
+            if op.isCancelled { return cancelled() }
+            guard let image else { return download(cached: nil, data: nil, type: .none) }
+            transformAndStore(image, nil, downloaded: nil, cacheType: cacheType, validators: nil)
+        })
+    }
+
+    func download(cached: SDImage?, data: Data?, type cacheType: SDImageCacheType) {
+        guard let url else { return complete(cached, data, nil, cacheType) }
+        let refresh = cached != nil && options.contains(.refreshCached)
+        let shouldDownload = !options.contains(.fromCacheOnly) && (cached == nil || refresh)
+            && (manager.delegate?.imageManager(manager, shouldDownloadImageFor: url) ?? true)
+            && loader.canRequestImage(for: url)
+        guard shouldDownload else { return complete(cached, data, nil, cached == nil ? .none : cacheType) }
+        var ctx = context
+        if refresh {
+            deliver(cached, data, cacheType, finished: true)
+            if let k = originalKey, let c = originalCache as? SDImageCache, let raw = c.extendedData(forKey: k),
+               let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), !v.isEmpty {
+                ctx[.httpValidators] = v
+            }
+        }
+        let tokenBox = TokenRef()
+        let loader = self.loader
+        let token = loader.requestImage(with: url, options: options, context: ctx, progress: progress) {
+            [self] image, data, error, finished in
+            if op.isCancelled { return cancelled() }
+            if let error {
+                if refresh, (error as? SDWebImageError)?.code == .cacheNotModified {
+                    // still current: keep the entry and make it new again
+                    if let k = originalKey, let c = originalCache as? SDImageCache { c.touchDiskEntry(forKey: k) }
+                    lock.lock(); ended = true; lock.unlock()
+                    manager.finished(op)
+                    return
+                }
+                if (error as? SDWebImageError)?.code != .cancelled { manager.block(url, error: error, loader: loader) }
+                return complete(nil, nil, error, .none)
+            }
+            guard finished else { return deliver(image, data, .none, finished: false) }
+            if options.contains(.retryFailed) { manager.removeFailedURL(url) }
+            let response = (tokenBox.value as? SDWebImageDownloadToken)?.response as? HTTPURLResponse
+            let validators = response.map {
+                SDWebImageHTTPValidators(etag: $0.value(forHTTPHeaderField: "ETag"),
+                                         lastModified: $0.value(forHTTPHeaderField: "Last-Modified"))
+            }
+            guard let image else {
+                // bytes only (.avoidDecodeImage): store them as they are
+                store(nil, data, key: originalKey, type: self.type(.storeCacheType, .all), validators: validators) {
+                    self.complete(nil, data, nil, .none)
+                }
+                return
+            }
+            transformAndStore(image, data, downloaded: data, cacheType: .none, validators: validators)
+        }
+        tokenBox.value = token
+        op.setLoaderOperation(token)
+    }
+
+    /// Transform (if asked), store original and result, complete.
+    func transformAndStore(_ image: SDImage, _ data: Data?, downloaded: Data?, cacheType: SDImageCacheType,
+                           validators: SDWebImageHTTPValidators?) {
+        let storeType = type(.storeCacheType, .all)
+        var result = image
+        if let t = transformer {
+            guard let transformed = t.transformedImage(with: image, forKey: key ?? "") else {
+                return complete(nil, nil, SDWebImageError(.badImageData, "the transformer returned nil"), .none)
+            }
+            result = transformed
+        }
+        let serializer = context[.cacheSerializer] as? any SDWebImageCacheSerializerProtocol ?? manager.cacheSerializer
+        let group = DispatchGroup()
+        if derived {
+            // keep the original bytes (not the thumbnail) for later transforms
+            if let downloaded, let originalKey {
+                let originalType = type(.originalStoreCacheType, .disk)
+                if originalType != .none {
+                    group.enter()
+                    store(nil, downloaded, key: originalKey, type: originalType == .all ? .disk : originalType,
+                          validators: validators, cache: originalCache) { group.leave() }
+                }
+            }
+            let bytes = serializer?.cacheData(with: result, originalData: nil, imageURL: url)
+            group.enter()
+            store(result, bytes, key: key, type: storeType, validators: nil) { group.leave() }
+            finish(group, result, nil, cacheType)
+        } else {
+            let bytes = serializer.map { $0.cacheData(with: result, originalData: data, imageURL: url) } ?? data
+            group.enter()
+            store(result, bytes, key: key, type: storeType, validators: validators) { group.leave() }
+            finish(group, result, data, cacheType)
+        }
+    }
+
+    private func finish(_ group: DispatchGroup, _ image: SDImage, _ data: Data?, _ type: SDImageCacheType) {
+        if options.contains(.waitStoreCache) {
+            group.notify(queue: .global()) { self.complete(image, data, nil, type) }
+        } else {
+            complete(image, data, nil, type)
+        }
+    }
+
+    func store(_ image: SDImage?, _ data: Data?, key: String?, type: SDImageCacheType,
+               validators: SDWebImageHTTPValidators?, cache: (any SDImageCacheProtocol)? = nil,
+               done: @escaping @Sendable () -> Void) {
+        let target = cache ?? self.cache
+        guard type != .none, image != nil || data != nil else { return done() }
+        if let c = target as? SDImageCache, let v = validators, !v.isEmpty, data != nil,
+           let raw = try? JSONEncoder().encode(v) {
+            c.store(image, imageData: data, forKey: key, cacheType: type, extendedData: raw) { _ in done() }
+        } else {
+            target.store(image, imageData: data, forKey: key, cacheType: type) { _ in done() }
+        }
+    }
+}
+
+private final class TokenRef: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value: (any SDWebImageOperation)?
+    var value: (any SDWebImageOperation)? {
+        get { lock.lock(); defer { lock.unlock() }; return _value }
+        set { lock.lock(); _value = newValue; lock.unlock() }
+    }
+}

@@ -1,0 +1,146 @@
+import Dispatch
+import Foundation
+
+/// Manager-level flags, SDWebImage's names and bits.
+public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// Do not blocklist a URL after it failed (and try a blocklisted one again).
+    public static let retryFailed = Self(rawValue: 1 << 0)
+    public static let lowPriority = Self(rawValue: 1 << 1)
+    /// Previews while loading: completion with `finished == false`.
+    public static let progressiveLoad = Self(rawValue: 1 << 2)
+    /// Serve the cached image, then revalidate with the server (ETag /
+    /// Last-Modified): a 304 keeps the entry (and makes it new again), a
+    /// changed image calls completion a second time.
+    public static let refreshCached = Self(rawValue: 1 << 3)
+    public static let handleCookies = Self(rawValue: 1 << 5)
+    public static let allowInvalidSSLCertificates = Self(rawValue: 1 << 6)
+    public static let highPriority = Self(rawValue: 1 << 7)
+    public static let scaleDownLargeImages = Self(rawValue: 1 << 11)
+    public static let queryMemoryData = Self(rawValue: 1 << 12)
+    public static let queryMemoryDataSync = Self(rawValue: 1 << 13)
+    public static let queryDiskDataSync = Self(rawValue: 1 << 14)
+    /// Never use the network.
+    public static let fromCacheOnly = Self(rawValue: 1 << 15)
+    /// Never query the cache (the result is still stored).
+    public static let fromLoaderOnly = Self(rawValue: 1 << 16)
+    /// Bytes only: no image is decoded.
+    public static let avoidDecodeImage = Self(rawValue: 1 << 18)
+    /// Complete only after the disk write finished.
+    public static let waitStoreCache = Self(rawValue: 1 << 22)
+
+    var cacheOptions: SDImageCacheOptions {
+        var o: SDImageCacheOptions = []
+        if contains(.queryMemoryData) { o.insert(.queryMemoryData) }
+        if contains(.queryMemoryDataSync) { o.insert(.queryMemoryDataSync) }
+        if contains(.queryDiskDataSync) { o.insert(.queryDiskDataSync) }
+        if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
+        if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
+        return o
+    }
+
+    var downloaderOptions: SDWebImageDownloaderOptions {
+        var o: SDWebImageDownloaderOptions = []
+        if contains(.lowPriority) { o.insert(.lowPriority) }
+        if contains(.highPriority) { o.insert(.highPriority) }
+        if contains(.progressiveLoad) { o.insert(.progressiveLoad) }
+        if contains(.handleCookies) { o.insert(.handleCookies) }
+        if contains(.allowInvalidSSLCertificates) { o.insert(.allowInvalidSSLCertificates) }
+        if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
+        if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
+        return o
+    }
+}
+
+extension SDWebImageContextOption {
+    /// `SDImageCacheType`: where to look (default `.all`).
+    public static let queryCacheType: Self = "queryCacheType"
+    /// `SDImageCacheType`: where to store the final image (default `.all`).
+    public static let storeCacheType: Self = "storeCacheType"
+    /// `SDImageCacheType`: where to look for the original of a thumbnail or
+    /// transformed image (default `.disk`).
+    public static let originalQueryCacheType: Self = "originalQueryCacheType"
+    /// `SDImageCacheType`: where to keep the original bytes of a thumbnail or
+    /// transformed download (default `.disk`).
+    public static let originalStoreCacheType: Self = "originalStoreCacheType"
+    /// `SDImageCacheProtocol` for this load.
+    public static let imageCache: Self = "imageCache"
+    /// `SDImageCacheProtocol` for originals.
+    public static let originalImageCache: Self = "originalImageCache"
+    /// `SDImageLoader` for this load.
+    public static let imageLoader: Self = "imageLoader"
+    /// `SDImageTransformer` for this load.
+    public static let imageTransformer: Self = "imageTransformer"
+    /// `SDWebImageCacheKeyFilterProtocol` for this load.
+    public static let cacheKeyFilter: Self = "cacheKeyFilter"
+    /// `SDWebImageCacheSerializerProtocol` for this load.
+    public static let cacheSerializer: Self = "cacheSerializer"
+    /// `SDWebImageHTTPValidators`: send a conditional request; a 304 fails the
+    /// download with `cacheNotModified` (the manager's `.refreshCached` uses it).
+    public static let httpValidators: Self = "httpValidators"
+}
+
+/// ETag and Last-Modified of a stored response, for revalidation.
+public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    public init(etag: String?, lastModified: String?) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+    var isEmpty: Bool { etag == nil && lastModified == nil }
+}
+
+/// URL → cache key.
+public protocol SDWebImageCacheKeyFilterProtocol: Sendable {
+    func cacheKey(for url: URL) -> String?
+}
+
+public struct SDWebImageCacheKeyFilter: SDWebImageCacheKeyFilterProtocol {
+    private let block: @Sendable (URL) -> String?
+    public init(block: @escaping @Sendable (URL) -> String?) { self.block = block }
+    public func cacheKey(for url: URL) -> String? { block(url) }
+}
+
+/// Image + downloaded bytes → bytes for the disk cache (nil: encode the image).
+public protocol SDWebImageCacheSerializerProtocol: Sendable {
+    func cacheData(with image: SDImage, originalData data: Data?, imageURL: URL?) -> Data?
+}
+
+public struct SDWebImageCacheSerializer: SDWebImageCacheSerializerProtocol {
+    private let block: @Sendable (SDImage, Data?, URL?) -> Data?
+    public init(block: @escaping @Sendable (SDImage, Data?, URL?) -> Data?) { self.block = block }
+    public func cacheData(with image: SDImage, originalData data: Data?, imageURL: URL?) -> Data? { block(image, data, imageURL) }
+}
+
+/// Rewrites the options and context of every load (global policy).
+public protocol SDWebImageOptionsProcessorProtocol: Sendable {
+    func processedResult(for url: URL?, options: SDWebImageOptions, context: SDWebImageContext?) -> SDWebImageOptionsResult?
+}
+
+public struct SDWebImageOptionsResult: Sendable {
+    public let options: SDWebImageOptions
+    public let context: SDWebImageContext?
+    public init(options: SDWebImageOptions, context: SDWebImageContext?) {
+        self.options = options
+        self.context = context
+    }
+}
+
+public struct SDWebImageOptionsProcessor: SDWebImageOptionsProcessorProtocol {
+    private let block: @Sendable (URL?, SDWebImageOptions, SDWebImageContext?) -> SDWebImageOptionsResult?
+    public init(block: @escaping @Sendable (URL?, SDWebImageOptions, SDWebImageContext?) -> SDWebImageOptionsResult?) {
+        self.block = block
+    }
+    public func processedResult(for url: URL?, options: SDWebImageOptions, context: SDWebImageContext?) -> SDWebImageOptionsResult? {
+        block(url, options, context)
+    }
+}
+
+/// Turns a decoded image into another; its key names the result in caches.
+public protocol SDImageTransformer: Sendable {
+    var transformerKey: String { get }
+    func transformedImage(with image: SDImage, forKey key: String) -> SDImage?
+}
