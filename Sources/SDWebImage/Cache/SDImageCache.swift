@@ -30,14 +30,19 @@ public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
         d(nil, nil, .none)
     }
 
-    /// The one real answer, on `queue` (nil: right here); dropped after a cancel.
+    /// The one real answer, on `queue` (nil: right here). A cancel that comes
+    /// before it runs wins, even once it is queued.
     func finish(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, on queue: DispatchQueue?) {
+        guard let queue else { return deliver(image, data, type) }
+        queue.async { self.deliver(image, data, type) }
+    }
+
+    private func deliver(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
         lock.lock()
         let d = done
         done = nil
         lock.unlock()
-        guard let d else { return }
-        if let queue { queue.async { d(image, data, type) } } else { d(image, data, type) }
+        d?(image, data, type)
     }
 }
 
@@ -296,7 +301,9 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
                 return
             }
             let decoded = decode(data, key, options, context)
-            if let decoded, cacheType.includesMemory { storeImage(toMemory: decoded, forKey: key) }
+            // A thumbnail decoded from a full-size entry must not land under the full-size key.
+            let thumbnail = context?.pixelSize(.imageThumbnailPixelSize) != nil && !key.contains("-Thumbnail({")
+            if let decoded, cacheType.includesMemory, !thumbnail { storeImage(toMemory: decoded, forKey: key) }
             token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
         }
         if sync { work() } else { readQueue.async(execute: work) }

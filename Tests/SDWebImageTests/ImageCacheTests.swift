@@ -1,0 +1,195 @@
+import Dispatch
+import Foundation
+import SDTestSupport
+import SDWebImage
+import Testing
+
+/// A cache in its own temporary folder.
+func makeCache(_ name: String = "t", config: SDImageCacheConfig? = nil) -> SDImageCache {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdic-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+    let c = config ?? SDImageCacheConfig()
+    c.callbackQueue = DispatchQueue(label: "cache.callbacks")
+    return SDImageCache(namespace: name, diskCacheDirectory: dir, config: c)
+}
+
+func testImage(_ w: Int = 40, _ h: Int = 30) throws -> (SDImage, Data) {
+    let data = try TestServers.jpeg(width: w, height: h, progressive: false)
+    return (try #require(SDImage(data: data)), data)
+}
+
+@Suite("SDImageCache (ports of SDImageCacheTests)")
+struct ImageCacheTests {
+    @Test("shared is a singleton; a new cache is another; default folder follows XDG")
+    func instances() {
+        #expect(SDImageCache.shared === SDImageCache.shared)
+        let c = makeCache()
+        #expect(c !== SDImageCache.shared)
+        #expect(SDImageCache.shared.diskCachePath.hasSuffix("/SDWebImage/default"))
+        #expect(c.totalDiskSize() == 0 && c.totalDiskCount() == 0)
+    }
+
+    @Test("Store: memory at once, disk after completion; toDisk false keeps it in memory only")
+    func storing() async throws {
+        let c = makeCache()
+        let (image, data) = try testImage()
+        await withCheckedContinuation { k in
+            c.store(image, imageData: data, forKey: "k1") { k.resume() }
+            #expect(c.imageFromMemoryCache(forKey: "k1") === image)  // synchronously
+        }
+        #expect(c.diskImageDataExists(withKey: "k1") && c.diskImageData(forKey: "k1") == data)
+        #expect(c.totalDiskCount() == 1)
+        c.store(image, imageData: data, forKey: "mem", toDisk: false)
+        c.waitForPendingWrites()
+        #expect(c.imageFromMemoryCache(forKey: "mem") != nil && !c.diskImageDataExists(withKey: "mem"))
+        // without data: encoded, PNG for alpha, JPEG for opaque
+        let alpha = try #require(SDImage(data: try TestServers.png(width: 8, height: 8)))
+        try await c.store(alpha, forKey: "alpha")
+        try await c.store(image, forKey: "opaque")
+        #expect(SDImageFormat(data: c.diskImageData(forKey: "alpha")) == .png)
+        #expect(SDImageFormat(data: c.diskImageData(forKey: "opaque")) == .jpeg)
+        // bytes only
+        try c.storeImageData(toDisk: data, forKey: "bytes")
+        #expect(c.imageFromMemoryCache(forKey: "bytes") == nil)
+        #expect(c.imageFromDiskCache(forKey: "bytes")?.width == 40)
+        #expect(c.imageFromMemoryCache(forKey: "bytes") != nil)  // a disk read fills memory
+    }
+
+    @Test("clearMemory keeps disk, clearDisk keeps memory; removal from memory only or both")
+    func clearing() async throws {
+        let c = makeCache()
+        let (image, data) = try testImage()
+        try await c.store(image, imageData: data, forKey: "a")
+        c.clearMemory()
+        #expect(c.imageFromMemoryCache(forKey: "a") == nil && c.imageFromDiskCache(forKey: "a") != nil)
+        await c.clearDisk()
+        #expect(c.imageFromMemoryCache(forKey: "a") != nil && !c.diskImageDataExists(withKey: "a"))
+        #expect(c.totalDiskCount() == 0)
+
+        try await c.store(image, imageData: data, forKey: "b")
+        await withCheckedContinuation { k in c.removeImage(forKey: "b", fromDisk: false) { k.resume() } }
+        #expect(c.imageFromMemoryCache(forKey: "b") == nil && c.diskImageDataExists(withKey: "b"))
+        await withCheckedContinuation { k in c.removeImage(forKey: "b", fromDisk: true) { k.resume() } }
+        #expect(!c.diskImageDataExists(withKey: "b") && c.imageFromCache(forKey: "b") == nil)
+        c.removeImage(forKey: "c")  // a removal is visible at once to readers
+        #expect(!c.diskImageDataExists(withKey: "c"))
+    }
+
+    @Test("Queries: memory hit answers at once; disk hit through a token; query types; cancel calls done once, synchronously")
+    func queries() async throws {
+        let c = makeCache()
+        let (image, data) = try testImage()
+        try await c.store(image, imageData: data, forKey: "q")
+        let sync = Box<(SDImage?, SDImageCacheType)>()
+        let none = c.queryCacheOperation(forKey: "q") { i, _, t in sync.value = (i, t) }
+        #expect(none == nil && sync.value?.0 === image && sync.value?.1 == .memory)
+        c.clearMemory()
+        let r = await c.image(forKey: "q")
+        #expect(r.image?.width == 40 && r.data == data && r.cacheType == .disk)
+        #expect(await c.image(forKey: "q", cacheType: .memory).cacheType == .memory)  // the disk read filled it
+        c.clearMemory()
+        #expect(await c.image(forKey: "q", cacheType: .memory).image == nil)
+        #expect(await c.image(forKey: "missing").cacheType == .none)
+        // sync disk query: the answer comes before the call returns
+        let direct = Box<SDImageCacheType>()
+        _ = c.queryCacheOperation(forKey: "q", options: .queryDiskDataSync) { _, _, t in direct.value = t }
+        #expect(direct.value == .disk)
+        // memory hit plus data
+        let both = await c.image(forKey: "q", options: .queryMemoryData)
+        #expect(both.image != nil && both.data == data && both.cacheType == .memory)
+
+        c.clearMemory()
+        let calls = Counter()
+        c.config.callbackQueue.suspend()  // the disk answer is read but cannot be delivered yet
+        let token = c.queryCacheOperation(forKey: "q") { image, _, type in
+            calls.add()
+            #expect(image == nil && type == .none)
+        }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        token?.cancel()
+        c.config.callbackQueue.resume()
+        token?.cancel()
+        #expect(calls.value == 1)  // at once, on this thread
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(calls.value == 1)
+    }
+
+    @Test("A thumbnail query on a full-size entry decodes small and never writes under the full-size key")
+    func thumbnailQuery() async throws {
+        let c = makeCache()
+        let (_, data) = try testImage(400, 300)
+        try c.storeImageData(toDisk: data, forKey: "full")
+        let r = await c.image(forKey: "full", context: [.imageThumbnailPixelSize: CGSize(width: 100, height: 100)])
+        #expect(r.image?.width == 100 && r.image?.height == 75 && r.cacheType == .disk)
+        #expect(c.imageFromMemoryCache(forKey: "full") == nil && c.diskImageData(forKey: "full") == data)
+    }
+
+    @Test("Expiry: maxDiskAge 1 s; size limit evicts; cache paths follow the key's extension")
+    func expiryAndPaths() async throws {
+        let config = SDImageCacheConfig()
+        config.maxDiskAge = 1
+        let c = makeCache(config: config)
+        let (image, data) = try testImage()
+        try await c.store(image, imageData: data, forKey: "old")
+        #expect(c.totalDiskCount() == 1)
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        await c.deleteOldFiles()
+        #expect(c.totalDiskCount() == 0)
+
+        let small = SDImageCacheConfig()
+        small.maxDiskSize = 10
+        let s = makeCache(config: small)
+        try await s.store(nil, imageData: Data(count: 20_000), forKey: "big")
+        #expect(s.totalDiskCount() == 0)  // over the limit at once: swept after the store
+
+        #expect(c.cachePath(forKey: nil) == nil && c.cachePath(forKey: "any") != nil)
+        #expect(c.cachePath(forKey: "http://a.com/b/c.jpg")!.hasSuffix(".jpg"))
+        #expect(!c.cachePath(forKey: "http://maps.com/map?center=48.8566,2.3522")!.contains("."))
+        #expect(c.cachePath(forKey: "http://a.com/c.jpg?size=" + String(repeating: "9", count: 300))!.hasSuffix(".jpg"))
+        #expect(!(c.cachePath(forKey: "http://a.com/c." + String(repeating: "x", count: 300))!.split(separator: "/").last!.contains(".")))
+    }
+
+    @Test("Extended data rides with the entry")
+    func extendedData() async throws {
+        let c = makeCache()
+        let (image, data) = try testImage()
+        await withCheckedContinuation { k in
+            c.store(image, imageData: data, forKey: "e", cacheType: .all, extendedData: Data("v1".utf8)) { _ in k.resume() }
+        }
+        #expect(c.extendedData(forKey: "e") == Data("v1".utf8))
+        try c.storeExtendedData(nil, forKey: "e")
+        #expect(c.extendedData(forKey: "e") == nil)
+    }
+
+    @Test("Memory cost limit holds (LRU); contains/clear through the protocol")
+    func protocolOps() async throws {
+        let config = SDImageCacheConfig()
+        let (image, data) = try testImage()
+        config.maxMemoryCost = image.cost * 2
+        let c = makeCache(config: config)
+        for i in 0..<5 { c.storeImage(toMemory: image, forKey: "m\(i)") }
+        #expect(c.imageFromMemoryCache(forKey: "m4") != nil && c.imageFromMemoryCache(forKey: "m0") == nil)
+        try await c.store(image, imageData: data, forKey: "p", cacheType: .disk)
+        let found: SDImageCacheType = await withCheckedContinuation { k in
+            c.containsImage(forKey: "p", cacheType: .all) { k.resume(returning: $0) }
+        }
+        #expect(found == .disk)
+        await withCheckedContinuation { k in c.clear(with: .all) { k.resume() } }
+        #expect(c.totalDiskCount() == 0 && c.imageFromMemoryCache(forKey: "m4") == nil)
+    }
+}
+
+final class Box<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value: T?
+    var value: T? {
+        get { lock.lock(); defer { lock.unlock() }; return _value }
+        set { lock.lock(); _value = newValue; lock.unlock() }
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.lock(); n += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+}
