@@ -1,0 +1,279 @@
+import Dispatch
+import Foundation
+import SDTestSupport
+import SDWebImage
+import Testing
+
+/// Everything a manager load reported.
+final class LoadLog: @unchecked Sendable {
+    struct Call { let image: SDImage?; let data: Data?; let error: (any Error)?; let type: SDImageCacheType; let finished: Bool; let url: URL? }
+    private let lock = NSLock()
+    private var _calls: [Call] = []
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private let expected: Int
+
+    init(finals: Int = 1) { expected = finals }
+
+    var block: SDInternalCompletionBlock {
+        { image, data, error, type, finished, url in
+            self.lock.lock()
+            self._calls.append(Call(image: image, data: data, error: error, type: type, finished: finished, url: url))
+            let done = self._calls.filter(\.finished).count >= self.expected
+            let w = done ? self.waiters : []
+            if done { self.waiters = [] }
+            self.lock.unlock()
+            for c in w { c.resume() }
+        }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { c in
+            lock.lock()
+            if _calls.filter(\.finished).count >= expected { lock.unlock(); c.resume(); return }
+            waiters.append(c)
+            lock.unlock()
+        }
+    }
+
+    var calls: [Call] { lock.lock(); defer { lock.unlock() }; return _calls }
+    var finals: [Call] { calls.filter(\.finished) }
+    var last: Call? { finals.last }
+    var sdError: SDWebImageError? { last?.error as? SDWebImageError }
+}
+
+extension SDWebImageManager {
+    func load(_ url: URL?, _ options: SDWebImageOptions = [], _ context: SDWebImageContext? = nil, finals: Int = 1) async -> LoadLog {
+        let log = LoadLog(finals: finals)
+        loadImage(with: url, options: options, context: context, completed: log.block)
+        await log.wait()
+        return log
+    }
+}
+
+func makeManager(_ cache: SDImageCache? = nil) -> (SDWebImageManager, SDImageCache) {
+    let c = cache ?? makeCache()
+    return (SDWebImageManager(cache: c, loader: SDWebImageDownloader()), c)
+}
+
+@Suite("SDWebImageManager (ports of SDWebImageManagerTests)", .serialized)
+struct ManagerTests {
+    let servers = TestServers.shared
+
+    @Test("Network, then memory, then disk; URL echoed; operations and isRunning")
+    func cacheThenNetwork() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let (m, c) = makeManager()
+        #expect(m !== SDWebImageManager.shared)
+        let url = s.url(s.http, "/img/small.jpg?m1")
+        let log = LoadLog()
+        let op = m.loadImage(with: url, completed: log.block)
+        #expect(m.isRunning)
+        await log.wait()
+        #expect(op?.loaderOperation != nil)
+        let first = try #require(log.last)
+        #expect(first.image?.width == 64 && first.error == nil && first.type == SDImageCacheType.none && first.url == url)
+        #expect(first.data?.count ?? 0 > 0)
+        #expect(await eventually { !m.isRunning })
+        c.waitForPendingWrites()
+        #expect(await m.load(url).last?.type == .memory)
+        c.clearMemory()
+        let disk = await m.load(url)
+        #expect(disk.last?.type == .disk && disk.last?.image?.width == 64)
+        #expect(m.cacheKey(for: url) == url.absoluteString)
+    }
+
+    @Test("Errors: nil URL, 404 (not blocklisted), bad data (blocklisted until retryFailed or removal)")
+    func errorsAndBlocklist() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        #expect(await m.load(nil).sdError?.code == .invalidURL)
+        let missing = s.url(s.http, "/img/none.jpg?m2")
+        let notFound = await m.load(missing)
+        #expect(notFound.last?.image == nil && notFound.sdError?.code == .invalidDownloadStatusCode && notFound.last?.url == missing)
+        #expect(!m.isFailedURL(missing))
+
+        let html = s.url(s.fault, "/html?m2")
+        #expect(await m.load(html).sdError?.code == .badImageData)
+        #expect(m.isFailedURL(html))
+        #expect(await m.load(html).sdError?.code == .blackListed)
+        #expect(await m.load(html, .retryFailed).sdError?.code == .badImageData)
+        m.removeFailedURL(html)
+        #expect(!m.isFailedURL(html))
+        _ = await m.load(html)
+        m.removeAllFailedURLs()
+        #expect(!m.isFailedURL(html))
+
+        let refused = URL(string: "http://127.0.0.1:\(try closedPort())/x.jpg")!
+        #expect(await m.load(refused).last?.error is URLError)
+        #expect(!m.isFailedURL(refused))  // transient network trouble never blocks
+    }
+
+    @Test("cancelAll and cancelling one load complete with cancelled, once")
+    func cancelling() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let a = LoadLog(), b = LoadLog()
+        m.loadImage(with: s.url(s.fault, "/stall?m3a"), completed: a.block)
+        let op = m.loadImage(with: s.url(s.fault, "/stall?m3b"), completed: b.block)
+        try await Task.sleep(nanoseconds: 50_000_000)
+        op?.cancel()
+        await b.wait()
+        #expect(b.sdError?.code == .cancelled && op?.isCancelled == true)
+        m.cancelAll()
+        await a.wait()
+        #expect(a.sdError?.code == .cancelled)
+        #expect(await eventually { !m.isRunning })
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(a.finals.count == 1 && b.finals.count == 1)
+    }
+
+    @Test("refreshCached: cached image first; a real 304 keeps the entry and makes it new; a changed image comes second")
+    func refreshCached() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        let file = s.www.appendingPathComponent("img/refresh.jpg")
+        try TestServers.jpeg(width: 30, height: 20, progressive: false).write(to: file)
+        let url = s.url(s.http, "/img/refresh.jpg")
+        _ = await m.load(url, .waitStoreCache)
+        #expect(c.extendedData(forKey: url.absoluteString) != nil)  // ETag and Last-Modified kept
+        // age the entry, then revalidate: 304
+        let path = try #require(c.cachePath(forKey: url.absoluteString))
+        var old = [timespec(tv_sec: time(nil) - 7200, tv_nsec: 0), timespec(tv_sec: time(nil) - 7200, tv_nsec: 0)]
+        utimensat(AT_FDCWD, path, &old, 0)
+        let same = await m.load(url, .refreshCached)
+        #expect(same.last?.type == .memory && same.last?.image?.width == 30)
+        #expect(await eventually { !m.isRunning })
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(same.finals.count == 1)  // 304: no second call
+        var st = stat()
+        stat(path, &st)
+        #expect(st.st_mtim.tv_sec > time(nil) - 60)  // made new again
+
+        // the image changes on the server (new ETag): completion comes twice
+        try TestServers.jpeg(width: 33, height: 22, progressive: false).write(to: file)
+        let changed = await m.load(url, .refreshCached, finals: 2)
+        #expect(changed.finals.count == 2)
+        #expect(changed.finals.first?.image?.width == 30 && changed.finals.last?.image?.width == 33)
+        #expect(changed.finals.last?.type == SDImageCacheType.none)
+        c.waitForPendingWrites()
+        #expect(c.imageFromMemoryCache(forKey: url.absoluteString)?.width == 33)
+    }
+
+    @Test("fromCacheOnly, fromLoaderOnly, waitStoreCache, query and store cache types")
+    func cacheOptions() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        let url = s.url(s.http, "/img/n4.jpg?m5")
+        let miss = await m.load(url, .fromCacheOnly)
+        #expect(miss.last?.image == nil && miss.last?.error == nil && miss.last?.type == SDImageCacheType.none)
+        let stored = await m.load(url, .waitStoreCache, [.storeCacheType: SDImageCacheType.disk])
+        #expect(stored.last?.image != nil)
+        #expect(c.diskImageDataExists(withKey: url.absoluteString))  // already on disk when called back
+        #expect(c.imageFromMemoryCache(forKey: url.absoluteString) == nil)
+        let memOnly = await m.load(url, .fromCacheOnly, [.queryCacheType: SDImageCacheType.memory])
+        #expect(memOnly.last?.image == nil)
+        let diskOnly = await m.load(url, .fromCacheOnly, [.queryCacheType: SDImageCacheType.disk])
+        #expect(diskOnly.last?.type == .disk && diskOnly.last?.image != nil)
+        let fresh = await m.load(url, [.fromLoaderOnly])
+        #expect(fresh.last?.type == SDImageCacheType.none && fresh.last?.image != nil)
+    }
+
+    @Test("Cache key filter, serializer and options processor")
+    func hooks() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        m.cacheKeyFilter = SDWebImageCacheKeyFilter { "custom-" + $0.lastPathComponent }
+        let url = s.url(s.http, "/img/n5.jpg")
+        _ = await m.load(url, [], [.storeCacheType: SDImageCacheType.memory])
+        #expect(c.imageFromMemoryCache(forKey: "custom-n5.jpg") != nil && m.cacheKey(for: url) == "custom-n5.jpg")
+        m.cacheKeyFilter = nil
+
+        m.cacheSerializer = SDWebImageCacheSerializer { image, _, _ in image.pngData() }
+        let url2 = s.url(s.http, "/img/n6.jpg?serialized")
+        _ = await m.load(url2, .waitStoreCache)
+        #expect(SDImageFormat(data: c.diskImageData(forKey: url2.absoluteString)) == .png)
+        m.cacheSerializer = nil
+
+        m.optionsProcessor = SDWebImageOptionsProcessor { _, options, context in
+            var ctx = context ?? [:]
+            ctx[.imageScaleFactor] = 3.0
+            return SDWebImageOptionsResult(options: options.union(.fromLoaderOnly), context: ctx)
+        }
+        let scaled = await m.load(s.url(s.http, "/img/n7.jpg?processed"))
+        #expect(scaled.last?.image?.scale == 3)
+    }
+
+    @Test("Thumbnails: own keys; built from the full-size disk entry without network; ten sizes from one URL")
+    func thumbnails() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        let url = s.url(s.http, "/img/big.jpg?m7")
+        _ = await m.load(url, .waitStoreCache)
+        let full = try #require(c.diskImageData(forKey: url.absoluteString))
+        c.clearMemory()
+        let thumbContext: SDWebImageContext = [.imageThumbnailPixelSize: CGSize(width: 100, height: 100)]
+        let thumb = await m.load(url, [.fromCacheOnly, .waitStoreCache], thumbContext)
+        #expect(thumb.last?.image?.width == 100 && thumb.last?.image?.height == 75)
+        #expect(thumb.last?.type == .disk && thumb.last?.data == nil)
+        let key = try #require(m.cacheKey(for: url, context: thumbContext))
+        #expect(key != url.absoluteString && key.contains("Thumbnail({100.000000,100.000000},1)"))
+        #expect(c.imageFromMemoryCache(forKey: key)?.width == 100 && c.diskImageDataExists(withKey: key))
+        #expect(c.diskImageData(forKey: url.absoluteString) == full)  // full-size bytes untouched
+
+        let url2 = s.url(s.http, "/img/big.jpg?m7b")
+        let logs = (490...499).map { size -> LoadLog in
+            let log = LoadLog()
+            m.loadImage(with: url2, context: [.imageThumbnailPixelSize: CGSize(width: size, height: size)], completed: log.block)
+            return log
+        }
+        for (log, size) in zip(logs, 490...499) {
+            await log.wait()
+            #expect(log.last?.image?.width == size, "\(size)")
+        }
+    }
+
+    @Test("scaleDownLargeImages bounds the bitmap; progressive previews arrive unfinished")
+    func scaleDownAndProgressive() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let limited = await m.load(s.url(s.http, "/img/big.jpg?m8"), .scaleDownLargeImages,
+                                   [.imageScaleDownLimitBytes: 1_000_000])
+        let image = try #require(limited.last?.image)
+        #expect(image.cost <= 1_000_000 && image.width < 1000)
+        let prog = await m.load(s.url(s.fault, "/drip-progressive?m8"), .progressiveLoad)
+        let previews = prog.calls.filter { !$0.finished }
+        #expect(!previews.isEmpty && previews.allSatisfy { $0.image?.isIncremental == true })
+        #expect(prog.last?.image?.isIncremental == false)
+    }
+
+    @Test("A custom loader and cache through the context; async/await")
+    func customLoaderAndAsync() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let other = makeCache("other")
+        let loader = PNGLoader()
+        let log = await m.load(URL(string: "memory://x.png"), .waitStoreCache,
+                               [.imageLoader: loader, .imageCache: other])
+        #expect(log.last?.image?.width == 3 && log.last?.data != nil)
+        #expect(other.diskImageDataExists(withKey: "memory://x.png"))
+
+        let r = try await m.loadImage(with: s.url(s.http, "/img/n1.jpg?async"))
+        #expect(r.image?.width == 17 && r.cacheType == SDImageCacheType.none)
+        let again = try await m.loadImage(with: s.url(s.http, "/img/n1.jpg?async"))
+        #expect(again.cacheType == .memory)
+        await #expect(throws: SDWebImageError.self) { try await m.loadImage(with: nil) }
+    }
+}
+
+/// A loader that "downloads" a 3x2 PNG made in memory.
+final class PNGLoader: SDImageLoader, @unchecked Sendable {
+    func canRequestImage(for url: URL?) -> Bool { url?.scheme == "memory" }
+    func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
+                      progress: SDImageLoaderProgressBlock?, completed: SDImageLoaderCompletedBlock?) -> (any SDWebImageOperation)? {
+        let data = try? TestServers.png(width: 3, height: 2)
+        let image = data.flatMap { SDImage(data: $0) }
+        DispatchQueue.global().async { completed?(image, data, nil, true) }
+        return nil
+    }
+    func shouldBlockFailedURL(_ url: URL, error: any Error) -> Bool { false }
+}
