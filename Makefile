@@ -80,6 +80,9 @@ test-swift: deps
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
 test-swift-tsan: deps
+	@# SwiftPM 6.3 can fail to re-plan a reused sanitizer build ("unknown build
+	@# description"); dropping the cached plan makes it plan again (no rebuild).
+	rm -f .build-tsan/*/debug/description.json .build-tsan/*/debug/plugin-tools-description.json
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 test-cli: build-swift

@@ -45,6 +45,7 @@ extension SDImageCoderOptions {
         o.decodeImage = !avoidDecode
         o.progressive = progressive
         o.callbackQueue = queue
+        o.responseBox = context?[.responseBox] as? ResponseBox
         return o
     }
 }

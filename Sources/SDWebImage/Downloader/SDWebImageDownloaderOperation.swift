@@ -18,6 +18,8 @@ public struct SDImageCoderOptions: Sendable {
     public var progressive = false
     /// Where this subscriber's callbacks run (nil: the downloader's queue).
     public var callbackQueue: DispatchQueue?
+    /// Filled with the response before this subscriber's completion runs.
+    var responseBox: ResponseBox?
 
     public init() {}
 
@@ -455,6 +457,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             outcome = .failure(SDWebImageError(.badImageData, "the downloaded data is empty"))
         }
 
+        if hs.contains(where: { $0.options.responseBox != nil }) {
+            let r = response
+            for h in hs { h.options.responseBox?.set(r) }
+        }
         switch outcome {
         case .failure(let error):
             for h in hs { if let c = h.completed { h.queue.async { c(nil, nil, error, true) } } }
@@ -523,6 +529,19 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             }
         }
     }
+}
+
+/// Hands the response to a subscriber (the manager keeps its validators).
+final class ResponseBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value: URLResponse?
+    func set(_ r: URLResponse?) { lock.lock(); _value = r; lock.unlock() }
+    var value: URLResponse? { lock.lock(); defer { lock.unlock() }; return _value }
+}
+
+extension SDWebImageContextOption {
+    /// Internal: a `ResponseBox` the operation fills before completing.
+    static let responseBox: Self = "SDWebImageInternalResponseBox"
 }
 
 /// Identifies one subscriber of a default operation.

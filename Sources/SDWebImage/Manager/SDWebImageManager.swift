@@ -117,7 +117,11 @@ public final class SDWebImageManager: @unchecked Sendable {
     }
 
     /// Loads in progress.
-    public var isRunning: Bool { get { !running.isEmpty } }
+    public var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !running.isEmpty
+    }
 
     public func cancelAll() {
         let ops = get { Array(running.values) }
@@ -335,7 +339,8 @@ private final class Load: @unchecked Sendable {
                 ctx[.httpValidators] = v
             }
         }
-        let tokenBox = TokenRef()
+        let responseBox = ResponseBox()
+        ctx[.responseBox] = responseBox
         let loader = self.loader
         let token = loader.requestImage(with: url, options: options, context: ctx, progress: progress) {
             [self] image, data, error, finished in
@@ -353,7 +358,7 @@ private final class Load: @unchecked Sendable {
             }
             guard finished else { return deliver(image, data, .none, finished: false) }
             if options.contains(.retryFailed) { manager.removeFailedURL(url) }
-            let response = (tokenBox.value as? SDWebImageDownloadToken)?.response as? HTTPURLResponse
+            let response = responseBox.value as? HTTPURLResponse
             let validators = response.map {
                 SDWebImageHTTPValidators(etag: $0.value(forHTTPHeaderField: "ETag"),
                                          lastModified: $0.value(forHTTPHeaderField: "Last-Modified"))
@@ -367,7 +372,6 @@ private final class Load: @unchecked Sendable {
             }
             transformAndStore(image, data, downloaded: data, cacheType: .none, validators: validators)
         }
-        tokenBox.value = token
         op.setLoaderOperation(token)
     }
 
@@ -425,14 +429,5 @@ private final class Load: @unchecked Sendable {
         } else {
             target.store(image, imageData: data, forKey: key, cacheType: type) { _ in done() }
         }
-    }
-}
-
-private final class TokenRef: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value: (any SDWebImageOperation)?
-    var value: (any SDWebImageOperation)? {
-        get { lock.lock(); defer { lock.unlock() }; return _value }
-        set { lock.lock(); _value = newValue; lock.unlock() }
     }
 }
