@@ -54,7 +54,9 @@ let package = Package(
         // Starts nginx and the fault server for the Swift test targets.
         .target(name: "SDTestSupport", dependencies: ["SDCoders"], path: "Tests/Support"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
-        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport"]),
+        // A child process for the disk-cache crash (SIGKILL) and two-process tests.
+        .executableTarget(name: "SDCacheStress", dependencies: ["SDWebImage"], path: "Tests/Stress"),
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
     ],
     cLanguageStandard: .c11

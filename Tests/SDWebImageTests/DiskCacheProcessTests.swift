@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs SDCacheStress (built beside this test bundle) as a child process.
+struct Child {
+    let pid: pid_t
+    let stdout: Int32
+
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SDCacheStress").path
+    }
+
+    static func start(_ args: [String]) throws -> Child {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let argv = ([binary] + args).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, binary, &actions, nil, argv, environ)
+        close(fds[1])
+        guard rc == 0 else { close(fds[0]); throw CocoaError(.executableLoad) }
+        return Child(pid: pid, stdout: fds[0])
+    }
+
+    /// Blocks until the child prints `line` (or its output ends).
+    func waitFor(_ line: String) -> Bool {
+        var text = ""
+        var byte: UInt8 = 0
+        while read(stdout, &byte, 1) == 1 {
+            if byte == UInt8(ascii: "\n") {
+                if text == line { return true }
+                text = ""
+            } else {
+                text.append(Character(UnicodeScalar(byte)))
+            }
+        }
+        return false
+    }
+
+    func output() -> String {
+        var data = Data()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(stdout, &buf, buf.count)
+            if n <= 0 { break }
+            data.append(buf, count: n)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Exit status (-signal when killed).
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        close(stdout)
+        if status & 0x7f != 0 { return -(status & 0x7f) }
+        return (status >> 8) & 0xff
+    }
+}
+
+@Suite("Disk cache across processes: SIGKILL mid-write, two writers", .serialized)
+struct DiskCacheProcessTests {
+    func tempDir() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("sdproc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+    }
+
+    @Test("A process killed with SIGKILL while writing thousands of entries leaves no entry that decodes wrong")
+    func sigkill() throws {
+        guard FileManager.default.isExecutableFile(atPath: Child.binary) else {
+            Issue.record("SDCacheStress not built at \(Child.binary)")
+            return
+        }
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for round in 0..<3 {
+            let writer = try Child.start(["write", dir])
+            #expect(writer.waitFor("ready"))
+            usleep(useconds_t(50_000 + round * 70_000))  // kill at a different moment each round
+            kill(writer.pid, SIGKILL)
+            #expect(writer.wait() == -SIGKILL)
+        }
+        let verify = try Child.start(["verify", dir, "100000"])
+        let out = verify.output()
+        #expect(verify.wait() == 0, "\(out)")
+        let entries = Int(out.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        #expect(entries >= 200)
+    }
+
+    @Test("Two processes storing, reading and removing the same keys never read a wrong entry")
+    func twoProcesses() throws {
+        guard FileManager.default.isExecutableFile(atPath: Child.binary) else {
+            Issue.record("SDCacheStress not built at \(Child.binary)")
+            return
+        }
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try Child.start(["hammer", dir, "1", "3000"])
+        let b = try Child.start(["hammer", dir, "2", "3000"])
+        let (ra, rb) = (a.wait(), b.wait())
+        #expect(ra == 0 && rb == 0)
+        let verify = try Child.start(["verify", dir, "63"])
+        _ = verify.output()
+        #expect(verify.wait() == 0)
+    }
+}
