@@ -269,11 +269,12 @@ int bench_fetch_main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i]; /* plain | download | decode: one mode, for profilers */
+            only = argv[++i]; /* plain | download | decode: one mode, for profilers;
+                                 serve (with --keep-server): just serve the files */
         else if (!strcmp(argv[i], "--keep-server") && i + 1 < argc)
             external = argv[++i]; /* write the server's base URL here and wait (for sdimage) */
         else {
-            fprintf(stderr, "usage: sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json] [--only plain|download|decode]\n");
+            fprintf(stderr, "usage: sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json] [--only plain|download|decode|serve] [--keep-server FILE]\n");
             return 2;
         }
     }
@@ -321,6 +322,17 @@ int bench_fetch_main(int argc, char **argv)
     double t_plain[2], t_dl[2], t_dec[2];
     /* warm the page cache and the connections once */
     plain_curl(6, 1);
+    if (only && !strcmp(only, "serve") && external) {
+        /* only the server and its files, for sdimage's own benchmarks */
+        printf("{\"bench\":\"serve\",\"images\":%d}\n", nfiles);
+        fflush(stdout);
+        char stop[600];
+        snprintf(stop, sizeof stop, "%s.stop", external);
+        for (int i = 0; i < 36000 && access(stop, F_OK) != 0; i++)
+            usleep(100000);
+        snprintf(cmd, sizeof cmd, "bash %s/Tests/Servers/servers.sh stop %s; rm -rf %s", SD_SOURCE_DIR, dir, dir);
+        return system(cmd) == 0 ? 0 : 1;
+    }
     if (only) {
         int oc = getenv("SDCORE_BENCH_CONCURRENCY") ? atoi(getenv("SDCORE_BENCH_CONCURRENCY")) : 32;
         double t = !strcmp(only, "plain") ? plain_curl(oc, rounds)

@@ -1,0 +1,222 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import SDWebImage
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sdimage bench cache`: memory-hit latency, disk-hit cost against a plain
+/// decode of the same bytes, and the whole manager cold (network), warm
+/// (disk) and hot (memory) against the bare C loop in the same run.
+struct BenchCache: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Cache benchmarks: memory hit ns, disk hit ms, manager cold/warm/hot images/s.")
+
+    @Option(help: "Number of generated JPEGs served.")
+    var count = 200
+
+    @Option(help: "Path of the sdcore-bench binary (it serves the files with nginx).")
+    var benchBinary: String?
+
+    @Flag(help: "Machine-readable output.")
+    var json = false
+
+    func run() throws {
+        let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
+        defer { server.stop() }
+        let urls = (0..<server.files).map { URL(string: String(format: "%@/img/p%03d.jpg", server.base, $0))! }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdimage-bench-cache-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+
+        // 1. memory hits: 1000 images' worth of keys, lookups timed in batches
+        let memory = memoryHitNanoseconds()
+
+        // 2-3. the manager: cold (network), warm (disk), hot (memory)
+        let config = SDImageCacheConfig()
+        config.maxMemoryCost = 0  // hold the whole corpus: the hot run must be all hits
+        let cache = SDImageCache(namespace: "bench", diskCacheDirectory: dir, config: config)
+        let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader())
+        let cLoop = measureLoop(urls)
+        // Keeping every decoded bitmap in memory means fresh pages from the
+        // kernel for each new image (the bare loop recycles one buffer), so
+        // the cold run is also measured storing to disk only.
+        let coldDisk = run(manager, urls, [.waitStoreCache], expect: .none, context: [.storeCacheType: SDImageCacheType.disk])
+        clearDisk(cache)
+        let cold = run(manager, urls, [.waitStoreCache], expect: .none)
+        cache.waitForPendingWrites()
+        cache.clearMemory()
+        let warm = run(manager, urls, [], expect: .disk)
+        let hot = run(manager, urls, [], expect: .memory)
+
+        // disk hit vs decoding the same bytes from memory, one at a time
+        cache.clearMemory()
+        let sample = Array(urls.prefix(50)).map(\.absoluteString)
+        let datas = sample.compactMap { cache.diskImageData(forKey: $0) }
+        let decodeMs = median(datas.map { d in time { _ = SDImage(data: d) } * 1000 })
+        cache.clearMemory()
+        let diskMs = median(sample.map { k in time { _ = cache.imageFromDiskCache(forKey: k) } * 1000 })
+        let decodeOnly = decodeThroughput(datas)
+
+        let results: [String: Any] = [
+            "bench": "cache", "images": urls.count,
+            "memory_hit_ns_median": memory.rounded(),
+            "disk_hit_ms_median": (diskMs * 1000).rounded() / 1000, "decode_ms_median": (decodeMs * 1000).rounded() / 1000,
+            "cold_ips": cold.rounded(), "cold_disk_only_ips": coldDisk.rounded(), "c_loop_ips": cLoop.rounded(),
+            "warm_ips": warm.rounded(), "decode_only_ips": decodeOnly.rounded(), "hot_ips": hot.rounded(),
+        ]
+        if json {
+            let text = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
+            print(String(decoding: text, as: UTF8.self))
+            return
+        }
+        print("sdimage bench cache: \(urls.count) JPEGs from nginx on loopback\n")
+        print(String(format: "memory hit (imageFromMemoryCache), median      %8.0f ns   target < 1000", memory))
+        print(String(format: "disk hit (read + decode), median               %8.2f ms   decode alone %.2f ms (x%.2f)",
+                     diskMs, decodeMs, decodeMs > 0 ? diskMs / decodeMs : 0))
+        print("\nSDWebImageManager, 32 loads in flight       images/s   baseline                       ratio")
+        print(String(format: "  cold (network, decode, store all) %10.0f   bare C loop fetch+decode %6.0f  %6.3f",
+                     cold, cLoop, cLoop > 0 ? cold / cLoop : 0))
+        print(String(format: "  cold, storing to disk only        %10.0f   bare C loop fetch+decode %6.0f  %6.3f",
+                     coldDisk, cLoop, cLoop > 0 ? coldDisk / cLoop : 0))
+        print(String(format: "  warm (disk + decode)              %10.0f   decode-only, same threads %5.0f  %6.3f",
+                     warm, decodeOnly, decodeOnly > 0 ? warm / decodeOnly : 0))
+        print(String(format: "  hot (memory)                      %10.0f", hot))
+    }
+
+    private func clearDisk(_ c: SDImageCache) {
+        let g = DispatchGroup()
+        g.enter()
+        c.clearDisk { g.leave() }
+        g.wait()
+    }
+
+    private func time(_ body: () -> Void) -> Double {
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        body()
+        return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+    }
+
+    private func median(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        return s.isEmpty ? 0 : s[s.count / 2]
+    }
+
+    private func memoryHitNanoseconds() -> Double {
+        let keys = (0..<1000).map { "https://example.com/images/photo-\($0).jpg" }
+        let image = SDImage(bitmap: try! Bitmap(width: 4, height: 4))
+        let sd = SDImageCache(namespace: "bench-mem", diskCacheDirectory: FileManager.default.temporaryDirectory.path + "/sdimage-bench-mem-\(getpid())")
+        defer { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.path + "/sdimage-bench-mem-\(getpid())") }
+        for k in keys { sd.storeImage(toMemory: image, forKey: k) }
+        var samples: [Double] = []
+        var hits = 0
+        for batch in 0..<500 {
+            let t = time {
+                for i in 0..<1000 where sd.imageFromMemoryCache(forKey: keys[(i * 7 + batch) % 1000]) != nil { hits += 1 }
+            }
+            samples.append(t * 1e9 / 1000)
+        }
+        return hits == 500_000 ? median(samples) : .infinity
+    }
+
+    /// images/s through the manager with 32 loads in flight.
+    private func run(_ m: SDWebImageManager, _ urls: [URL], _ options: SDWebImageOptions, expect: SDImageCacheType,
+                     context: SDWebImageContext? = nil) -> Double {
+        let window = DispatchSemaphore(value: 32)
+        let group = DispatchGroup()
+        let wrong = Tally()
+        let start = Date()
+        for url in urls {
+            window.wait()
+            group.enter()
+            m.loadImage(with: url, options: options, context: context) { image, _, _, type, finished, _ in
+                guard finished else { return }
+                if image == nil || type != expect { wrong.add() }
+                window.signal()
+                group.leave()
+            }
+        }
+        group.wait()
+        let seconds = Date().timeIntervalSince(start)
+        if wrong.value > 0 {
+            FileHandle.standardError.write(Data("bench cache: \(wrong.value) loads failed or came from the wrong place (expected \(expect))\n".utf8))
+        }
+        return Double(urls.count) / seconds
+    }
+
+    /// The same fetch + decode through the bare C loop (its own figure in this run).
+    private func measureLoop(_ urls: [URL]) -> Double {
+        let loader = try? DataLoader(maxConcurrentDownloads: 6)
+        guard let loader else { return 0 }
+        let group = DispatchGroup()
+        let start = Date()
+        for url in urls {
+            group.enter()
+            loader.load(DownloadRequest(url: url)) { _ in group.leave() }
+        }
+        group.wait()
+        return Double(urls.count) / Date().timeIntervalSince(start)
+    }
+
+    /// Decoding the same bytes from memory on as many threads as the loop uses.
+    private func decodeThroughput(_ datas: [Data]) -> Double {
+        guard !datas.isEmpty else { return 0 }
+        let threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let rounds = 4
+        let start = Date()
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            for i in stride(from: t, to: datas.count * rounds, by: threads) { _ = SDImage(data: datas[i % datas.count]) }
+        }
+        return Double(datas.count * rounds) / Date().timeIntervalSince(start)
+    }
+}
+
+private final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.lock(); n += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+}
+
+/// nginx serving generated JPEGs, started through `sdcore-bench fetch --only serve`.
+final class BenchServer {
+    let base: String
+    let files: Int
+    private let pid: pid_t
+    private let handshake: String
+
+    init(binary: String, count: Int) throws {
+        handshake = FileManager.default.temporaryDirectory.appendingPathComponent("sdimage-serve-\(getpid())").path
+        var p: pid_t = 0
+        let args = [binary, "fetch", "--count", "\(count)", "--only", "serve", "--keep-server", handshake]
+        let argv = args.map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        guard posix_spawn(&p, binary, &actions, nil, argv, environ) == 0 else { fail("cannot start \(binary)") }
+        pid = p
+        var found: (String, Int)?
+        for _ in 0..<6000 where found == nil {
+            if let text = try? String(contentsOfFile: handshake, encoding: .utf8) {
+                let parts = text.split(separator: " ")
+                if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) {
+                    found = (String(parts[0]), n)
+                }
+            }
+            if found == nil { usleep(100_000) }
+        }
+        guard let found else { fail("sdcore-bench did not start its server") }
+        (base, files) = found
+    }
+
+    func stop() {
+        _ = FileManager.default.createFile(atPath: handshake + ".stop", contents: nil)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        try? FileManager.default.removeItem(atPath: handshake)
+        try? FileManager.default.removeItem(atPath: handshake + ".stop")
+    }
+}
