@@ -212,10 +212,20 @@ static void xfer_free(sd__xfer *x)
     free(x);
 }
 
-static void recycle_easy(sd_loop *l, CURL *e)
+/* Keep a finished handle for the next transfer (curl_easy_reset keeps the
+ * connection and DNS caches of the multi). A handle that had the cookie
+ * engine on is not kept: curl_easy_reset leaves it attached to the share's
+ * cookie jar, so a later transfer that never asked for cookies would send
+ * them. */
+static void recycle_easy(sd_loop *l, CURL *e, int used_cookies)
 {
     if (e == NULL)
         return;
+    if (used_cookies) {
+        curl_easy_setopt(e, CURLOPT_SHARE, NULL);
+        curl_easy_cleanup(e);
+        return;
+    }
     if (l->nspare < SD__SPARE_EASY) {
         curl_easy_reset(e); /* keeps the DNS/connection caches of the multi */
         l->spare[l->nspare++] = e;
@@ -231,7 +241,7 @@ static void complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd__j
         q_unlink(l, x);
     if (x->easy) {
         curl_multi_remove_handle(l->multi, x->easy);
-        recycle_easy(l, x->easy);
+        recycle_easy(l, x->easy, x->req->params[SD_REQ_COOKIES] != 0);
         x->easy = NULL;
         l->running--;
     }
@@ -525,7 +535,7 @@ static void start_one(sd_loop *l, sd__xfer *x)
         rc = SD_ENOMEM;
     if (rc != SD_OK) {
         if (x->easy) {
-            recycle_easy(l, x->easy);
+            recycle_easy(l, x->easy, x->req->params[SD_REQ_COOKIES] != 0);
             x->easy = NULL;
         }
         complete(l, x, rc, "could not start the transfer", NULL);
@@ -598,7 +608,7 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
         return;
     }
     curl_multi_remove_handle(l->multi, x->easy);
-    recycle_easy(l, x->easy);
+    recycle_easy(l, x->easy, x->req->params[SD_REQ_COOKIES] != 0);
     x->easy = NULL;
     l->running--;
     x->state = XF_DECODING;

@@ -866,6 +866,29 @@ static int test_shutdown_completes_everything(void)
     return 0;
 }
 
+/* ---- cookies only where asked, even on recycled handles ---- */
+
+static int test_cookies_only_when_asked(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    int64_t cookies[] = {SD_REQ_COOKIES, 1, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/set-cookie"), set_param, cookies, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/need-cookie"), set_param, cookies, &c));
+    ASSERT_OK(c.status); /* sent back from the loop's jar */
+    collect_free(&c);
+    for (int i = 0; i < 3; i++) { /* whatever handle comes next: no cookie */
+        ASSERT_OK(fetch(l, url(FAULT, "/need-cookie"), NULL, NULL, &c));
+        ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+        ASSERT_EQ(c.http_status, 403);
+        collect_free(&c);
+    }
+    sd_loop_free(l);
+    return 0;
+}
+
 /* ---- sd_loop_free from a callback (a runtime dropping its last reference) ---- */
 
 static sd_loop *self_free_loop;
@@ -992,6 +1015,7 @@ int main(int argc, char **argv)
         {"races", test_races},
         {"shutdown_completes_everything", test_shutdown_completes_everything},
         {"free_from_callback", test_free_from_callback},
+        {"cookies_only_when_asked", test_cookies_only_when_asked},
         {"decode_backpressure", test_decode_backpressure},
         {NULL, NULL},
     };

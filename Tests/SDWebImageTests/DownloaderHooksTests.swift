@@ -108,6 +108,19 @@ struct DownloaderHooksTests {
         #expect(fresh.image != nil)
     }
 
+    @Test("handleCookies: a cookie set by one response goes back with the next; never without the option")
+    func cookies() async throws {
+        let s = try #require(servers)
+        let d = SDWebImageDownloader()
+        #expect(await d.load(s.url(s.fault, "/set-cookie"), .handleCookies).image != nil)
+        let with = await d.load(s.url(s.fault, "/need-cookie"), .handleCookies)
+        #expect(with.image != nil)
+        let without = await d.load(s.url(s.fault, "/need-cookie?plain"))
+        #expect(without.sdError?.statusCode == 403)
+        let other = await SDWebImageDownloader().load(s.url(s.fault, "/need-cookie?other"), .handleCookies)
+        #expect(other.sdError?.statusCode == 403)  // cookies stay within one downloader
+    }
+
     @Test("A custom operation type plugs in through the config; nil restores the default")
     func customOperation() async throws {
         let s = try #require(servers)

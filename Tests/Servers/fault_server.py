@@ -16,6 +16,8 @@ Paths (all serve the image given with --file unless said otherwise):
   /slow-headers     waits 60 s before the status line
   /require-token    200 only with the header "X-Token: sdwebimage", else 403
   /base64           200, text/plain, the image base64-encoded
+  /set-cookie       200 with "Set-Cookie: sdtoken=42"
+  /need-cookie      200 only with that cookie sent back, else 403
 A query string is ignored for routing (distinct URLs, same behaviour).
 """
 import argparse, base64, socket, socketserver, struct, threading, time
@@ -95,6 +97,15 @@ class Handler(socketserver.BaseRequestHandler):
                 self.send_head("200 OK", 0)
             elif path == "/require-token":
                 if "\r\nx-token: sdwebimage\r\n" in headers + "\r\n":
+                    self.send_head("200 OK", len(IMAGE))
+                    sock.sendall(IMAGE)
+                else:
+                    self.send_head("403 Forbidden", 0, "text/plain")
+            elif path == "/set-cookie":
+                self.send_head("200 OK", len(IMAGE), extra="Set-Cookie: sdtoken=42; Path=/\r\n")
+                sock.sendall(IMAGE)
+            elif path == "/need-cookie":
+                if "sdtoken=42" in headers:
                     self.send_head("200 OK", len(IMAGE))
                     sock.sendall(IMAGE)
                 else:
