@@ -265,6 +265,89 @@ struct ManagerTests {
     }
 }
 
+/// An SDImageCache that counts the queries it is asked.
+final class CountingCache: SDImageCacheProtocol, @unchecked Sendable {
+    let inner: SDImageCache
+    let queries = Counter()
+    init(_ inner: SDImageCache) { self.inner = inner }
+    func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?, cacheType: SDImageCacheType,
+                    completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
+        queries.add()
+        return inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+    }
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               completion: (@Sendable ((any Error)?) -> Void)?) {
+        inner.store(image, imageData: imageData, forKey: key, cacheType: cacheType, completion: completion)
+    }
+    func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        inner.removeImage(forKey: key, cacheType: cacheType, completion: completion)
+    }
+    func containsImage(forKey key: String?, cacheType: SDImageCacheType, completion: @escaping @Sendable (SDImageCacheType) -> Void) {
+        inner.containsImage(forKey: key, cacheType: cacheType, completion: completion)
+    }
+    func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        inner.clear(with: cacheType, completion: completion)
+    }
+}
+
+/// Refuses downloads and never blocks URLs.
+final class Policy: SDWebImageManagerDelegate, @unchecked Sendable {
+    let allowDownloads: Bool
+    init(allowDownloads: Bool) { self.allowDownloads = allowDownloads }
+    func imageManager(_ manager: SDWebImageManager, shouldDownloadImageFor url: URL?) -> Bool { allowDownloads }
+    func imageManager(_ manager: SDWebImageManager, shouldBlockFailedURL url: URL, error: any Error) -> Bool? { false }
+}
+
+@Suite("SDWebImageManager: shared queries, delegate", .serialized)
+struct ManagerSharingTests {
+    let servers = TestServers.shared
+
+    @Test("Identical concurrent loads share one cache query and one download; a waiter can leave")
+    func sharing() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let inner = makeCache()
+        let counting = CountingCache(inner)
+        let m = SDWebImageManager(cache: counting, loader: SDWebImageDownloader())
+        let url = s.url(s.fault, "/drip?shared")
+        let notes = NotificationLog(url: url)
+        inner.config.callbackQueue.suspend()  // the (missing) answer waits until all have joined
+        let logs = (0..<10).map { _ -> LoadLog in
+            let log = LoadLog()
+            m.loadImage(with: url, completed: log.block)
+            return log
+        }
+        let leaving = LoadLog()
+        m.loadImage(with: url, completed: leaving.block)?.cancel()
+        await leaving.wait()
+        inner.config.callbackQueue.resume()
+        #expect(leaving.sdError?.code == .cancelled)
+        for log in logs { await log.wait() }
+        #expect(logs.allSatisfy { $0.last?.image != nil && $0.finals.count == 1 })
+        #expect(counting.queries.value == 1)
+        #expect(await eventually { notes.count(.SDWebImageDownloadStop) == 1 })
+        #expect(notes.count(.SDWebImageDownloadStart) == 1)
+
+        // once answered, a new load queries again (here: a memory hit)
+        #expect(await m.load(url).last?.type == .memory)
+        #expect(counting.queries.value == 2)
+    }
+
+    @Test("The delegate can forbid downloads and overrule the blocklist")
+    func delegate() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let cacheOnly = Policy(allowDownloads: false)
+        m.delegate = cacheOnly
+        let miss = await m.load(s.url(s.http, "/img/n2.jpg?delegate"))
+        #expect(miss.last?.image == nil && miss.last?.error == nil)
+        let lenient = Policy(allowDownloads: true)
+        m.delegate = lenient
+        let html = s.url(s.fault, "/html?delegate")
+        #expect(await m.load(html).sdError?.code == .badImageData)
+        #expect(!m.isFailedURL(html))
+    }
+}
+
 /// A loader that "downloads" a 3x2 PNG made in memory.
 final class PNGLoader: SDImageLoader, @unchecked Sendable {
     func canRequestImage(for url: URL?) -> Bool { url?.scheme == "memory" }

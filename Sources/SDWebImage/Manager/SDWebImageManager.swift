@@ -85,6 +85,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     private weak var _delegate: (any SDWebImageManagerDelegate)?
     private var failedURLs = Set<URL>()
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
+    private var queries: [String: SharedQuery] = [:]
 
     public init(cache: any SDImageCacheProtocol, loader: any SDImageLoader) {
         imageCache = cache
@@ -212,6 +213,29 @@ public final class SDWebImageManager: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Join the identical query in flight, or start one: concurrent loads of
+    /// one key share one cache query (the downloader shares the download).
+    func sharedQuery(_ id: String, _ done: @escaping SDImageCacheQueryCompletionBlock,
+                     start: (@escaping SDImageCacheQueryCompletionBlock) -> (any SDWebImageOperation)?) -> (any SDWebImageOperation)? {
+        lock.lock()
+        if let q = queries[id], let w = q.add(done) {
+            lock.unlock()
+            return w
+        }
+        let q = SharedQuery(id: id, manager: self)
+        queries[id] = q
+        let w = q.add(done)
+        lock.unlock()
+        q.setUnderlying(start { image, data, type in q.answer(image, data, type) })
+        return w
+    }
+
+    func forget(_ q: SharedQuery) {
+        lock.lock()
+        if queries[q.id] === q { queries.removeValue(forKey: q.id) }
+        lock.unlock()
+    }
+
     func block(_ url: URL, error: any Error, loader: any SDImageLoader) {
         let decision = delegate?.imageManager(self, shouldBlockFailedURL: url, error: error)
             ?? loader.shouldBlockFailedURL(url, error: error)
@@ -297,14 +321,25 @@ private final class Load: @unchecked Sendable {
             return
         }
         let queryType = type(.queryCacheType, .all)
-        op.setCacheOperation(cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType) {
-            [self] image, data, cacheType in
+        let answer: SDImageCacheQueryCompletionBlock = { [self] image, data, cacheType in
             if op.isCancelled { return cancelled() }
             if image == nil, derived {
                 queryOriginal()
             } else {
                 download(cached: image, data: data, type: cacheType)
             }
+        }
+        let (cache, key, options, context) = (self.cache, self.key, self.options, self.context)
+        if options.contains(.queryDiskDataSync) || options.contains(.queryMemoryDataSync) {
+            op.setCacheOperation(cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType,
+                                                  completion: answer))
+            return
+        }
+        // Identical loads (same cache, key, query and decode) share the query.
+        let id = "\(ObjectIdentifier(cache).hashValue)|\(queryType.rawValue)|\(options.cacheOptions.rawValue)|"
+            + "\(context.double(.imageScaleFactor) ?? 0)|\(context.int(.imageScaleDownLimitBytes) ?? -1)|\(key ?? "")"
+        op.setCacheOperation(manager.sharedQuery(id, answer) { done in
+            cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType, completion: done)
         })
     }
 
@@ -429,5 +464,75 @@ private final class Load: @unchecked Sendable {
         } else {
             target.store(image, imageData: data, forKey: key, cacheType: type) { _ in done() }
         }
+    }
+}
+
+/// One cache query answered to every identical load that joined it; each
+/// waiter may leave (its answer is then a miss, at once), and the query
+/// itself is cancelled when the last one leaves.
+final class SharedQuery: @unchecked Sendable {
+    let id: String
+    private weak var manager: SDWebImageManager?
+    private let lock = NSLock()
+    private var waiters: [Int: SDImageCacheQueryCompletionBlock] = [:]
+    private var next = 0
+    private var answered = false
+    private var underlying: (any SDWebImageOperation)?
+
+    init(id: String, manager: SDWebImageManager) {
+        self.id = id
+        self.manager = manager
+    }
+
+    /// nil once answered (the caller starts its own).
+    func add(_ done: @escaping SDImageCacheQueryCompletionBlock) -> Waiter? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !answered else { return nil }
+        next += 1
+        waiters[next] = done
+        return Waiter(query: self, id: next)
+    }
+
+    func setUnderlying(_ op: (any SDWebImageOperation)?) {
+        lock.lock()
+        let orphan = !answered && waiters.isEmpty
+        underlying = op
+        lock.unlock()
+        if orphan { op?.cancel() }
+    }
+
+    func answer(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
+        lock.lock()
+        answered = true
+        let ws = waiters
+        waiters = [:]
+        lock.unlock()
+        manager?.forget(self)
+        for (_, w) in ws.sorted(by: { $0.key < $1.key }) { w(image, data, type) }
+    }
+
+    func leave(_ waiter: Int) {
+        lock.lock()
+        let w = waiters.removeValue(forKey: waiter)
+        let last = w != nil && waiters.isEmpty && !answered
+        if last { answered = true }
+        let u = underlying
+        lock.unlock()
+        w?(nil, nil, .none)
+        if last {
+            manager?.forget(self)
+            u?.cancel()
+        }
+    }
+
+    final class Waiter: SDWebImageOperation, @unchecked Sendable {
+        let query: SharedQuery
+        let id: Int
+        init(query: SharedQuery, id: Int) {
+            self.query = query
+            self.id = id
+        }
+        func cancel() { query.leave(id) }
     }
 }
