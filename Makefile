@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo bench clean
+        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo demo-corpus bench clean
 
 all: build
 
@@ -96,8 +96,15 @@ fuzz: deps
 fuzz-smoke: deps
 	FUZZ_SECONDS=3 bash scripts/fuzz.sh
 
-demo: build
+# The main job: sample images served by nginx on loopback, fetched cold,
+# warm and hot (URLS=file.txt for a list of yours); no network beyond loopback.
+demo: deps
+	$(SWIFT) build -c release --product sdimage
 	@bash scripts/demo.sh
+
+# Every corpus image through `sdimage decode`, checked against the oracle.
+demo-corpus: build-swift
+	@bash scripts/demo-corpus.sh
 
 bench: build-c
 	$(BUILD)/release/sdcore-bench decode

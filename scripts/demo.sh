@@ -1,38 +1,40 @@
 #!/usr/bin/env bash
-# The main job until the transfer loop lands: decode every image of the
-# corpus with `sdimage decode`, check each against the oracle, print a table,
-# and write thumbnails. No network at all.
+# make demo: the main job on an embedded default, loopback only.
+# Generates sample images, serves them with nginx on 127.0.0.1 (its own
+# config and port, stopped on exit), and loads them with `sdimage fetch`
+# three times in one process — cold (network), warm (disk), hot (memory) —
+# printing the summaries side by side and writing a contact sheet.
+# URLS=file.txt fetches a list of yours instead of the samples.
 set -u
 cd "$(dirname "$0")/.."
-bin=$(swift build --show-bin-path)/sdimage
-corpus=${SD_CORPUS_DIR:-../shared/corpus}
+bin=$(swift build -c release --show-bin-path)/sdimage
 out=${OUT:-$PWD/build/demo}
+work=$(mktemp -d /tmp/sdimage-demo.XXXXXX)
+cleanup() { bash Tests/Servers/servers.sh stop "$work" >/dev/null 2>&1; rm -rf "$work"; }
+trap cleanup EXIT
 mkdir -p "$out"
-if [ ! -f "$corpus/MANIFEST.tsv" ]; then
-  echo "corpus not found at $corpus (set SD_CORPUS_DIR)"; exit 1
+rm -rf "$out/cache"
+
+if [ -n "${URLS:-}" ]; then
+  [ -f "$URLS" ] || { echo "demo: URLS=$URLS is not a file"; exit 2; }
+  list=$URLS
+  echo "demo: fetching the URLs listed in $URLS"
+else
+  mkdir -p "$work/www/img"
+  "$bin" samples --out "$work/www/img" --count "${COUNT:-48}" || exit 1
+  # the fault server (started alongside) serves two of them back
+  cp "$work/www/img/photo-000.jpg" "$work/www/img/small.jpg"
+  cp "$work/www/img/progressive-001.jpg" "$work/www/img/prog.jpg"
+  bash Tests/Servers/servers.sh start "$work" $$ || { echo "demo: could not start nginx"; exit 1; }
+  base=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
+  list="$work/urls.txt"
+  ls "$work/www/img" | grep -v -e '^small.jpg$' -e '^prog.jpg$' | sed "s|^|$base/img/|" > "$list"
+  echo "demo: $(wc -l < "$list") sample images served by nginx at $base"
 fi
-printf '%-44s %-5s %11s %3s %8s  %s\n' file fmt size ori ms result
-ok=0; bad=0
-while IFS=$'\x1f' read -r file source format w h o expected note; do
-  [ "$file" = file ] && continue
-  t0=$(date +%s%N)
-  sum=$("$bin" decode "$corpus/$file" --raw - 2>"$out/.err" | sha256sum | cut -d' ' -f1)
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  last=$(tail -1 "$out/.err")
-  if [ "$expected" = error ]; then
-    if grep -q '^sdimage: ' "$out/.err"; then res="rejected as expected"; ok=$((ok+1)); else res="MISMATCH (decoded)"; bad=$((bad+1)); fi
-    size=-; fmt=-
-  else
-    size=${last%% *}; fmt=$(echo "$last" | cut -d' ' -f2)
-    if [ "$sum" = "$expected" ]; then res="matches oracle"; ok=$((ok+1)); else res="MISMATCH"; bad=$((bad+1)); fi
-  fi
-  printf '%-44s %-5s %11s %3s %8s  %s\n' "$file" "$fmt" "$size" "$o" "$ms" "$res"
-done < <(tr '\t' '\037' < "$corpus/MANIFEST.tsv")
-for f in exif-orientation/Landscape_5.jpg exif-orientation/Portrait_8.jpg jpeg/jpeg-decoder/progressive3.jpg pngsuite/basn6a08.png; do
-  "$bin" decode "$corpus/$f" --max-pixel-size 256 --png "$out/$(basename "${f%.*}").thumb.png" 2>/dev/null
-done
-rm -f "$out/.err"
 echo
-echo "demo: $ok of $((ok + bad)) corpus images decoded exactly as the oracle says (fed through sdimage decode)"
-echo "thumbnails (256 px, upright): $out/*.thumb.png"
-[ $bad -eq 0 ]
+"$bin" fetch --list "$list" --cache-dir "$out/cache" --cold-warm-hot --concurrency 6 \
+  --contact-sheet "$out/contact-sheet.png"
+rc=$?
+echo
+echo "cache: $out/cache   contact sheet: $out/contact-sheet.png"
+exit $rc

@@ -38,5 +38,42 @@ check "html fails with one line" '[ $rc -eq 1 ] && [ $(wc -l < "$tmp/err") -eq 1
 check "missing file fails" '[ $rc -eq 1 ]'
 "$bin" decode "$f" --max-pixel-size 0 2>/dev/null; rc=$?
 check "usage error exits 2" '[ $rc -eq 2 ]'
+
+# samples, fetch and cache against nginx on loopback
+"$bin" samples --out "$tmp/www/img" --count 8 >/dev/null; rc=$?
+check "samples written" '[ $rc -eq 0 ] && [ $(ls "$tmp/www/img" | wc -l) -eq 8 ]'
+check "every sample decodes" 'for f in "$tmp"/www/img/*; do "$bin" decode "$f" 2>/dev/null || exit 1; done'
+check "EXIF samples carry their orientation" '"$bin" decode "$tmp"/www/img/exif*-003.jpg 2>&1 | grep -q "orientation=[68]"'
+cp "$tmp"/www/img/photo-000.jpg "$tmp/www/img/small.jpg"; cp "$tmp"/www/img/progressive-001.jpg "$tmp/www/img/prog.jpg"
+if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
+  base=$(grep '^SD_TEST_HTTP=' "$tmp/env" | cut -d= -f2)
+  for f in photo-000.jpg progressive-001.jpg alpha-002.png; do echo "$base/img/$f"; done > "$tmp/list.txt"
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "fetch ok" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "network.:3," "$tmp/out.json"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>/dev/null
+  check "second run comes from disk" 'grep -q "disk.:3," "$tmp/out.json"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --cold-warm-hot --out "$tmp/png"       --contact-sheet "$tmp/sheet.png" >"$tmp/out.txt" 2>/dev/null; rc=$?
+  check "cold-warm-hot summary" '[ $rc -eq 0 ] && grep -q "from memory  *0  *0  *3" "$tmp/out.txt"'
+  check "decoded PNGs written" '[ $(ls "$tmp/png" | wc -l) -eq 3 ]'
+  check "contact sheet decodes" '"$bin" decode "$tmp/sheet.png" 2>&1 | grep -q " png "'
+  "$bin" fetch "$base/img/photo-000.jpg" "$base/img/none.jpg" --cache-dir "$tmp/cache" >/dev/null 2>"$tmp/err"; rc=$?
+  check "a failure exits 1 with one line naming it" '[ $rc -eq 1 ] && [ $(grep -c FAILED "$tmp/err") -eq 1 ] && grep -q "none.jpg" "$tmp/err"'
+  "$bin" fetch "$base/img/photo-000.jpg" --no-cache --thumbnail 64 --out "$tmp/thumb" >/dev/null 2>&1
+  check "thumbnail without cache" '"$bin" decode "$tmp"/thumb/*.png 2>&1 | grep -q "^64x"'
+  "$bin" cache info --cache-dir "$tmp/cache" --json >"$tmp/info.json"
+  check "cache info counts entries" 'grep -q "entries.:3," "$tmp/info.json"'
+  "$bin" cache trim --cache-dir "$tmp/cache" --max-age 0 >/dev/null
+  check "cache trim --max-age 0 empties it" '"$bin" cache info --cache-dir "$tmp/cache" | grep -q "^entries   0"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" >/dev/null 2>&1
+  "$bin" cache clear --cache-dir "$tmp/cache" >/dev/null
+  check "cache clear empties it" '"$bin" cache info --cache-dir "$tmp/cache" | grep -q "^entries   0"'
+  bash Tests/Servers/servers.sh stop "$tmp" >/dev/null 2>&1
+else
+  check "nginx for the fetch checks" 'false'
+fi
+"$bin" fetch >/dev/null 2>&1; rc=$?
+check "fetch without URLs is a usage error" '[ $rc -eq 2 ]'
+for c in fetch samples "cache info" "bench cache"; do "$bin" $c --help >/dev/null 2>&1 || { check "$c --help" false; }; done
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

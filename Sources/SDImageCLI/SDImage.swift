@@ -6,7 +6,7 @@ struct SDImageCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdimage",
         abstract: "Fetch, decode, cache and benchmark images with SDWebImage for Linux.",
-        subcommands: [Decode.self, Bench.self])
+        subcommands: [Fetch.self, Decode.self, Cache.self, Samples.self, Bench.self])
 
     /// Exit codes: 0 all ok, 1 some images failed, 2 usage error.
     static func main() {

@@ -1,0 +1,337 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import SDWebImage
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sdimage fetch`: load images through SDWebImageManager (cache, then network).
+struct Fetch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load images through SDWebImageManager: memory, disk, then network; summary and failures at the end.",
+        discussion: """
+            Exit status: 0 when every image loaded, 1 when some failed, 2 on a usage error.
+            With --cold-warm-hot the list is loaded three times in one process:
+            as the cache stands (cold on an empty cache), after dropping the memory
+            cache (warm: from disk) and again (hot: from memory).
+            """)
+
+    @Argument(help: "Image URLs (http, https, file).")
+    var urls: [String] = []
+
+    @Option(help: "A file with one URL per line ('#' starts a comment).")
+    var list: String?
+
+    @Option(help: "Loads in flight (and the downloader's concurrent transfers).")
+    var concurrency = 6
+
+    @Flag(help: "Progressive loading (previews while bytes arrive).")
+    var progressive = false
+
+    @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
+    var thumbnail: Int?
+
+    @Option(help: "Write every decoded image as PNG into this folder.")
+    var out: String?
+
+    @Option(help: "Cache folder (default: the library's, under $XDG_CACHE_HOME or ~/.cache).")
+    var cacheDir: String?
+
+    @Flag(help: "Do not read or write the cache.")
+    var noCache = false
+
+    @Flag(help: "Serve cached images, then revalidate them with the server (ETag / Last-Modified).")
+    var refresh = false
+
+    @Option(help: "Write a PNG contact sheet of every image loaded.")
+    var contactSheet: String?
+
+    @Flag(help: "Load the list three times: as cached, from disk, from memory; summaries side by side.")
+    var coldWarmHot = false
+
+    @Flag(help: "Accept TLS certificates that do not verify.")
+    var insecure = false
+
+    @Flag(help: "Machine-readable summary on stdout.")
+    var json = false
+
+    func validate() throws {
+        if concurrency <= 0 { throw ValidationError("--concurrency must be positive") }
+        if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
+        if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
+        if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
+    }
+
+    func run() throws {
+        var all = urls
+        if let list {
+            guard let text = try? String(contentsOfFile: list, encoding: .utf8) else {
+                throw ValidationError("cannot read \(list)")
+            }
+            all += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        let targets = all.map { URL(string: $0) }
+        let config = SDImageCacheConfig()
+        config.maxMemoryCost = coldWarmHot ? 0 : config.maxMemoryCost  // hot pass: every image stays in memory
+        let cache = SDImageCache(namespace: "default", diskCacheDirectory: cacheDir, config: config)
+        let downloaderConfig = SDWebImageDownloaderConfig()
+        downloaderConfig.maxConcurrentDownloads = concurrency
+        let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader(config: downloaderConfig))
+
+        var options: SDWebImageOptions = [.retryFailed]
+        if progressive { options.insert(.progressiveLoad) }
+        if refresh { options.insert(.refreshCached) }
+        if insecure { options.insert(.allowInvalidSSLCertificates) }
+        var context: SDWebImageContext = [:]
+        if let t = thumbnail { context[.imageThumbnailPixelSize] = CGSize(width: t, height: t) }
+        if noCache {
+            options.insert(.fromLoaderOnly)
+            context[.storeCacheType] = SDImageCacheType.none
+        }
+
+        var passes: [(String, Pass)] = []
+        let names = coldWarmHot ? ["cold", "warm", "hot"] : ["fetch"]
+        for (n, name) in names.enumerated() {
+            if n == 1 {
+                cache.waitForPendingWrites()
+                cache.clearMemory()
+            }
+            let pass = Pass(manager: manager, targets: targets, options: options, context: context,
+                            concurrency: concurrency, keepImages: contactSheet != nil || out != nil, label: name,
+                            quiet: json)
+            pass.run()
+            cache.waitForPendingWrites()
+            passes.append((name, pass))
+        }
+        let last = passes.last!.1
+        if let out { try writePNGs(last, to: out) }
+        if let contactSheet, let sheet = ContactSheet.make(last.images.compactMap { $0 }) {
+            guard let png = sheet.pngData() else { throw ValidationError("could not encode the contact sheet") }
+            try png.write(to: URL(fileURLWithPath: contactSheet))
+            if !json { print("contact sheet: \(contactSheet) (\(sheet.width)x\(sheet.height))") }
+        }
+        report(passes)
+        if passes.contains(where: { $0.1.failures > 0 }) { throw ExitCode(1) }
+    }
+
+    private func writePNGs(_ pass: Pass, to dir: String) throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        for (i, image) in pass.images.enumerated() {
+            guard let image, let png = image.pngData() else { continue }
+            let name = (pass.targets[i]?.deletingPathExtension().lastPathComponent ?? "image")
+                .replacingOccurrences(of: "/", with: "_")
+            try png.write(to: URL(fileURLWithPath: dir).appendingPathComponent(String(format: "%04d-%@.png", i, name)))
+        }
+    }
+
+    private func report(_ passes: [(String, Pass)]) {
+        if json {
+            var out: [String: Any] = [:]
+            for (name, p) in passes { out[name] = p.summary }
+            if let data = try? JSONSerialization.data(withJSONObject: passes.count == 1 ? passes[0].1.summary : out,
+                                                       options: [.sortedKeys]) {
+                print(String(decoding: data, as: UTF8.self))
+            }
+            return
+        }
+        let rows: [(String, (Pass) -> String)] = [
+            ("images ok", { "\($0.ok)" }), ("failed", { "\($0.failures)" }),
+            ("from network", { "\($0.network)" }), ("from disk", { "\($0.disk)" }), ("from memory", { "\($0.memory)" }),
+            ("MB downloaded", { String(format: "%.1f", Double($0.bytes) / 1e6) }),
+            ("wall time (s)", { String(format: "%.2f", $0.wall) }),
+            ("images/s", { String(format: "%.0f", $0.wall > 0 ? Double($0.ok) / $0.wall : 0) }),
+            ("p50 latency (ms)", { String(format: "%.1f", $0.percentile(0.5)) }),
+            ("p95 latency (ms)", { String(format: "%.1f", $0.percentile(0.95)) }),
+        ]
+        print("")
+        print("".padding(toLength: 18, withPad: " ", startingAt: 0)
+              + passes.map { $0.0.leftPad(10) }.joined(separator: " "))
+        for (label, value) in rows {
+            print(label.padding(toLength: 18, withPad: " ", startingAt: 0) + passes.map { value($0.1).leftPad(10) }.joined(separator: " "))
+        }
+        for (name, p) in passes {
+            for (i, e) in p.errors.enumerated() where e != nil {
+                let prefix = passes.count > 1 ? "[\(name)] " : ""
+                FileHandle.standardError.write(Data("\(prefix)FAILED \(p.targets[i]?.absoluteString ?? "(invalid URL)"): \(e!)\n".utf8))
+            }
+        }
+    }
+}
+
+private extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
+
+/// One run over the list.
+final class Pass: @unchecked Sendable {
+    let manager: SDWebImageManager
+    let targets: [URL?]
+    let options: SDWebImageOptions
+    let context: SDWebImageContext
+    let concurrency: Int
+    let keepImages: Bool
+    let label: String
+    let quiet: Bool
+    private let lock = NSLock()
+    private(set) var images: [SDImage?]
+    private(set) var errors: [String?]
+    private var latencies: [Double] = []
+    private(set) var ok = 0, failures = 0, network = 0, disk = 0, memory = 0, bytes = 0, done = 0
+    private(set) var wall = 0.0
+
+    init(manager: SDWebImageManager, targets: [URL?], options: SDWebImageOptions, context: SDWebImageContext,
+         concurrency: Int, keepImages: Bool, label: String, quiet: Bool) {
+        self.manager = manager
+        self.targets = targets
+        self.options = options
+        self.context = context
+        self.concurrency = concurrency
+        self.keepImages = keepImages
+        self.label = label
+        self.quiet = quiet
+        images = Array(repeating: nil, count: targets.count)
+        errors = Array(repeating: nil, count: targets.count)
+    }
+
+    func run() {
+        let window = DispatchSemaphore(value: concurrency)
+        let group = DispatchGroup()
+        let start = Date()
+        let bar = ProgressBar(total: targets.count, label: label, enabled: !quiet)
+        var ctx = context
+        ctx[.callbackQueue] = DispatchQueue(label: "sdimage.fetch")
+        for (i, url) in targets.enumerated() {
+            window.wait()
+            group.enter()
+            let t0 = Date()
+            manager.loadImage(with: url, options: options, context: ctx) { [self] image, data, error, type, finished, _ in
+                guard finished else { return }
+                let ms = Date().timeIntervalSince(t0) * 1000
+                lock.lock()
+                done += 1
+                if let image, error == nil {
+                    ok += 1
+                    if keepImages { images[i] = image }
+                    switch type {
+                    case .memory: memory += 1
+                    case .disk: disk += 1
+                    default: network += 1; bytes += data?.count ?? 0
+                    }
+                    latencies.append(ms)
+                } else {
+                    failures += 1
+                    errors[i] = error.map { "\($0)" } ?? "no image"
+                }
+                let (d, b) = (done, bytes)
+                lock.unlock()
+                bar.update(done: d, bytes: b)
+                window.signal()
+                group.leave()
+            }
+        }
+        group.wait()
+        wall = Date().timeIntervalSince(start)
+        bar.finish()
+    }
+
+    func percentile(_ p: Double) -> Double {
+        lock.lock()
+        defer { lock.unlock() }
+        let s = latencies.sorted()
+        return s.isEmpty ? 0 : s[min(s.count - 1, Int(Double(s.count - 1) * p + 0.5))]
+    }
+
+    var summary: [String: Any] {
+        ["images": targets.count, "ok": ok, "failed": failures, "network": network, "disk": disk, "memory": memory,
+         "bytes": bytes, "wall_s": (wall * 1000).rounded() / 1000,
+         "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
+         "failures": errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]
+    }
+}
+
+/// A live bar on a terminal (count, bytes, rate, ETA); plain lines otherwise.
+final class ProgressBar: @unchecked Sendable {
+    private let total: Int
+    private let label: String
+    private let enabled: Bool
+    private let tty = isatty(2) != 0
+    private let start = Date()
+    private let lock = NSLock()
+    private var lastPrint = Date.distantPast
+    private var lastTenth = -1
+
+    init(total: Int, label: String, enabled: Bool) {
+        self.total = total
+        self.label = label
+        self.enabled = enabled
+    }
+
+    func update(done: Int, bytes: Int) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let elapsed = Date().timeIntervalSince(start)
+        let rate = elapsed > 0 ? Double(bytes) / elapsed / 1e6 : 0
+        let eta = done > 0 ? elapsed / Double(done) * Double(total - done) : 0
+        if tty {
+            guard Date().timeIntervalSince(lastPrint) > 0.1 || done == total else { return }
+            lastPrint = Date()
+            let width = 30, filled = total > 0 ? width * done / total : width
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            FileHandle.standardError.write(Data(String(format: "\r%@ [%@] %d/%d  %.1f MB  %.1f MB/s  ETA %.0fs ",
+                                                       label, bar, done, total, Double(bytes) / 1e6, rate, eta).utf8))
+        } else {
+            let tenth = total > 0 ? done * 4 / total : 4  // quarters
+            guard tenth != lastTenth else { return }
+            lastTenth = tenth
+            FileHandle.standardError.write(Data(String(format: "%@: %d/%d images, %.1f MB, %.1f MB/s\n",
+                                                       label, done, total, Double(bytes) / 1e6, rate).utf8))
+        }
+    }
+
+    func finish() {
+        if enabled && tty { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+/// A grid of thumbnails on a dark background.
+enum ContactSheet {
+    static func make(_ images: [SDImage], cell: Int = 160, gap: Int = 8) -> SDImage? {
+        guard !images.isEmpty else { return nil }
+        let cols = Int(Double(images.count).squareRoot().rounded(.up))
+        let rows = (images.count + cols - 1) / cols
+        let w = cols * (cell + gap) + gap, h = rows * (cell + gap) + gap
+        let thumbs: [Bitmap?] = images.map { image in
+            let s = min(Double(cell) / Double(image.width), Double(cell) / Double(image.height), 1)
+            return try? image.bitmap.scaled(width: max(1, Int(Double(image.width) * s)), height: max(1, Int(Double(image.height) * s)))
+        }
+        let sheet = try? Bitmap(width: w, height: h) { raw in
+            let d = raw.bindMemory(to: UInt32.self)
+            for i in 0..<(w * h) { d[i] = 0xFF20_2226 }
+            for (n, t) in thumbs.enumerated() {
+                guard let t else { continue }
+                let x0 = gap + (n % cols) * (cell + gap) + (cell - t.width) / 2
+                let y0 = gap + (n / cols) * (cell + gap) + (cell - t.height) / 2
+                t.withUnsafeBytes { src in
+                    let s = src.bindMemory(to: UInt32.self)
+                    for y in 0..<t.height {
+                        for x in 0..<t.width {
+                            let p = s[y * (t.bytesPerRow / 4) + x], a = p >> 24
+                            let bg: UInt32 = 0xFF20_2226
+                            // source-over onto the background (premultiplied)
+                            var out: UInt32 = 0xFF00_0000
+                            for shift: UInt32 in [0, 8, 16] {
+                                let c = ((p >> shift) & 255) + ((bg >> shift) & 255) * (255 - a) / 255
+                                out |= min(255, c) << shift
+                            }
+                            d[(y0 + y) * w + x0 + x] = out
+                        }
+                    }
+                }
+            }
+        }
+        return sheet.map { SDImage(bitmap: $0) }
+    }
+}
