@@ -220,3 +220,49 @@ final class BenchServer {
         try? FileManager.default.removeItem(atPath: handshake + ".stop")
     }
 }
+
+/// `sdimage bench all`: every benchmark, one after the other, with the machine
+/// they ran on. With --json: one JSON object per line (machine, decode, fetch, cache).
+struct BenchAll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "all", abstract: "Run bench decode, fetch and cache; print the machine they ran on (--json: one object per benchmark).")
+
+    @Option(help: "Path of the sdcore-bench binary.")
+    var benchBinary: String?
+
+    @Flag(help: "One JSON object per line.")
+    var json = false
+
+    func run() throws {
+        let machine = Self.machine()
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: machine.merging(["bench": "machine"]) { a, _ in a },
+                                                  options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print("machine: \(machine["cpu"] ?? "?"), \(machine["cores"] ?? "?") cores, \(machine["memory_gib"] ?? "?") GiB, "
+                  + "Linux \(machine["kernel"] ?? "?")\n")
+        }
+        fflush(nil)  // all streams: the sub-benchmarks print too
+        var extra = json ? ["--json"] : []
+        if let benchBinary { extra += ["--bench-binary", benchBinary] }
+        try BenchDecode.parse(extra).run()
+        fflush(nil)  // all streams: the sub-benchmarks print too
+        if !json { print("") }
+        try BenchFetch.parse(extra).run()
+        fflush(nil)  // all streams: the sub-benchmarks print too
+        if !json { print("") }
+        try BenchCache.parse(extra).run()
+    }
+
+    static func machine() -> [String: Any] {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown"
+        var uts = utsname()
+        uname(&uts)
+        let kernel = withUnsafeBytes(of: uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount,
+                "memory_gib": Int(ProcessInfo.processInfo.physicalMemory >> 30), "kernel": kernel]
+    }
+}
