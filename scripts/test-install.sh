@@ -29,5 +29,20 @@ cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libs
 check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
 cmake -S examples/c -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$prefix/build" >/dev/null
 check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/decode_file" "$img" | grep -q "^256x171 "'
+# the fetching example, both ways, against nginx on loopback
+www=$prefix/srv
+mkdir -p "$www/www/img"
+cp "$img" "$www/www/img/small.jpg"; cp "$img" "$www/www/img/prog.jpg"; cp "$img" "$www/www/img/t.png"
+if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
+  base=$(grep '^SD_TEST_HTTP=' "$www/env" | cut -d= -f2)
+  cc -std=c11 -Wall -Wextra -Werror examples/c/fetch_image.c $(pkg-config --cflags --libs sdcore) -o "$prefix/fetch_pc"
+  check "pkg-config fetch example loads from nginx" 'LD_LIBRARY_PATH="$libdir" "$prefix/fetch_pc" "$base/img/t.png" | grep -q "^300x200$"'
+  check "find_package fetch example loads from nginx" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/fetch_image" "$base/img/t.png" | grep -q "^300x200$"'
+  LD_LIBRARY_PATH="$libdir" "$prefix/fetch_pc" "$base/img/none.png" 2>"$prefix/err"; rc=$?
+  check "fetch example reports a 404" '[ $rc -eq 1 ] && grep -q "404" "$prefix/err"'
+  bash Tests/Servers/servers.sh stop "$www" >/dev/null 2>&1
+else
+  check "nginx for the fetch example" 'false'
+fi
 echo "install: $pass passed, $fail failed"
 [ $fail -eq 0 ]
