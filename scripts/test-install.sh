@@ -32,6 +32,7 @@ check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/dec
 # the fetching example, both ways, against nginx on loopback
 www=$prefix/srv
 mkdir -p "$www/www/img"
+chmod a+x "$prefix"  # nginx workers run as nobody under root: they must traverse it
 cp "$img" "$www/www/img/small.jpg"; cp "$img" "$www/www/img/prog.jpg"; cp "$img" "$www/www/img/t.png"
 if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
   base=$(grep '^SD_TEST_HTTP=' "$www/env" | cut -d= -f2)
