@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # cmake --install into a temporary prefix, then build examples/c twice: with
-# pkg-config (static and shared) and with find_package(sdcore); run them.
+# pkg-config (static and shared) and with find_package(sdcore); run them, the
+# fetching one against nginx; then build and run the Swift consumer package
+# in examples/swift (it depends on this checkout by path).
 set -eu
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d); trap 'rm -rf "$prefix"' EXIT
@@ -41,6 +43,15 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
   check "find_package fetch example loads from nginx" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/fetch_image" "$base/img/t.png" | grep -q "^300x200$"'
   rc=0; LD_LIBRARY_PATH="$libdir" "$prefix/fetch_pc" "$base/img/none.png" 2>"$prefix/err" || rc=$?
   check "fetch example reports a 404" '[ $rc -eq 1 ] && grep -q "404" "$prefix/err"'
+  # a Swift consumer package that depends on this checkout by path
+  if swift build --package-path examples/swift --scratch-path "$prefix/swift" >"$prefix/swift.log" 2>&1; then
+    "$prefix/swift/debug/sdwebimage-example" "$base/img/t.png" >"$prefix/swift.out" 2>&1
+    check "Swift consumer loads from nginx, then from memory" \
+      'grep -q "^t.png 256x171 network pass 1$" "$prefix/swift.out" && grep -q "^t.png 256x171 memory pass 2$" "$prefix/swift.out"'
+  else
+    tail -20 "$prefix/swift.log"
+    check "Swift consumer package builds" 'false'
+  fi
   bash Tests/Servers/servers.sh stop "$www" >/dev/null 2>&1
 else
   check "nginx for the fetch example" 'false'
