@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo demo-corpus bench clean
+        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -105,6 +105,10 @@ demo: deps
 # Every corpus image through `sdimage decode`, checked against the oracle.
 demo-corpus: build-swift
 	@bash scripts/demo-corpus.sh
+
+# The C benchmarks under perf (or callgrind where perf does not work): top functions.
+profile: deps
+	@bash scripts/profile.sh
 
 bench: build-c
 	$(BUILD)/release/sdcore-bench decode
