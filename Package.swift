@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "SDTestSupport", dependencies: ["SDCoders"], path: "Tests/Support"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
         // A child process for the disk-cache crash (SIGKILL) and two-process tests.
-        .executableTarget(name: "SDCacheStress", dependencies: ["SDWebImage"], path: "Tests/Stress"),
+        .executableTarget(name: "SDCacheStress", dependencies: ["SDWebImage", "SDCache"], path: "Tests/Stress"),
         .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
     ],

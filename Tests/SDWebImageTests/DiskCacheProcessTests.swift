@@ -13,7 +13,7 @@ struct Child {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SDCacheStress").path
     }
 
-    static func start(_ args: [String]) throws -> Child {
+    static func start(_ args: [String], executable: String = Child.binary) throws -> Child {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw CocoaError(.fileWriteUnknown) }
         var actions = posix_spawn_file_actions_t()
@@ -21,10 +21,11 @@ struct Child {
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addclose(&actions, fds[0])
         defer { posix_spawn_file_actions_destroy(&actions) }
-        let argv = ([binary] + args).map { strdup($0) } + [nil]
+        let argv = ([executable] + args).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, binary, &actions, nil, argv, environ)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         close(fds[1])
         guard rc == 0 else { close(fds[0]); throw CocoaError(.executableLoad) }
         return Child(pid: pid, stdout: fds[0])
@@ -109,5 +110,46 @@ struct DiskCacheProcessTests {
         let verify = try Child.start(["verify", dir, "63"])
         _ = verify.output()
         #expect(verify.wait() == 0)
+    }
+}
+
+@Suite("Disk cache on a full or read-only disk (tmpfs in a mount namespace)", .serialized)
+struct DiskCacheFullTests {
+    /// Runs `script` under `unshare -rm` (user + mount namespace: a private
+    /// tmpfs, no root needed); nil when namespaces are not allowed here.
+    func inNamespace(_ script: String) throws -> (Int32, String)? {
+        guard system("unshare -rm true >/dev/null 2>&1") == 0 else { return nil }
+        let child = try Child.start(["-rm", "sh", "-c", script], executable: "/usr/bin/unshare")
+        let out = child.output()
+        return (child.wait(), out)
+    }
+
+    @Test("ENOSPC: the store reports a full disk, memory still serves, nothing on disk is corrupt")
+    func diskFull() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdfull-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        guard let (rc, out) = try inNamespace(
+            "mount -t tmpfs -o size=512k tmpfs '\(dir)' && exec '\(Child.binary)' fill '\(dir)'") else {
+            print("unshare -rm is not permitted here: ENOSPC check skipped")
+            return
+        }
+        #expect(rc == 0, "\(out)")
+        #expect(out.contains("No space left on device"))
+    }
+
+    @Test("Read-only: the store reports EROFS, memory still serves, existing entries still read")
+    func readOnly() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdro-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        guard let (rc, out) = try inNamespace(
+            "mount -t tmpfs -o size=4m tmpfs '\(dir)' && '\(Child.binary)' populate '\(dir)' 10 && "
+            + "mount -o remount,ro '\(dir)' && exec '\(Child.binary)' readonly '\(dir)'") else {
+            print("unshare -rm is not permitted here: read-only check skipped")
+            return
+        }
+        #expect(rc == 0, "\(out)")
+        #expect(out.contains("Read-only file system") && out.contains("entries 10"))
     }
 }

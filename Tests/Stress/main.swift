@@ -8,7 +8,14 @@
 //   SDCacheStress verify DIR MAX       every entry k0..kMAX present must
 //                                      decode to exactly its image; prints
 //                                      "entries E"; exit 1 on a bad one
+//   SDCacheStress fill DIR             store until the disk is full (a small
+//                                      tmpfs): ENOSPC reported, memory serves,
+//                                      nothing corrupt, no temporary files
+//   SDCacheStress readonly DIR         the same on a read-only mount (EROFS)
+//   SDCacheStress populate DIR N       store N entries (before a remount ro)
+import Dispatch
 import Foundation
+import SDCache
 import SDWebImage
 
 /// The image of key `i`: a size and colour only `i` gives.
@@ -16,13 +23,25 @@ func expected(_ i: Int) -> (width: Int, height: Int, pixel: UInt32) {
     (8 + i % 13, 8 + i % 7, 0xFF00_0000 | UInt32(i * 2654435761 & 0x00FF_FFFF))
 }
 
-func encoded(_ i: Int) -> Data {
+func encoded(_ i: Int, big: Bool = false) -> Data {
     let e = expected(i)
+    if big {  // 96x96 of noise: ~37 KB that PNG cannot shrink
+        var s = UInt32(i + 1) &* 2654435761
+        let b = try! Bitmap(width: 96, height: 96) { raw in
+            let p = raw.bindMemory(to: UInt32.self)
+            for j in 0..<(96 * 96) { s ^= s << 13; s ^= s >> 17; s ^= s << 5; p[j] = 0xFF00_0000 | (s & 0xFF_FFFF) }
+        }
+        return Data(try! b.pngData())
+    }
     let b = try! Bitmap(width: e.width, height: e.height) { raw in
         let p = raw.bindMemory(to: UInt32.self)
         for j in 0..<(e.width * e.height) { p[j] = e.pixel }
     }
     return Data(try! b.pngData())
+}
+
+final class ErrorBox: @unchecked Sendable {
+    var error: (any Error)?
 }
 
 /// nil: fine; else what is wrong.
@@ -32,6 +51,10 @@ func check(_ data: Data, _ i: Int) -> String? {
     guard image.width == e.width, image.height == e.height else { return "k\(i): wrong size" }
     let ok = image.withUnsafeBytes { raw in raw.bindMemory(to: UInt32.self).allSatisfy { $0 == e.pixel } }
     return ok ? nil : "k\(i): wrong pixels"
+}
+
+func cacheWithMemory(_ dir: String) -> SDImageCache {
+    SDImageCache(namespace: "stress", diskCacheDirectory: dir, config: SDImageCacheConfig())
 }
 
 func cache(_ dir: String) -> SDImageCache {
@@ -86,6 +109,43 @@ case "verify":
     }
     FileHandle.standardOutput.write(Data("entries \(entries)\n".utf8))
     exit(bad == 0 ? 0 : 1)
+case "fill", "readonly":
+    // fill: store until the disk is full; readonly: store on a read-only mount.
+    // Either way: the error is reported, memory still serves the image, and
+    // every entry on disk still decodes to exactly its image.
+    let memCache = cacheWithMemory(args[2])
+    var failure: (any Error)?
+    var i = 0
+    while failure == nil && i < 100_000 {
+        let data = encoded(i, big: true)
+        let image = SDImage(data: data)!
+        let done = DispatchSemaphore(value: 0)
+        let box = ErrorBox()
+        memCache.store(image, imageData: data, forKey: "k\(i)", cacheType: .all) { e in box.error = e; done.signal() }
+        done.wait()
+        failure = box.error
+        i += 1
+    }
+    guard let failure else { print("never failed"); exit(1) }
+    let disk = failure as? DiskCacheError
+    let expected = args[1] == "fill" ? disk?.isDiskFull == true : disk?.code == EROFS
+    print("error after \(i - 1) stores: \(failure)")
+    var bad = 0, entries = 0
+    if memCache.imageFromMemoryCache(forKey: "k\(i - 1)") == nil { print("memory lost the image"); bad += 1 }
+    for j in 0..<max(i, 64) {
+        guard let d = memCache.diskImageData(forKey: "k\(j)") else { continue }
+        entries += 1
+        if d != encoded(j, big: true) { print("k\(j) corrupt"); bad += 1 }
+    }
+    let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: memCache.diskCachePath))?
+        .filter { $0.hasPrefix(".tmp-") }.count ?? 0
+    if leftovers > 0 { print("\(leftovers) temporary files left"); bad += 1 }
+    print("entries \(entries)")
+    exit(expected && bad == 0 ? 0 : 1)
+case "populate":
+    let n = Int(args[3]) ?? 10
+    for i in 0..<n { try? c.storeImageData(toDisk: encoded(i, big: true), forKey: "k\(i)") }
+    exit(0)
 default:
     exit(2)
 }
