@@ -69,7 +69,7 @@ struct ManagerTests {
         let op = m.loadImage(with: url, completed: log.block)
         #expect(m.isRunning)
         await log.wait()
-        #expect(op?.loaderOperation != nil)
+        #expect(op?.loaderOperation == nil && op?.cacheOperation == nil)  // let go once over
         let first = try #require(log.last)
         #expect(first.image?.width == 64 && first.error == nil && first.type == SDImageCacheType.none && first.url == url)
         #expect(first.data?.count ?? 0 > 0)
@@ -80,6 +80,19 @@ struct ManagerTests {
         let disk = await m.load(url)
         #expect(disk.last?.type == .disk && disk.last?.image?.width == 64)
         #expect(m.cacheKey(for: url) == url.absoluteString)
+    }
+
+    @Test("While downloading, the operation holds the loader's operation; cancel reaches it")
+    func operations() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let log = LoadLog()
+        let op = try #require(m.loadImage(with: s.url(s.fault, "/stall?ops"), completed: log.block))
+        #expect(await eventually { op.loaderOperation != nil })
+        #expect(m.isRunning && !op.isCancelled)
+        op.cancel()
+        await log.wait()
+        #expect(log.sdError?.code == .cancelled && op.isCancelled && op.loaderOperation == nil)
     }
 
     @Test("Errors: nil URL, 404 (not blocklisted), bad data (blocklisted until retryFailed or removal)")

@@ -393,6 +393,10 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     // MARK: - Info
 
+    /// Bytes of decoded pixels held in memory, and how many images.
+    public var memoryCost: Int { memory.totalCost }
+    public var memoryCount: Int { memory.totalCount }
+
     /// Bytes on disk (allocated), synchronously.
     public func totalDiskSize() -> Int { ioQueue.sync { disk?.totalSize() ?? 0 } }
     public func totalDiskCount() -> Int { ioQueue.sync { disk?.totalCount() ?? 0 } }

@@ -198,7 +198,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     public func cancel(_ token: (any Sendable)?) -> Bool {
         guard let token = token as? HandlerToken else { return false }
         lock.lock()
-        guard state != .finished, let i = handlers.firstIndex(where: { $0 === token.handler }) else {
+        guard state != .finished, let target = token.handler, let i = handlers.firstIndex(where: { $0 === target }) else {
             lock.unlock()
             return false
         }
@@ -544,8 +544,10 @@ extension SDWebImageContextOption {
     static let responseBox: Self = "SDWebImageInternalResponseBox"
 }
 
-/// Identifies one subscriber of a default operation.
+/// Identifies one subscriber of a default operation. Weak: the subscriber's
+/// closures often hold the token's owner (the manager's operation holds the
+/// token), and the operation drops its handlers when it ends.
 final class HandlerToken: @unchecked Sendable {
-    let handler: AnyObject
+    weak var handler: AnyObject?
     init(_ h: AnyObject) { handler = h }
 }

@@ -50,6 +50,14 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
         if c { op?.cancel() }
     }
 
+    /// The load is over: let go of the parts (their closures may hold the load).
+    func ended() {
+        lock.lock()
+        _cacheOperation = nil
+        _loaderOperation = nil
+        lock.unlock()
+    }
+
     /// The completion runs once more with `cancelled` unless the load already finished.
     public func cancel() {
         lock.lock()
@@ -135,6 +143,7 @@ public final class SDWebImageManager: @unchecked Sendable {
 
     func finished(_ op: SDWebImageCombinedOperation) {
         set { running.removeValue(forKey: ObjectIdentifier(op)) }
+        op.ended()
     }
 
     // MARK: - Keys
