@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-tsan test-swift-tsan fuzz fuzz-smoke demo demo-corpus bench profile clean
+        test-cli test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -84,6 +84,15 @@ test-swift-tsan: deps
 	@# description"); dropping the cached plan makes it plan again (no rebuild).
 	rm -f .build-tsan/*/debug/description.json .build-tsan/*/debug/plugin-tools-description.json
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+# The Swift stack under AddressSanitizer + LeakSanitizer: a short manager soak
+# (random cancels, priorities, hits) against nginx; any report fails it.
+test-swift-asan: build-c
+	rm -f .build-asan/*/debug/description.json .build-asan/*/debug/plugin-tools-description.json
+	@$(SWIFT) build --sanitize=address --scratch-path .build-asan --product sdimage >.build-asan.log 2>&1 \
+	  || { tail -30 .build-asan.log; exit 1; }
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 SDCORE_BENCH=$(BUILD)/release/sdcore-bench \
+	  .build-asan/debug/sdimage bench soak --loads 400 --count 60 --memory-mib 16
 
 test-cli: build-swift
 	@bash scripts/test-cli.sh

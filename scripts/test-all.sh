@@ -29,6 +29,7 @@ run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
 run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
 run "swift (swift test)" make --no-print-directory test-swift
 run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
+run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
 run "cli" make --no-print-directory test-cli
 echo
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"

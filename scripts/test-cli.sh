@@ -71,6 +71,13 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
 else
   check "nginx for the fetch checks" 'false'
 fi
+# a short soak: random cancels, priorities, hits; no failed load, descriptors back to the baseline
+if [ -x build/release/sdcore-bench ]; then
+  SDCORE_BENCH=build/release/sdcore-bench "$bin" bench soak --loads 600 --count 60 --memory-mib 16 --json >"$tmp/soak.json" 2>&1; rc=$?
+  check "soak: no failure, fds back to baseline" '[ $rc -eq 0 ] && grep -q "failed.:0," "$tmp/soak.json"'
+else
+  echo "build/release/sdcore-bench missing (make build-c): soak check skipped"
+fi
 "$bin" fetch >/dev/null 2>&1; rc=$?
 check "fetch without URLs is a usage error" '[ $rc -eq 2 ]'
 for c in fetch samples "cache info" "bench cache"; do "$bin" $c --help >/dev/null 2>&1 || { check "$c --help" false; }; done

@@ -20,7 +20,7 @@ struct BenchSoak: ParsableCommand {
     @Option(help: "Distinct images served (fewer: more cache hits).")
     var count = 300
 
-    @Option(help: "Memory cache limit in MiB (small, so it fills and evicts).")
+    @Option(name: .customLong("memory-mib"), help: "Memory cache limit in MiB (small, so it fills and evicts).")
     var memoryMiB = 64
 
     @Option(help: "Path of the sdcore-bench binary (it serves the files with nginx).")
