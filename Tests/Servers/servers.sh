@@ -25,10 +25,12 @@ print(*[s.getsockname()[1] for s in socks])')
   echo $! > "$dir/nginx.pid.bg"
   python3 "$here/fault_server.py" --port "$fp" --file "$dir/www/img/small.jpg" --progressive "$dir/www/img/prog.jpg" </dev/null >/dev/null 2>"$dir/fault.stderr" &
   echo $! > "$dir/fault.pid"
-  # watchdog: if the test process dies (crash, timeout), take the servers down
+  # watchdog: if the test process dies (crash, timeout), take the servers down.
+  # The pids are read now: the owner may delete $dir before it exits.
   if [ -n "${3:-}" ]; then
+    npid=$(cat "$dir/nginx.pid.bg"); fpid=$(cat "$dir/fault.pid")
     ( while kill -0 "$3" 2>/dev/null; do sleep 0.5; done
-      kill "$(cat "$dir/nginx.pid.bg")" "$(cat "$dir/fault.pid")" 2>/dev/null
+      kill "$npid" "$fpid" 2>/dev/null
       rm -rf "$dir" ) </dev/null >/dev/null 2>&1 &
   fi
   for p in $hp $sp $fp; do
