@@ -184,7 +184,7 @@ static double plain_curl(int conc, int rounds)
 
 /* ---- sd_loop ---- */
 
-static atomic_int completed, failures;
+static atomic_int completed, failures, connections;
 
 static void on_done(sd_transfer_id id, sd_result *r, void *u)
 {
@@ -192,6 +192,7 @@ static void on_done(sd_transfer_id id, sd_result *r, void *u)
     (void)u;
     if (sd_result_status(r) != SD_OK && atomic_fetch_add(&failures, 1) == 0)
         fprintf(stderr, "sd_loop: %s\n", sd_result_message(r));
+    atomic_fetch_add(&connections, (int)sd_result_metric(r, SD_METRIC_CONNECTIONS));
     sd_result_free(r);
     atomic_fetch_add(&completed, 1);
 }
@@ -206,6 +207,7 @@ static double run_loop(int conc, int rounds, int decode, int threads)
     sd_transfer_events ev = {0};
     ev.complete = on_done;
     atomic_store(&completed, 0);
+    atomic_store(&connections, 0);
     int total = nfiles * rounds;
     double t0 = now_s();
     for (int i = 0; i < total; i++) {
@@ -338,7 +340,10 @@ int bench_fetch_main(int argc, char **argv)
         double t = !strcmp(only, "plain") ? plain_curl(oc, rounds)
                  : !strcmp(only, "download") ? run_loop(oc, rounds, 0, threads)
                  : run_loop(oc, rounds, 1, threads);
-        printf("%s: %.0f images/s\n", only, nfiles * rounds / t);
+        printf("%s: %.0f images/s", only, nfiles * rounds / t);
+        if (strcmp(only, "plain") != 0)
+            printf(" (%d new connections for %d transfers)", atomic_load(&connections), nfiles * rounds);
+        printf("\n");
         snprintf(cmd, sizeof cmd, "bash %s/Tests/Servers/servers.sh stop %s; rm -rf %s", SD_SOURCE_DIR, dir, dir);
         return system(cmd) == 0 ? 0 : 1;
     }
