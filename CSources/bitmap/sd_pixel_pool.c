@@ -53,7 +53,7 @@ static struct {
 static size_t pool_bytes, pool_limit = SD_DEFAULT_PIXEL_POOL_BYTES;
 static uint64_t pool_clock;
 
-void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
+static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)
 {
     *cap = bytes;
     if (bytes >= SD__POOL_MIN) {
@@ -61,7 +61,7 @@ void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
         pthread_mutex_lock(&pool_mu);
         for (int i = 0; i < SD__POOL_SLOTS; i++)
             if (slots[i].p && slots[i].cap >= bytes && slots[i].cap - bytes <= bytes / 4 &&
-                (best < 0 || slots[i].cap < slots[best].cap))
+                (!heap_only || slots[i].cap < SD__HUGE_MIN) && (best < 0 || slots[i].cap < slots[best].cap))
                 best = i;
         void *p = NULL;
         if (best >= 0) {
@@ -77,10 +77,30 @@ void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
             return p;
         }
     }
-    if (bytes >= SD__HUGE_MIN)
+    if (bytes >= SD__HUGE_MIN && !heap_only)
         return map_pixels(bytes, cap); /* fresh anonymous pages are zero */
     /* calloc of a large block maps zero pages: zeroing is free where it matters */
     return zeroed ? calloc(1, bytes) : malloc(bytes);
+}
+
+void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
+{
+    return pool_alloc(bytes, zeroed, cap, 0);
+}
+
+/* Response bodies: recycled like canvases, but always plain heap blocks, since
+ * a caller who takes a body frees it with free() (sd_free). */
+void *sd__body_alloc(size_t bytes, size_t *cap)
+{
+    return pool_alloc(bytes, 0, cap, 1);
+}
+
+void sd__body_free(void *p, size_t cap)
+{
+    if (cap >= SD__HUGE_MIN)
+        free(p); /* a big heap block: never pooled (the pool would unmap it) */
+    else
+        sd__pixels_free(p, cap);
 }
 
 void sd__pixels_free(void *p, size_t cap)

@@ -43,6 +43,9 @@ struct sd_bitmap {
 /* Pixel buffers, recycled through a small pool (bitmap/sd_pixel_pool.c). */
 SD__HIDDEN void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *capacity);
 SD__HIDDEN void sd__pixels_free(void *pixels, size_t capacity);
+/* Response bodies from the same pool; always heap blocks (free() is valid). */
+SD__HIDDEN void *sd__body_alloc(size_t bytes, size_t *capacity);
+SD__HIDDEN void sd__body_free(void *body, size_t capacity);
 
 /* Monotonic milliseconds, for throttling. */
 SD__HIDDEN int64_t sd__now_ms(void);

@@ -208,7 +208,7 @@ static void xfer_free(sd__xfer *x)
     sd_request_free(x->req);
     curl_slist_free_all(x->hdrs);
     sd__response_free(x->resp);
-    free(x->body);
+    sd__body_free(x->body, x->cap);
     free(x);
 }
 
@@ -260,6 +260,7 @@ static void complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd__j
         x->resp = NULL;
         r->body = x->body;
         r->body_len = x->len;
+        r->body_cap = x->cap;
         x->body = NULL;
         memcpy(r->metrics, x->metrics, sizeof r->metrics);
         if (jr) {
@@ -365,13 +366,18 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
         if (x->resp->expected > cap && (max <= 0 || x->resp->expected <= (uint64_t)max))
             cap = (size_t)x->resp->expected; /* one allocation when the length is known */
         cap = SD__MAX(cap, 16384);
-        uint8_t *nb = realloc(x->body, cap);
+        /* recycled buffers: a fresh one per transfer costs a fault per page */
+        size_t got;
+        uint8_t *nb = sd__body_alloc(cap, &got);
         if (nb == NULL) {
             x->abort_status = SD_ENOMEM;
             return 0;
         }
+        if (x->len)
+            memcpy(nb, x->body, x->len);
+        sd__body_free(x->body, x->cap);
         x->body = nb;
-        x->cap = cap;
+        x->cap = got;
     }
     memcpy(x->body + x->len, p, len);
     x->len += len;

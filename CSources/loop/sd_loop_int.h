@@ -37,6 +37,7 @@ struct sd_result {
     sd_response *response;
     uint8_t *body;
     size_t body_len;
+    size_t body_cap; /* for sd__body_free */
     sd_bitmap *bitmap;
     int64_t info[SD__JOB_INFO_COUNT];
     uint8_t info_known[SD__JOB_INFO_COUNT];

@@ -236,6 +236,7 @@ int sd_result_take_body(sd_result *r, uint8_t **data, size_t *len)
     *len = r->body_len;
     r->body = NULL;
     r->body_len = 0;
+    r->body_cap = 0;
     return SD_OK;
 }
 
@@ -270,7 +271,7 @@ void sd_result_free(sd_result *r)
     if (r == NULL)
         return;
     sd__response_free(r->response);
-    free(r->body);
+    sd__body_free(r->body, r->body_cap);
     sd_bitmap_free(r->bitmap);
     free(r);
 }
