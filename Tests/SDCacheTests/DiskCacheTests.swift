@@ -44,6 +44,18 @@ struct DiskCacheTests {
         #expect(!cache.containsData(forKey: "k1") && cache.data(forKey: "k1") == nil && cache.totalCount() == 0)
     }
 
+    @Test("Private by default: the folder is 0700 and entries are 0600")
+    func modes() throws {
+        let cache = try DiskCache(directory: tempDir("modes"))
+        defer { try? FileManager.default.removeItem(atPath: cache.directory) }
+        try cache.setData(Data("x".utf8), forKey: "k", extendedData: Data("e".utf8))
+        var st = stat()
+        stat(cache.directory, &st)
+        #expect(st.st_mode & 0o777 == 0o700)
+        stat(cache.cachePath(forKey: "k"), &st)
+        #expect(st.st_mode & 0o777 == 0o600)
+    }
+
     @Test("Expiry by age (0 = everything, < 0 = never) and by size (down to half)")
     func sweeps() throws {
         let cache = try DiskCache(directory: tempDir("sweep"))

@@ -113,6 +113,28 @@ public final class DiskCache: @unchecked Sendable {
     /// Write atomically; `extendedData` (if any) lands together with the bytes.
     public func setData(_ data: Data, forKey key: String, extendedData: Data? = nil) throws(DiskCacheError) {
         let path = cachePath(forKey: key)
+        var sidecarData: Data?
+        try writeAtomically(data, to: path) { fd throws(DiskCacheError) in
+            guard let extendedData else { return }
+            let rc = extendedData.withUnsafeBytes { fsetxattr(fd, Self.xattrName, $0.baseAddress, $0.count, 0) }
+            if rc != 0 {
+                guard errno == ENOTSUP || errno == EOPNOTSUPP else {
+                    throw DiskCacheError(code: errno, operation: "setxattr", path: path)
+                }
+                sidecarData = extendedData
+            }
+        }
+        if let sidecarData {
+            try writeAtomically(sidecarData, to: path + Self.sidecar)
+        } else {
+            unlink(path + Self.sidecar)  // a stale side file from an older entry
+        }
+    }
+
+    /// A temporary file (mode 0600) written whole, `beforeRename` given its fd,
+    /// then renamed over `path`; on any failure the temporary file is removed.
+    private func writeAtomically(_ data: Data, to path: String,
+                                 beforeRename: (Int32) throws(DiskCacheError) -> Void = { _ in }) throws(DiskCacheError) {
         let temp = directory + "/.tmp-\(getpid())-\(counter.next())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DiskCacheError(code: errno, operation: "create", path: temp) }
@@ -129,39 +151,14 @@ public final class DiskCache: @unchecked Sendable {
             return 0
         }
         if written != 0 { failure = DiskCacheError(code: written, operation: "write", path: temp) }
-        var sidecarData: Data?
-        if failure == nil, let extendedData {
-            let rc = extendedData.withUnsafeBytes { fsetxattr(fd, Self.xattrName, $0.baseAddress, $0.count, 0) }
-            if rc != 0 {
-                if errno == ENOTSUP || errno == EOPNOTSUPP { sidecarData = extendedData }
-                else { failure = DiskCacheError(code: errno, operation: "setxattr", path: temp) }
-            }
+        if failure == nil {
+            do { try beforeRename(fd) } catch { failure = error }
         }
         if close(fd) != 0, failure == nil { failure = DiskCacheError(code: errno, operation: "close", path: temp) }
         if failure == nil, rename(temp, path) != 0 { failure = DiskCacheError(code: errno, operation: "rename", path: path) }
         if let failure {
             unlink(temp)
             throw failure
-        }
-        if let sidecarData {
-            try writeSidecar(sidecarData, for: path)
-        } else {
-            unlink(path + Self.sidecar)  // a stale side file from an older entry
-        }
-    }
-
-    private func writeSidecar(_ data: Data, for path: String) throws(DiskCacheError) {
-        let temp = directory + "/.tmp-\(getpid())-\(counter.next())-x"
-        do {
-            try data.write(to: URL(fileURLWithPath: temp))
-        } catch {
-            unlink(temp)
-            throw DiskCacheError(code: EIO, operation: "write", path: temp)
-        }
-        if rename(temp, path + Self.sidecar) != 0 {
-            let e = errno
-            unlink(temp)
-            throw DiskCacheError(code: e, operation: "rename", path: path + Self.sidecar)
         }
     }
 
@@ -191,7 +188,7 @@ public final class DiskCache: @unchecked Sendable {
         guard errno == ENOTSUP || errno == EOPNOTSUPP else {
             throw DiskCacheError(code: errno, operation: "setxattr", path: path)
         }
-        try writeSidecar(data, for: path)
+        try writeAtomically(data, to: path + Self.sidecar)
     }
 
     /// Make the entry new again (access and modification dates = now).
