@@ -15,8 +15,11 @@ struct ManagerFaultTests {
         let cache = makeCache()
         let config = SDWebImageDownloaderConfig()
         config.downloadTimeout = 1
+        config.maxConcurrentDownloads = 16  // all at once: a queued one would eat into its 1 s
         let downloader = SDWebImageDownloader(config: config)
         let m = SDWebImageManager(cache: cache, loader: downloader)
+        // Only the two that must time out get the short timeout's downloader.
+        let patient = SDWebImageDownloader()
         let cases: [(String, (any Error) -> Bool)] = [
             ("/stall", { ($0 as? URLError)?.code == .timedOut }),
             ("/reset", { ($0 as? URLError)?.code == .networkConnectionLost }),
@@ -30,7 +33,9 @@ struct ManagerFaultTests {
         ]
         let logs = cases.map { c -> (String, LoadLog) in
             let log = LoadLog()
-            m.loadImage(with: s.url(s.fault, c.0 + "?mf"), options: [.retryFailed, .waitStoreCache], completed: log.block)
+            let waits = c.0 == "/stall" || c.0 == "/slow-headers"
+            m.loadImage(with: s.url(s.fault, c.0 + "?mf"), options: [.retryFailed, .waitStoreCache],
+                        context: waits ? nil : [.imageLoader: patient], completed: log.block)
             return (c.0, log)
         }
         for ((path, log), (_, matches)) in zip(logs, cases) {
@@ -44,6 +49,6 @@ struct ManagerFaultTests {
         cache.waitForPendingWrites()
         #expect(cache.totalDiskCount() == 0)  // no partial image stored as if complete
         for (path, _) in cases { #expect(cache.imageFromMemoryCache(forKey: s.url(s.fault, path + "?mf").absoluteString) == nil) }
-        #expect(await eventually { downloader.currentDownloadCount == 0 && !m.isRunning })
+        #expect(await eventually { downloader.currentDownloadCount == 0 && patient.currentDownloadCount == 0 && !m.isRunning })
     }
 }

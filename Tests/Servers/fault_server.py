@@ -125,6 +125,7 @@ class Handler(socketserver.BaseRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 512  # the default backlog (5) drops SYNs when tests run in parallel
 
 
 Server(("127.0.0.1", args.port), Handler).serve_forever()
