@@ -87,18 +87,7 @@ struct BenchFetch: ParsableCommand {
         bench.standardOutput = out
         try bench.run()
         // sdcore-bench prints its JSON, then keeps nginx up until we are done.
-        var server: (base: String, files: Int)?
-        for _ in 0..<6000 {
-            if server != nil { break }
-            if let text = try? String(contentsOfFile: handshake, encoding: .utf8) {
-                let parts = text.split(separator: " ")
-                if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) {
-                    server = (String(parts[0]), n)
-                }
-            }
-            if server == nil { Thread.sleep(forTimeInterval: 0.1) }
-        }
-        guard let server else { fail("sdcore-bench did not start its server") }
+        let server = waitForServer(handshake)
         // Wait for the C measurements to finish (their JSON line) before ours.
         let cLine = String(decoding: out.fileHandleForReading.availableDataLine(), as: UTF8.self)
         var urlSessionIPS: [Int: Double] = [:]
@@ -255,7 +244,22 @@ struct BenchFetch: ParsableCommand {
     }
 }
 
-private final class Counter: @unchecked Sendable {
+/// sdcore-bench writes "BASE_URL FILES" to the handshake file once nginx serves
+/// (up to 10 minutes: it generates the images first).
+func waitForServer(_ handshake: String) -> (base: String, files: Int) {
+    for _ in 0..<6000 {
+        if let text = try? String(contentsOfFile: handshake, encoding: .utf8) {
+            let parts = text.split(separator: " ")
+            if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return (String(parts[0]), n)
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+    }
+    fail("sdcore-bench did not start its server")
+}
+
+final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var n = 0
     func add() { lock.lock(); n += 1; lock.unlock() }

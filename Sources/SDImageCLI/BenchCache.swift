@@ -125,7 +125,7 @@ struct BenchCache: ParsableCommand {
                      context: SDWebImageContext? = nil) -> Double {
         let window = DispatchSemaphore(value: 32)
         let group = DispatchGroup()
-        let wrong = Tally()
+        let wrong = Counter()
         let start = Date()
         for url in urls {
             window.wait()
@@ -172,13 +172,6 @@ struct BenchCache: ParsableCommand {
     }
 }
 
-private final class Tally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
-    func add() { lock.lock(); n += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
-}
-
 /// nginx serving generated JPEGs, started through `sdcore-bench fetch --only serve`.
 final class BenchServer {
     let base: String
@@ -198,18 +191,7 @@ final class BenchServer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         guard posix_spawn(&p, binary, &actions, nil, argv, environ) == 0 else { fail("cannot start \(binary)") }
         pid = p
-        var found: (String, Int)?
-        for _ in 0..<6000 where found == nil {
-            if let text = try? String(contentsOfFile: handshake, encoding: .utf8) {
-                let parts = text.split(separator: " ")
-                if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) {
-                    found = (String(parts[0]), n)
-                }
-            }
-            if found == nil { usleep(100_000) }
-        }
-        guard let found else { fail("sdcore-bench did not start its server") }
-        (base, files) = found
+        (base, files) = waitForServer(handshake)
     }
 
     func stop() {

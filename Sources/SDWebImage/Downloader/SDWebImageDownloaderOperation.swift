@@ -140,6 +140,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     public let options: SDWebImageDownloaderOptions
     public let context: SDWebImageContext?
     private let env: SDWebImageDownloaderOperationEnvironment
+    private let checksInSwift: Bool
     /// Response handling and the end run here, in order, off the loop thread.
     private let work: DispatchQueue
 
@@ -165,6 +166,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         self.options = options
         self.context = context
         env = environment
+        checksInSwift = Self.checksInSwift(environment)
         work = DispatchQueue(label: "SDWebImageDownloaderOperation", target: .global(qos: .userInitiated))
     }
 
@@ -272,7 +274,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
 
     // MARK: - Request
 
-    private var checksInSwift: Bool {
+    /// Status and content type are checked here, not by the C loop, when a
+    /// response modifier may change them or the codes are not one range.
+    private static func checksInSwift(_ env: SDWebImageDownloaderOperationEnvironment) -> Bool {
         if env.responseModifier != nil { return true }
         guard let codes = env.acceptableStatusCodes else { return false }
         guard let lo = codes.first, let hi = codes.last else { return true }

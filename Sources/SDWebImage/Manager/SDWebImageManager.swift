@@ -270,6 +270,9 @@ private final class Load: @unchecked Sendable {
     let queue: DispatchQueue
     let progress: SDImageLoaderProgressBlock?
     let completed: SDInternalCompletionBlock
+    /// The cache keys, derived once (the key filter is user code).
+    let key: String?
+    let originalKey: String?
     let lock = NSLock()
     var ended = false
 
@@ -284,21 +287,19 @@ private final class Load: @unchecked Sendable {
         self.queue = queue
         self.progress = progress
         self.completed = completed
+        var original = context
+        original[.imageThumbnailPixelSize] = nil
+        original[.imageTransformer] = nil
+        key = manager.cacheKey(for: url, context: context)
+        originalKey = url.flatMap { manager.cacheKey(for: $0, context: original) }
     }
 
     var cache: any SDImageCacheProtocol { context[.imageCache] as? any SDImageCacheProtocol ?? manager.imageCache }
     var originalCache: any SDImageCacheProtocol { context[.originalImageCache] as? any SDImageCacheProtocol ?? cache }
     var loader: any SDImageLoader { context[.imageLoader] as? any SDImageLoader ?? manager.imageLoader }
     var transformer: (any SDImageTransformer)? { context[.imageTransformer] as? any SDImageTransformer }
-    var key: String? { manager.cacheKey(for: url, context: context) }
-    var originalKey: String? { url.flatMap { manager.cacheKey(for: $0, context: originalContext) } }
+    /// A thumbnail or transformed image: cached under its own key.
     var derived: Bool { key != originalKey }
-    var originalContext: SDWebImageContext {
-        var c = context
-        c[.imageThumbnailPixelSize] = nil
-        c[.imageTransformer] = nil
-        return c
-    }
     func type(_ k: SDWebImageContextOption, _ d: SDImageCacheType) -> SDImageCacheType {
         context[k] as? SDImageCacheType ?? d
     }
