@@ -608,6 +608,39 @@ static int test_progress_interval(void)
     return 0;
 }
 
+/* The receive buffer bounds each read: with 1 KiB, a body of n bytes
+ * arrives in at least n / 1024 writes (one progress call each when
+ * unthrottled); the default is 128 KiB; bad sizes are refused. */
+static int test_receive_buffer(void)
+{
+    sd_loop *l = NULL;
+    int64_t v = 0;
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_get(l, SD_LOOP_RECEIVE_BUFFER, &v));
+    ASSERT_EQ(v, SD_DEFAULT_RECEIVE_BUFFER);
+    ASSERT_EQ(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, 1023), SD_EINVAL);
+    ASSERT_EQ(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, 1048577), SD_EINVAL);
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, 1024));
+    ASSERT_OK(sd_loop_start(l));
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 640 && c.body_len > 8192 && !c.progress_bad);
+    ASSERT(c.progress_calls >= (int)(c.body_len / 1024));
+    int small_calls = c.progress_calls;
+    size_t len = c.body_len;
+    collect_free(&c);
+    /* changed at run time: the next transfer reads in bigger pieces */
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, SD_DEFAULT_RECEIVE_BUFFER));
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.body_len == len && c.width == 640);
+    ASSERT(c.progress_calls < small_calls);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
 /* ---- scheduling ---- */
 
 typedef struct {
@@ -1010,6 +1043,7 @@ int main(int argc, char **argv)
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},
         {"progress_interval", test_progress_interval},
+        {"receive_buffer", test_receive_buffer},
         {"fifo_lifo_priorities", test_fifo_lifo_priorities},
         {"cancel", test_cancel},
         {"races", test_races},
