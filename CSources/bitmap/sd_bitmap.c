@@ -125,9 +125,15 @@ void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
 }
 
 /*
- * Area-average weights for one axis, exact in integers: output i covers the
- * source span [i*n/m, (i+1)*n/m); in units of 1/m each source pixel is m wide
- * and each output pixel n wide, so overlaps are integers summing to n.
+ * Resampling weights for one axis, n source pixels to m, exact in integers;
+ * every output's weights sum to *den.
+ * Reducing (m <= n), area average: output i covers the source span
+ * [i*n/m, (i+1)*n/m); in units of 1/m each source pixel is m wide and each
+ * output pixel n wide, so overlaps are integers summing to n.
+ * Enlarging (m > n), linear interpolation between pixel centres: output i
+ * sits at source x = (i + 1/2) * n/m - 1/2, i.e. ((2i+1)n - m) / 2m, split
+ * between its two neighbours in units of 1/2m (edges clamp). Replicating
+ * pixels instead would make blocks of an upscaled thumbnail.
  */
 typedef struct {
     uint32_t first;  /* first source index */
@@ -135,9 +141,10 @@ typedef struct {
     uint32_t offset; /* into the weight array */
 } sd__span;
 
-static int sd__area_weights(uint32_t n, uint32_t m, sd__span **spans_out, uint32_t **w_out)
+static int sd__axis_weights(uint32_t n, uint32_t m, sd__span **spans_out, uint32_t **w_out, uint32_t *den)
 {
-    uint32_t per = (uint32_t)((n + m - 1) / m) + 1;
+    int enlarge = m > n;
+    uint32_t per = enlarge ? 2 : (uint32_t)((n + m - 1) / m) + 1;
     sd__span *spans = malloc(sizeof *spans * m);
     uint32_t *w = malloc(sizeof *w * (size_t)per * m);
     if (spans == NULL || w == NULL) {
@@ -147,24 +154,41 @@ static int sd__area_weights(uint32_t n, uint32_t m, sd__span **spans_out, uint32
     }
     uint32_t off = 0;
     for (uint32_t i = 0; i < m; i++) {
-        uint64_t lo = (uint64_t)i * n, hi = lo + n; /* in 1/m units */
-        uint32_t j0 = (uint32_t)(lo / m), j1 = (uint32_t)((hi + m - 1) / m);
-        if (j1 > n)
-            j1 = n;
-        spans[i].first = j0;
-        spans[i].count = 0;
         spans[i].offset = off;
-        for (uint32_t j = j0; j < j1; j++) {
-            uint64_t a = SD__MAX(lo, (uint64_t)j * m), b = SD__MIN(hi, (uint64_t)(j + 1) * m);
-            if (b > a) {
-                w[off + spans[i].count] = (uint32_t)(b - a);
-                spans[i].count++;
+        if (enlarge) {
+            int64_t pos = (int64_t)(2 * (uint64_t)i + 1) * n - m; /* in 1/2m units */
+            int64_t unit = 2 * (int64_t)m;
+            if (pos <= 0 || pos >= (int64_t)(n - 1) * unit) { /* before the first / after the last centre */
+                spans[i].first = pos <= 0 ? 0 : n - 1;
+                spans[i].count = 1;
+                w[off] = (uint32_t)unit;
+            } else {
+                uint32_t j = (uint32_t)(pos / unit), f = (uint32_t)(pos % unit);
+                spans[i].first = j;
+                spans[i].count = f ? 2 : 1;
+                w[off] = (uint32_t)unit - f;
+                w[off + 1] = f;
+            }
+        } else {
+            uint64_t lo = (uint64_t)i * n, hi = lo + n; /* in 1/m units */
+            uint32_t j0 = (uint32_t)(lo / m), j1 = (uint32_t)((hi + m - 1) / m);
+            if (j1 > n)
+                j1 = n;
+            spans[i].first = j0;
+            spans[i].count = 0;
+            for (uint32_t j = j0; j < j1; j++) {
+                uint64_t a = SD__MAX(lo, (uint64_t)j * m), b = SD__MIN(hi, (uint64_t)(j + 1) * m);
+                if (b > a) {
+                    w[off + spans[i].count] = (uint32_t)(b - a);
+                    spans[i].count++;
+                }
             }
         }
         off += spans[i].count;
     }
     *spans_out = spans;
     *w_out = w;
+    *den = enlarge ? 2 * m : n;
     return SD_OK;
 }
 
@@ -179,9 +203,10 @@ int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bi
     uint32_t *hw = NULL, *vw = NULL;
     uint8_t *tmp = NULL;
     sd_bitmap *dst = NULL;
-    int rc = sd__area_weights(src->width, width, &hs, &hw);
+    uint32_t hn = 0, vn = 0; /* each axis's weight sum */
+    int rc = sd__axis_weights(src->width, width, &hs, &hw, &hn);
     if (rc == SD_OK)
-        rc = sd__area_weights(src->height, height, &vs, &vw);
+        rc = sd__axis_weights(src->height, height, &vs, &vw, &vn);
     if (rc == SD_OK) {
         tmp = malloc((size_t)width * 4 * src->height);
         rc = tmp ? SD_OK : SD_ENOMEM;
@@ -192,7 +217,6 @@ int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bi
         goto done;
 
     /* Horizontal pass: each source row into tmp (width x src->height). */
-    const uint32_t hn = src->width, vn = src->height;
     for (uint32_t y = 0; y < src->height; y++) {
         const uint8_t *s = src->pixels + (size_t)y * src->stride;
         uint8_t *t = tmp + (size_t)y * width * 4;

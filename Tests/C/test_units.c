@@ -301,6 +301,36 @@ static int test_downscale_sizes(void)
     return 0;
 }
 
+/* Enlarging interpolates between pixel centres (no blocks); a flat colour
+ * stays flat; one axis may shrink while the other grows. */
+static int test_upscale_interpolates(void)
+{
+    sd_bitmap *src = NULL, *s = NULL;
+    ASSERT_OK(sd_bitmap_new(2, 1, &src));
+    px_set(src, 0, 0, 0xFF000000u);
+    px_set(src, 1, 0, 0xFFFFFFFFu);
+    ASSERT_OK(sd_bitmap_scale(src, 4, 2, &s));
+    /* centres at -0.25, 0.25, 0.75, 1.25 source pixels: 0, 1/4, 3/4, 1 */
+    static const uint32_t want[4] = {0xFF000000u, 0xFF404040u, 0xFFBFBFBFu, 0xFFFFFFFFu};
+    for (uint32_t y = 0; y < 2; y++)
+        for (uint32_t x = 0; x < 4; x++)
+            ASSERT_EQ(px_at(s, x, y), want[x]);
+    sd_bitmap_free(s);
+    sd_bitmap_free(src);
+
+    ASSERT_OK(sd_bitmap_new(7, 40, &src));
+    for (uint32_t y = 0; y < 40; y++)
+        for (uint32_t x = 0; x < 7; x++)
+            px_set(src, x, y, 0x80402010u);
+    ASSERT_OK(sd_bitmap_scale(src, 23, 9, &s)); /* wider, shorter */
+    for (uint32_t y = 0; y < 9; y++)
+        for (uint32_t x = 0; x < 23; x++)
+            ASSERT_EQ(px_at(s, x, y), 0x80402010u);
+    sd_bitmap_free(s);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 static int test_downscale_quality(void)
 {
     /* A flat colour stays exactly that colour through every reduction path. */
@@ -607,6 +637,7 @@ int main(int argc, char **argv)
         {"exif_parser_hostile", test_exif_parser},
         {"downscale_sizes", test_downscale_sizes},
         {"downscale_quality", test_downscale_quality},
+        {"upscale_interpolates", test_upscale_interpolates},
         {"orientation_and_downscale_compose", test_orientation_and_downscale_compose},
         {"encoders_roundtrip", test_encoders_roundtrip},
         {"decoder_state_rules", test_decoder_state_rules},

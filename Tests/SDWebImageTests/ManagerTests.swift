@@ -172,6 +172,25 @@ struct ManagerTests {
         #expect(c.imageFromMemoryCache(forKey: url.absoluteString)?.width == 33)
     }
 
+    @Test("refreshCached revalidates through any cache that keeps extended data, not only SDImageCache")
+    func refreshCachedCustomCache() async throws {
+        let s = try #require(servers)
+        let cache = DictionaryCache()
+        let m = SDWebImageManager(cache: cache, loader: SDWebImageDownloader())
+        let file = s.www.appendingPathComponent("img/refresh-custom.jpg")
+        try TestServers.jpeg(width: 26, height: 18, progressive: false).write(to: file)
+        let url = s.url(s.http, "/img/refresh-custom.jpg")
+        let first = await m.load(url, .waitStoreCache)
+        #expect(first.last?.image?.width == 26)
+        let raw = try #require(cache.extendedData(forKey: url.absoluteString))
+        #expect(String(decoding: raw, as: UTF8.self).contains("etag"))  // the validators, as stored
+        let same = await m.load(url, .refreshCached)
+        #expect(same.last?.image?.width == 26)
+        #expect(await eventually { cache.touches.value == 1 })  // a 304 made the entry new again
+        #expect(await eventually { !m.isRunning })
+        #expect(same.finals.count == 1)
+    }
+
     @Test("fromCacheOnly, fromLoaderOnly, waitStoreCache, query and store cache types")
     func cacheOptions() async throws {
         let s = try #require(servers)
@@ -300,6 +319,48 @@ final class CountingCache: SDImageCacheProtocol, @unchecked Sendable {
     }
     func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
         inner.clear(with: cacheType, completion: completion)
+    }
+}
+
+/// A cache of our own (a locked dictionary) with the revalidation hooks.
+final class DictionaryCache: SDImageCacheProtocol, @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String: (image: SDImage?, data: Data?, extended: Data?)] = [:]
+    let touches = Counter()
+
+    func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?, cacheType: SDImageCacheType,
+                    completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
+        lock.lock()
+        let e = key.flatMap { entries[$0] }
+        lock.unlock()
+        completion?(e?.image, e?.data, e == nil ? .none : .memory)
+        return nil
+    }
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil, completion: completion)
+    }
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        if let key { lock.lock(); entries[key] = (image, imageData, extendedData); lock.unlock() }
+        completion?(nil)
+    }
+    func extendedData(forKey key: String?) -> Data? {
+        lock.lock(); defer { lock.unlock() }
+        return key.flatMap { entries[$0]?.extended }
+    }
+    func touchDiskEntry(forKey key: String?) { touches.add() }
+    func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        if let key { lock.lock(); entries[key] = nil; lock.unlock() }
+        completion?()
+    }
+    func containsImage(forKey key: String?, cacheType: SDImageCacheType, completion: @escaping @Sendable (SDImageCacheType) -> Void) {
+        lock.lock(); let hit = key.flatMap { entries[$0] } != nil; lock.unlock()
+        completion(hit ? .memory : .none)
+    }
+    func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
+        lock.lock(); entries = [:]; lock.unlock()
+        completion?()
     }
 }
 

@@ -69,9 +69,10 @@ SD_API int sd_bitmap_has_alpha(const sd_bitmap *bitmap);
 
 /*
  * Name: sd_bitmap_scale
- * Desc: Area-average (box) resample to width x height into a new bitmap.
- *       Works in premultiplied space, so edges of transparent regions do
- *       not darken. Intended for reduction; enlarging replicates pixels.
+ * Desc: Resample to width x height into a new bitmap: area average (box)
+ *       along an axis that shrinks, linear interpolation between pixel
+ *       centres along one that grows. Works in premultiplied space, so
+ *       edges of transparent regions do not darken.
  * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
  */
 SD_API int sd_bitmap_scale(const sd_bitmap *src, uint32_t width,

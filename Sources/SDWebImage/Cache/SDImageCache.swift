@@ -57,6 +57,28 @@ public protocol SDImageCacheProtocol: AnyObject, Sendable {
     func containsImage(forKey key: String?, cacheType: SDImageCacheType,
                        completion: @escaping @Sendable (SDImageCacheType) -> Void)
     func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+
+    // Revalidation hooks: the manager keeps an entry's HTTP validators (ETag,
+    // Last-Modified) as extended data and sends them with `.refreshCached`.
+    // A cache without them still works; it just cannot revalidate.
+
+    /// Extended data stored with the entry for `key`. Default: none.
+    func extendedData(forKey key: String?) -> Data?
+    /// Store with extended data kept beside the bytes. Default: store without it.
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?)
+    /// The server said the entry for `key` is current (a 304): make it new
+    /// again for age-based expiry. Default: nothing.
+    func touchDiskEntry(forKey key: String?)
+}
+
+extension SDImageCacheProtocol {
+    public func extendedData(forKey key: String?) -> Data? { nil }
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, completion: completion)
+    }
+    public func touchDiskEntry(forKey key: String?) {}
 }
 
 /// Memory (strict LRU on decoded pixels) plus disk (one file per key) with

@@ -379,7 +379,7 @@ private final class Load: @unchecked Sendable {
         var ctx = context
         if refresh {
             deliver(cached, data, cacheType, finished: true)
-            if let k = originalKey, let c = originalCache as? SDImageCache, let raw = c.extendedData(forKey: k),
+            if let k = originalKey, let raw = originalCache.extendedData(forKey: k),
                let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), !v.isEmpty {
                 ctx[.httpValidators] = v
             }
@@ -393,7 +393,7 @@ private final class Load: @unchecked Sendable {
             if let error {
                 if refresh, (error as? SDWebImageError)?.code == .cacheNotModified {
                     // still current: keep the entry and make it new again
-                    if let k = originalKey, let c = originalCache as? SDImageCache { c.touchDiskEntry(forKey: k) }
+                    if let k = originalKey { originalCache.touchDiskEntry(forKey: k) }
                     lock.lock(); ended = true; lock.unlock()
                     manager.finished(op)
                     return
@@ -468,12 +468,8 @@ private final class Load: @unchecked Sendable {
                done: @escaping @Sendable () -> Void) {
         let target = cache ?? self.cache
         guard type != .none, image != nil || data != nil else { return done() }
-        if let c = target as? SDImageCache, let v = validators, !v.isEmpty, data != nil,
-           let raw = try? JSONEncoder().encode(v) {
-            c.store(image, imageData: data, forKey: key, cacheType: type, extendedData: raw) { _ in done() }
-        } else {
-            target.store(image, imageData: data, forKey: key, cacheType: type) { _ in done() }
-        }
+        let extended = validators.flatMap { v in !v.isEmpty && data != nil ? try? JSONEncoder().encode(v) : nil }
+        target.store(image, imageData: data, forKey: key, cacheType: type, extendedData: extended) { _ in done() }
     }
 }
 
