@@ -108,7 +108,9 @@ public final class DataLoader: @unchecked Sendable {
         var ev = sd_transfer_events()
         ev.response = events.response == nil ? nil : { _, response, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
-            h.events.response?(DataLoader.response(of: response!))
+            let converted = DataLoader.response(of: response!)
+            h.response = converted // the completion reuses it: one conversion per transfer
+            h.events.response?(converted)
         }
         ev.progress = events.progress == nil ? nil : { _, received, expected, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
@@ -120,7 +122,7 @@ public final class DataLoader: @unchecked Sendable {
         }
         ev.complete = { _, result, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
-            let outcome = DataLoader.outcome(of: result!, decoded: h.decoded)
+            let outcome = DataLoader.outcome(of: result!, decoded: h.decoded, response: h.response)
             sd_result_free(result)
             h.events.completion(outcome)
         }
@@ -198,8 +200,14 @@ public final class DataLoader: @unchecked Sendable {
 
     /// Everything is copied out (or adopted) here, on the loop thread, before
     /// the hop: the result is freed right after.
-    fileprivate static func outcome(of r: OpaquePointer, decoded: Bool) -> Result<DownloadResult, DownloadError> {
-        let response = sd_result_response(r).map(Self.response(of:))
+    /// `known`: the response as converted for the response event, reused
+    /// unless headers came after it (trailers).
+    fileprivate static func outcome(of r: OpaquePointer, decoded: Bool,
+                                    response known: DownloadResponse?) -> Result<DownloadResult, DownloadError> {
+        let response = sd_result_response(r).map { c in
+            if let known, known.headers.count == Int(sd_response_header_count(c)) { return known }
+            return Self.response(of: c)
+        }
         let status = sd_result_status(r)
         if status != 0 {
             return .failure(DownloadError(DownloadError.Code(rawValue: status),
@@ -278,6 +286,8 @@ public final class DownloadTask: @unchecked Sendable {
 private final class Handlers: @unchecked Sendable {
     let events: LoaderEvents
     let decoded: Bool
+    /// Set by the response event; read by the completion (both on the loop thread).
+    var response: DownloadResponse?
 
     init(events: LoaderEvents, decoded: Bool) {
         self.events = events
