@@ -123,6 +123,19 @@ struct ImageCacheTests {
         #expect(c.imageFromMemoryCache(forKey: "full") == nil && c.diskImageData(forKey: "full") == data)
     }
 
+    @Test("An entry that ends early (crash or power loss mid-write) is a miss, not a half-grey hit")
+    func truncatedEntryIsAMiss() async throws {
+        let c = makeCache()
+        let (_, data) = try testImage(64, 48)
+        try c.storeImageData(toDisk: data.prefix(data.count * 2 / 3), forKey: "cut")
+        #expect(c.imageFromDiskCache(forKey: "cut") == nil)
+        let r = await c.image(forKey: "cut")
+        #expect(r.image == nil && r.cacheType == .none)
+        #expect(c.imageFromMemoryCache(forKey: "cut") == nil)
+        try c.storeImageData(toDisk: data, forKey: "whole")  // the same bytes, whole: a hit
+        #expect(c.imageFromDiskCache(forKey: "whole")?.width == 64)
+    }
+
     @Test("Expiry: maxDiskAge 1 s; size limit evicts; cache paths follow the key's extension")
     func expiryAndPaths() async throws {
         let config = SDImageCacheConfig()

@@ -191,6 +191,18 @@ struct ManagerTests {
         #expect(same.finals.count == 1)
     }
 
+    @Test("A truncated disk entry is fetched again and replaced")
+    func truncatedEntryRefetched() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        let url = s.url(s.http, "/img/big.jpg?truncated")
+        let whole = try Data(contentsOf: s.www.appendingPathComponent("img/big.jpg"))
+        try c.storeImageData(toDisk: whole.prefix(whole.count * 2 / 3), forKey: url.absoluteString)  // header whole, pixels cut
+        let log = await m.load(url, .waitStoreCache)
+        #expect(log.last?.image != nil && log.last?.type == SDImageCacheType.none)  // from the network
+        #expect(c.diskImageData(forKey: url.absoluteString) == whole)
+    }
+
     @Test("fromCacheOnly, fromLoaderOnly, waitStoreCache, query and store cache types")
     func cacheOptions() async throws {
         let s = try #require(servers)

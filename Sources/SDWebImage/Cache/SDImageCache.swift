@@ -281,7 +281,12 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     private func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ context: SDWebImageContext?) -> SDImage? {
         let o = SDImageCoderOptions.make(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                          avoidDecode: false, progressive: false, context: context, queue: nil)
-        return try? SDImage.decode(data, scale: o.scaleFactor, options: o.decode)
+        let decoded = data.withUnsafeBytes { try? ImageDecoder.decode($0, options: o.decode) }
+        // A file that ends early (a crash or power loss mid-write, a disk
+        // error) decodes full-size with its tail grey; it is not a hit.
+        // The caller fetches again and the new store replaces it.
+        guard let decoded, decoded.isComplete else { return nil }
+        return SDImage(decoded: decoded, scale: o.scaleFactor)
     }
 
     /// Query memory, then disk. Returns nil when it answered at once (a memory
