@@ -26,6 +26,7 @@ extension SDWebImageManagerDelegate {
 public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked Sendable {
     private let lock = NSLock()
     private var _cancelled = false
+    private var _ended = false
     private var _cacheOperation: (any SDWebImageOperation)?
     private var _loaderOperation: (any SDWebImageOperation)?
     weak var manager: SDWebImageManager?
@@ -34,9 +35,11 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
     public var cacheOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _cacheOperation }
     public var loaderOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _loaderOperation }
 
+    // A part can be handed over after the load already ended (a cache query
+    // that answered before its start call returned): it is not kept then.
     func setCacheOperation(_ op: (any SDWebImageOperation)?) {
         lock.lock()
-        _cacheOperation = op
+        if !_ended { _cacheOperation = op }
         let c = _cancelled
         lock.unlock()
         if c { op?.cancel() }
@@ -44,7 +47,7 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
 
     func setLoaderOperation(_ op: (any SDWebImageOperation)?) {
         lock.lock()
-        _loaderOperation = op
+        if !_ended { _loaderOperation = op }
         let c = _cancelled
         lock.unlock()
         if c { op?.cancel() }
@@ -53,6 +56,7 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
     /// The load is over: let go of the parts (their closures may hold the load).
     func ended() {
         lock.lock()
+        _ended = true
         _cacheOperation = nil
         _loaderOperation = nil
         lock.unlock()
