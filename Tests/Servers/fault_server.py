@@ -18,7 +18,12 @@ Paths (all serve the image given with --file unless said otherwise):
   /base64           200, text/plain, the image base64-encoded
   /set-cookie       200 with "Set-Cookie: sdtoken=42"
   /need-cookie      200 only with that cookie sent back, else 403
-A query string is ignored for routing (distinct URLs, same behaviour).
+  /flaky?id=K&fail=N[&status=S][&after=T][&kind=reset]
+                    the first N requests for key K fail (status S, default 503,
+                    with "Retry-After: T" if given; kind=reset: half the body
+                    then a TCP reset), later ones get the image
+  /hits?id=K        text/plain: how many /flaky requests key K has had
+A query string is otherwise ignored for routing (distinct URLs, same behaviour).
 """
 import argparse, base64, socket, socketserver, struct, threading, time
 
@@ -30,6 +35,8 @@ args = ap.parse_args()
 IMAGE = open(args.file, "rb").read()
 PROGRESSIVE = open(args.progressive, "rb").read()
 HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
+HITS = {}  # /flaky key -> requests seen
+HITS_LOCK = threading.Lock()
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -49,7 +56,9 @@ class Handler(socketserver.BaseRequestHandler):
             if not chunk:
                 return
             data += chunk
-        path = data.split(b" ", 2)[1].decode().split("?")[0]
+        target = data.split(b" ", 2)[1].decode()
+        path = target.split("?")[0]
+        query = dict(kv.split("=", 1) for kv in target.partition("?")[2].split("&") if "=" in kv)
         headers = data.split(b"\r\n\r\n")[0].decode("latin-1").lower()
         half = len(IMAGE) // 2
         try:
@@ -112,6 +121,27 @@ class Handler(socketserver.BaseRequestHandler):
                     self.send_head("403 Forbidden", 0, "text/plain")
             elif path == "/base64":
                 body = base64.b64encode(IMAGE)
+                self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
+            elif path == "/flaky":
+                key = query.get("id", "")
+                with HITS_LOCK:
+                    HITS[key] = n = HITS.get(key, 0) + 1
+                if n > int(query.get("fail", "1")):
+                    self.send_head("200 OK", len(IMAGE))
+                    sock.sendall(IMAGE)
+                elif query.get("kind") == "reset":
+                    self.send_head("200 OK", len(IMAGE))
+                    sock.sendall(IMAGE[:half])
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()
+                else:
+                    extra = f"Retry-After: {query['after']}\r\n" if "after" in query else ""
+                    self.send_head(f"{query.get('status', '503')} Flaky", len(HTML), "text/html", extra)
+                    sock.sendall(HTML)
+            elif path == "/hits":
+                with HITS_LOCK:
+                    body = str(HITS.get(query.get("id", ""), 0)).encode()
                 self.send_head("200 OK", len(body), "text/plain")
                 sock.sendall(body)
             elif path == "/slow-headers":

@@ -94,4 +94,33 @@ public final class TestServers: @unchecked Sendable {
     }
 
     public func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
+
+    /// How many requests the fault server's `/flaky?id=<id>` has had (a plain
+    /// blocking GET on a socket: no library under test on the way).
+    public func flakyHits(_ id: String) -> Int {
+        guard let u = URL(string: fault), let port = u.port else { return -1 }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { return -1 }
+        let request = "GET /hits?id=\(id) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var reply = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 512)
+        while true {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { break }
+            reply += buf[0..<n]
+        }
+        let text = String(decoding: reply, as: UTF8.self)
+        guard let body = text.components(separatedBy: "\r\n\r\n").last else { return -1 }
+        return Int(body.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
 }

@@ -94,6 +94,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     private var _cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
     private var _transformer: (any SDImageTransformer)?
     private var _optionsProcessor: (any SDWebImageOptionsProcessorProtocol)?
+    private var _retryPolicy: SDWebImageRetryPolicy?
     private weak var _delegate: (any SDWebImageManagerDelegate)?
     private var failedURLs = Set<URL>()
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
@@ -123,6 +124,12 @@ public final class SDWebImageManager: @unchecked Sendable {
     public var optionsProcessor: (any SDWebImageOptionsProcessorProtocol)? {
         get { get { _optionsProcessor } }
         set { set { _optionsProcessor = newValue } }
+    }
+    /// Retry failed downloads (ours; default nil: fail at once, as
+    /// SDWebImage). The `.retryPolicy` context key overrides it per load.
+    public var retryPolicy: SDWebImageRetryPolicy? {
+        get { get { _retryPolicy } }
+        set { set { _retryPolicy = newValue } }
     }
     public var delegate: (any SDWebImageManagerDelegate)? {
         get { get { _delegate } }
@@ -388,12 +395,23 @@ private final class Load: @unchecked Sendable {
                 ctx[.httpValidators] = v
             }
         }
+        request(url, ctx, refresh: refresh, retry: 0)
+    }
+
+    /// One attempt at the download (`retry` 0 is the first).
+    func request(_ url: URL, _ context: SDWebImageContext, refresh: Bool, retry: Int) {
+        var ctx = context
         let responseBox = ResponseBox()
         ctx[.responseBox] = responseBox
         let loader = self.loader
         let token = loader.requestImage(with: url, options: options, context: ctx, progress: progress) {
             [self] image, data, error, finished in
             if op.isCancelled { return cancelled() }
+            if let error, (error as? SDWebImageError)?.code != .cancelled,
+               !(refresh && (error as? SDWebImageError)?.code == .cacheNotModified),
+               let pause = retryPolicy?.pause(after: error, retry: retry + 1) {
+                return wait(pause) { self.request(url, context, refresh: refresh, retry: retry + 1) }
+            }
             if let error {
                 if refresh, (error as? SDWebImageError)?.code == .cacheNotModified {
                     // still current: keep the entry and make it new again
@@ -422,6 +440,20 @@ private final class Load: @unchecked Sendable {
             transformAndStore(image, data, downloaded: data, cacheType: .none, validators: validators)
         }
         op.setLoaderOperation(token)
+    }
+
+    var retryPolicy: SDWebImageRetryPolicy? {
+        context[.retryPolicy] as? SDWebImageRetryPolicy ?? manager.retryPolicy
+    }
+
+    /// Pause before another attempt; cancelling the load ends the pause.
+    func wait(_ pause: TimeInterval, then again: @escaping @Sendable () -> Void) {
+        let item = DispatchWorkItem { [self] in
+            if op.isCancelled { return cancelled() }
+            again()
+        }
+        op.setLoaderOperation(RetryPause(item) { [weak self] in self?.cancelled() })
+        DispatchQueue.global().asyncAfter(deadline: .now() + pause, execute: item)
     }
 
     /// Transform (if asked), store original and result, complete.
@@ -474,6 +506,22 @@ private final class Load: @unchecked Sendable {
         guard type != .none, image != nil || data != nil else { return done() }
         let extended = validators.flatMap { v in !v.isEmpty && data != nil ? try? JSONEncoder().encode(v) : nil }
         target.store(image, imageData: data, forKey: key, cacheType: type, extendedData: extended) { _ in done() }
+    }
+}
+
+/// The pause between two download attempts, as the load's loader operation.
+private final class RetryPause: SDWebImageOperation, @unchecked Sendable {
+    private let item: DispatchWorkItem
+    private let onCancel: @Sendable () -> Void
+
+    init(_ item: DispatchWorkItem, onCancel: @escaping @Sendable () -> Void) {
+        self.item = item
+        self.onCancel = onCancel
+    }
+
+    func cancel() {
+        item.cancel()
+        onCancel()
     }
 }
 
