@@ -58,6 +58,11 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   check "contact sheet decodes" '"$bin" decode "$tmp/sheet.png" 2>&1 | grep -q " png "'
   "$bin" fetch "$base/img/photo-000.jpg" "$base/img/none.jpg" --cache-dir "$tmp/cache" >/dev/null 2>"$tmp/err"; rc=$?
   check "a failure exits 1 with one line naming it" '[ $rc -eq 1 ] && [ $(grep -c FAILED "$tmp/err") -eq 1 ] && grep -q "none.jpg" "$tmp/err"'
+  fault=$(grep '^SD_TEST_FAULT=' "$tmp/env" | cut -d= -f2)
+  "$bin" fetch "$fault/flaky?id=cli$$&fail=2" --no-cache --retries 2 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--retries rides out two 503s" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
+  "$bin" fetch "$fault/flaky?id=cli0$$&fail=1" --no-cache >/dev/null 2>&1; rc=$?
+  check "without --retries a 503 fails" '[ $rc -eq 1 ]'
   "$bin" fetch "$base/img/photo-000.jpg" --no-cache --thumbnail 64 --out "$tmp/thumb" >/dev/null 2>&1
   check "thumbnail without cache" '"$bin" decode "$tmp"/thumb/*.png 2>&1 | grep -q "^64x"'
   "$bin" cache info --cache-dir "$tmp/cache" --json >"$tmp/info.json"

@@ -50,6 +50,9 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Load the list three times: as cached, from disk, from memory; summaries side by side.")
     var coldWarmHot = false
 
+    @Option(help: "Retry a failed load up to N times (timeouts, lost connections, 408/429/5xx; backoff from 0.5 s).")
+    var retries: Int = 0
+
     @Flag(help: "Accept TLS certificates that do not verify.")
     var insecure = false
 
@@ -58,6 +61,7 @@ struct Fetch: ParsableCommand {
 
     func validate() throws {
         if concurrency <= 0 { throw ValidationError("--concurrency must be positive") }
+        if retries < 0 { throw ValidationError("--retries must not be negative") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
         if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
         if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
@@ -79,6 +83,7 @@ struct Fetch: ParsableCommand {
         let downloaderConfig = SDWebImageDownloaderConfig()
         downloaderConfig.maxConcurrentDownloads = concurrency
         let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader(config: downloaderConfig))
+        if retries > 0 { manager.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: retries) }
 
         var options: SDWebImageOptions = [.retryFailed]
         if progressive { options.insert(.progressiveLoad) }
