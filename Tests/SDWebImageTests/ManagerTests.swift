@@ -171,6 +171,51 @@ struct ManagerTests {
         #expect(c.imageFromMemoryCache(forKey: url.absoluteString)?.width == 33)
     }
 
+    @Test("refreshCached honours max-age: a fresh entry needs no request; a stale one is revalidated; a 304 renews it")
+    func refreshHonoursMaxAge() async throws {
+        let s = try #require(servers)
+        let (m, c) = makeManager()
+        let dir = s.www.appendingPathComponent("fresh")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("a.jpg")
+        try TestServers.jpeg(width: 20, height: 10, progressive: false).write(to: file)
+        let url = s.url(s.http, "/fresh/a.jpg")  // nginx: Cache-Control: max-age=3600
+        let key = url.absoluteString
+        func validators() throws -> SDWebImageHTTPValidators {
+            try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: #require(c.extendedData(forKey: key)))
+        }
+        func makeStale() throws {
+            var v = try validators()
+            v.freshUntil = Date(timeIntervalSinceNow: -1)
+            try c.storeExtendedData(JSONEncoder().encode(v), forKey: key)
+        }
+        _ = await m.load(url, .waitStoreCache)
+        let first = try validators()
+        #expect(first.etag != nil && (first.freshUntil ?? .distantPast) > Date(timeIntervalSinceNow: 3500))
+
+        // the server's copy changes, but the entry is fresh: served as it is, no request
+        try TestServers.jpeg(width: 21, height: 10, progressive: false).write(to: file)
+        let fresh = await m.load(url, .refreshCached)
+        #expect(fresh.last?.image?.width == 20)
+        #expect(await eventually { !m.isRunning })
+        #expect(fresh.finals.count == 1)
+
+        // stale: revalidated, and the changed image comes second
+        try makeStale()
+        let changed = await m.load(url, .refreshCached, finals: 2)
+        #expect(changed.finals.first?.image?.width == 20 && changed.finals.last?.image?.width == 21)
+        #expect(await eventually { !m.isRunning })
+        c.waitForPendingWrites()
+
+        // stale again, unchanged on the server: a 304, whose max-age makes it fresh again
+        try makeStale()
+        let same = await m.load(url, .refreshCached)
+        #expect(same.last?.image?.width == 21)
+        #expect(await eventually { !m.isRunning })
+        #expect(same.finals.count == 1)
+        #expect((try validators().freshUntil ?? .distantPast) > Date(timeIntervalSinceNow: 3500))
+    }
+
     @Test("refreshCached revalidates through any cache that keeps extended data, not only SDImageCache")
     func refreshCachedCustomCache() async throws {
         let s = try #require(servers)

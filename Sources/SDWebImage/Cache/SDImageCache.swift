@@ -70,6 +70,9 @@ public protocol SDImageCacheProtocol: AnyObject, Sendable {
     /// The server said the entry for `key` is current (a 304): make it new
     /// again for age-based expiry. Default: nothing.
     func touchDiskEntry(forKey key: String?)
+    /// Replace the extended data of an existing entry (a 304 brought new
+    /// validators or a new max-age). Default: nothing.
+    func storeExtendedData(_ data: Data?, forKey key: String?) throws
 }
 
 extension SDImageCacheProtocol {
@@ -79,6 +82,7 @@ extension SDImageCacheProtocol {
         store(image, imageData: imageData, forKey: key, cacheType: cacheType, completion: completion)
     }
     public func touchDiskEntry(forKey key: String?) {}
+    public func storeExtendedData(_ data: Data?, forKey key: String?) throws {}
 }
 
 /// Memory (strict LRU on decoded pixels) plus disk (one file per key) with

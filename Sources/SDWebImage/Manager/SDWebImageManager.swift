@@ -388,18 +388,23 @@ private final class Load: @unchecked Sendable {
             && loader.canRequestImage(for: url)
         guard shouldDownload else { return complete(cached, data, nil, cached == nil ? .none : cacheType) }
         var ctx = context
+        var stored: SDWebImageHTTPValidators?
         if refresh {
-            deliver(cached, data, cacheType, finished: true)
-            if let k = originalKey, let raw = originalCache.extendedData(forKey: k),
-               let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), !v.isEmpty {
-                ctx[.httpValidators] = v
+            if let k = originalKey, let raw = originalCache.extendedData(forKey: k) {
+                stored = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw)
             }
+            if let fresh = stored?.freshUntil, fresh > Date() {
+                return complete(cached, data, nil, cacheType)  // max-age not over: no request, as a URL cache
+            }
+            deliver(cached, data, cacheType, finished: true)
+            if let v = stored, v.canRevalidate { ctx[.httpValidators] = v }
         }
-        request(url, ctx, refresh: refresh, retry: 0)
+        request(url, ctx, refresh: refresh, stored: stored, retry: 0)
     }
 
     /// One attempt at the download (`retry` 0 is the first).
-    func request(_ url: URL, _ context: SDWebImageContext, refresh: Bool, retry: Int) {
+    func request(_ url: URL, _ context: SDWebImageContext, refresh: Bool, stored: SDWebImageHTTPValidators?,
+                 retry: Int) {
         var ctx = context
         let responseBox = ResponseBox()
         ctx[.responseBox] = responseBox
@@ -410,12 +415,20 @@ private final class Load: @unchecked Sendable {
             if let error, (error as? SDWebImageError)?.code != .cancelled,
                !(refresh && (error as? SDWebImageError)?.code == .cacheNotModified),
                let pause = retryPolicy?.pause(after: error, retry: retry + 1) {
-                return wait(pause) { self.request(url, context, refresh: refresh, retry: retry + 1) }
+                return wait(pause) { self.request(url, context, refresh: refresh, stored: stored, retry: retry + 1) }
             }
             if let error {
                 if refresh, (error as? SDWebImageError)?.code == .cacheNotModified {
-                    // still current: keep the entry and make it new again
-                    if let k = originalKey { originalCache.touchDiskEntry(forKey: k) }
+                    // still current: keep the entry and make it new again,
+                    // with what the 304 said (a new max-age, say)
+                    if let k = originalKey {
+                        originalCache.touchDiskEntry(forKey: k)
+                        let now = (stored ?? SDWebImageHTTPValidators(etag: nil, lastModified: nil))
+                            .updated(by: (error as? SDWebImageError)?.response)
+                        if now != stored, let raw = try? JSONEncoder().encode(now) {
+                            try? originalCache.storeExtendedData(raw, forKey: k)
+                        }
+                    }
                     lock.lock(); ended = true; lock.unlock()
                     manager.finished(op)
                     return
@@ -426,10 +439,7 @@ private final class Load: @unchecked Sendable {
             guard finished else { return deliver(image, data, .none, finished: false) }
             if options.contains(.retryFailed) { manager.removeFailedURL(url) }
             let response = responseBox.value as? HTTPURLResponse
-            let validators = response.map {
-                SDWebImageHTTPValidators(etag: $0.value(forHTTPHeaderField: "ETag"),
-                                         lastModified: $0.value(forHTTPHeaderField: "Last-Modified"))
-            }
+            let validators = response.map { SDWebImageHTTPValidators(response: $0) }
             guard let image else {
                 // bytes only (.avoidDecodeImage): store them as they are
                 store(nil, data, key: originalKey, type: self.type(.storeCacheType, .all), validators: validators) {

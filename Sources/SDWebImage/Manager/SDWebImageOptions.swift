@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Manager-level flags, SDWebImage's names and bits.
 public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
@@ -82,15 +85,44 @@ extension SDWebImageContextOption {
     public static let httpValidators: Self = "httpValidators"
 }
 
-/// ETag and Last-Modified of a stored response, for revalidation.
+/// ETag and Last-Modified of a stored response, for revalidation, and how
+/// long the server said it stays fresh (`Cache-Control: max-age`, less `Age`):
+/// until then `.refreshCached` needs no request, as a URL cache would answer.
 public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
     public var etag: String?
     public var lastModified: String?
-    public init(etag: String?, lastModified: String?) {
+    public var freshUntil: Date?
+    public init(etag: String?, lastModified: String?, freshUntil: Date? = nil) {
         self.etag = etag
         self.lastModified = lastModified
+        self.freshUntil = freshUntil
     }
-    var isEmpty: Bool { etag == nil && lastModified == nil }
+
+    /// From a response's headers. `no-cache` and `no-store` mean never fresh.
+    public init(response: HTTPURLResponse, now: Date = Date()) {
+        self.init(etag: response.value(forHTTPHeaderField: "ETag"),
+                  lastModified: response.value(forHTTPHeaderField: "Last-Modified"))
+        guard let cc = response.value(forHTTPHeaderField: "Cache-Control")?.lowercased() else { return }
+        var maxAge: Int?
+        for part in cc.split(separator: ",") {
+            let d = part.trimmingCharacters(in: .whitespaces)
+            if d == "no-cache" || d == "no-store" { return }
+            if d.hasPrefix("max-age=") { maxAge = Int(d.dropFirst(8).trimmingCharacters(in: CharacterSet(charactersIn: "\" "))) }
+        }
+        let age = response.value(forHTTPHeaderField: "Age").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        if let maxAge, maxAge > age { freshUntil = now.addingTimeInterval(TimeInterval(maxAge - age)) }
+    }
+
+    /// The stored validators brought up to date by a 304's headers.
+    func updated(by response: HTTPURLResponse?) -> SDWebImageHTTPValidators {
+        guard let response else { return self }
+        let new = SDWebImageHTTPValidators(response: response)
+        return SDWebImageHTTPValidators(etag: new.etag ?? etag, lastModified: new.lastModified ?? lastModified,
+                                        freshUntil: new.freshUntil)
+    }
+
+    var isEmpty: Bool { etag == nil && lastModified == nil && freshUntil == nil }
+    var canRevalidate: Bool { etag != nil || lastModified != nil }
 }
 
 /// URL → cache key.
