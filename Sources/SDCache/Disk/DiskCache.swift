@@ -57,6 +57,44 @@ public final class DiskCache: @unchecked Sendable {
         try Self.makeDirectories(self.directory)
     }
 
+    /// Move a cache folder's entries into `dst` and remove `src` (SDWebImage's
+    /// `moveCacheDirectoryFromPath:toPath:`). No `src`: nothing to do. No
+    /// `dst`: the folder is renamed. A file at `dst`: replaced. A folder at
+    /// `dst`: `src`'s files are moved in, replacing same-named ones. Across
+    /// file systems files are copied (through a temporary name, then renamed).
+    public static func moveDirectory(from src: String, to dst: String) throws(DiskCacheError) {
+        var st = stat()
+        guard lstat(src, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return }
+        if lstat(dst, &st) == 0, (st.st_mode & S_IFMT) != S_IFDIR, unlink(dst) != 0 {
+            throw DiskCacheError(code: errno, operation: "unlink", path: dst)
+        }
+        if lstat(dst, &st) != 0 {
+            let parent = (dst as NSString).deletingLastPathComponent
+            if !parent.isEmpty { try makeDirectories(parent) }
+            if rename(src, dst) == 0 { return }
+            guard errno == EXDEV else { throw DiskCacheError(code: errno, operation: "rename", path: dst) }
+            try makeDirectories(dst)
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: src) else {
+            throw DiskCacheError(code: errno == 0 ? EIO : errno, operation: "opendir", path: src)
+        }
+        for name in names {
+            let from = src + "/" + name, to = dst + "/" + name
+            if rename(from, to) == 0 { continue }
+            guard errno == EXDEV else { throw DiskCacheError(code: errno, operation: "rename", path: to) }
+            let temp = dst + "/.move-" + name
+            unlink(temp)
+            do { try FileManager.default.copyItem(atPath: from, toPath: temp) } catch {
+                unlink(temp)
+                throw DiskCacheError(code: EIO, operation: "copy", path: to)
+            }
+            guard rename(temp, to) == 0 else { throw DiskCacheError(code: errno, operation: "rename", path: to) }
+        }
+        do { try FileManager.default.removeItem(atPath: src) } catch {
+            throw DiskCacheError(code: EIO, operation: "remove", path: src)
+        }
+    }
+
     private static func makeDirectories(_ path: String) throws(DiskCacheError) {
         var built = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {

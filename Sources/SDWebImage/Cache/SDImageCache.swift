@@ -95,6 +95,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     /// The folder holding this cache's files.
     public let diskCachePath: String
     let memory: MemoryCache<String, SDImage>
+    private let weakImages = WeakImageTable()
     private let disk: DiskCache?
     private let diskError: DiskCacheError?
     private let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
@@ -104,12 +105,28 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     private var pending: [String: (generation: UInt64, data: Data?)] = [:]
     private var generation: UInt64 = 0
 
-    /// `$XDG_CACHE_HOME` (else `~/.cache`) + `/SDWebImage`.
-    public static func defaultDiskCacheDirectory() -> String {
-        let env = ProcessInfo.processInfo.environment
-        let base = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (env["HOME"] ?? NSHomeDirectory()) + "/.cache"
-        return base + "/SDWebImage"
+    private static let directoryLock = NSLock()
+    nonisolated(unsafe) private static var customDirectory: String?
+
+    /// The root of caches made without a directory: `$XDG_CACHE_HOME` (else
+    /// `~/.cache`) + `/SDWebImage`, unless set; setting nil goes back to that.
+    /// Caches made before a change keep their folder.
+    public static var defaultDiskCacheDirectory: String! {
+        get {
+            directoryLock.lock()
+            let custom = customDirectory
+            directoryLock.unlock()
+            if let custom { return custom }
+            let env = ProcessInfo.processInfo.environment
+            let base = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+                ?? (env["HOME"] ?? NSHomeDirectory()) + "/.cache"
+            return base + "/SDWebImage"
+        }
+        set {
+            directoryLock.lock()
+            customDirectory = newValue
+            directoryLock.unlock()
+        }
     }
 
     /// A cache in `<diskCacheDirectory or the default>/<namespace>`. Expired
@@ -119,7 +136,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         let config = (config ?? .default).copy()
         self.config = config
         let safe = namespace.replacingOccurrences(of: "/", with: "_")
-        diskCachePath = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory()) + "/" + (safe.isEmpty ? "default" : safe)
+        diskCachePath = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory!) + "/" + (safe.isEmpty ? "default" : safe)
         memory = MemoryCache(costLimit: config.maxMemoryCost, countLimit: config.maxMemoryCount)
         do {
             disk = try DiskCache(directory: diskCachePath)
@@ -182,6 +199,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public func storeImage(toMemory image: SDImage?, forKey key: String?) {
         guard let image, let key, config.shouldCacheImagesInMemory else { return }
         memory.setValue(image, forKey: key, cost: image.cost)
+        if config.shouldUseWeakMemoryCache { weakImages.set(image, forKey: key) }
     }
 
     /// Write bytes to disk now, on the calling thread.
@@ -224,7 +242,11 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     public func imageFromMemoryCache(forKey key: String?) -> SDImage? {
         guard let key else { return nil }
-        return memory.value(forKey: key)
+        if let image = memory.value(forKey: key) { return image }
+        // evicted, but maybe alive elsewhere: back into the LRU
+        guard config.shouldUseWeakMemoryCache, let image = weakImages.value(forKey: key) else { return nil }
+        memory.setValue(image, forKey: key, cost: image.cost)
+        return image
     }
 
     /// Read and decode now (and keep the image in memory).
@@ -260,6 +282,15 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             let exists = diskImageDataExists(withKey: key)
             queue.async { completion(exists) }
         }
+    }
+
+    /// Move the entries of an old cache folder (another version's, another
+    /// location) into `dstPath` and remove the old folder, as SDWebImage's
+    /// disk cache: nothing happens when `srcPath` does not exist; a missing
+    /// `dstPath` is created by the move; an existing one gets the files merged
+    /// in (moved files win); a file in the way of `dstPath` is replaced.
+    public func moveCacheDirectory(fromPath srcPath: String, toPath dstPath: String) throws {
+        try ioQueue.sync { try DiskCache.moveDirectory(from: srcPath, to: dstPath) }
     }
 
     /// Extended data stored with the entry (e.g. ETag and Last-Modified).
@@ -334,7 +365,9 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             let decoded = decode(data, key, options, context)
             // A thumbnail decoded from a full-size entry must not land under the full-size key.
             let thumbnail = context?.pixelSize(.imageThumbnailPixelSize) != nil && !key.contains("-Thumbnail({")
-            if let decoded, cacheType.includesMemory, !thumbnail { storeImage(toMemory: decoded, forKey: key) }
+            // a context that stores elsewhere than memory keeps the hit out of it (as SDWebImage)
+            let writeBack = (context?[.storeCacheType] as? SDImageCacheType)?.includesMemory ?? true
+            if let decoded, cacheType.includesMemory, writeBack, !thumbnail { storeImage(toMemory: decoded, forKey: key) }
             token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
         }
         if sync { work() } else { readQueue.async(execute: work) }
@@ -359,7 +392,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             if let completion { queue.async(execute: completion) }
             return
         }
-        if cacheType.includesMemory { memory.removeValue(forKey: key) }
+        if cacheType.includesMemory { removeImageFromMemory(forKey: key) }
         guard cacheType.includesDisk else {
             if let completion { queue.async(execute: completion) }
             return
@@ -373,7 +406,9 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     }
 
     public func removeImageFromMemory(forKey key: String?) {
-        if let key { memory.removeValue(forKey: key) }
+        guard let key else { return }
+        memory.removeValue(forKey: key)
+        weakImages.remove(forKey: key)
     }
 
     /// Synchronously.
@@ -382,7 +417,10 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         ioQueue.sync { disk?.removeData(forKey: key) }
     }
 
-    public func clearMemory() { memory.removeAll() }
+    public func clearMemory() {
+        memory.removeAll()
+        weakImages.removeAll()
+    }
 
     public func clearDisk(completion: (@Sendable () -> Void)? = nil) {
         let queue = config.callbackQueue
@@ -483,4 +521,31 @@ extension SDImageCache {
     public func deleteOldFiles() async {
         await withCheckedContinuation { c in deleteOldFiles { c.resume() } }
     }
+}
+
+/// Key → weak image, for `shouldUseWeakMemoryCache`. Dead entries are swept
+/// now and then on insert, so the table stays about as big as what is alive.
+final class WeakImageTable: @unchecked Sendable {
+    private final class Box { weak var image: SDImage?; init(_ i: SDImage) { image = i } }
+    private let lock = NSLock()
+    private var table: [String: Box] = [:]
+    private var sweepAt = 64
+
+    func set(_ image: SDImage, forKey key: String) {
+        lock.lock()
+        table[key] = Box(image)
+        if table.count >= sweepAt {
+            table = table.filter { $0.value.image != nil }
+            sweepAt = max(64, table.count * 2)
+        }
+        lock.unlock()
+    }
+
+    func value(forKey key: String) -> SDImage? {
+        lock.lock(); defer { lock.unlock() }
+        return table[key]?.image
+    }
+
+    func remove(forKey key: String) { lock.lock(); table[key] = nil; lock.unlock() }
+    func removeAll() { lock.lock(); table = [:]; lock.unlock() }
 }

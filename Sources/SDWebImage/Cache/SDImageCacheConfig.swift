@@ -33,6 +33,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
 
     private let lock = NSLock()
     private var _shouldCacheImagesInMemory = true
+    private var _shouldUseWeakMemoryCache = false
     private var _maxMemoryCost = SDImageCacheConfig.defaultMaxMemoryCost
     private var _maxMemoryCount = 0
     private var _maxDiskAge: TimeInterval = 60 * 60 * 24 * 7
@@ -63,6 +64,14 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     public var shouldCacheImagesInMemory: Bool {
         get { get { _shouldCacheImagesInMemory } }
         set { set { _shouldCacheImagesInMemory = newValue } }
+    }
+    /// Also keep a weak reference to every image put in memory: one evicted
+    /// by the limits but still alive elsewhere (on screen, in a list) comes
+    /// back from memory instead of a disk read and a decode. Default false,
+    /// as SDWebImage since 5.12.
+    public var shouldUseWeakMemoryCache: Bool {
+        get { get { _shouldUseWeakMemoryCache } }
+        set { set { _shouldUseWeakMemoryCache = newValue } }
     }
     /// Bytes of decoded pixels the memory cache may hold (0 = no limit).
     public var maxMemoryCost: Int {
@@ -99,6 +108,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         c._shouldCacheImagesInMemory = _shouldCacheImagesInMemory
+        c._shouldUseWeakMemoryCache = _shouldUseWeakMemoryCache
         c._maxMemoryCost = _maxMemoryCost
         c._maxMemoryCount = _maxMemoryCount
         c._maxDiskAge = _maxDiskAge
