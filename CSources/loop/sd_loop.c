@@ -44,7 +44,7 @@ struct sd__xfer {
     sd__job *job;
     int64_t last_progress_ms;
     double t_submit, t_start;
-    double metrics[12];
+    double metrics[16];
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -304,6 +304,46 @@ static int content_type_ok(const char *list, const char *ct)
     return 0;
 }
 
+/* A 206 to a resumed request: if it continues our bytes, they become the
+ * start of the body and of the decoder's input. */
+static int resume(sd__xfer *x)
+{
+    const sd_request *r = x->req;
+    const char *range = sd_response_header(x->resp, "content-range");
+    unsigned long long first = 0, last = 0;
+    if (range == NULL || sscanf(range, "bytes %llu-%llu", &first, &last) != 2 || first != r->resume_len ||
+        last < first) {
+        x->abort_status = SD_EHTTPSTATUS;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "HTTP 206 for a range that does not continue byte %zu (%s)",
+                 r->resume_len, range ? range : "no Content-Range");
+        return x->abort_status;
+    }
+    size_t need = r->resume_len + (size_t)(last - first + 1), got;
+    int64_t max = r->params[SD_REQ_MAX_BYTES];
+    if (max > 0 && (int64_t)need > max) {
+        x->abort_status = SD_ETOOBIG;
+        snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
+        return x->abort_status;
+    }
+    uint8_t *b = sd__body_alloc(SD__MAX(need, 16384), &got);
+    if (b == NULL) {
+        x->abort_status = SD_ENOMEM;
+        return x->abort_status;
+    }
+    memcpy(b, r->resume, r->resume_len);
+    sd__body_free(x->body, x->cap);
+    x->body = b;
+    x->cap = got;
+    x->len = r->resume_len;
+    x->resp->expected = need;
+    x->metrics[SD_METRIC_RESUMED_BYTES] = (double)r->resume_len;
+    if (x->job && sd__job_push(x->job, r->resume, r->resume_len) != SD_OK) {
+        x->abort_status = SD_ENOMEM;
+        return x->abort_status;
+    }
+    return 0;
+}
+
 /* Headers are complete: record them, check status and type, tell the caller. */
 static int check_response(sd_loop *l, sd__xfer *x)
 {
@@ -321,6 +361,8 @@ static int check_response(sd_loop *l, sd__xfer *x)
     curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
     x->resp->status = code;
     x->resp->expected = cl > 0 ? (uint64_t)cl : 0;
+    if (x->req->resume_len > 0 && code == 206 && resume(x) != 0)
+        return x->abort_status;
     free(x->resp->content_type);
     free(x->resp->effective_url);
     x->resp->content_type = ct ? strdup(ct) : NULL;
@@ -340,7 +382,7 @@ static int check_response(sd_loop *l, sd__xfer *x)
     if (x->ev.response)
         x->ev.response(x->id, x->resp, x->user);
     if (x->abort_status == 0 && x->ev.progress) {
-        x->ev.progress(x->id, 0, x->resp->expected, x->user);
+        x->ev.progress(x->id, x->len, x->resp->expected, x->user); /* 0, or the resumed bytes */
         x->last_progress_ms = sd__now_ms();
     }
     return x->abort_status;
@@ -516,6 +558,13 @@ static int setup_easy(sd_loop *l, sd__xfer *x)
         rc = add_header(&x->hdrs, "If-None-Match", r->strings[SD_REQ_IF_NONE_MATCH]);
     if (rc == SD_OK && r->strings[SD_REQ_IF_MODIFIED_SINCE])
         rc = add_header(&x->hdrs, "If-Modified-Since", r->strings[SD_REQ_IF_MODIFIED_SINCE]);
+    if (rc == SD_OK && r->resume_len > 0) {
+        char from[32];
+        snprintf(from, sizeof from, "bytes=%zu-", r->resume_len);
+        rc = add_header(&x->hdrs, "Range", from);
+        if (rc == SD_OK)
+            rc = add_header(&x->hdrs, "If-Range", r->resume_validator);
+    }
     for (int i = 0; rc == SD_OK && i < r->nheaders; i++) {
         struct curl_slist *n = curl_slist_append(x->hdrs, r->headers[i]);
         if (n == NULL)
@@ -588,7 +637,7 @@ static void collect_metrics(sd__xfer *x)
         x->metrics[SD_METRIC_FIRST_BYTE_MS] = (double)v / 1e3;
     if (curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &v) == CURLE_OK)
         x->metrics[SD_METRIC_TOTAL_MS] = (double)v / 1e3;
-    x->metrics[SD_METRIC_BYTES] = (double)x->len;
+    x->metrics[SD_METRIC_BYTES] = (double)x->len - x->metrics[SD_METRIC_RESUMED_BYTES]; /* from the network */
     if (curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &lv) == CURLE_OK)
         x->metrics[SD_METRIC_HTTP_VERSION] = lv == CURL_HTTP_VERSION_2_0 ? 20
                                            : lv == CURL_HTTP_VERSION_1_1 ? 11

@@ -15,6 +15,9 @@ struct sd_request {
     char **headers;
     int nheaders;
     sd__job_options dec;
+    uint8_t *resume;      /* sd_request_set_resume: bytes we have, */
+    size_t resume_len;
+    char *resume_validator; /* and the If-Range value */
 };
 
 typedef struct {
@@ -41,7 +44,7 @@ struct sd_result {
     sd_bitmap *bitmap;
     int64_t info[SD__JOB_INFO_COUNT];
     uint8_t info_known[SD__JOB_INFO_COUNT];
-    double metrics[12];
+    double metrics[16];
 };
 
 SD__HIDDEN int sd__request_copy(const sd_request *src, sd_request **out);

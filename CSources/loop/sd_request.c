@@ -52,7 +52,32 @@ void sd_request_free(sd_request *r)
     for (int i = 0; i < r->nheaders; i++)
         free(r->headers[i]);
     free(r->headers);
+    free(r->resume);
+    free(r->resume_validator);
     free(r);
+}
+
+int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const char *validator)
+{
+    SD__RETURN_IF(r == NULL || (len > 0 && (data == NULL || validator == NULL || *validator == '\0')), SD_EINVAL);
+    uint8_t *d = NULL;
+    char *v = NULL;
+    if (len > 0) {
+        d = malloc(len);
+        v = dup_str(validator);
+        if (d == NULL || v == NULL) {
+            free(d);
+            free(v);
+            return SD_ENOMEM;
+        }
+        memcpy(d, data, len);
+    }
+    free(r->resume);
+    free(r->resume_validator);
+    r->resume = d;
+    r->resume_len = len;
+    r->resume_validator = v;
+    return SD_OK;
 }
 
 int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
@@ -116,6 +141,8 @@ int sd__request_copy(const sd_request *src, sd_request **out)
             rc = sd_request_set_string(r, (sd_request_string)i, src->strings[i]);
     for (int i = 0; i < src->nheaders && rc == SD_OK; i++)
         rc = sd_request_add_header(r, src->headers[i]);
+    if (rc == SD_OK && src->resume_len > 0)
+        rc = sd_request_set_resume(r, src->resume, src->resume_len, src->resume_validator);
     if (rc != SD_OK) {
         sd_request_free(r);
         return rc;
@@ -261,7 +288,7 @@ int sd_result_decoder_info(const sd_result *r, sd_decoder_param p, int64_t *v)
 
 double sd_result_metric(const sd_result *r, sd_metric m)
 {
-    if (r == NULL || (int)m < 1 || (int)m > 11)
+    if (r == NULL || (int)m < 1 || (int)m > SD_METRIC_RESUMED_BYTES)
         return 0;
     return r->metrics[m];
 }

@@ -174,6 +174,11 @@ public final class DataLoader: @unchecked Sendable {
         set(SD_REQ_STATUS_MAX, Int64(q.acceptableStatusCodes.upperBound))
         set(SD_REQ_MAX_BYTES, Int64(max(0, q.maxResponseBytes)))
         set(SD_REQ_PROGRESS_INTERVAL_MS, Int64(max(0, q.minimumProgressInterval * 1000)))
+        if rc == 0, let resume = q.resume {
+            rc = resume.data.withUnsafeBytes { raw in
+                sd_request_set_resume(r, raw.bindMemory(to: UInt8.self).baseAddress, raw.count, resume.validator)
+            }
+        }
         str(SD_REQ_USERNAME, q.username)
         str(SD_REQ_PASSWORD, q.password)
         str(SD_REQ_IF_NONE_MATCH, q.ifNoneMatch)
@@ -210,9 +215,16 @@ public final class DataLoader: @unchecked Sendable {
         }
         let status = sd_result_status(r)
         if status != 0 {
-            return .failure(DownloadError(DownloadError.Code(rawValue: status),
-                                          message: String(cString: sd_result_message(r)),
-                                          statusCode: response.map(\.statusCode).flatMap { $0 > 0 ? $0 : nil }))
+            var e = DownloadError(DownloadError.Code(rawValue: status), message: String(cString: sd_result_message(r)),
+                                  statusCode: response.map(\.statusCode).flatMap { $0 > 0 ? $0 : nil })
+            // the connection broke part-way: keep what came, to ask for the rest
+            if [.truncatedBody, .network, .timedOut].contains(e.code) {
+                var length = 0
+                if let bytes = sd_result_body(r, &length), length > 0 {
+                    e.resumable = ResumableData(response: response, partial: Data(bytes: bytes, count: length))
+                }
+            }
+            return .failure(e)
         }
         var body: UnsafeMutablePointer<UInt8>?
         var length = 0
@@ -240,7 +252,8 @@ public final class DataLoader: @unchecked Sendable {
             firstByteMs: m(SD_METRIC_FIRST_BYTE_MS), totalMs: m(SD_METRIC_TOTAL_MS),
             queuedMs: m(SD_METRIC_QUEUED_MS), decodeMs: m(SD_METRIC_DECODE_MS),
             bytes: Int(m(SD_METRIC_BYTES)), httpVersion: Int(m(SD_METRIC_HTTP_VERSION)),
-            redirects: Int(m(SD_METRIC_REDIRECTS)), newConnections: Int(m(SD_METRIC_CONNECTIONS)))
+            redirects: Int(m(SD_METRIC_REDIRECTS)), newConnections: Int(m(SD_METRIC_CONNECTIONS)),
+            resumedBytes: Int(m(SD_METRIC_RESUMED_BYTES)))
         return .success(DownloadResult(data: data, image: image, response: response, metrics: metrics))
     }
 

@@ -35,6 +35,10 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     public let message: String
     /// The HTTP status, when a response arrived.
     public let statusCode: Int?
+    /// What arrived before the connection failed, when the server can send
+    /// the rest (a strong validator and byte ranges): give it to the next
+    /// request's `resume`.
+    public var resumable: ResumableData?
 
     public init(_ code: Code, message: String? = nil, statusCode: Int? = nil) {
         self.code = code
@@ -51,6 +55,29 @@ public enum DownloadPriority: Int32, Sendable {
 
 public enum DownloadExecutionOrder: Int64, Sendable {
     case fifo = 0, lifo = 1
+}
+
+/// The start of a body and the validator (strong ETag, else Last-Modified)
+/// of the response it came from: enough to ask for the rest.
+public struct ResumableData: Sendable, Equatable {
+    public let data: Data
+    public let validator: String
+
+    public init(data: Data, validator: String) {
+        self.data = data
+        self.validator = validator
+    }
+
+    /// From a failed transfer's response and partial body, if the server said
+    /// it serves ranges (or already did) and gave a strong validator.
+    init?(response: DownloadResponse?, partial: Data) {
+        guard let r = response, !partial.isEmpty, r.statusCode == 200 || r.statusCode == 206 else { return nil }
+        let ranges = r.statusCode == 206
+            || (r.value(forHTTPHeaderField: "Accept-Ranges")?.lowercased().contains("bytes") ?? false)
+        let etag = r.value(forHTTPHeaderField: "ETag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        guard ranges, let v = etag ?? r.value(forHTTPHeaderField: "Last-Modified") else { return nil }
+        self.init(data: partial, validator: v)
+    }
 }
 
 /// What to fetch and how; a plain value.
@@ -78,6 +105,9 @@ public struct DownloadRequest: Sendable {
     public var maxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
     /// Minimum seconds between two progress calls.
     public var minimumProgressInterval: TimeInterval = 0
+    /// Continue an earlier transfer that failed part-way (`DownloadError.resumable`):
+    /// the server sends only the rest if the resource is unchanged.
+    public var resume: ResumableData?
 
     public init(url: URL) { self.url = url }
 }
@@ -107,6 +137,8 @@ public struct DownloadMetrics: Sendable {
     public let redirects: Int
     /// New connections opened (0: an existing one was reused).
     public let newConnections: Int
+    /// Body bytes reused from `DownloadRequest.resume` (not fetched again).
+    public var resumedBytes = 0
 }
 
 public struct DownloadResult: Sendable {

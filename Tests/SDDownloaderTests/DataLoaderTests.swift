@@ -52,6 +52,34 @@ struct DataLoaderTests {
         #expect(raw.image == nil && raw.data.count > 0)
     }
 
+    @Test("A transfer that breaks part-way can be resumed: only the rest is fetched, the image is whole")
+    func resume() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader()
+        let whole = try Data(contentsOf: s.www.appendingPathComponent("img/small.jpg"))
+        let id = "dl-\(UInt32.random(in: 0...UInt32.max))"
+        let url = s.url(s.fault, "/resumable?id=\(id)")
+        var partial: ResumableData?
+        do {
+            _ = try await loader.load(DownloadRequest(url: url))
+            Issue.record("the first transfer is cut off")
+        } catch {
+            partial = error.resumable
+        }
+        let p = try #require(partial)
+        #expect(p.validator == "\"v1\"" && p.data == whole.prefix(whole.count / 2))
+        var request = DownloadRequest(url: url)
+        request.resume = p
+        let result = try await loader.load(request)
+        #expect(result.data == whole && result.response?.statusCode == 206)
+        #expect(result.image?.bitmap.width == 64 && result.image?.isComplete == true)
+        #expect(result.metrics.resumedBytes == p.data.count && result.metrics.bytes == whole.count - p.data.count)
+        #expect(s.resumedRanges(id) == [p.data.count])
+        // a 206 for another range than asked is refused, not stitched
+        request.url = s.url(s.fault, "/resumable?id=\(id)-bad&bad=1")
+        await #expect(throws: DownloadError.self) { try await loader.load(request) }
+    }
+
     @Test("Errors keep their cause and the HTTP status")
     func errors() async throws {
         let s = try #require(servers)

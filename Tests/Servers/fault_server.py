@@ -23,6 +23,12 @@ Paths (all serve the image given with --file unless said otherwise):
                     with "Retry-After: T" if given; kind=reset: half the body
                     then a TCP reset), later ones get the image
   /hits?id=K        text/plain: how many /flaky requests key K has had
+  /resumable?id=K[&cut=N][&bad=1]
+                    ranges with ETag "v1": the first N (default 1) whole
+                    requests for K send half the body then reset; a request
+                    with "Range: bytes=S-" and "If-Range: "v1"" gets a 206 with
+                    the rest (bad=1: a 206 that starts at 0 instead)
+  /ranges?id=K      text/plain: the range starts K was asked for, comma-separated
 A query string is otherwise ignored for routing (distinct URLs, same behaviour).
 """
 import argparse, base64, socket, socketserver, struct, threading, time
@@ -37,6 +43,7 @@ PROGRESSIVE = open(args.progressive, "rb").read()
 HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
 HITS = {}  # /flaky key -> requests seen
 HITS_LOCK = threading.Lock()
+RANGES = {}  # /resumable key -> range starts asked for
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -139,6 +146,36 @@ class Handler(socketserver.BaseRequestHandler):
                     extra = f"Retry-After: {query['after']}\r\n" if "after" in query else ""
                     self.send_head(f"{query.get('status', '503')} Flaky", len(HTML), "text/html", extra)
                     sock.sendall(HTML)
+            elif path == "/resumable":
+                key = query.get("id", "")
+                lines = dict(l.split(":", 1) for l in headers.split("\r\n")[1:] if ":" in l)
+                rng = lines.get("range", "").strip()
+                same = lines.get("if-range", "").strip() == '"v1"'
+                tags = 'ETag: "v1"\r\nAccept-Ranges: bytes\r\n'
+                if rng.startswith("bytes=") and rng.endswith("-") and same:
+                    start = int(rng[6:-1])
+                    with HITS_LOCK:
+                        RANGES.setdefault(key, []).append(start)
+                    first = 0 if query.get("bad") else start
+                    body = IMAGE[first:]
+                    self.send_head("206 Partial Content", len(body), extra=tags
+                                   + f"Content-Range: bytes {first}-{len(IMAGE) - 1}/{len(IMAGE)}\r\n")
+                    sock.sendall(body)
+                else:
+                    with HITS_LOCK:
+                        HITS[key] = n = HITS.get(key, 0) + 1
+                    self.send_head("200 OK", len(IMAGE), extra=tags)
+                    if n <= int(query.get("cut", "1")):
+                        sock.sendall(IMAGE[:half])
+                        time.sleep(0.05)  # let the client read it before the reset
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    else:
+                        sock.sendall(IMAGE)
+            elif path == "/ranges":
+                with HITS_LOCK:
+                    body = ",".join(str(x) for x in RANGES.get(query.get("id", ""), [])).encode()
+                self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
             elif path == "/hits":
                 with HITS_LOCK:
                     body = str(HITS.get(query.get("id", ""), 0)).encode()

@@ -95,12 +95,20 @@ public final class TestServers: @unchecked Sendable {
 
     public func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
 
-    /// How many requests the fault server's `/flaky?id=<id>` has had (a plain
-    /// blocking GET on a socket: no library under test on the way).
-    public func flakyHits(_ id: String) -> Int {
-        guard let u = URL(string: fault), let port = u.port else { return -1 }
+    /// How many requests the fault server's `/flaky?id=<id>` has had.
+    public func flakyHits(_ id: String) -> Int { Int(faultGet("/hits?id=\(id)") ?? "") ?? -1 }
+
+    /// The range starts `/resumable?id=<id>` was asked for.
+    public func resumedRanges(_ id: String) -> [Int] {
+        (faultGet("/ranges?id=\(id)") ?? "").split(separator: ",").compactMap { Int($0) }
+    }
+
+    /// The body of a GET to the fault server (a plain blocking request on a
+    /// socket: no library under test on the way).
+    public func faultGet(_ path: String) -> String? {
+        guard let u = URL(string: fault), let port = u.port else { return nil }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return -1 }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -109,8 +117,8 @@ public final class TestServers: @unchecked Sendable {
         let ok = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard ok == 0 else { return -1 }
-        let request = "GET /hits?id=\(id) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        guard ok == 0 else { return nil }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         _ = request.withCString { send(fd, $0, strlen($0), 0) }
         var reply = [UInt8]()
         var buf = [UInt8](repeating: 0, count: 512)
@@ -120,7 +128,7 @@ public final class TestServers: @unchecked Sendable {
             reply += buf[0..<n]
         }
         let text = String(decoding: reply, as: UTF8.self)
-        guard let body = text.components(separatedBy: "\r\n\r\n").last else { return -1 }
-        return Int(body.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        guard text.hasPrefix("HTTP/1.1 200"), let body = text.components(separatedBy: "\r\n\r\n").last else { return nil }
+        return body.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -124,11 +124,12 @@ typedef enum sd_metric {
     SD_METRIC_FIRST_BYTE_MS = 4,
     SD_METRIC_TOTAL_MS = 5,
     SD_METRIC_QUEUED_MS = 6,       /* time spent waiting in our queue */
-    SD_METRIC_BYTES = 7,           /* body bytes received */
+    SD_METRIC_BYTES = 7,           /* body bytes received (resumed ones not counted) */
     SD_METRIC_HTTP_VERSION = 8,    /* 10, 11, 20 */
     SD_METRIC_REDIRECTS = 9,
     SD_METRIC_DECODE_MS = 10,      /* time spent decoding on the workers */
-    SD_METRIC_CONNECTIONS = 11     /* new connections opened (0 = reused) */
+    SD_METRIC_CONNECTIONS = 11,    /* new connections opened (0 = reused) */
+    SD_METRIC_RESUMED_BYTES = 12   /* bytes reused from sd_request_set_resume */
 } sd_metric;
 
 /* ---- the loop ---- */
@@ -184,6 +185,25 @@ SD_API int sd_request_new(const char *url, sd_request **out);
 SD_API void sd_request_free(sd_request *request);
 SD_API int sd_request_set(sd_request *request, sd_request_param param, int64_t value);
 SD_API int sd_request_set_string(sd_request *request, sd_request_string param, const char *value);
+/*
+ * Name: sd_request_set_resume
+ * Desc: Continue an earlier transfer of the same URL that stopped after
+ *       `length` bytes (`data`, copied): the request asks for the rest
+ *       ("Range: bytes=<length>-") on condition that the resource is the
+ *       same ("If-Range: <validator>", the ETag or Last-Modified of the
+ *       response those bytes came from; a weak ETag never matches). A 206
+ *       whose Content-Range starts at `length` continues them: the body and
+ *       the decoder get `data` first, then the rest; the response keeps its
+ *       206 status and the expected length is the whole resource's;
+ *       SD_METRIC_RESUMED_BYTES says how much was reused, and the first
+ *       progress call reports `length` received. Any other answer (a 200
+ *       because the resource changed or the server ignores ranges) is taken
+ *       as it comes and `data` is dropped; a 206 for another range fails
+ *       with SD_EHTTPSTATUS. `length` 0 clears.
+ * Returns: SD_OK, SD_EINVAL (no validator), SD_ENOMEM.
+ */
+SD_API int sd_request_set_resume(sd_request *request, const uint8_t *data, size_t length,
+                                 const char *validator);
 /* Extra header line "Name: value" (replaces a default of the same name). */
 SD_API int sd_request_add_header(sd_request *request, const char *line);
 /* Decoder option for this transfer's decoder (sd_decoder_set semantics). */
@@ -211,7 +231,8 @@ SD_API const char *sd_result_message(const sd_result *result);
 SD_API const sd_response *sd_result_response(const sd_result *result);
 /* The raw body (kept for disk caches); valid until sd_result_free. */
 SD_API const uint8_t *sd_result_body(const sd_result *result, size_t *length);
-/* Take the body: the caller owns *data (sd_free). */
+/* Take the body: the caller owns *data (sd_free). A failed transfer keeps
+ * what arrived before the failure (a start for sd_request_set_resume). */
 SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length);
 /* Take the decoded bitmap (NULL without decoding or on failure). */
 SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);

@@ -18,6 +18,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     public let config: SDWebImageDownloaderConfig
     private let loader: DataLoader?
     private let httpCache: HTTPValidatorCache
+    private let resumable: ResumableDataStore?
     private let lock = NSLock()
     private var operations: [URL: any SDWebImageDownloaderOperationProtocol] = [:]
     private var headers: [String: String]
@@ -28,6 +29,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         loader = try? DataLoader(maxConcurrentDownloads: config.maxConcurrentDownloads)
         loader?.executionOrder = config.executionOrder == .lifo ? .lifo : .fifo
         httpCache = HTTPValidatorCache(capacity: config.httpCacheCapacity)
+        resumable = config.resumableDataCapacity > 0 ? ResumableDataStore(capacity: config.resumableDataCapacity) : nil
         let ua = "SDWebImage-Linux/\(String(cString: sd_version_string()))"
         headers = ["Accept": "image/*,*/*;q=0.8", "User-Agent": ua]
         config.onChange = { [weak self] in
@@ -102,7 +104,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         guard let request = makeRequest(url, options, context) else {
             return fail(SDWebImageError(.invalidDownloadOperation, "the request modifier returned nil"))
         }
-        let env = SDWebImageDownloaderOperationEnvironment(
+        var env = SDWebImageDownloaderOperationEnvironment(
             loader: loader,
             minimumProgressInterval: config.minimumProgressInterval,
             username: config.urlCredential?.user ?? config.username,
@@ -114,6 +116,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             decryptor: context?[.downloadDecryptor] as? any SDWebImageDownloaderDecryptorProtocol ?? config.decryptor,
             callbackQueue: config.callbackQueue,
             httpCache: httpCache)
+        env.resumable = resumable
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         guard let opToken = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else {

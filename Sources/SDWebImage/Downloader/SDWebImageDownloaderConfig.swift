@@ -28,6 +28,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     private var _decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
     private var _callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
     private var _httpCacheCapacity = 16 << 20
+    private var _resumableDataCapacity = 32 << 20
     var onChange: (@Sendable () -> Void)?
 
     /// Callbacks default to one serial queue (not the main queue: most Linux
@@ -118,6 +119,14 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         set { set { _httpCacheCapacity = max(0, newValue) } }
     }
 
+    /// Bytes of broken-off downloads kept to resume them (default 32 MiB; 0:
+    /// never resume). Ours: a later request for the URL — a retry, say —
+    /// asks only for the rest, if the server still has the same resource.
+    public var resumableDataCapacity: Int {
+        get { get { _resumableDataCapacity } }
+        set { set { _resumableDataCapacity = max(0, newValue) } }
+    }
+
     public func copy() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
         lock.lock()
@@ -137,6 +146,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         c._decryptor = _decryptor
         c._callbackQueue = _callbackQueue
         c._httpCacheCapacity = _httpCacheCapacity
+        c._resumableDataCapacity = _resumableDataCapacity
         return c
     }
 }

@@ -42,6 +42,7 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public let decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
     public let callbackQueue: DispatchQueue
     let httpCache: HTTPValidatorCache?
+    var resumable: ResumableDataStore?
 
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
                 password: String? = nil, acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300),
@@ -312,6 +313,8 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         } else if let v = context?[.httpValidators] as? SDWebImageHTTPValidators {
             d.ifNoneMatch = v.etag
             d.ifModifiedSince = v.lastModified
+        } else {
+            d.resume = env.resumable?.take(url)  // an earlier try broke off: ask for the rest
         }
         return d
     }
@@ -443,6 +446,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         case .failure(let e) where e.code == .notModified && validators != nil && !options.contains(.ignoreCachedResponse):
             outcome = .success((validators!.data, nil, false))
         case .failure(let e):
+            if let url, let partial = e.resumable { env.resumable?.store(url, partial) }
             outcome = .failure(SDWebImageError.from(e, url: url, response: response as? HTTPURLResponse))
         case .success(let r):
             outcome = .success((r.data, r.image, decodesInTransfer))
