@@ -312,7 +312,7 @@ static int resume(sd__xfer *x)
     const char *range = sd_response_header(x->resp, "content-range");
     unsigned long long first = 0, last = 0;
     if (range == NULL || sscanf(range, "bytes %llu-%llu", &first, &last) != 2 || first != r->resume_len ||
-        last < first) {
+        last < first || last >= (unsigned long long)(SIZE_MAX / 2)) {
         x->abort_status = SD_EHTTPSTATUS;
         snprintf(x->abort_msg, sizeof x->abort_msg, "HTTP 206 for a range that does not continue byte %zu (%s)",
                  r->resume_len, range ? range : "no Content-Range");
@@ -325,7 +325,9 @@ static int resume(sd__xfer *x)
         snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
         return x->abort_status;
     }
-    uint8_t *b = sd__body_alloc(SD__MAX(need, 16384), &got);
+    /* room for what the range says, within reason: a hostile Content-Range
+     * gets no big allocation up front (the body grows as bytes come) */
+    uint8_t *b = sd__body_alloc(SD__MAX(SD__MIN(need, r->resume_len + ((size_t)64 << 20)), 16384), &got);
     if (b == NULL) {
         x->abort_status = SD_ENOMEM;
         return x->abort_status;
