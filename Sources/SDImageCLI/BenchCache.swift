@@ -58,6 +58,13 @@ struct BenchCache: ParsableCommand {
         cache.clearMemory()
         let diskMs = median(sample.map { k in time { _ = cache.imageFromDiskCache(forKey: k) } * 1000 })
         let decodeOnly = decodeThroughput(datas)
+        // disk stores into a folder of 3000 entries, with a size limit (never
+        // reached) against none: what keeping the limit costs per write
+        var limited = 0.0, unlimited = 0.0
+        for round in 0..<4 {  // interleaved, best of 2 each: write-back of one run slows the next
+            if round % 2 == 0 { unlimited = max(unlimited, storeRate(dir, limit: 0)) }
+            else { limited = max(limited, storeRate(dir, limit: 1 << 40)) }
+        }
 
         let results: [String: Any] = [
             "bench": "cache", "images": urls.count,
@@ -65,6 +72,7 @@ struct BenchCache: ParsableCommand {
             "disk_hit_ms_median": (diskMs * 1000).rounded() / 1000, "decode_ms_median": (decodeMs * 1000).rounded() / 1000,
             "cold_ips": cold.rounded(), "cold_disk_only_ips": coldDisk.rounded(), "c_loop_ips": cLoop.rounded(),
             "warm_ips": warm.rounded(), "decode_only_ips": decodeOnly.rounded(), "hot_ips": hot.rounded(),
+            "store_limited_per_s": limited.rounded(), "store_unlimited_per_s": unlimited.rounded(),
         ]
         if json {
             let text = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
@@ -83,6 +91,19 @@ struct BenchCache: ParsableCommand {
         print(String(format: "  warm (disk + decode)              %10.0f   decode-only, same threads %5.0f  %6.3f",
                      warm, decodeOnly, decodeOnly > 0 ? warm / decodeOnly : 0))
         print(String(format: "  hot (memory)                      %10.0f", hot))
+        print(String(format: "\ndisk stores/s, 3000 entries of 20 KB: with maxDiskSize %8.0f   without %8.0f  %6.3f",
+                     limited, unlimited, unlimited > 0 ? limited / unlimited : 0))
+    }
+
+    private func storeRate(_ dir: String, limit: Int) -> Double {
+        let config = SDImageCacheConfig()
+        config.maxDiskSize = limit
+        let c = SDImageCache(namespace: "bench-store-\(limit)", diskCacheDirectory: dir, config: config)
+        let payload = Data(repeating: 7, count: 20_000)
+        let n = 3000
+        let seconds = time { for i in 0..<n { try? c.storeImageData(toDisk: payload, forKey: "s\(i)") } }
+        clearDisk(c)
+        return Double(n) / seconds
     }
 
     private func clearDisk(_ c: SDImageCache) {

@@ -161,6 +161,27 @@ struct ImageCacheTests {
         #expect(!(c.cachePath(forKey: "http://a.com/c." + String(repeating: "x", count: 300))!.split(separator: "/").last!.contains(".")))
     }
 
+    @Test("While the process runs: the size limit holds after every store; old entries go at the next store after the sweep interval")
+    func limitsHoldWhileRunning() async throws {
+        let sized = SDImageCacheConfig()
+        sized.maxDiskSize = 64 << 10
+        let c = makeCache(config: sized)
+        for i in 0..<60 {
+            try await c.store(nil, imageData: Data(repeating: UInt8(i), count: 4000), forKey: "k\(i)")
+            #expect(c.totalDiskSize() <= 64 << 10)
+        }
+        #expect(c.totalDiskCount() > 0 && c.diskImageDataExists(withKey: "k59"))  // the newest stays
+
+        let aged = SDImageCacheConfig()
+        aged.maxDiskAge = 1
+        aged.diskSweepInterval = 0.5
+        let a = makeCache(config: aged)
+        try await a.store(nil, imageData: Data(count: 100), forKey: "old")
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        try await a.store(nil, imageData: Data(count: 100), forKey: "new")  // no deleteOldFiles call
+        #expect(!a.diskImageDataExists(withKey: "old") && a.diskImageDataExists(withKey: "new"))
+    }
+
     @Test("Extended data rides with the entry")
     func extendedData() async throws {
         let c = makeCache()

@@ -208,13 +208,40 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         try ioQueue.sync { try writeToDisk(data, key, nil) }
     }
 
+    // The size limit and age hold while the process runs, not only at start
+    // (a Linux daemon has no "entering background" to sweep at): writes keep a
+    // running estimate of the folder's bytes (rescanned every 1000 writes and
+    // after each sweep, since other processes may share the folder) instead of
+    // listing the folder on every write, and sweep when it is over the limit or
+    // `diskSweepInterval` has passed. ioQueue only.
+    private var diskBytes: Int?
+    private var writesSinceScan = 0
+    private var lastSweep = Date()
+
     private func writeToDisk(_ data: Data, _ key: String, _ extended: Data?) throws {
         guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
         try disk.setData(data, forKey: key, extendedData: extended)
         let limit = config.maxDiskSize
-        if limit > 0, disk.totalSize() > limit {
-            disk.removeExpiredData(maxAge: config.maxDiskAge, maxSize: limit, expireType: config.diskCacheExpireType)
+        writesSinceScan += 1
+        if limit > 0 {
+            if let bytes = diskBytes, writesSinceScan < 1000 {
+                diskBytes = bytes + (data.count + 4095) & ~4095  // allocated blocks, about
+            } else {
+                diskBytes = disk.totalSize()
+                writesSinceScan = 0
+            }
         }
+        if (limit > 0 && diskBytes! > limit) || Date().timeIntervalSince(lastSweep) >= config.diskSweepInterval {
+            sweepDisk(disk)
+        }
+    }
+
+    private func sweepDisk(_ disk: DiskCache) {
+        disk.removeExpiredData(maxAge: config.maxDiskAge, maxSize: config.maxDiskSize,
+                               expireType: config.diskCacheExpireType)
+        diskBytes = config.maxDiskSize > 0 ? disk.totalSize() : nil
+        writesSinceScan = 0
+        lastSweep = Date()
     }
 
     private func setPending(_ key: String, _ value: Data?) -> UInt64 {
@@ -426,6 +453,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         let queue = config.callbackQueue
         ioQueue.async { [self] in
             disk?.removeAllData()
+            diskBytes = nil
             if let completion { queue.async(execute: completion) }
         }
     }
@@ -434,8 +462,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public func deleteOldFiles(completion: (@Sendable () -> Void)? = nil) {
         let queue = config.callbackQueue
         ioQueue.async { [self] in
-            disk?.removeExpiredData(maxAge: config.maxDiskAge, maxSize: config.maxDiskSize,
-                                    expireType: config.diskCacheExpireType)
+            if let disk { sweepDisk(disk) }
             if let completion { queue.async(execute: completion) }
         }
     }

@@ -39,6 +39,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     private var _maxDiskAge: TimeInterval = 60 * 60 * 24 * 7
     private var _maxDiskSize = 0
     private var _diskCacheExpireType = SDImageCacheConfigExpireType.accessDate
+    private var _diskSweepInterval: TimeInterval = 30 * 60
     private var _callbackQueue = sdDefaultCallbackQueue
     var onChange: (@Sendable () -> Void)?
 
@@ -93,6 +94,14 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         get { get { _maxDiskSize } }
         set { set { _maxDiskSize = max(0, newValue) } }
     }
+    /// Ours: a write sweeps expired entries when the last sweep is this old
+    /// (default 30 min; SDWebImage sweeps when an app enters the background,
+    /// which a Linux process never does). The size limit is kept on every
+    /// write regardless.
+    public var diskSweepInterval: TimeInterval {
+        get { get { _diskSweepInterval } }
+        set { set { _diskSweepInterval = max(0, newValue) } }
+    }
     public var diskCacheExpireType: SDImageCacheConfigExpireType {
         get { get { _diskCacheExpireType } }
         set { set { _diskCacheExpireType = newValue } }
@@ -114,6 +123,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         c._maxDiskAge = _maxDiskAge
         c._maxDiskSize = _maxDiskSize
         c._diskCacheExpireType = _diskCacheExpireType
+        c._diskSweepInterval = _diskSweepInterval
         c._callbackQueue = _callbackQueue
         return c
     }
