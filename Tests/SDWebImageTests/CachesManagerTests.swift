@@ -108,6 +108,30 @@ struct CachesManagerTests {
         #expect(answers.value == 1)
     }
 
+    @Test("Concurrent queries over two caches, cancelled at random moments from other threads, answer exactly once")
+    func cancelStress() async throws {
+        let (c1, c2) = (makeCache(), makeCache())
+        let m = SDImageCachesManager(caches: [c1, c2])
+        m.queryOperationPolicy = .concurrent
+        let (image, data) = try testImage()
+        await c1.put(image, data, "k", .disk)
+        try c2.storeImageData(toDisk: data, forKey: "k")
+        let answers = Counter()
+        let n = 300
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<n {
+                let op = m.queryImage(forKey: "k", options: [], context: nil, cacheType: .disk) { _, _, _ in answers.add() }
+                group.addTask {
+                    if i % 3 != 0 { try? await Task.sleep(nanoseconds: UInt64(i % 7) * 100_000) }
+                    op?.cancel()
+                }
+            }
+        }
+        #expect(await eventually { answers.value == n })
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(answers.value == n)  // none twice
+    }
+
     @Test("A manager over a caches manager and a loaders manager: a scheme of our own next to HTTP")
     func loadersManager() async throws {
         let s = try #require(TestServers.shared)
