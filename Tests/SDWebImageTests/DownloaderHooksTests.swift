@@ -145,7 +145,7 @@ struct DownloaderHooksTests {
                                                options: [], context: nil, environment: env)
         let o = Outcome()
         var coder = SDImageCoderOptions()
-        coder.callbackQueue = o.queue
+        coder.callbackQueue = SDCallbackQueue(dispatchQueue: o.queue, policy: .dispatch)
         _ = op.addHandlers(forProgress: nil, completed: o.completed, decodeOptions: coder)
         #expect(!op.isExecuting && !op.isFinished)
         op.start()
@@ -159,7 +159,7 @@ struct DownloaderHooksTests {
 final class MemoryOperation: SDWebImageDownloaderOperationProtocol, @unchecked Sendable {
     let request: URLRequest?
     private let lock = NSLock()
-    private var handlers: [(SDWebImageDownloaderCompletedBlock?, DispatchQueue)] = []
+    private var handlers: [(SDWebImageDownloaderCompletedBlock?, SDCallbackQueue)] = []
     private var done = false
     private let queue: DispatchQueue
     var completionBlock: (@Sendable () -> Void)?
@@ -176,7 +176,7 @@ final class MemoryOperation: SDWebImageDownloaderOperationProtocol, @unchecked S
         lock.lock()
         defer { lock.unlock() }
         if done { return nil }
-        handlers.append((completedBlock, decodeOptions.callbackQueue ?? queue))
+        handlers.append((completedBlock, decodeOptions.callbackQueue ?? SDCallbackQueue(dispatchQueue: queue)))
         return handlers.count
     }
 

@@ -32,7 +32,7 @@ public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
 
     /// The one real answer, on `queue` (nil: right here). A cancel that comes
     /// before it runs wins, even once it is queued.
-    func finish(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, on queue: DispatchQueue?) {
+    func finish(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, on queue: SDCallbackQueue?) {
         guard let queue else { return deliver(image, data, type) }
         queue.async { self.deliver(image, data, type) }
     }
@@ -362,7 +362,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             done?(nil, nil, .none)
             return nil
         }
-        let queue = context?.callbackQueue ?? config.callbackQueue
+        let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
         let image = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
         if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
             done?(image, nil, .memory)

@@ -32,7 +32,7 @@ extension SDImageCoderOptions {
     /// thumbnail box, aspect, byte budget, scale (`@2x` in the key unless the
     /// context says otherwise).
     static func make(key: String?, scaleDown: Bool, avoidDecode: Bool, progressive: Bool,
-                     context: SDWebImageContext?, queue: DispatchQueue?) -> SDImageCoderOptions {
+                     context: SDWebImageContext?, queue: SDCallbackQueue?) -> SDImageCoderOptions {
         var o = SDImageCoderOptions()
         if let size = context?.pixelSize(.imageThumbnailPixelSize) { o.decode.thumbnailPixelSize = size }
         if let keep = context?[.imagePreserveAspectRatio] as? Bool { o.decode.preserveAspectRatio = keep }

@@ -21,7 +21,8 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     public static let downloadResponseModifier: Self = "downloadResponseModifier"
     /// `SDWebImageDownloaderDecryptorProtocol` for this request only.
     public static let downloadDecryptor: Self = "downloadDecryptor"
-    /// `DispatchQueue` for this request's callbacks (serial keeps them in order).
+    /// `SDCallbackQueue` (queue + policy) or a plain `DispatchQueue` (blocks
+    /// dispatched to it) for this request's callbacks; serial keeps them in order.
     public static let callbackQueue: Self = "callbackQueue"
 }
 

@@ -13,5 +13,5 @@ extension SDWebImageDownloadToken: SDWebImageOperation {}
 let sdDefaultCallbackQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
 
 extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
-    var callbackQueue: DispatchQueue? { self[.callbackQueue] as? DispatchQueue }
+    var callbackQueue: SDCallbackQueue? { SDCallbackQueue.from(self[.callbackQueue]) }
 }

@@ -88,7 +88,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         progress: SDWebImageDownloaderProgressBlock?,
         completed: SDWebImageDownloaderCompletedBlock?
     ) -> SDWebImageDownloadToken? {
-        let queue = context?[.callbackQueue] as? DispatchQueue ?? config.callbackQueue
+        let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
         func fail(_ e: SDWebImageError) -> SDWebImageDownloadToken? {
             if let completed { queue.async { completed(nil, nil, e, true) } }
             return nil
@@ -191,7 +191,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     }
 
     static func coderOptions(url: URL, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
-                             queue: DispatchQueue?) -> SDImageCoderOptions {
+                             queue: SDCallbackQueue?) -> SDImageCoderOptions {
         .make(key: url.absoluteString, scaleDown: options.contains(.scaleDownLargeImages),
               avoidDecode: options.contains(.avoidDecodeImage), progressive: options.contains(.progressiveLoad),
               context: context, queue: queue)

@@ -17,7 +17,7 @@ public struct SDImageCoderOptions: Sendable {
     /// Wants previews (`.progressiveLoad`).
     public var progressive = false
     /// Where this subscriber's callbacks run (nil: the downloader's queue).
-    public var callbackQueue: DispatchQueue?
+    public var callbackQueue: SDCallbackQueue?
     /// Filled with the response before this subscriber's completion runs.
     var responseBox: ResponseBox?
 
@@ -125,9 +125,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         let progress: SDWebImageDownloaderProgressBlock?
         let completed: SDWebImageDownloaderCompletedBlock?
         let options: SDImageCoderOptions
-        let queue: DispatchQueue
+        let queue: SDCallbackQueue
         init(_ p: SDWebImageDownloaderProgressBlock?, _ c: SDWebImageDownloaderCompletedBlock?,
-             _ o: SDImageCoderOptions, _ q: DispatchQueue) {
+             _ o: SDImageCoderOptions, _ q: SDCallbackQueue) {
             progress = p
             completed = c
             options = o
@@ -189,7 +189,8 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     public func addHandlers(forProgress progressBlock: SDWebImageDownloaderProgressBlock?,
                             completed completedBlock: SDWebImageDownloaderCompletedBlock?,
                             decodeOptions: SDImageCoderOptions) -> (any Sendable)? {
-        let h = Handler(progressBlock, completedBlock, decodeOptions, decodeOptions.callbackQueue ?? env.callbackQueue)
+        let h = Handler(progressBlock, completedBlock, decodeOptions,
+                        decodeOptions.callbackQueue ?? SDCallbackQueue(dispatchQueue: env.callbackQueue, policy: .dispatch))
         lock.lock()
         defer { lock.unlock() }
         guard state != .finished, !cancelled else { return nil }

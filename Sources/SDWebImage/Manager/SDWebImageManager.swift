@@ -195,7 +195,7 @@ public final class SDWebImageManager: @unchecked Sendable {
             context = r.context ?? [:]
         }
         if context[.imageTransformer] == nil, let t = transformer { context[.imageTransformer] = t }
-        let queue = context.callbackQueue ?? sdDefaultCallbackQueue
+        let queue = context.callbackQueue ?? SDCallbackQueue(dispatchQueue: sdDefaultCallbackQueue, policy: .dispatch)
         let load = Load(manager: self, op: op, url: url, options: options, context: context, queue: queue,
                         progress: progress, completed: completed)
         guard let url, !url.absoluteString.isEmpty else {
@@ -278,7 +278,7 @@ private final class Load: @unchecked Sendable {
     let url: URL?
     let options: SDWebImageOptions
     let context: SDWebImageContext
-    let queue: DispatchQueue
+    let queue: SDCallbackQueue
     let progress: SDImageLoaderProgressBlock?
     let completed: SDInternalCompletionBlock
     /// The cache keys, derived once (the key filter is user code).
@@ -288,7 +288,7 @@ private final class Load: @unchecked Sendable {
     var ended = false
 
     init(manager: SDWebImageManager, op: SDWebImageCombinedOperation, url: URL?, options: SDWebImageOptions,
-         context: SDWebImageContext, queue: DispatchQueue, progress: SDImageLoaderProgressBlock?,
+         context: SDWebImageContext, queue: SDCallbackQueue, progress: SDImageLoaderProgressBlock?,
          completed: @escaping SDInternalCompletionBlock) {
         self.manager = manager
         self.op = op

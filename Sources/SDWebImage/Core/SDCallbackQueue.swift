@@ -1,0 +1,77 @@
+import Dispatch
+import Foundation
+
+/// How an `SDCallbackQueue` runs a block (SDWebImage 5.17's `SDCallbackPolicy`).
+public enum SDCallbackPolicy: Int, Sendable {
+    /// Right away when already on the queue, else asynchronously on it.
+    case safeExecute = 0
+    /// Always asynchronously on the queue.
+    case dispatch = 1
+    /// Right away, on whatever thread is calling (the queue is not used).
+    case invoke = 2
+}
+
+/// Where and how completion and progress blocks run: a dispatch queue plus a
+/// policy. The `.callbackQueue` context key takes one (or a plain
+/// `DispatchQueue`, which means `.dispatch` on it).
+public final class SDCallbackQueue: @unchecked Sendable {
+    public let queue: DispatchQueue
+    private let lock = NSLock()
+    private var _policy: SDCallbackPolicy
+    private let isMain: Bool
+    private static let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    public init(dispatchQueue queue: DispatchQueue, policy: SDCallbackPolicy = .safeExecute) {
+        self.queue = queue
+        _policy = policy
+        isMain = queue === DispatchQueue.main
+        // tag the queue so a block can tell it is already on it (the main
+        // queue is told by the thread; global queues cannot be tagged, so
+        // safeExecute on them always dispatches)
+        let id = ObjectIdentifier(queue)
+        if !isMain, !queue.label.hasPrefix("com.apple.root."), queue.getSpecific(key: Self.key) != id {
+            queue.setSpecific(key: Self.key, value: id)
+        }
+    }
+
+    public static let main = SDCallbackQueue(dispatchQueue: .main)
+    public static let global = SDCallbackQueue(dispatchQueue: .global())
+
+    public var policy: SDCallbackPolicy {
+        get { lock.lock(); defer { lock.unlock() }; return _policy }
+        set { lock.lock(); _policy = newValue; lock.unlock() }
+    }
+
+    /// Whether the caller is running on this queue now.
+    var isCurrent: Bool {
+        isMain ? Thread.isMainThread : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(queue)
+    }
+
+    /// Run `block` by the policy, without waiting when it goes to the queue.
+    public func async(execute block: @escaping @Sendable () -> Void) {
+        switch policy {
+        case .invoke: block()
+        case .safeExecute where isCurrent: block()
+        default: queue.async(execute: block)
+        }
+    }
+
+    /// Run `block` by the policy and wait for it (never deadlocks on its own queue).
+    public func sync(execute block: () -> Void) {
+        switch policy {
+        case .invoke: block()
+        case _ where isCurrent: block()
+        default: queue.sync(execute: block)
+        }
+    }
+}
+
+extension SDCallbackQueue {
+    /// What the context says: an `SDCallbackQueue`, or a plain `DispatchQueue`
+    /// (every block dispatched to it, as before 5.17).
+    static func from(_ value: Any?) -> SDCallbackQueue? {
+        if let q = value as? SDCallbackQueue { return q }
+        if let q = value as? DispatchQueue { return SDCallbackQueue(dispatchQueue: q, policy: .dispatch) }
+        return nil
+    }
+}
