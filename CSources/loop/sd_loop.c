@@ -74,6 +74,7 @@ struct sd_loop {
     int64_t max_concurrent, order, suspended, decode_threads, max_backlog;
     int64_t pub_queued, pub_running, pending_submits;
     int wake_pending; /* a wakeup is on its way: the loop has not taken the inbox since */
+    int64_t max_host, max_host_applied; /* SD_LOOP_MAX_HOST_CONNECTIONS: asked (mu), set on the multi (loop thread) */
     int64_t recv_buffer;     /* SD_LOOP_RECEIVE_BUFFER, under mu */
     int64_t recv_buffer_now; /* its copy for the loop thread */
     uint64_t next_id;
@@ -861,6 +862,7 @@ static void *loop_main(void *arg)
         int stopping = l->shutting_down;
         int64_t max = l->max_concurrent, order = l->order, suspended = l->suspended;
         l->recv_buffer_now = l->recv_buffer;
+        int64_t max_host = l->max_host;
         int64_t backlog = l->max_backlog ? l->max_backlog : 4 * l->decode_threads;
         pthread_mutex_unlock(&l->mu);
         if (leftover)
@@ -886,6 +888,10 @@ static void *loop_main(void *arg)
                 continue; /* submits accepted before shutdown still complete once */
             cancel_all(l, SD_ECANCELLED);
             break;
+        }
+        if (max_host != l->max_host_applied) { /* the multi is ours alone: set it here */
+            curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_host);
+            l->max_host_applied = max_host;
         }
         start_queued(l, max, order, suspended, backlog);
         int still = 0;
@@ -958,6 +964,7 @@ int sd_loop_set(sd_loop *l, sd_loop_param p, int64_t v)
         if (v < 1024 || v > 1048576) rc = SD_EINVAL;
         else l->recv_buffer = v;
         break;
+    case SD_LOOP_MAX_HOST_CONNECTIONS: if (v > 100000) rc = SD_EINVAL; else l->max_host = v; break;
     case SD_LOOP_DECODE_THREADS:
         if (l->started) rc = SD_EBADSTATE;
         else if (v < 1 || v > 256) rc = SD_EINVAL;
@@ -984,6 +991,7 @@ int sd_loop_get(sd_loop *l, sd_loop_param p, int64_t *v)
     case SD_LOOP_MAX_DECODE_BACKLOG: *v = l->max_backlog ? l->max_backlog : 4 * l->decode_threads; break;
     case SD_LOOP_DECODE_THREADS: *v = l->decode_threads; break;
     case SD_LOOP_RECEIVE_BUFFER: *v = l->recv_buffer; break;
+    case SD_LOOP_MAX_HOST_CONNECTIONS: *v = l->max_host; break;
     case SD_LOOP_INFO_QUEUED: *v = l->pub_queued + l->pending_submits; break;
     case SD_LOOP_INFO_RUNNING: *v = l->pub_running; break;
     default: rc = SD_EINVAL; break;

@@ -48,6 +48,12 @@ public final class DataLoader: @unchecked Sendable {
         set { _ = sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(max(1, newValue))) }
     }
 
+    /// Connections to one host at most (0: no limit but `maxConcurrentDownloads`).
+    public var maxConnectionsPerHost: Int {
+        get { Int(get(SD_LOOP_MAX_HOST_CONNECTIONS)) }
+        set { _ = sd_loop_set(loop, SD_LOOP_MAX_HOST_CONNECTIONS, Int64(min(100_000, max(0, newValue)))) }
+    }
+
     public var executionOrder: DownloadExecutionOrder {
         get { DownloadExecutionOrder(rawValue: get(SD_LOOP_ORDER)) ?? .fifo }
         set { _ = sd_loop_set(loop, SD_LOOP_ORDER, newValue.rawValue) }

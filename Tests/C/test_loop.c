@@ -699,6 +699,64 @@ static int test_resume(void)
     return 0;
 }
 
+static atomic_int hc_done, hc_ok, hc_connections;
+
+static void ev_hc_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    (void)u;
+    if (sd_result_status(r) == SD_OK)
+        atomic_fetch_add(&hc_ok, 1);
+    atomic_fetch_add(&hc_connections, (int)sd_result_metric(r, SD_METRIC_CONNECTIONS));
+    sd_result_free(r);
+    atomic_fetch_add(&hc_done, 1);
+}
+
+/* 8 transfers started together open 8 connections, or 2 with the limit. */
+static int run_host_limit(int64_t limit, int *connections)
+{
+    sd_loop *l = NULL;
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 8));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_HOST_CONNECTIONS, limit));
+    int64_t v = -1;
+    ASSERT_OK(sd_loop_get(l, SD_LOOP_MAX_HOST_CONNECTIONS, &v));
+    ASSERT_EQ(v, limit);
+    ASSERT_OK(sd_loop_start(l));
+    atomic_store(&hc_done, 0);
+    atomic_store(&hc_ok, 0);
+    atomic_store(&hc_connections, 0);
+    sd_transfer_events ev = {0};
+    ev.complete = ev_hc_complete;
+    for (int i = 0; i < 8; i++) {
+        sd_request *r;
+        ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+        ASSERT_OK(sd_request_set(r, SD_REQ_DECODE, 0));
+        ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
+        sd_request_free(r);
+    }
+    for (int i = 0; i < 1000 && atomic_load(&hc_done) < 8; i++)
+        usleep(10000);
+    ASSERT_EQ(atomic_load(&hc_ok), 8);
+    *connections = atomic_load(&hc_connections);
+    sd_loop_free(l);
+    return 0;
+}
+
+static int test_max_host_connections(void)
+{
+    int limited = 0, free_for_all = 0;
+    ASSERT_OK(run_host_limit(2, &limited));
+    ASSERT_OK(run_host_limit(0, &free_for_all));
+    ASSERT(limited >= 1 && limited <= 2);
+    ASSERT(free_for_all > 2);
+    sd_loop *l = NULL;
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_EQ(sd_loop_set(l, SD_LOOP_MAX_HOST_CONNECTIONS, 100001), SD_EINVAL);
+    sd_loop_free(l);
+    return 0;
+}
+
 /* ---- scheduling ---- */
 
 typedef struct {
@@ -1103,6 +1161,7 @@ int main(int argc, char **argv)
         {"progress_interval", test_progress_interval},
         {"receive_buffer", test_receive_buffer},
         {"resume", test_resume},
+        {"max_host_connections", test_max_host_connections},
         {"fifo_lifo_priorities", test_fifo_lifo_priorities},
         {"cancel", test_cancel},
         {"races", test_races},

@@ -80,6 +80,22 @@ struct DataLoaderTests {
         await #expect(throws: DownloadError.self) { try await loader.load(request) }
     }
 
+    @Test("maxConnectionsPerHost: six loads at once share one connection")
+    func connectionsPerHost() async throws {
+        let s = try #require(servers)
+        let loader = try DataLoader(maxConcurrentDownloads: 6)
+        loader.maxConnectionsPerHost = 1
+        #expect(loader.maxConnectionsPerHost == 1)
+        let results = try await withThrowingTaskGroup(of: DownloadResult.self) { group in
+            for i in 0..<6 {
+                group.addTask { try await loader.load(DownloadRequest(url: s.url(s.http, "/img/n\(i).jpg?host"))) }
+            }
+            return try await group.reduce(into: [DownloadResult]()) { $0.append($1) }
+        }
+        #expect(results.count == 6 && results.allSatisfy { $0.image != nil })
+        #expect(results.reduce(0) { $0 + $1.metrics.newConnections } == 1)
+    }
+
     @Test("Errors keep their cause and the HTTP status")
     func errors() async throws {
         let s = try #require(servers)

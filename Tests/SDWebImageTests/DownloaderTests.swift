@@ -26,6 +26,9 @@ struct DownloaderTests {
         d.config.maxConcurrentDownloads = 3
         #expect(d.config.maxConcurrentDownloads == 3)
         #expect(SDWebImageDownloaderConfig.default.maxConcurrentDownloads == 6)
+        #expect(SDWebImageDownloaderConfig.default.maxConnectionsPerHost == 0)
+        d.config.maxConnectionsPerHost = 2
+        #expect(d.config.maxConnectionsPerHost == 2 && d.config.copy().maxConnectionsPerHost == 2)
         #expect(d.config.downloadTimeout == 15)
     }
 

@@ -81,6 +81,11 @@ typedef enum sd_loop_param {
      * which costs the loop thread ~35% more CPU per photo); 1024..1 MiB;
      * any time, for transfers that start later. */
     SD_LOOP_RECEIVE_BUFFER = 6,
+    /* Connections open to one host at most (curl's
+     * CURLMOPT_MAX_HOST_CONNECTIONS; default 0 = no limit beyond
+     * SD_LOOP_MAX_CONCURRENT): transfers over it wait for a free connection,
+     * as browsers keep to ~6 per host. Any time. */
+    SD_LOOP_MAX_HOST_CONNECTIONS = 7,
     /* read-only */
     SD_LOOP_INFO_QUEUED = 100,
     SD_LOOP_INFO_RUNNING = 101

@@ -28,6 +28,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         self.config = config
         loader = try? DataLoader(maxConcurrentDownloads: config.maxConcurrentDownloads)
         loader?.executionOrder = config.executionOrder == .lifo ? .lifo : .fifo
+        loader?.maxConnectionsPerHost = config.maxConnectionsPerHost
         httpCache = HTTPValidatorCache(capacity: config.httpCacheCapacity)
         resumable = config.resumableDataCapacity > 0 ? ResumableDataStore(capacity: config.resumableDataCapacity) : nil
         let ua = "SDWebImage-Linux/\(String(cString: sd_version_string()))"
@@ -36,6 +37,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             guard let self, let loader = self.loader else { return }
             loader.maxConcurrentDownloads = self.config.maxConcurrentDownloads
             loader.executionOrder = self.config.executionOrder == .lifo ? .lifo : .fifo
+            loader.maxConnectionsPerHost = self.config.maxConnectionsPerHost
         }
     }
 

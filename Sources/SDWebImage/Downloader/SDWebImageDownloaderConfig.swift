@@ -14,6 +14,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
 
     private let lock = NSLock()
     private var _maxConcurrentDownloads = 6
+    private var _maxConnectionsPerHost = 0
     private var _downloadTimeout: TimeInterval = 15
     private var _minimumProgressInterval: Double = 0
     private var _executionOrder = SDWebImageDownloaderExecutionOrder.fifo
@@ -47,6 +48,13 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     }
 
     /// At most this many transfers at once (default 6); changeable at runtime.
+    /// Connections to one host at most (URLSession's
+    /// `httpMaximumConnectionsPerHost`; default 0: no limit but
+    /// `maxConcurrentDownloads`). Downloads over it wait for a connection.
+    public var maxConnectionsPerHost: Int {
+        get { get { _maxConnectionsPerHost } }
+        set { set({ _maxConnectionsPerHost = max(0, newValue) }, notify: true) }
+    }
     public var maxConcurrentDownloads: Int {
         get { get { _maxConcurrentDownloads } }
         set { set({ _maxConcurrentDownloads = max(1, newValue) }, notify: true) }
@@ -146,6 +154,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         c._decryptor = _decryptor
         c._callbackQueue = _callbackQueue
         c._httpCacheCapacity = _httpCacheCapacity
+        c._maxConnectionsPerHost = _maxConnectionsPerHost
         c._resumableDataCapacity = _resumableDataCapacity
         return c
     }
