@@ -167,7 +167,7 @@ class Handler(socketserver.BaseRequestHandler):
                     self.send_head("200 OK", len(IMAGE), extra=tags)
                     if n <= int(query.get("cut", "1")):
                         sock.sendall(IMAGE[:half])
-                        time.sleep(0.05)  # let the client read it before the reset
+                        time.sleep(0.2)  # let the client read it all before the reset, even on a busy machine
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     else:
                         sock.sendall(IMAGE)
