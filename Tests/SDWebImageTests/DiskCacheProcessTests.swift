@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Runs SDCacheStress (built beside this test bundle) as a child process.
-struct Child {
+struct Child: Sendable {
     let pid: pid_t
     let stdout: Int32
 
@@ -74,7 +74,7 @@ struct DiskCacheProcessTests {
     }
 
     @Test("A process killed with SIGKILL while writing thousands of entries leaves no entry that decodes wrong")
-    func sigkill() throws {
+    func sigkill() async throws {
         guard FileManager.default.isExecutableFile(atPath: Child.binary) else {
             Issue.record("SDCacheStress not built at \(Child.binary)")
             return
@@ -83,20 +83,20 @@ struct DiskCacheProcessTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for round in 0..<3 {
             let writer = try Child.start(["write", dir])
-            #expect(writer.waitFor("ready"))
+            #expect(await offPool { writer.waitFor("ready") })
             usleep(useconds_t(50_000 + round * 70_000))  // kill at a different moment each round
             kill(writer.pid, SIGKILL)
-            #expect(writer.wait() == -SIGKILL)
+            #expect(await offPool { writer.wait() } == -SIGKILL)
         }
         let verify = try Child.start(["verify", dir, "100000"])
-        let out = verify.output()
-        #expect(verify.wait() == 0, "\(out)")
+        let (status, out) = await offPool { let o = verify.output(); return (verify.wait(), o) }
+        #expect(status == 0, "\(out)")
         let entries = Int(out.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         #expect(entries >= 200)
     }
 
     @Test("Two processes storing, reading and removing the same keys never read a wrong entry")
-    func twoProcesses() throws {
+    func twoProcesses() async throws {
         guard FileManager.default.isExecutableFile(atPath: Child.binary) else {
             Issue.record("SDCacheStress not built at \(Child.binary)")
             return
@@ -105,11 +105,10 @@ struct DiskCacheProcessTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let a = try Child.start(["hammer", dir, "1", "3000"])
         let b = try Child.start(["hammer", dir, "2", "3000"])
-        let (ra, rb) = (a.wait(), b.wait())
+        let (ra, rb) = await offPool { (a.wait(), b.wait()) }
         #expect(ra == 0 && rb == 0)
         let verify = try Child.start(["verify", dir, "63"])
-        _ = verify.output()
-        #expect(verify.wait() == 0)
+        #expect(await offPool { _ = verify.output(); return verify.wait() } == 0)
     }
 }
 
@@ -117,19 +116,18 @@ struct DiskCacheProcessTests {
 struct DiskCacheFullTests {
     /// Runs `script` under `unshare -rm` (user + mount namespace: a private
     /// tmpfs, no root needed); nil when namespaces are not allowed here.
-    func inNamespace(_ script: String) throws -> (Int32, String)? {
-        guard system("unshare -rm true >/dev/null 2>&1") == 0 else { return nil }
+    func inNamespace(_ script: String) async throws -> (Int32, String)? {
+        guard await offPool({ system("unshare -rm true >/dev/null 2>&1") }) == 0 else { return nil }
         let child = try Child.start(["-rm", "sh", "-c", script], executable: "/usr/bin/unshare")
-        let out = child.output()
-        return (child.wait(), out)
+        return await offPool { let out = child.output(); return (child.wait(), out) }
     }
 
     @Test("ENOSPC: the store reports a full disk, memory still serves, nothing on disk is corrupt")
-    func diskFull() throws {
+    func diskFull() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdfull-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        guard let (rc, out) = try inNamespace(
+        guard let (rc, out) = try await inNamespace(
             "mount -t tmpfs -o size=512k tmpfs '\(dir)' && exec '\(Child.binary)' fill '\(dir)'") else {
             print("unshare -rm is not permitted here: ENOSPC check skipped")
             return
@@ -139,11 +137,11 @@ struct DiskCacheFullTests {
     }
 
     @Test("Read-only: the store reports EROFS, memory still serves, existing entries still read")
-    func readOnly() throws {
+    func readOnly() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdro-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        guard let (rc, out) = try inNamespace(
+        guard let (rc, out) = try await inNamespace(
             "mount -t tmpfs -o size=4m tmpfs '\(dir)' && '\(Child.binary)' populate '\(dir)' 10 && "
             + "mount -o remount,ro '\(dir)' && exec '\(Child.binary)' readonly '\(dir)'") else {
             print("unshare -rm is not permitted here: read-only check skipped")

@@ -135,3 +135,12 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     }
     return condition()
 }
+
+/// Run blocking work (waitpid, reading a child's pipe) off Swift's cooperative
+/// pool: on 2 cores that pool has 2 threads, and a test blocking one of them
+/// stalls every async test running beside it (seen as 15-25 s stalls under TSan).
+func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { c in
+        Thread { c.resume(returning: body()) }.start()
+    }
+}
