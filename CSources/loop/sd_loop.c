@@ -305,6 +305,17 @@ static int content_type_ok(const char *list, const char *ct)
     return 0;
 }
 
+/* The body would grow to `total` bytes: over SD_REQ_MAX_BYTES, abort. */
+static int over_max(sd__xfer *x, size_t total)
+{
+    int64_t max = x->req->params[SD_REQ_MAX_BYTES];
+    if (max <= 0 || (int64_t)total <= max)
+        return 0;
+    x->abort_status = SD_ETOOBIG;
+    snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
+    return 1;
+}
+
 /* A 206 to a resumed request: if it continues our bytes, they become the
  * start of the body and of the decoder's input. */
 static int resume(sd__xfer *x)
@@ -320,12 +331,8 @@ static int resume(sd__xfer *x)
         return x->abort_status;
     }
     size_t need = r->resume_len + (size_t)(last - first + 1), got;
-    int64_t max = r->params[SD_REQ_MAX_BYTES];
-    if (max > 0 && (int64_t)need > max) {
-        x->abort_status = SD_ETOOBIG;
-        snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
+    if (over_max(x, need))
         return x->abort_status;
-    }
     /* room for what the range says, within reason: a hostile Content-Range
      * gets no big allocation up front (the body grows as bytes come) */
     uint8_t *b = sd__body_alloc(SD__MAX(SD__MIN(need, r->resume_len + ((size_t)64 << 20)), 16384), &got);
@@ -403,13 +410,10 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     size_t len = size * n;
     if (check_response(NULL, x) != 0)
         return 0; /* abort: CURLE_WRITE_ERROR, mapped from abort_status */
-    int64_t max = x->req->params[SD_REQ_MAX_BYTES];
-    if (max > 0 && (int64_t)(x->len + len) > max) {
-        x->abort_status = SD_ETOOBIG;
-        snprintf(x->abort_msg, sizeof x->abort_msg, "response exceeds %lld bytes", (long long)max);
+    if (over_max(x, x->len + len))
         return 0;
-    }
     if (x->len + len > x->cap) {
+        int64_t max = x->req->params[SD_REQ_MAX_BYTES];
         size_t cap = SD__MAX(x->cap * 2, x->len + len);
         if (x->resp->expected > cap && (max <= 0 || x->resp->expected <= (uint64_t)max))
             cap = (size_t)x->resp->expected; /* one allocation when the length is known */

@@ -180,7 +180,7 @@ struct BenchFetch: ParsableCommand {
         let start = Date()
         for i in 0..<total {
             var request: OpaquePointer?
-            guard sd_request_new(String(format: "%@/img/p%03d.jpg", base, i % files), &request) == 0 else { return 0 }
+            guard sd_request_new(benchImageURL(base, i % files), &request) == 0 else { return 0 }
             _ = sd_loop_submit(loop, request, &events, user, nil)
             sd_request_free(request)
         }
@@ -204,7 +204,7 @@ struct BenchFetch: ParsableCommand {
         for i in 0..<total {
             window.wait()
             group.enter()
-            let url = URL(string: String(format: "%@/img/p%03d.jpg", base, i % files))
+            let url = URL(string: benchImageURL(base, i % files))
             downloader.downloadImage(with: url) { image, _, _, finished in
                 guard finished else { return }
                 if image == nil { failures.add() }
@@ -233,7 +233,7 @@ struct BenchFetch: ParsableCommand {
         for i in 0..<total {
             slots.wait()
             group.enter()
-            let url = URL(string: String(format: "%@/img/p%03d.jpg", base, i % files))!
+            let url = URL(string: benchImageURL(base, i % files))!
             session.dataTask(with: url) { _, _, _ in
                 slots.signal()
                 group.leave()

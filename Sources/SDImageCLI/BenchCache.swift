@@ -26,7 +26,7 @@ struct BenchCache: ParsableCommand {
     func run() throws {
         let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
         defer { server.stop() }
-        let urls = (0..<server.files).map { URL(string: String(format: "%@/img/p%03d.jpg", server.base, $0))! }
+        let urls = server.urls
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdimage-bench-cache-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
 
@@ -194,9 +194,14 @@ struct BenchCache: ParsableCommand {
 }
 
 /// nginx serving generated JPEGs, started through `sdcore-bench fetch --only serve`.
+/// The i-th generated photo on the bench server (sdcore-bench names them p000.jpg, p001.jpg, ...).
+func benchImageURL(_ base: String, _ i: Int) -> String { String(format: "%@/img/p%03d.jpg", base, i) }
+
 final class BenchServer {
     let base: String
     let files: Int
+    /// Every file it serves.
+    var urls: [URL] { (0..<files).map { URL(string: benchImageURL(base, $0))! } }
     private let pid: pid_t
     private let handshake: String
 

@@ -32,7 +32,7 @@ struct BenchSoak: ParsableCommand {
     func run() throws {
         let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
         defer { server.stop() }
-        let urls = (0..<server.files).map { URL(string: String(format: "%@/img/p%03d.jpg", server.base, $0))! }
+        let urls = server.urls
         // Warm up first: process-wide one-time set-up (TLS and resolver
         // libraries, dispatch threads) opens files that stay open; measure after.
         _ = soak(urls, loads: 100)

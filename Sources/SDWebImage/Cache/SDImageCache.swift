@@ -362,7 +362,6 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             done?(nil, nil, .none)
             return nil
         }
-        let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
         let image = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
         if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
             done?(image, nil, .memory)
@@ -372,6 +371,8 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             done?(image, nil, image == nil ? .none : .memory)
             return nil
         }
+        // not before: a memory hit answers inline and needs no queue
+        let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
         let token = SDImageCacheToken(key: key, done: done)
         let sync = image != nil ? options.contains(.queryMemoryDataSync) : options.contains(.queryDiskDataSync)
         let work: @Sendable () -> Void = { [self] in

@@ -25,9 +25,13 @@ public final class SDCallbackQueue: @unchecked Sendable {
         self.queue = queue
         _policy = policy
         isMain = queue === DispatchQueue.main
-        // tag the queue so a block can tell it is already on it (the main
-        // queue is told by the thread; global queues cannot be tagged, so
-        // safeExecute on them always dispatches)
+        if policy == .safeExecute { tag() }  // .dispatch (what a plain queue in a context means) never asks
+    }
+
+    /// Tag the queue so a block can tell it is already on it (the main queue
+    /// is told by the thread; global queues cannot be tagged, so safeExecute
+    /// on them always dispatches).
+    private func tag() {
         let id = ObjectIdentifier(queue)
         if !isMain, !queue.label.hasPrefix("com.apple.root."), queue.getSpecific(key: Self.key) != id {
             queue.setSpecific(key: Self.key, value: id)
@@ -39,7 +43,10 @@ public final class SDCallbackQueue: @unchecked Sendable {
 
     public var policy: SDCallbackPolicy {
         get { lock.lock(); defer { lock.unlock() }; return _policy }
-        set { lock.lock(); _policy = newValue; lock.unlock() }
+        set {
+            lock.lock(); _policy = newValue; lock.unlock()
+            if newValue == .safeExecute { tag() }
+        }
     }
 
     /// Whether the caller is running on this queue now.
@@ -58,6 +65,7 @@ public final class SDCallbackQueue: @unchecked Sendable {
 
     /// Run `block` by the policy and wait for it (never deadlocks on its own queue).
     public func sync(execute block: () -> Void) {
+        tag()  // from its own queue it must run inline, whatever the policy
         switch policy {
         case .invoke: block()
         case _ where isCurrent: block()
@@ -67,6 +75,9 @@ public final class SDCallbackQueue: @unchecked Sendable {
 }
 
 extension SDCallbackQueue {
+    /// Our default callbacks (`sdDefaultCallbackQueue`), every block dispatched.
+    static let defaultCallbacks = SDCallbackQueue(dispatchQueue: sdDefaultCallbackQueue, policy: .dispatch)
+
     /// What the context says: an `SDCallbackQueue`, or a plain `DispatchQueue`
     /// (every block dispatched to it, as before 5.17).
     static func from(_ value: Any?) -> SDCallbackQueue? {

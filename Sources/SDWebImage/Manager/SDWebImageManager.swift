@@ -195,7 +195,7 @@ public final class SDWebImageManager: @unchecked Sendable {
             context = r.context ?? [:]
         }
         if context[.imageTransformer] == nil, let t = transformer { context[.imageTransformer] = t }
-        let queue = context.callbackQueue ?? SDCallbackQueue(dispatchQueue: sdDefaultCallbackQueue, policy: .dispatch)
+        let queue = context.callbackQueue ?? .defaultCallbacks
         let load = Load(manager: self, op: op, url: url, options: options, context: context, queue: queue,
                         progress: progress, completed: completed)
         guard let url, !url.absoluteString.isEmpty else {
