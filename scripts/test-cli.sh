@@ -36,7 +36,7 @@ printf '<html>404</html>' > "$tmp/page.jpg"
 check "html fails with one line" '[ $rc -eq 1 ] && [ $(wc -l < "$tmp/err") -eq 1 ] && grep -q "unsupported format" "$tmp/err"'
 "$bin" decode "$tmp/missing.jpg" 2>/dev/null; rc=$?
 check "missing file fails" '[ $rc -eq 1 ]'
-"$bin" decode "$f" --max-pixel-size 0 2>/dev/null; rc=$?
+"$bin" decode "$tmp/page.jpg" --max-pixel-size 0 2>/dev/null; rc=$?
 check "usage error exits 2" '[ $rc -eq 2 ]'
 
 # samples, fetch and cache against nginx on loopback
@@ -63,6 +63,20 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   check "--retries rides out two 503s" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
   "$bin" fetch "$fault/flaky?id=cli0$$&fail=1" --no-cache >/dev/null 2>&1; rc=$?
   check "without --retries a 503 fails" '[ $rc -eq 1 ]'
+  # --refresh while the server changed every image (issue 13, defect 1: a trap,
+  # URLs counted twice, a slow one dropped); three speeds, one run
+  for d in 0 400 50; do echo "$fault/changing?id=cli$$-$d&delay=$d"; done > "$tmp/changing.txt"
+  "$bin" fetch --list "$tmp/changing.txt" --cache-dir "$tmp/rcache" --json >/dev/null 2>&1
+  "$bin" fetch --list "$tmp/changing.txt" --cache-dir "$tmp/rcache" --refresh --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--refresh with changed images: each URL once, from the network" \
+    '[ $rc -eq 0 ] && grep -q "images.:3," "$tmp/out.json" && grep -q "ok.:3," "$tmp/out.json" && grep -q "network.:3," "$tmp/out.json" && grep -q "failed.:0," "$tmp/out.json"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --refresh --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--refresh with unchanged images: served from the cache" \
+    '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "disk.:3," "$tmp/out.json"'
+  printf 'ftp://127.0.0.1/a.jpg\nimg/relative.jpg\n' > "$tmp/bad.txt"
+  "$bin" fetch --list "$tmp/bad.txt" --no-cache >/dev/null 2>"$tmp/err"; rc=$?
+  check "unsupported scheme and relative URL say so" \
+    '[ $rc -eq 1 ] && grep -q "scheme" "$tmp/err" && grep -qi "relative" "$tmp/err"'
   "$bin" fetch "$base/img/photo-000.jpg" --no-cache --thumbnail 64 --out "$tmp/thumb" >/dev/null 2>&1
   check "thumbnail without cache" '"$bin" decode "$tmp"/thumb/*.png 2>&1 | grep -q "^64x"'
   "$bin" cache info --cache-dir "$tmp/cache" --json >"$tmp/info.json"

@@ -31,6 +31,10 @@ const char *sd_strerror(int status)
     case SD_ENETWORK: return "network error";
     case SD_EDECODE: return "image could not be decoded";
     case SD_ESHUTDOWN: return "loop is shutting down";
+    case SD_ESCHEME: return "URL scheme not allowed";
+    case SD_EURL: return "malformed or relative URL";
+    case SD_EPROTOCOL: return "malformed response from the server";
+    case SD_ENOTFILE: return "not a regular file";
     default: return "unknown error";
     }
 }

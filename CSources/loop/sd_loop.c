@@ -10,11 +10,14 @@
  * transfer's decode job (CSources/pool) and bitmaps come back as opaque
  * results that are only forwarded to the callbacks.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -42,6 +45,8 @@ struct sd__xfer {
     int abort_status;
     char abort_msg[256];
     sd__job *job;
+    int rejected;   /* the decoder refused the bytes: stop reading, let its result complete us */
+    int file_fd;    /* file:// only: the checked file, read by curl through /proc/self/fd */
     int64_t last_progress_ms;
     double t_submit, t_start;
     double metrics[16];
@@ -209,6 +214,8 @@ static void q_insert(sd_loop *l, sd__xfer *x)
 
 static void xfer_free(sd__xfer *x)
 {
+    if (x->file_fd >= 0)
+        close(x->file_fd);
     sd_request_free(x->req);
     curl_slist_free_all(x->hdrs);
     sd__response_free(x->resp);
@@ -376,7 +383,8 @@ static int check_response(sd_loop *l, sd__xfer *x)
     free(x->resp->content_type);
     free(x->resp->effective_url);
     x->resp->content_type = ct ? strdup(ct) : NULL;
-    x->resp->effective_url = url ? strdup(url) : NULL;
+    /* a file:// transfer reads /proc/self/fd/N: report the URL asked for */
+    x->resp->effective_url = x->file_fd >= 0 ? strdup(x->req->url) : url ? strdup(url) : NULL;
     int is_http = scheme && (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
     const int64_t *p = x->req->params;
     if (is_http && code == 304) {
@@ -410,6 +418,13 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     size_t len = size * n;
     if (check_response(NULL, x) != 0)
         return 0; /* abort: CURLE_WRITE_ERROR, mapped from abort_status */
+    if (x->job && sd__job_rejected(x->job)) {
+        /* not an image: read no further (curl reads a file:// body in one
+         * go, so without this /dev/zero-like input ran to the size limit);
+         * the job's result, with the decoder's reason, completes us */
+        x->rejected = 1;
+        return 0;
+    }
     if (over_max(x, x->len + len))
         return 0;
     if (x->len + len > x->cap) {
@@ -472,8 +487,9 @@ static int map_curl(CURLcode c)
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_HTTP2_STREAM: return SD_EBODY;
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT: return SD_EINVAL;
+    case CURLE_UNSUPPORTED_PROTOCOL: return SD_ESCHEME;
+    case CURLE_URL_MALFORMAT: return SD_EURL;
+    case CURLE_WEIRD_SERVER_REPLY: return SD_EPROTOCOL;
     case CURLE_FILE_COULDNT_READ_FILE:
     case CURLE_READ_ERROR: return SD_EIO;
     case CURLE_OUT_OF_MEMORY: return SD_ENOMEM;
@@ -483,11 +499,18 @@ static int map_curl(CURLcode c)
 
 static int add_header(struct curl_slist **h, const char *name, const char *value)
 {
-    char line[1024];
-    snprintf(line, sizeof line, "%s: %s", name, value);
-    struct curl_slist *n = curl_slist_append(*h, line);
-    SD__RETURN_IF(n == NULL, SD_ENOMEM);
-    *h = n;
+    size_t n = strlen(name) + strlen(value) + 3;
+    char stack[512], *line = n <= sizeof stack ? stack : malloc(n); /* long validators are not cut */
+    SD__RETURN_IF(line == NULL, SD_ENOMEM);
+    size_t nl = strlen(name);
+    memcpy(line, name, nl);
+    memcpy(line + nl, ": ", 2);
+    memcpy(line + nl + 2, value, n - nl - 2); /* with the NUL */
+    struct curl_slist *l = curl_slist_append(*h, line);
+    if (line != stack)
+        free(line);
+    SD__RETURN_IF(l == NULL, SD_ENOMEM);
+    *h = l;
     return SD_OK;
 }
 
@@ -501,16 +524,67 @@ static int has_custom(const sd_request *r, const char *name)
     return 0;
 }
 
-static int setup_easy(sd_loop *l, sd__xfer *x)
+/* A file:// URL must name a regular file: curl's open() of a FIFO blocks the
+ * loop thread until a writer comes (no timeout fires, cancel and free hang),
+ * and a device reads forever. The file is opened here without blocking,
+ * checked, and curl reads that same open file through /proc/self/fd/N, so it
+ * cannot be swapped for a FIFO between the check and the read. */
+static int open_file_url(sd__xfer *x, char *url_out, size_t url_cap, char *msg, size_t msg_cap)
+{
+    CURLU *u = curl_url();
+    char *path = NULL;
+    SD__RETURN_IF(u == NULL, SD_ENOMEM);
+    int rc = SD_OK;
+    if (curl_url_set(u, CURLUPART_URL, x->req->url, 0) != CURLUE_OK
+        || curl_url_get(u, CURLUPART_PATH, &path, CURLU_URLDECODE) != CURLUE_OK || path == NULL || *path != '/') {
+        snprintf(msg, msg_cap, "malformed file URL");
+        rc = SD_EURL;
+    }
+    int fd = rc == SD_OK ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
+    struct stat st;
+    if (rc == SD_OK && fd < 0) {
+        snprintf(msg, msg_cap, "cannot open %s: %s", path, strerror(errno));
+        rc = SD_EIO;
+    } else if (rc == SD_OK && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        snprintf(msg, msg_cap, "%s is not a regular file (%s)", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "special");
+        rc = SD_ENOTFILE;
+    } else if (rc == SD_OK && x->req->params[SD_REQ_MAX_BYTES] > 0 && st.st_size > x->req->params[SD_REQ_MAX_BYTES]) {
+        snprintf(msg, msg_cap, "%s is %lld bytes, over the %lld-byte limit", path, (long long)st.st_size,
+                 (long long)x->req->params[SD_REQ_MAX_BYTES]);
+        rc = SD_ETOOBIG;
+    }
+    if (rc == SD_OK) {
+        x->file_fd = fd;
+        snprintf(url_out, url_cap, "file:///proc/self/fd/%d", fd);
+        if (access(url_out + 7, R_OK) != 0) /* no /proc: the checked path itself */
+            snprintf(url_out, url_cap, "%s", x->req->url);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    curl_free(path);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+static int setup_easy(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
 {
     const sd_request *r = x->req;
     const int64_t *p = r->params;
+    char file_url[64];
+    const char *url = r->url;
+    if (strncasecmp(url, "file:", 5) == 0) {
+        SD__FORWARD_IF_ERROR(open_file_url(x, file_url, sizeof file_url, msg, msg_cap));
+        if (x->file_fd >= 0 && strncmp(file_url, "file:///proc/", 13) == 0)
+            url = file_url;
+    }
     CURL *e = l->nspare ? l->spare[--l->nspare] : curl_easy_init();
     SD__RETURN_IF(e == NULL, SD_ENOMEM);
     x->easy = e;
     x->resp = sd__response_new();
     SD__RETURN_IF(x->resp == NULL, SD_ENOMEM);
-    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -593,7 +667,8 @@ static void start_one(sd_loop *l, sd__xfer *x)
     x->state = XF_RUNNING;
     x->t_start = ms_now();
     x->metrics[SD_METRIC_QUEUED_MS] = x->t_start - x->t_submit;
-    int rc = setup_easy(l, x);
+    char msg[300] = "";
+    int rc = setup_easy(l, x, msg, sizeof msg);
     if (rc == SD_OK && x->req->params[SD_REQ_DECODE]) {
         sd__job_options o = x->req->dec;
         o.previews = x->req->params[SD_REQ_PREVIEWS] && x->ev.preview;
@@ -608,7 +683,7 @@ static void start_one(sd_loop *l, sd__xfer *x)
             recycle_easy(l, x->easy, x->req->params[SD_REQ_COOKIES] != 0);
             x->easy = NULL;
         }
-        complete(l, x, rc, "could not start the transfer", NULL);
+        complete(l, x, rc, msg[0] ? msg : "could not start the transfer", NULL);
         return;
     }
     l->running++;
@@ -661,17 +736,33 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
     collect_metrics(x);
     int status = SD_OK;
     const char *msg = NULL;
-    if (x->abort_status) {
+    if (x->rejected) {
+        /* stopped reading because the decoder refused the bytes: the job's
+         * result (queued or on its way) completes us with its reason */
+    } else if (x->abort_status) {
         status = x->abort_status;
         msg = x->abort_msg;
     } else if (code != CURLE_OK) {
         status = map_curl(code);
+        /* curl says "unsupported protocol" both for a scheme it may not use
+         * and for a reply that is no HTTP status line (HTTP/0.9) */
+        if (code == CURLE_UNSUPPORTED_PROTOCOL && strstr(x->errbuf, "HTTP/0.9"))
+            status = SD_EPROTOCOL;
+        /* curl 7.88 reports a header line over its 100 KiB limit as "out of
+         * memory" with no detail: a request that went out and got no usable
+         * head back is the server's fault, not ours */
+        long sent = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
+        if (code == CURLE_OUT_OF_MEMORY && sent > 0 && !x->resp_checked && !x->errbuf[0]) {
+            status = SD_EPROTOCOL;
+            msg = "response header too large (a line over 100 KiB)";
+        }
         msg = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
     } else if (check_response(l, x) != 0) { /* a body-less response */
         status = x->abort_status;
         msg = x->abort_msg;
     }
-    if (status == SD_OK && x->ev.progress)
+    if (status == SD_OK && !x->rejected && x->ev.progress)
         x->ev.progress(x->id, x->len, x->resp->expected, x->user); /* the final call */
     if (status != SD_OK || x->job == NULL) {
         complete(l, x, status, msg, NULL);
@@ -1062,6 +1153,7 @@ int sd_loop_submit(sd_loop *l, const sd_request *req, const sd_transfer_events *
     SD__RETURN_IF(l == NULL || req == NULL || ev == NULL, SD_EINVAL);
     sd__xfer *x = calloc(1, sizeof *x);
     SD__RETURN_IF(x == NULL, SD_ENOMEM);
+    x->file_fd = -1;
     int rc = sd__request_copy(req, &x->req);
     if (rc != SD_OK) {
         free(x);

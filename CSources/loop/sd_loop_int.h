@@ -47,6 +47,8 @@ struct sd_result {
     double metrics[16];
 };
 
+/* 1 when `s` holds a control character other than tab (CR, LF, DEL, …). */
+SD__HIDDEN int sd__has_control(const char *s);
 SD__HIDDEN int sd__request_copy(const sd_request *src, sd_request **out);
 SD__HIDDEN sd_response *sd__response_new(void);
 SD__HIDDEN void sd__response_free(sd_response *r);

@@ -16,11 +16,38 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* Every request string ends up on the wire or in a header: a control
+ * character (CR/LF above all) would let a caller's value become a header or
+ * a request of its own. Tab is allowed (legal in header values). */
+#define SD__MAX_URL_LENGTH 8000000
+
+int sd__has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* "scheme:" per RFC 3986: a letter, then letters, digits, '+', '-', '.' */
+static int has_scheme(const char *u)
+{
+    if (!((*u | 0x20) >= 'a' && (*u | 0x20) <= 'z'))
+        return 0;
+    for (u++; *u && *u != ':'; u++)
+        if (!(((*u | 0x20) >= 'a' && (*u | 0x20) <= 'z') || (*u >= '0' && *u <= '9') || *u == '+' || *u == '-' || *u == '.'))
+            return 0;
+    return *u == ':';
+}
+
 int sd_request_new(const char *url, sd_request **out)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
     *out = NULL;
     SD__RETURN_IF(url == NULL || *url == '\0', SD_EINVAL);
+    SD__RETURN_IF(sd__has_control(url), SD_EURL);
+    SD__RETURN_IF(strlen(url) > SD__MAX_URL_LENGTH, SD_EURL); /* curl's own input limit */
+    SD__RETURN_IF(!has_scheme(url), SD_EURL); /* relative: curl would guess http:// */
     sd_request *r = calloc(1, sizeof *r);
     SD__RETURN_IF(r == NULL, SD_ENOMEM);
     r->url = dup_str(url);
@@ -60,6 +87,7 @@ void sd_request_free(sd_request *r)
 int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const char *validator)
 {
     SD__RETURN_IF(r == NULL || (len > 0 && (data == NULL || validator == NULL || *validator == '\0')), SD_EINVAL);
+    SD__RETURN_IF(len > 0 && sd__has_control(validator), SD_EINVAL);
     uint8_t *d = NULL;
     char *v = NULL;
     if (len > 0) {
@@ -94,6 +122,7 @@ int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
 int sd_request_set_string(sd_request *r, sd_request_string p, const char *v)
 {
     SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NSTRINGS, SD_EINVAL);
+    SD__RETURN_IF(v != NULL && sd__has_control(v), SD_EINVAL); /* no header injection */
     char *d = dup_str(v);
     SD__RETURN_IF(v != NULL && d == NULL, SD_ENOMEM);
     free(r->strings[p]);
@@ -104,7 +133,7 @@ int sd_request_set_string(sd_request *r, sd_request_string p, const char *v)
 int sd_request_add_header(sd_request *r, const char *line)
 {
     SD__RETURN_IF(r == NULL || line == NULL || strchr(line, ':') == NULL, SD_EINVAL);
-    SD__RETURN_IF(strpbrk(line, "\r\n") != NULL, SD_EINVAL); /* no header injection */
+    SD__RETURN_IF(sd__has_control(line), SD_EINVAL); /* no header injection */
     char **h = realloc(r->headers, sizeof *h * (size_t)(r->nheaders + 1));
     SD__RETURN_IF(h == NULL, SD_ENOMEM);
     r->headers = h;
@@ -187,6 +216,12 @@ int sd__response_add_header(sd_response *r, const char *line, size_t len)
     const char *colon = memchr(line, ':', len);
     if (colon == NULL)
         return SD_OK;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return SD_OK; /* a bare CR or NUL inside: malformed, not kept (it
+                           * could travel back in a conditional request) */
+    }
     if (r->nheaders == 256)
         return SD_OK; /* a hostile server's thousandth header is not kept */
     if (r->nheaders == r->cap) {

@@ -28,6 +28,7 @@ struct sd__job {
     sd_decoder *dec;
     int failed;
     int done_sent;
+    int rejected;    /* atomic: set once by the worker, read by the loop */
     int64_t last_preview_ms, last_preview_mark;
     double decode_ms;
     sd__job_result *result; /* preallocated; handed to sink.done */
@@ -162,6 +163,7 @@ static void run_job(sd__pool *p, sd__job *j)
             int rc = sd_decoder_push(j->dec, c->data, c->len);
             if (rc != SD_OK) {
                 j->failed = 1;
+                __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
                 j->decode_ms += ms_now() - t0;
                 send_done(j, rc, NULL);
             }
@@ -323,3 +325,5 @@ void sd__job_abandon(sd__job *j)
     unref_locked(j);
     pthread_mutex_unlock(&p->mu);
 }
+
+int sd__job_rejected(const sd__job *job) { return __atomic_load_n(&job->rejected, __ATOMIC_ACQUIRE); }

@@ -52,6 +52,9 @@ SD__HIDDEN int sd__job_new(sd__pool *pool, uint64_t id, const sd__job_options *o
                            const sd__job_sink *sink, sd__job **out);
 /* Copy a chunk into the job's queue and schedule it. */
 SD__HIDDEN int sd__job_push(sd__job *job, const uint8_t *data, size_t length);
+/* 1 once the decoder refused the input (its result is on its way): any
+ * thread may ask, so the loop can stop reading a body nobody can decode. */
+SD__HIDDEN int sd__job_rejected(const sd__job *job);
 /* End of input: the job finishes decoding and calls done. Releases the
  * caller's reference. */
 SD__HIDDEN void sd__job_finish(sd__job *job);

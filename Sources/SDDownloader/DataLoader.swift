@@ -102,12 +102,16 @@ public final class DataLoader: @unchecked Sendable {
         var req: OpaquePointer?
         var rc = sd_request_new(request.url.absoluteString, &req)
         guard rc == 0, let req else {
-            return .failure(DownloadError(.invalidRequest, message: "invalid URL"))
+            let why = rc == SD_EURL.rawValue ? "malformed or relative URL" : String(cString: sd_strerror(rc))
+            return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid URL (\(why))"))
         }
         defer { sd_request_free(req) }
         rc = Self.configure(req, request)
         if rc < 0 {
-            return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request"))
+            let why = rc == SD_EINVAL.rawValue
+                ? "a header or request value holds a control character (CR/LF) or is out of range"
+                : String(cString: sd_strerror(rc))
+            return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
         let handlers = Handlers(events: events, decoded: request.decode)
         let user = Unmanaged.passRetained(handlers).toOpaque()

@@ -211,34 +211,46 @@ final class Pass: @unchecked Sendable {
             window.wait()
             group.enter()
             let t0 = Date()
-            manager.loadImage(with: url, options: options, context: ctx) { [self] image, data, error, type, finished, _ in
+            // With --refresh the completion can run twice (the cached image,
+            // then a changed one) or once (the server says it is current):
+            // keep the last answer and count the URL when the load is over.
+            let last = LastAnswer()
+            let op = manager.loadImage(with: url, options: options, context: ctx) { image, data, error, type, finished, _ in
                 guard finished else { return }
-                let ms = Date().timeIntervalSince(t0) * 1000
-                lock.lock()
-                done += 1
-                if let image, error == nil {
-                    ok += 1
-                    if keepImages { images[i] = image }
-                    switch type {
-                    case .memory: memory += 1
-                    case .disk: disk += 1
-                    default: network += 1; bytes += data?.count ?? 0
-                    }
-                    latencies.append(ms)
-                } else {
-                    failures += 1
-                    errors[i] = error.map { "\($0)" } ?? "no image"
-                }
-                let (d, b) = (done, bytes)
-                lock.unlock()
-                bar.update(done: d, bytes: b)
+                last.set(image: error == nil ? image : nil, bytes: data?.count ?? 0, error: error, type: type)
+            }
+            let finish: @Sendable () -> Void = { [self] in
+                record(i, last, ms: Date().timeIntervalSince(t0) * 1000, bar: bar)
                 window.signal()
                 group.leave()
             }
+            if let op { op.whenFinished(finish) } else { finish() }
         }
         group.wait()
         wall = Date().timeIntervalSince(start)
         bar.finish()
+    }
+
+    private func record(_ i: Int, _ last: LastAnswer, ms: Double, bar: ProgressBar) {
+        let (image, bytes, error, type) = last.get()
+        lock.lock()
+        done += 1
+        if let image {
+            ok += 1
+            if keepImages { images[i] = image }
+            switch type {
+            case .memory: memory += 1
+            case .disk: disk += 1
+            default: network += 1; self.bytes += bytes
+            }
+            latencies.append(ms)
+        } else {
+            failures += 1
+            errors[i] = error.map { "\($0)" } ?? "no image"
+        }
+        let (d, b) = (done, self.bytes)
+        lock.unlock()
+        bar.update(done: d, bytes: b)
     }
 
     func percentile(_ p: Double) -> Double {
@@ -253,6 +265,24 @@ final class Pass: @unchecked Sendable {
          "bytes": bytes, "wall_s": (wall * 1000).rounded() / 1000,
          "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
          "failures": errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]
+    }
+}
+
+/// The last final answer of one load.
+private final class LastAnswer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var image: SDImage?, bytes = 0, error: (any Error)?, type = SDImageCacheType.none
+
+    func set(image: SDImage?, bytes: Int, error: (any Error)?, type: SDImageCacheType) {
+        lock.lock()
+        (self.image, self.bytes, self.error, self.type) = (image, bytes, error, type)
+        lock.unlock()
+    }
+
+    func get() -> (SDImage?, Int, (any Error)?, SDImageCacheType) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (image, bytes, error, type)
     }
 }
 

@@ -37,6 +37,7 @@ typedef struct {
     long http_status;
     char message[512];
     char etag[128];
+    int good_header; /* X-Good: 1 seen */
     char effective_url[512];
     uint32_t width, height;
     size_t body_len;
@@ -67,6 +68,7 @@ static void ev_response(sd_transfer_id id, const sd_response *r, void *u)
     const char *etag = sd_response_header(r, "etag");
     if (etag)
         snprintf(c->etag, sizeof c->etag, "%s", etag);
+    c->good_header = sd_response_header(r, "x-good") != NULL;
 }
 
 static void ev_progress(sd_transfer_id id, uint64_t received, uint64_t expected, void *u)
@@ -463,6 +465,152 @@ static int test_file_urls(void)
     return 0;
 }
 
+/* Issue 13, defect 2: a file:// URL naming a FIFO blocked the loop thread in
+ * curl's open() (no timeout, cancel and free hung); devices and directories
+ * are refused too, and a body the decoder rejects stops being read. */
+static int test_file_urls_not_regular(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    char u[1024], fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/fifo.jpg", tmpdir);
+    unlink(fifo);
+    ASSERT_OK(mkfifo(fifo, 0600));
+    /* a good transfer beside it keeps going */
+    collect good;
+    collect_init(&good);
+    sd_request *r;
+    snprintf(u, sizeof u, "file://%s", fifo);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ENOTFILE);
+    ASSERT(strstr(c.message, "FIFO") != NULL);
+    collect_free(&c);
+    ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, &good, NULL));
+    sd_request_free(r);
+    wait_complete(&good);
+    ASSERT_OK(good.status);
+    collect_free(&good);
+    ASSERT_OK(fetch(l, "file:///dev/zero", NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ENOTFILE);
+    ASSERT(strstr(c.message, "device") != NULL);
+    collect_free(&c);
+    snprintf(u, sizeof u, "file://%s/", tmpdir);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ENOTFILE);
+    collect_free(&c);
+    /* a 64 MiB file of zeros: rejected after the first chunks, not read whole */
+    char big[600];
+    snprintf(big, sizeof big, "%s/zeros.jpg", tmpdir);
+    FILE *f = fopen(big, "wb");
+    ASSERT_NOT_NULL(f);
+    ASSERT_OK(ftruncate(fileno(f), 64 << 20));
+    fclose(f);
+    snprintf(u, sizeof u, "file://%s", big);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EDECODE);
+    ASSERT(c.body_len < (8u << 20));
+    collect_free(&c);
+    /* over the size limit: refused before reading */
+    int64_t cap[] = {SD_REQ_MAX_BYTES, 1 << 20, 0};
+    ASSERT_OK(fetch(l, u, set_param, cap, &c));
+    ASSERT_EQ(c.status, SD_ETOOBIG);
+    ASSERT_EQ(c.body_len, 0);
+    collect_free(&c);
+    unlink(big);
+    /* the reported URL is the one asked for, not /proc/self/fd */
+    snprintf(u, sizeof u, "file://%s/img/photo.jpg", WWW);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(strcmp(c.effective_url, u) == 0);
+    collect_free(&c);
+    unlink(fifo);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* Issue 13, defect 3: no request string can carry CR/LF (or any control
+ * character) into the request; long values are sent whole. */
+static int test_request_strings_no_injection(void)
+{
+    sd_request *r;
+    ASSERT_EQ(sd_request_new("http://127.0.0.1/a.jpg\r\nX-Injected: 1", &r), SD_EURL);
+    ASSERT_OK(sd_request_new(url(FAULT, "/echo-headers"), &r));
+    for (int p = SD_REQ_USERNAME; p <= SD_REQ_CA_FILE; p++) {
+        ASSERT_EQ(sd_request_set_string(r, (sd_request_string)p, "v\r\nX-Injected: 1"), SD_EINVAL);
+        ASSERT_EQ(sd_request_set_string(r, (sd_request_string)p, "v\nX-Injected: 1"), SD_EINVAL);
+        ASSERT_EQ(sd_request_set_string(r, (sd_request_string)p, "v\x7f"), SD_EINVAL);
+    }
+    ASSERT_EQ(sd_request_add_header(r, "X-A: v\x01"), SD_EINVAL);
+    ASSERT_EQ(sd_request_set_resume(r, (const uint8_t *)"ab", 2, "\"v1\"\r\nX-Injected: 1"), SD_EINVAL);
+    /* tabs are legal in header values; a 3000-byte validator is not cut */
+    static char etag[3010];
+    etag[0] = '"';
+    memset(etag + 1, 'e', 3000);
+    etag[3001] = '"';
+    etag[3002] = 0;
+    ASSERT_OK(sd_request_set_string(r, SD_REQ_IF_NONE_MATCH, etag));
+    ASSERT_OK(sd_request_set_string(r, SD_REQ_USER_AGENT, "ua\twith tab"));
+    ASSERT_OK(sd_request_set(r, SD_REQ_DECODE, 0));
+    sd_loop *l = new_loop();
+    collect c;
+    collect_init(&c);
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, &c, NULL));
+    sd_request_free(r);
+    wait_complete(&c);
+    ASSERT_OK(c.status);
+    ASSERT_NOT_NULL(c.body);
+    char *head = calloc(1, c.body_len + 1);
+    memcpy(head, c.body, c.body_len);
+    ASSERT(strstr(head, "X-Injected") == NULL);
+    ASSERT(strstr(head, etag) != NULL);
+    ASSERT(strstr(head, "User-Agent: ua\twith tab\r\n") != NULL);
+    free(head);
+    collect_free(&c);
+    /* a header value with a bare CR is not kept (it would go back out in
+     * If-None-Match); its neighbours are */
+    ASSERT_OK(fetch(l, url(FAULT, "/bad-etag"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.etag[0], 0);
+    ASSERT_EQ(c.good_header, 1);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* Issue 13, defect 6: each failure names its own cause. */
+static int test_precise_errors(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(FAULT, "/bad-status"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EPROTOCOL);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/huge-header"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EPROTOCOL);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, "ftp://127.0.0.1/a.jpg", NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ESCHEME);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, "gopher://127.0.0.1/a.jpg", NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_ESCHEME);
+    collect_free(&c);
+    sd_request *r;
+    ASSERT_EQ(sd_request_new("/relative/a.jpg", &r), SD_EURL);
+    ASSERT_EQ(sd_request_new("img/a.jpg", &r), SD_EURL);
+    ASSERT_EQ(sd_request_new("127.0.0.1:80/a.jpg", &r), SD_EURL);
+    /* a 9 MB URL (over curl's 8 MB input limit) */
+    size_t n = 9u << 20;
+    char *huge = malloc(n + 1);
+    int k = snprintf(huge, n + 1, "%s/", HTTP);
+    memset(huge + k, 'a', n - (size_t)k);
+    huge[n] = 0;
+    ASSERT_EQ(sd_request_new(huge, &r), SD_EURL);
+    free(huge);
+    sd_loop_free(l);
+    return 0;
+}
+
 static int test_bytes_only_body_kept(void)
 {
     sd_loop *l = new_loop();
@@ -578,7 +726,7 @@ static int test_faults(void)
     ASSERT_EQ(c.status, SD_ECONNECT);
     collect_free(&c);
     ASSERT_OK(fetch(l, "gopher://127.0.0.1/x", NULL, NULL, &c));
-    ASSERT_EQ(c.status, SD_EINVAL);
+    ASSERT_EQ(c.status, SD_ESCHEME); /* was SD_EINVAL, "invalid argument" (issue 13, defect 6) */
     collect_free(&c);
     sd_loop_free(l);
     return 0;
@@ -1159,6 +1307,9 @@ int main(int argc, char **argv)
         {"not_modified_etag", test_not_modified_etag},
         {"redirects", test_redirects},
         {"file_urls", test_file_urls},
+        {"file_urls_not_regular", test_file_urls_not_regular},
+        {"request_strings_no_injection", test_request_strings_no_injection},
+        {"precise_errors", test_precise_errors},
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},

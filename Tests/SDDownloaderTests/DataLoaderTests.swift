@@ -203,7 +203,47 @@ struct DataLoaderTests {
             _ = try await loader.load(DownloadRequest(url: URL(string: "gopher://127.0.0.1/x")!))
             Issue.record("must fail")
         } catch {
+            #expect(error.code == .schemeNotAllowed)  // was .invalidRequest (issue 13, defect 6)
+        }
+    }
+
+    @Test("No request value can carry CR/LF into the request; the refusal says why")
+    func noHeaderInjection() async throws {
+        let loader = try DataLoader()
+        var r = DownloadRequest(url: URL(string: "http://127.0.0.1:1/x.jpg")!)
+        r.headers["User-Agent"] = "v\r\nX-Injected: 1"
+        do {
+            _ = try await loader.load(r)
+            Issue.record("must fail")
+        } catch {
+            #expect(error.code == .invalidRequest && error.message.contains("control character"))
+        }
+        var r2 = DownloadRequest(url: URL(string: "http://127.0.0.1:1/x.jpg")!)
+        r2.ifNoneMatch = "\"a\"\r\nX-Injected: 1"
+        do {
+            _ = try await loader.load(r2)
+            Issue.record("must fail")
+        } catch {
             #expect(error.code == .invalidRequest)
         }
+        do {
+            _ = try await loader.load(DownloadRequest(url: URL(string: "img/relative.jpg")!))
+            Issue.record("must fail")
+        } catch {
+            #expect(error.code == .badURL && error.message.contains("relative"))
+        }
+    }
+
+    @Test("Only well-formed validators are kept (they go back out in conditional requests)")
+    func validators() {
+        #expect(HTTPValidator.etag("\"abc\"") == "\"abc\"")
+        #expect(HTTPValidator.etag("W/\"abc\"") == "W/\"abc\"")
+        #expect(HTTPValidator.etag("\"a\rb\"") == nil)
+        #expect(HTTPValidator.etag("\"a\nX: 1\"") == nil)
+        #expect(HTTPValidator.etag("abc") == nil)  // unquoted
+        #expect(HTTPValidator.etag("\"a\"b\"") == nil)
+        #expect(HTTPValidator.etag("\"" + String(repeating: "a", count: 2000) + "\"") == nil)
+        #expect(HTTPValidator.date("Wed, 21 Oct 2015 07:28:00 GMT") != nil)
+        #expect(HTTPValidator.date("Wed, 21 Oct 2015\r\nX: 1") == nil)
     }
 }

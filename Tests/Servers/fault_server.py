@@ -29,6 +29,14 @@ Paths (all serve the image given with --file unless said otherwise):
                     with "Range: bytes=S-" and "If-Range: "v1"" gets a 206 with
                     the rest (bad=1: a 206 that starts at 0 instead)
   /ranges?id=K      text/plain: the range starts K was asked for, comma-separated
+  /echo-headers     200, text/plain: the request head exactly as received
+  /bad-status       a status line that is not HTTP ("ICY 200 OK")
+  /bad-etag         200 with 'ETag: "a<CR>b"' (a bare CR inside the value)
+  /huge-header      200 with one 300 KiB header line (over curl's 100 KiB limit)
+  /changing?id=K[&delay=MS]
+                    ETag "K-n" on the n-th request for K, body the image
+                    (alternately the --file and the --progressive image), so
+                    every revalidation finds a changed image; waits MS ms first
 A query string is otherwise ignored for routing (distinct URLs, same behaviour).
 """
 import argparse, base64, socket, socketserver, struct, threading, time
@@ -180,6 +188,26 @@ class Handler(socketserver.BaseRequestHandler):
                 with HITS_LOCK:
                     body = str(HITS.get(query.get("id", ""), 0)).encode()
                 self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
+            elif path == "/echo-headers":
+                body = data.split(b"\r\n\r\n")[0] + b"\r\n"
+                self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
+            elif path == "/bad-etag":
+                self.send_head("200 OK", len(IMAGE), extra='ETag: "a\rb"\r\nX-Good: 1\r\n')
+                sock.sendall(IMAGE)
+            elif path == "/bad-status":
+                sock.sendall(b"ICY 200 OK\r\nContent-Type: image/jpeg\r\n\r\n" + IMAGE)
+            elif path == "/huge-header":
+                self.send_head("200 OK", len(IMAGE), extra="X-Huge: " + "a" * (300 * 1024) + "\r\n")
+                sock.sendall(IMAGE)
+            elif path == "/changing":
+                key = query.get("id", "")
+                time.sleep(int(query.get("delay", "0")) / 1000)
+                with HITS_LOCK:
+                    HITS[key] = n = HITS.get(key, 0) + 1
+                body = IMAGE if n % 2 else PROGRESSIVE
+                self.send_head("200 OK", len(body), extra=f'ETag: "{key}-{n}"\r\nCache-Control: no-cache\r\n')
                 sock.sendall(body)
             elif path == "/slow-headers":
                 time.sleep(60)

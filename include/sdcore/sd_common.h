@@ -55,7 +55,11 @@ typedef enum sd_status {
     SD_EREDIRECT = -30,    /* too many redirects */
     SD_ENETWORK = -31,     /* other network or protocol failure */
     SD_EDECODE = -32,      /* transfer finished but the body did not decode */
-    SD_ESHUTDOWN = -33     /* the loop is shutting down; request refused */
+    SD_ESHUTDOWN = -33,    /* the loop is shutting down; request refused */
+    SD_ESCHEME = -34,      /* URL scheme not allowed for this request */
+    SD_EURL = -35,         /* malformed or relative URL */
+    SD_EPROTOCOL = -36,    /* malformed response: bad status line, oversized header */
+    SD_ENOTFILE = -37      /* file:// names no regular file (FIFO, device, directory) */
 } sd_status;
 
 /*

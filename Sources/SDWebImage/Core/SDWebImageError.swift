@@ -127,7 +127,7 @@ extension SDWebImageError {
                                    response: response)
         case .decodeFailed:
             return SDWebImageError(.badImageData, e.message, response: response, underlyingError: e)
-        case .invalidRequest:
+        case .invalidRequest, .badURL:
             return SDWebImageError(.invalidURL, e.message, underlyingError: e)
         default:
             let code: URLError.Code = switch e.code {
@@ -139,6 +139,9 @@ extension SDWebImageError {
             case .tooManyRedirects: .httpTooManyRedirects
             case .truncatedBody, .network: .networkConnectionLost
             case .io: .fileDoesNotExist
+            case .schemeNotAllowed: .unsupportedURL
+            case .badServerResponse: .badServerResponse
+            case .notRegularFile: .cannotOpenFile
             default: .unknown
             }
             var info: [String: Any] = [NSLocalizedDescriptionKey: e.message, "SDDownloadErrorCode": Int(e.code.rawValue)]

@@ -1,4 +1,5 @@
 import Foundation
+import SDDownloader
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -31,8 +32,8 @@ final class HTTPValidatorCache: @unchecked Sendable {
     }
 
     func store(url: URL, data: Data, response: HTTPURLResponse) {
-        let etag = response.value(forHTTPHeaderField: "ETag")
-        let modified = response.value(forHTTPHeaderField: "Last-Modified")
+        let etag = HTTPValidator.etag(response.value(forHTTPHeaderField: "ETag"))
+        let modified = HTTPValidator.date(response.value(forHTTPHeaderField: "Last-Modified"))
         let noStore = (response.value(forHTTPHeaderField: "Cache-Control") ?? "").lowercased().contains("no-store")
         guard etag != nil || modified != nil, !noStore, data.count <= capacity / 4 else { return }
         lock.lock()

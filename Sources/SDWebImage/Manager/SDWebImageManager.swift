@@ -27,6 +27,8 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
     private let lock = NSLock()
     private var _cancelled = false
     private var _ended = false
+    private var _over = false
+    private var _whenOver: [@Sendable () -> Void] = []
     private var _cacheOperation: (any SDWebImageOperation)?
     private var _loaderOperation: (any SDWebImageOperation)?
     weak var manager: SDWebImageManager?
@@ -60,6 +62,30 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
         _cacheOperation = nil
         _loaderOperation = nil
         lock.unlock()
+    }
+
+    /// Ours (SDWebImage has no such hook): `body` runs once, right after the
+    /// load's last completion call returns (on the callback queue, in the
+    /// same block), or at once if that already happened. With
+    /// `.refreshCached` the completion may run twice, with the cached image
+    /// and then with a changed one, or once when the server says the cached
+    /// image is current: this tells which call was the last.
+    public func whenFinished(_ body: @escaping @Sendable () -> Void) {
+        lock.lock()
+        if _over { lock.unlock(); return body() }
+        _whenOver.append(body)
+        lock.unlock()
+    }
+
+    /// The load gave its last answer: run the `whenFinished` bodies.
+    func over() {
+        lock.lock()
+        if _over { lock.unlock(); return }
+        _over = true
+        let bodies = _whenOver
+        _whenOver = []
+        lock.unlock()
+        for b in bodies { b() }
     }
 
     /// The completion runs once more with `cancelled` unless the load already finished.
@@ -321,16 +347,28 @@ private final class Load: @unchecked Sendable {
         if ended { lock.unlock(); return }
         ended = true
         lock.unlock()
-        let (c, u) = (completed, url)
-        queue.async { c(image, data, error, type, true, u) }
+        let (c, u, op) = (completed, url, op)
+        queue.async {
+            c(image, data, error, type, true, u)
+            op.over()
+        }
         manager.finished(op)
     }
 
     /// A result that does not end the operation (previews, the cached image of `.refreshCached`).
     func deliver(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, finished: Bool) {
-        let (c, u) = (completed, url)
-        queue.async { c(image, data, nil, type, finished, u) }
+        let (c, u, g) = (completed, url, delivering)
+        g.enter()
+        queue.async {
+            c(image, data, nil, type, finished, u)
+            g.leave()
+        }
     }
+
+    /// Completion calls queued and not yet returned: a load whose last word
+    /// was an earlier call (a 304 for `.refreshCached`) is over after them,
+    /// whatever the queue (a concurrent one may still be running them).
+    let delivering = DispatchGroup()
 
     func cancelled() { complete(nil, nil, SDWebImageError(.cancelled, "the load was cancelled"), .none) }
 
@@ -383,10 +421,19 @@ private final class Load: @unchecked Sendable {
     func download(cached: SDImage?, data: Data?, type cacheType: SDImageCacheType) {
         guard let url else { return complete(cached, data, nil, cacheType) }
         let refresh = cached != nil && options.contains(.refreshCached)
-        let shouldDownload = !options.contains(.fromCacheOnly) && (cached == nil || refresh)
+        let wanted = !options.contains(.fromCacheOnly) && (cached == nil || refresh)
             && (manager.delegate?.imageManager(manager, shouldDownloadImageFor: url) ?? true)
-            && loader.canRequestImage(for: url)
-        guard shouldDownload else { return complete(cached, data, nil, cached == nil ? .none : cacheType) }
+        let loadable = loader.canRequestImage(for: url)
+        guard wanted && loadable else {
+            // SDWebImage answers a URL no loader takes with no image and no
+            // error; a caller fed untrusted lists needs to know why
+            let why: (any Error)? = wanted && cached == nil
+                ? SDWebImageError(.invalidURL, url.scheme == nil
+                    ? "relative URL (no scheme): \(url.absoluteString)"
+                    : "no loader for the URL scheme \"\(url.scheme!)\" (http, https and file are supported)")
+                : nil
+            return complete(cached, data, why, cached == nil ? .none : cacheType)
+        }
         var ctx = context
         var stored: SDWebImageHTTPValidators?
         if refresh {
@@ -431,6 +478,8 @@ private final class Load: @unchecked Sendable {
                     }
                     lock.lock(); ended = true; lock.unlock()
                     manager.finished(op)
+                    // no second completion: the cached image stands
+                    delivering.notify(queue: queue.queue) { [op] in op.over() }
                     return
                 }
                 if (error as? SDWebImageError)?.code != .cancelled { manager.block(url, error: error, loader: loader) }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDDownloader
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -100,8 +101,9 @@ public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
 
     /// From a response's headers. `no-cache` and `no-store` mean never fresh.
     public init(response: HTTPURLResponse, now: Date = Date()) {
-        self.init(etag: response.value(forHTTPHeaderField: "ETag"),
-                  lastModified: response.value(forHTTPHeaderField: "Last-Modified"))
+        // only well-formed ones are kept: they go back out in If-None-Match
+        self.init(etag: HTTPValidator.etag(response.value(forHTTPHeaderField: "ETag")),
+                  lastModified: HTTPValidator.date(response.value(forHTTPHeaderField: "Last-Modified")))
         guard let cc = response.value(forHTTPHeaderField: "Cache-Control")?.lowercased() else { return }
         var maxAge: Int?
         for part in cc.split(separator: ",") {

@@ -144,15 +144,21 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
         let url = token.urls[index]
         var ctx = job.context ?? [:]
         ctx[.callbackQueue] = DispatchQueue.global(qos: .utility)
-        let op = manager.loadImage(with: url, options: job.options, context: ctx) { [self] image, _, error, _, finished, _ in
+        // `.refreshCached` can complete twice (cached, then changed): the
+        // last answer counts, once, when the load is over
+        let ok = Flag()
+        let op = manager.loadImage(with: url, options: job.options, context: ctx) { image, _, error, _, finished, _ in
             guard finished else { return }
+            ok.value = error == nil && image != nil || error == nil && job.options.contains(.avoidDecodeImage)
+        }
+        op?.whenFinished { [self] in
             token.lock.lock()
             token.operations.removeValue(forKey: index)
             token.lock.unlock()
             lock.lock()
             runningCount -= 1
             lock.unlock()
-            record(token, index: index, job: job, ok: error == nil && image != nil || error == nil && job.options.contains(.avoidDecodeImage))
+            record(token, index: index, job: job, ok: ok.value)
             pump()
         }
         token.lock.lock()
@@ -183,5 +189,14 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
                 d?.imagePrefetcher(self, didFinishWithTotalCount: total, skippedCount: s)
             }
         }
+    }
+}
+
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value = false
+    var value: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return _value }
+        set { lock.lock(); _value = newValue; lock.unlock() }
     }
 }
