@@ -121,4 +121,79 @@ final class Counter: @unchecked Sendable {
     private var n = 0
     func add() { lock.lock(); n += 1; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+
+    // Issue 13, defect 4: the folder's contents are not trusted blindly.
+    @Test("A symlink in an entry's place is not followed: a miss, removed; the target is untouched")
+    func symlinkEntry() throws {
+        let cache = try DiskCache(directory: tempDir("link"))
+        defer { try? FileManager.default.removeItem(atPath: cache.directory) }
+        let secret = cache.directory + "-secret"
+        try Data("not an image: a secret".utf8).write(to: URL(fileURLWithPath: secret))
+        defer { unlink(secret) }
+        try cache.setData(Data("v1".utf8), forKey: "k")
+        let path = cache.cachePath(forKey: "k")
+        unlink(path)
+        #expect(symlink(secret, path) == 0)
+        #expect(!cache.containsData(forKey: "k"))
+        #expect(cache.data(forKey: "k") == nil)
+        #expect(cache.extendedData(forKey: "k") == nil)
+        #expect(throws: DiskCacheError.self) { try cache.setExtendedData(Data("x".utf8), forKey: "k") }
+        var st = stat()
+        #expect(lstat(path, &st) != 0)  // the planted link is gone
+        // touch does not reach through a link to its target
+        #expect(symlink(secret, path) == 0)
+        var old = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        utimensat(AT_FDCWD, secret, &old, 0)
+        cache.touch(forKey: "k")
+        stat(secret, &st)
+        #expect(st.st_mtim.tv_sec == 1_000_000)
+        #expect(cache.totalCount() == 0)  // a link is no entry
+    }
+
+    @Test("A FIFO in an entry's place does not block; a huge sparse entry is not read")
+    func fifoAndHugeEntries() throws {
+        let cache = try DiskCache(directory: tempDir("fifo"))
+        defer { try? FileManager.default.removeItem(atPath: cache.directory) }
+        let path = cache.cachePath(forKey: "f")
+        #expect(mkfifo(path, 0o600) == 0)
+        let t0 = Date()
+        #expect(cache.data(forKey: "f") == nil)
+        #expect(!cache.containsData(forKey: "f"))
+        #expect(Date().timeIntervalSince(t0) < 5)
+        // 3 GB, sparse: refused by size before any read or allocation
+        let big = cache.cachePath(forKey: "big")
+        let fd = open(big, O_WRONLY | O_CREAT, 0o600)
+        #expect(ftruncate(fd, 3 << 30) == 0)
+        close(fd)
+        #expect(cache.data(forKey: "big") == nil)
+        cache.maxEntryBytes = 16
+        try cache.setData(Data(count: 17), forKey: "s")
+        #expect(cache.data(forKey: "s") == nil)
+        cache.maxEntryBytes = 17
+        #expect(cache.data(forKey: "s")?.count == 17)
+    }
+
+    @Test("New folders are 0700; a folder others can write to is made 0700; another user's is refused")
+    func folderTrust() throws {
+        let dir = tempDir("trust")
+        let cache = try DiskCache(directory: dir + "/a/b")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var st = stat()
+        stat(cache.directory, &st)
+        #expect(st.st_mode & 0o777 == 0o700)
+        let open = dir + "/open"
+        mkdir(open, 0o777)
+        chmod(open, 0o777)
+        _ = try DiskCache(directory: open)
+        stat(open, &st)
+        #expect(st.st_mode & 0o777 == 0o700)
+        let foreign = dir + "/foreign"
+        mkdir(foreign, 0o700)
+        if geteuid() == 0 && chown(foreign, 54321, 54321) == 0 {
+            #expect(throws: DiskCacheError.self) { _ = try DiskCache(directory: foreign) }
+        }
+        let file = dir + "/file"
+        try Data().write(to: URL(fileURLWithPath: file))
+        #expect(throws: DiskCacheError.self) { _ = try DiskCache(directory: file) }
+    }
 }

@@ -37,11 +37,25 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
 /// validators) rides in an extended attribute, written before the rename so
 /// it is atomic with the bytes (a `.sdx` side file where xattrs are missing).
 /// Thread-safe: every call is a few system calls, no shared state.
+///
+/// The folder is not trusted blindly: entries are opened without following
+/// symbolic links and without blocking, and only regular files up to
+/// `maxEntryBytes` are read (anything else there is removed and is a miss);
+/// metadata writes never follow links; a folder that others can write to is
+/// made private (0700) and one owned by another user is refused.
 public final class DiskCache: @unchecked Sendable {
     public let directory: String
     private static let xattrName = "user.sdwebimage.extended"
     private static let sidecar = ".sdx"
     private let counter = Counter()
+    /// Entries larger than this are not read (a planted multi-GB file is a
+    /// miss, not an allocation); default 256 MiB, above the downloader's
+    /// 200 MiB response limit.
+    public var maxEntryBytes: Int {
+        get { limit.value }
+        set { limit.value = max(0, newValue) }
+    }
+    private let limit = Limit(256 << 20)
 
     public struct Entry: Sendable {
         public let name: String
@@ -51,10 +65,45 @@ public final class DiskCache: @unchecked Sendable {
         public let changeDate: Date
     }
 
-    /// Creates the directory (mode 0700) if needed.
+    /// Creates the directory (mode 0700) if needed. An existing one that is
+    /// group- or world-writable is made 0700 (another local user could plant
+    /// entries or swap them for links); one owned by another user, or that
+    /// is no directory, is refused (EPERM / ENOTDIR).
     public init(directory: String) throws(DiskCacheError) {
         self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
         try Self.makeDirectories(self.directory)
+        try Self.checkOwnership(self.directory)
+    }
+
+    private static func checkOwnership(_ path: String) throws(DiskCacheError) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw DiskCacheError(code: errno, operation: "stat", path: path) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw DiskCacheError(code: ENOTDIR, operation: "open cache folder", path: path) }
+        guard st.st_uid == geteuid() else {
+            throw DiskCacheError(code: EPERM, operation: "trust cache folder owned by uid \(st.st_uid)", path: path)
+        }
+        if st.st_mode & 0o022 != 0, chmod(path, 0o700) != 0 {
+            throw DiskCacheError(code: errno, operation: "chmod 0700 (the folder is writable by others)", path: path)
+        }
+    }
+
+    /// Open an entry for reading: no symlinks followed, no blocking (a FIFO),
+    /// a regular file up to `maxEntryBytes`. Anything else in its place is
+    /// removed. Returns the descriptor and size, or nil.
+    private func openEntry(_ path: String) -> (fd: Int32, size: Int)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        if fd < 0 {
+            if errno == ELOOP { unlink(path) }  // a symlink in an entry's place
+            return nil
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size >= 0, st.st_size <= maxEntryBytes else {
+            let foreign = (st.st_mode & S_IFMT) != S_IFREG
+            close(fd)
+            if foreign { unlink(path) }
+            return nil
+        }
+        return (fd, Int(st.st_size))
     }
 
     /// Move a cache folder's entries into `dst` and remove `src` (SDWebImage's
@@ -121,17 +170,20 @@ public final class DiskCache: @unchecked Sendable {
 
     public func cachePath(forKey key: String) -> String { directory + "/" + Self.fileName(forKey: key) }
 
-    public func containsData(forKey key: String) -> Bool { access(cachePath(forKey: key), F_OK) == 0 }
+    public func containsData(forKey key: String) -> Bool { isEntry(cachePath(forKey: key)) }
+
+    /// A regular file (not a link, FIFO or folder) under that name.
+    private func isEntry(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
 
     /// The bytes, or nil; a hit refreshes the entry's access date.
     public func data(forKey key: String) -> Data? {
         let path = cachePath(forKey: key)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let (fd, size) = openEntry(path) else { return nil }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size >= 0 else { return nil }
-        var data = Data(count: Int(st.st_size))
+        var data = Data(count: size)
         let ok: Bool = data.withUnsafeMutableBytes { buf in
             var done = 0
             while done < buf.count {
@@ -202,26 +254,35 @@ public final class DiskCache: @unchecked Sendable {
 
     public func extendedData(forKey key: String) -> Data? {
         let path = cachePath(forKey: key)
-        let size = getxattr(path, Self.xattrName, nil, 0)
+        guard let (fd, _) = openEntry(path) else { return nil }
+        defer { close(fd) }
+        let size = fgetxattr(fd, Self.xattrName, nil, 0)
         if size >= 0 {
+            guard size <= 64 << 10 else { return nil }
             var data = Data(count: size)
-            let n = data.withUnsafeMutableBytes { getxattr(path, Self.xattrName, $0.baseAddress, $0.count) }
+            let n = data.withUnsafeMutableBytes { fgetxattr(fd, Self.xattrName, $0.baseAddress, $0.count) }
             return n == size ? data : nil
         }
-        guard access(path, F_OK) == 0 else { return nil }
-        return FileManager.default.contents(atPath: path + Self.sidecar)
+        let side = path + Self.sidecar
+        guard let (sfd, ssize) = openEntry(side), ssize <= 64 << 10 else { return nil }
+        defer { close(sfd) }
+        var data = Data(count: ssize)
+        let n = data.withUnsafeMutableBytes { read(sfd, $0.baseAddress, $0.count) }
+        return n == ssize ? data : nil
     }
 
     /// Replace the extended data of an existing entry (nil removes it).
+    /// Written through the entry's own descriptor: a link never redirects it.
     public func setExtendedData(_ data: Data?, forKey key: String) throws(DiskCacheError) {
         let path = cachePath(forKey: key)
-        guard access(path, F_OK) == 0 else { throw DiskCacheError(code: ENOENT, operation: "setxattr", path: path) }
+        guard let (fd, _) = openEntry(path) else { throw DiskCacheError(code: ENOENT, operation: "setxattr", path: path) }
+        defer { close(fd) }
         guard let data else {
-            removexattr(path, Self.xattrName)
+            fremovexattr(fd, Self.xattrName)
             unlink(path + Self.sidecar)
             return
         }
-        let rc = data.withUnsafeBytes { setxattr(path, Self.xattrName, $0.baseAddress, $0.count, 0) }
+        let rc = data.withUnsafeBytes { fsetxattr(fd, Self.xattrName, $0.baseAddress, $0.count, 0) }
         if rc == 0 { return }
         guard errno == ENOTSUP || errno == EOPNOTSUPP else {
             throw DiskCacheError(code: errno, operation: "setxattr", path: path)
@@ -231,7 +292,7 @@ public final class DiskCache: @unchecked Sendable {
 
     /// Make the entry new again (access and modification dates = now).
     public func touch(forKey key: String) {
-        _ = utimensat(AT_FDCWD, cachePath(forKey: key), nil, 0)
+        _ = utimensat(AT_FDCWD, cachePath(forKey: key), nil, AT_SYMLINK_NOFOLLOW)  // a link's target is not ours
     }
 
     public func removeData(forKey key: String) {
@@ -250,7 +311,7 @@ public final class DiskCache: @unchecked Sendable {
         names(includeHidden: false).compactMap { name -> Entry? in
             guard !name.hasSuffix(Self.sidecar) else { return nil }
             var st = stat()
-            guard stat(directory + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+            guard lstat(directory + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
             func date(_ t: timespec) -> Date { Date(timeIntervalSince1970: Double(t.tv_sec) + Double(t.tv_nsec) / 1e9) }
             return Entry(name: name, bytes: Int(st.st_blocks) * 512, accessDate: date(st.st_atim),
                          modificationDate: date(st.st_mtim), changeDate: date(st.st_ctim))
@@ -269,7 +330,7 @@ public final class DiskCache: @unchecked Sendable {
         let now = Date()
         for name in names(includeHidden: true) where name.hasPrefix(".tmp-") {
             var st = stat()
-            if stat(directory + "/" + name, &st) == 0, Double(st.st_mtim.tv_sec) < now.timeIntervalSince1970 - 600 {
+            if lstat(directory + "/" + name, &st) == 0, Double(st.st_mtim.tv_sec) < now.timeIntervalSince1970 - 600 {
                 unlink(directory + "/" + name)
             }
         }
@@ -320,6 +381,17 @@ public final class DiskCache: @unchecked Sendable {
             out.append(name)
         }
         return out
+    }
+}
+
+/// A lock-guarded integer setting.
+final class Limit: @unchecked Sendable {
+    private let lock = NSLock()
+    private var v: Int
+    init(_ v: Int) { self.v = v }
+    var value: Int {
+        get { lock.lock(); defer { lock.unlock() }; return v }
+        set { lock.lock(); v = newValue; lock.unlock() }
     }
 }
 
