@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "SDDownloader", dependencies: ["CSDCore", "SDCoders"]),
         // The SDWebImage-named API: image type, downloader, (cache, manager).
         // Memory LRU and disk store: keys and values only, no images.
-        .target(name: "CSDSystem"),
+        .target(name: "CSDSystem", linkerSettings: [.linkedLibrary("z")]),
         .target(name: "SDCache", dependencies: ["CSDSystem"]),
         .target(name: "SDWebImage", dependencies: ["CSDCore", "SDCoders", "SDDownloader", "SDCache"]),
         .executableTarget(

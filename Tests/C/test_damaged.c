@@ -76,6 +76,67 @@ static int check_truncations(const uint8_t *data, size_t n, uint32_t w, uint32_t
     return 0;
 }
 
+/* Issue 13, defect 5: a JPEG whose scan data is corrupt decoded "complete"
+ * (libjpeg only warns and fills grey), and was then cached as good. Cut in
+ * the middle of the scan with an EOI appended, or with a stray marker in the
+ * scan: flagged incomplete, with the reason. A benign warning (extraneous
+ * bytes before a marker, which real cameras write) stays complete. */
+static int damaged_one(const uint8_t *data, size_t n, int64_t want_complete, const char *want_msg)
+{
+    sd_decoder *d;
+    sd_bitmap *b = NULL;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_decode(d, data, n, &b));
+    int64_t complete = -1;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &complete));
+    if (complete != want_complete || (want_msg && strstr(sd_decoder_message(d), want_msg) == NULL))
+        fprintf(stderr, "  complete=%lld: %s\n", (long long)complete, sd_decoder_message(d));
+    ASSERT_EQ(complete, want_complete);
+    ASSERT(want_msg == NULL || strstr(sd_decoder_message(d), want_msg) != NULL);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    return 0;
+}
+
+static int test_jpeg_damaged_scan(void)
+{
+    const char *dir = sd_corpus_dir();
+    if (dir == NULL)
+        return 77;
+    const char *files[] = {"exif-orientation/Landscape_0.jpg", "jpeg/libjpeg-turbo/testorig.jpg"};
+    for (size_t f = 0; f < 2; f++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        size_t n;
+        uint8_t *data = sd_read_file(path, &n);
+        ASSERT_NOT_NULL(data);
+        size_t sos = 0;
+        for (size_t i = 0; i + 1 < n; i++)
+            if (data[i] == 0xFF && data[i + 1] == 0xDA)
+                sos = i;
+        ASSERT(sos > 0);
+        size_t mid = sos + (n - sos) / 2;
+        while (data[mid - 1] == 0xFF) /* not inside a stuffed FF 00 */
+            mid++;
+        uint8_t *bad = malloc(n + 2);
+        ASSERT_OK(damaged_one(data, n, 1, NULL)); /* as it is: complete */
+        /* cut in the middle of the scan, EOI appended */
+        memcpy(bad, data, mid);
+        bad[mid] = 0xFF;
+        bad[mid + 1] = 0xD9;
+        ASSERT_OK(damaged_one(bad, mid + 2, 0, "damaged"));
+        /* a stray restart marker inside the scan */
+        memcpy(bad, data, mid);
+        bad[mid] = 0xFF;
+        bad[mid + 1] = 0xD5;
+        memcpy(bad + mid + 2, data + mid, n - mid);
+        ASSERT_OK(damaged_one(bad, n + 2, 0, "damaged"));
+        free(bad);
+        free(data);
+    }
+    return 0;
+}
+
 static int test_truncated_generated(void)
 {
     sd_bitmap *src = synth(200, 120);
@@ -299,6 +360,7 @@ int main(int argc, char **argv)
     static const sd_test_case tests[] = {
         {"truncated_generated", test_truncated_generated},
         {"truncated_corpus", test_truncated_corpus},
+        {"jpeg_damaged_scan", test_jpeg_damaged_scan},
         {"random_damage", test_random_damage},
         {"png_bomb", test_png_bomb},
         {"jpeg_bomb", test_jpeg_bomb},

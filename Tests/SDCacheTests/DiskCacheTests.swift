@@ -196,4 +196,21 @@ final class Counter: @unchecked Sendable {
         try Data().write(to: URL(fileURLWithPath: file))
         #expect(throws: DiskCacheError.self) { _ = try DiskCache(directory: file) }
     }
+
+    @Test("A bit flipped on disk makes the entry a miss (CRC-32 kept with the bytes) and removes it")
+    func bitRot() throws {
+        let cache = try DiskCache(directory: tempDir("rot"))
+        defer { try? FileManager.default.removeItem(atPath: cache.directory) }
+        let data = Data((0..<10000).map { UInt8($0 % 253) })
+        try cache.setData(data, forKey: "k", extendedData: Data("v".utf8))
+        #expect(cache.data(forKey: "k") == data)
+        let fd = open(cache.cachePath(forKey: "k"), O_RDWR)
+        var b: UInt8 = 0
+        #expect(pread(fd, &b, 1, 5000) == 1)
+        b ^= 1
+        #expect(pwrite(fd, &b, 1, 5000) == 1)
+        close(fd)
+        #expect(cache.data(forKey: "k") == nil)
+        #expect(!cache.containsData(forKey: "k"))
+    }
 }

@@ -136,6 +136,33 @@ struct ImageCacheTests {
         #expect(c.imageFromDiskCache(forKey: "whole")?.width == 64)
     }
 
+    @Test("A JPEG whose scan data is damaged, or an entry whose bytes rotted on disk, is a miss (issue 13, defect 5)")
+    func damagedEntryIsAMiss() async throws {
+        let c = makeCache()
+        let jpeg = try TestServers.jpeg(width: 256, height: 192, progressive: false)
+        let bytes = [UInt8](jpeg)
+        let sos = try #require((0..<bytes.count - 1).last { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
+        var mid = sos + (bytes.count - sos) / 2
+        while bytes[mid - 1] == 0xFF { mid += 1 }
+        // cut inside the scan, an end marker appended: libjpeg calls it a warning
+        try c.storeImageData(toDisk: Data(bytes[..<mid] + [0xFF, 0xD9]), forKey: "damaged")
+        #expect(c.imageFromDiskCache(forKey: "damaged") == nil)
+        #expect(await c.image(forKey: "damaged").image == nil)
+        // one flipped bit on disk, checksum attribute kept: caught, removed
+        try c.storeImageData(toDisk: jpeg, forKey: "rot")
+        #expect(c.imageFromDiskCache(forKey: "rot")?.width == 256)
+        c.clearMemory()
+        let path = try #require(c.cachePath(forKey: "rot"))
+        let fd = open(path, O_RDWR)
+        var b: UInt8 = 0
+        #expect(pread(fd, &b, 1, off_t(mid)) == 1)
+        b ^= 0x10
+        #expect(pwrite(fd, &b, 1, off_t(mid)) == 1)
+        close(fd)
+        #expect(c.imageFromDiskCache(forKey: "rot") == nil)
+        #expect(!c.diskImageDataExists(withKey: "rot"))
+    }
+
     @Test("Expiry: maxDiskAge 1 s; size limit evicts; cache paths follow the key's extension")
     func expiryAndPaths() async throws {
         let config = SDImageCacheConfig()

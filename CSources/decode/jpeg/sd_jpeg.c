@@ -36,6 +36,7 @@ typedef struct {
     jmp_buf jb;
     sd_decoder *dec;
     int code; /* sd_status for the failure being thrown */
+    int damaged; /* a warning that says the entropy data is corrupt */
 } sd__jerr;
 
 typedef struct {
@@ -90,7 +91,20 @@ static void j_emit_message(j_common_ptr c, int level)
         return; /* trace messages */
     sd__jerr *e = (sd__jerr *)c->err;
     c->err->num_warnings++;
-    if (e->dec->warnings++ == 0) {
+    /* Corrupt scan data: libjpeg fills what it cannot decode with grey (a
+     * file cut and given an EOI, bit errors) and calls it a warning. Such an
+     * image is not complete: it is flagged so, and a cache does not keep it
+     * as good. Warnings about markers or versions leave the pixels right. */
+    int code = c->err->msg_code;
+    int corrupt = code == JWRN_HIT_MARKER || code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL
+                  || code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE;
+    if (corrupt && !e->damaged) {
+        e->damaged = 1;
+        char text[JMSG_LENGTH_MAX];
+        c->err->format_message(c, text);
+        sd__decoder_msg(e->dec, "JPEG damaged: %s", text);
+    }
+    if (e->dec->warnings++ == 0 && !corrupt) {
         char text[JMSG_LENGTH_MAX];
         c->err->format_message(c, text);
         sd__decoder_msg(e->dec, "JPEG warning: %s", text);
@@ -436,7 +450,7 @@ static int sdj_finish(sd_decoder *d)
             return SD_ECORRUPT;
         }
     }
-    d->complete = !j->fake_eoi;
+    d->complete = !j->fake_eoi && !j->err.damaged;
     return SD_OK;
 }
 

@@ -46,6 +46,9 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
 public final class DiskCache: @unchecked Sendable {
     public let directory: String
     private static let xattrName = "user.sdwebimage.extended"
+    /// CRC-32 of the bytes, written with them: a flipped bit on disk makes
+    /// the entry a miss instead of a wrong image (decoders cannot tell).
+    private static let checksumName = "user.sdwebimage.crc32"
     private static let sidecar = ".sdx"
     private let counter = Counter()
     /// Entries larger than this are not read (a planted multi-GB file is a
@@ -195,6 +198,15 @@ public final class DiskCache: @unchecked Sendable {
             return true
         }
         guard ok else { return nil }
+        var stored: UInt32 = 0
+        if fgetxattr(fd, Self.checksumName, &stored, 4) == 4 {
+            let actual = data.withUnsafeBytes { sd_system_crc32($0.baseAddress, $0.count) }
+            if actual != stored.littleEndian {
+                unlink(path)  // rotted: fetched again and replaced
+                unlink(path + Self.sidecar)
+                return nil
+            }
+        }
         var times = [timespec(tv_sec: 0, tv_nsec: sd_system_utime_now()), timespec(tv_sec: 0, tv_nsec: sd_system_utime_omit())]
         _ = futimens(fd, &times)  // read-only media: ignored
         return data
@@ -204,7 +216,10 @@ public final class DiskCache: @unchecked Sendable {
     public func setData(_ data: Data, forKey key: String, extendedData: Data? = nil) throws(DiskCacheError) {
         let path = cachePath(forKey: key)
         var sidecarData: Data?
+        let crc = data.withUnsafeBytes { sd_system_crc32($0.baseAddress, $0.count) }.littleEndian
         try writeAtomically(data, to: path) { fd throws(DiskCacheError) in
+            var c = crc
+            _ = fsetxattr(fd, Self.checksumName, &c, 4, 0)  // no xattrs here: no checksum, as before
             guard let extendedData else { return }
             let rc = extendedData.withUnsafeBytes { fsetxattr(fd, Self.xattrName, $0.baseAddress, $0.count, 0) }
             if rc != 0 {
