@@ -87,10 +87,15 @@ static void p_info(png_structp png, png_infop info)
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
 
     int orientation = 1;
+    png_unknown_chunkp chunks = NULL;
+    int nchunks = png_get_unknown_chunks(png, info, &chunks);
+    for (int i = 0; i < nchunks; i++)
+        if (memcmp(chunks[i].name, "eXIf", 4) == 0) /* before IDAT, as the extension says */
+            orientation = sd_exif_orientation(chunks[i].data, chunks[i].size);
 #ifdef PNG_eXIf_SUPPORTED
     png_uint_32 exif_len = 0;
     png_bytep exif = NULL;
-    if (png_get_eXIf_1(png, info, &exif_len, &exif) & PNG_INFO_eXIf)
+    if (nchunks == 0 && (png_get_eXIf_1(png, info, &exif_len, &exif) & PNG_INFO_eXIf)) /* a libpng that parses it */
         orientation = sd_exif_orientation(exif, exif_len);
 #endif
     int alpha = (color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS);
@@ -215,6 +220,12 @@ static int sdp_init(sd_decoder *d)
     /* Our own limits apply (with a clear error); lift libpng's 1e6 default. */
     png_set_user_limits(s->png, 0x7fffffff, 0x7fffffff);
     png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    /* libpng's push reader (1.6) has no eXIf handler: as an unknown chunk it
+     * was dropped and its orientation never applied. Keep that one chunk
+     * (only it is buffered) and read it in p_info. */
+    static const png_byte exif[5] = {'e', 'X', 'I', 'f', '\0'};
+    png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_ALWAYS, exif, 1);
+    png_set_chunk_malloc_max(s->png, 1u << 20); /* an eXIf (or any kept chunk) over 1 MiB is an attack */
     png_set_progressive_read_fn(s->png, s, p_info, p_row, p_end);
     return SD_OK;
 }
