@@ -73,6 +73,14 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --refresh --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
   check "--refresh with unchanged images: served from the cache" \
     '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "disk.:3," "$tmp/out.json"'
+  # --server-policy: a redirect to localhost refused; the trusted host served; file:// refused
+  fport=${fault##*:}
+  "$bin" fetch "$fault/redirect?to=http%3A%2F%2Flocalhost%3A$fport%2Fok" "$fault/ok" "file://$tmp/www/img/small.jpg" \
+    --no-cache --server-policy --trust-host 127.0.0.1 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--server-policy refuses loopback redirects and file URLs, serves the trusted host" \
+    '[ $rc -eq 1 ] && grep -q "ok.:1," "$tmp/out.json" && grep -q "failed.:2," "$tmp/out.json" && grep -q "loopback" "$tmp/out.json"'
+  "$bin" fetch "$fault/redirect?to=http%3A%2F%2Flocalhost%3A$fport%2Fok" --no-cache --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "without --server-policy the same redirect loads" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
   printf 'ftp://127.0.0.1/a.jpg\nimg/relative.jpg\n' > "$tmp/bad.txt"
   "$bin" fetch --list "$tmp/bad.txt" --no-cache >/dev/null 2>"$tmp/err"; rc=$?
   check "unsupported scheme and relative URL say so" \

@@ -35,6 +35,7 @@ const char *sd_strerror(int status)
     case SD_EURL: return "malformed or relative URL";
     case SD_EPROTOCOL: return "malformed response from the server";
     case SD_ENOTFILE: return "not a regular file";
+    case SD_EPOLICY: return "refused by policy";
     default: return "unknown error";
     }
 }

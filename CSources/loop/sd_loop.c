@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +43,9 @@ struct sd__xfer {
     struct curl_slist *hdrs;
     sd_response *resp;
     int resp_checked;
+    int head_status;   /* status of the response whose headers are arriving */
+    int policy_refused; /* a connection was refused by SD_REQ_BLOCK_ADDRESSES */
+    char policy_msg[200];
     uint8_t *body;
     size_t len, cap;
     int abort_status;
@@ -409,8 +415,117 @@ static int check_response(sd_loop *l, sd__xfer *x)
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     sd__xfer *x = ud;
-    return sd__response_add_header(x->resp, p, size * n) == SD_OK ? size * n : 0;
+    size_t len = size * n;
+    if (len > 9 && strncmp(p, "HTTP/", 5) == 0) {
+        const char *sp = memchr(p, ' ', len);
+        x->head_status = sp ? atoi(sp + 1) : 0;
+    } else if (x->head_status >= 300 && x->head_status < 400 && len > 9 && strncasecmp(p, "Location:", 9) == 0
+               && x->req->params[SD_REQ_MAX_REDIRECTS] > 0) {
+        /* a redirect curl is about to follow: the policy judges its target
+         * first (scheme, host, downgrade); addresses are judged on connect */
+        char target[2048];
+        size_t tl = len - 9;
+        const char *t = p + 9;
+        while (tl > 0 && (*t == ' ' || *t == '\t'))
+            t++, tl--;
+        while (tl > 0 && (t[tl - 1] == '\r' || t[tl - 1] == '\n' || t[tl - 1] == ' '))
+            tl--;
+        if (tl >= sizeof target) {
+            x->abort_status = SD_EPOLICY;
+            snprintf(x->abort_msg, sizeof x->abort_msg, "redirect target too long");
+            return 0;
+        }
+        memcpy(target, t, tl);
+        target[tl] = '\0';
+        char *from = NULL;
+        curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &from);
+        int rc = sd__policy_check_url(x->req, target, from, x->abort_msg, sizeof x->abort_msg);
+        if (rc != SD_OK) {
+            x->abort_status = rc;
+            return 0;
+        }
+    }
+    return sd__response_add_header(x->resp, p, len) == SD_OK ? len : 0;
 }
+
+/* The host of the URL this transfer is on now (the redirect's once curl
+ * follows one), for SD_REQ_TRUSTED_HOSTS. */
+static int on_trusted_host(sd__xfer *x)
+{
+    const char *trusted = x->req->strings[SD_REQ_TRUSTED_HOSTS];
+    if (trusted == NULL || *trusted == '\0')
+        return 0;
+    char *url = NULL, *host = NULL;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    CURLU *u = curl_url();
+    int ok = 0;
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        char bare[256];
+        snprintf(bare, sizeof bare, "%s", host[0] == '[' ? host + 1 : host);
+        char *b = strchr(bare, ']');
+        if (b)
+            *b = '\0';
+        ok = sd__host_matches(trusted, bare) || sd__host_matches(trusted, host);
+    }
+    curl_free(host);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+static const char *class_name(int c)
+{
+    return c & SD_ADDRESS_LOOPBACK ? "loopback" : c & SD_ADDRESS_PRIVATE ? "private"
+         : c & SD_ADDRESS_LINK_LOCAL ? "link-local" : c & SD_ADDRESS_MULTICAST ? "multicast or reserved"
+         : "unspecified";
+}
+
+/* 1 when the policy refuses this numeric address (and records why). */
+static int address_refused(sd__xfer *x, int family, const void *addr)
+{
+    int cls = sd__address_class(family, addr) & (int)x->req->params[SD_REQ_BLOCK_ADDRESSES];
+    if (cls == 0 || on_trusted_host(x))
+        return 0;
+    char text[INET6_ADDRSTRLEN] = "?";
+    inet_ntop(family, addr, text, sizeof text);
+    x->policy_refused = 1;
+    snprintf(x->policy_msg, sizeof x->policy_msg, "connection to %s refused by policy (%s address)", text,
+             class_name(cls));
+    return 1;
+}
+
+/* Every new connection: the resolved address is judged before connect(). */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    sd__xfer *x = ud;
+    (void)purpose;
+    const void *ip = a->family == AF_INET ? (const void *)&((struct sockaddr_in *)(void *)&a->addr)->sin_addr
+                   : a->family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr
+                   : NULL;
+    uint8_t none[16] = {0};
+    if (address_refused(x, ip ? a->family : AF_UNSPEC, ip ? ip : none))
+        return CURL_SOCKET_BAD;
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Every request, on a new or a reused connection (a reused one was opened
+ * for another transfer, maybe under no policy). */
+static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+    sd__xfer *x = ud;
+    (void)local_ip, (void)primary_port, (void)local_port;
+    uint8_t addr[16];
+    int family = AF_UNSPEC;
+    if (inet_pton(AF_INET, primary_ip, addr) == 1)
+        family = AF_INET;
+    else if (inet_pton(AF_INET6, primary_ip, addr) == 1)
+        family = AF_INET6;
+    if (family == AF_UNSPEC)
+        return CURL_PREREQFUNC_OK; /* file:, or a Unix socket: no address */
+    return address_refused(x, family, addr) ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+}
+#endif
 
 static size_t on_write(char *p, size_t size, size_t n, void *ud)
 {
@@ -574,6 +689,7 @@ static int setup_easy(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
     const int64_t *p = r->params;
     char file_url[64];
     const char *url = r->url;
+    SD__FORWARD_IF_ERROR(sd__policy_check_url(r, url, NULL, msg, msg_cap));
     if (strncasecmp(url, "file:", 5) == 0) {
         SD__FORWARD_IF_ERROR(open_file_url(x, file_url, sizeof file_url, msg, msg_cap));
         if (x->file_fd >= 0 && strncmp(file_url, "file:///proc/", 13) == 0)
@@ -597,6 +713,14 @@ static int setup_easy(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    if (p[SD_REQ_BLOCK_ADDRESSES]) {
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+#if LIBCURL_VERSION_NUM >= 0x075000
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
+#endif
+    }
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, p[SD_REQ_MAX_REDIRECTS] > 0 ? 1L : 0L);
@@ -739,6 +863,9 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
     if (x->rejected) {
         /* stopped reading because the decoder refused the bytes: the job's
          * result (queued or on its way) completes us with its reason */
+    } else if (x->policy_refused && code != CURLE_OK) {
+        status = SD_EPOLICY;
+        msg = x->policy_msg;
     } else if (x->abort_status) {
         status = x->abort_status;
         msg = x->abort_msg;

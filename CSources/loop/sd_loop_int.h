@@ -5,8 +5,11 @@
 #include "common/sd_internal.h"
 #include "pool/sd_pool.h"
 
-#define SD__REQ_NPARAMS 17
-#define SD__REQ_NSTRINGS 9
+#define SD__REQ_NPARAMS 19
+#define SD__REQ_NSTRINGS 13
+
+_Static_assert(SD__REQ_NPARAMS == SD_REQ_NO_DOWNGRADE + 1, "one slot per sd_request_param");
+_Static_assert(SD__REQ_NSTRINGS == SD_REQ_TRUSTED_HOSTS + 1, "one slot per sd_request_string");
 
 struct sd_request {
     char *url;
@@ -49,6 +52,15 @@ struct sd_result {
 
 /* 1 when `s` holds a control character other than tab (CR, LF, DEL, …). */
 SD__HIDDEN int sd__has_control(const char *s);
+/* Policy (sd_policy.c). */
+/* SD_OK, or SD_EPOLICY / SD_ESCHEME / SD_EURL with a message, for `url`
+ * (the first URL or a redirect's target; `from` is the URL redirected
+ * from, or NULL). */
+SD__HIDDEN int sd__policy_check_url(const sd_request *r, const char *url, const char *from, char *msg, size_t cap);
+/* The sd_address class bits of a numeric address, 0 for a public one. */
+SD__HIDDEN int sd__address_class(int family, const void *addr);
+/* 1 when `host` matches one pattern of the comma list. */
+SD__HIDDEN int sd__host_matches(const char *list, const char *host);
 SD__HIDDEN int sd__request_copy(const sd_request *src, sd_request **out);
 SD__HIDDEN sd_response *sd__response_new(void);
 SD__HIDDEN void sd__response_free(sd_response *r);

@@ -194,6 +194,16 @@ public final class DataLoader: @unchecked Sendable {
         str(SD_REQ_IF_NONE_MATCH, q.ifNoneMatch)
         str(SD_REQ_IF_MODIFIED_SINCE, q.ifModifiedSince)
         str(SD_REQ_ACCEPT_CONTENT_TYPES, q.acceptableContentTypes?.joined(separator: ","))
+        set(SD_REQ_MAX_REDIRECTS, Int64(max(0, q.maxRedirects)))
+        let pol = q.policy
+        if pol != .none {
+            str(SD_REQ_ALLOWED_SCHEMES, pol.allowedSchemes?.joined(separator: ","))
+            if !pol.allowedHosts.isEmpty { str(SD_REQ_ALLOWED_HOSTS, pol.allowedHosts.joined(separator: ",")) }
+            if !pol.blockedHosts.isEmpty { str(SD_REQ_BLOCKED_HOSTS, pol.blockedHosts.joined(separator: ",")) }
+            if !pol.trustedHosts.isEmpty { str(SD_REQ_TRUSTED_HOSTS, pol.trustedHosts.joined(separator: ",")) }
+            set(SD_REQ_BLOCK_ADDRESSES, pol.blockedAddresses.rawValue)
+            set(SD_REQ_NO_DOWNGRADE, pol.allowsHTTPSToHTTPRedirect ? 0 : 1)
+        }
         for (name, value) in q.headers.sorted(by: { $0.key < $1.key }) where rc == 0 {
             rc = sd_request_add_header(r, "\(name): \(value)")
         }

@@ -37,6 +37,8 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         public static let badServerResponse = Code(SD_EPROTOCOL)
         /// A file URL names a FIFO, device or directory.
         public static let notRegularFile = Code(SD_ENOTFILE)
+        /// Refused by the request's `URLPolicy` (host, address, downgrade).
+        public static let refusedByPolicy = Code(SD_EPOLICY)
     }
 
     public let code: Code
@@ -112,6 +114,49 @@ public struct ResumableData: Sendable, Equatable {
     }
 }
 
+/// What a request may reach, for services fed untrusted URLs (SECURITY.md).
+/// Off by default (`.none`); `.server` is the preset for a service. Checked
+/// in the C loop for the first URL and every redirect; addresses on the
+/// resolved address of every connection, reused ones included.
+public struct URLPolicy: Sendable, Equatable {
+    /// Address classes (`sd_address`) no connection may go to.
+    public struct Addresses: OptionSet, Sendable, Hashable {
+        public let rawValue: Int64
+        public init(rawValue: Int64) { self.rawValue = rawValue }
+        public static let loopback = Self(rawValue: Int64(SD_ADDRESS_LOOPBACK.rawValue))
+        public static let `private` = Self(rawValue: Int64(SD_ADDRESS_PRIVATE.rawValue))
+        public static let linkLocal = Self(rawValue: Int64(SD_ADDRESS_LINK_LOCAL.rawValue))
+        public static let multicast = Self(rawValue: Int64(SD_ADDRESS_MULTICAST.rawValue))
+        public static let unspecified = Self(rawValue: Int64(SD_ADDRESS_UNSPECIFIED.rawValue))
+        public static let nonPublic = Self(rawValue: Int64(SD_ADDRESS_NON_PUBLIC.rawValue))
+    }
+    /// nil: http, https and file.
+    public var allowedSchemes: [String]?
+    /// Patterns: "host", "*.domain", an IP literal. Non-empty: only these.
+    public var allowedHosts: [String] = []
+    public var blockedHosts: [String] = []
+    /// Exempt from `blockedAddresses` (an internal CDN; test servers).
+    public var trustedHosts: [String] = []
+    public var blockedAddresses: Addresses = []
+    public var allowsHTTPSToHTTPRedirect = true
+
+    public init(allowedSchemes: [String]? = nil, allowedHosts: [String] = [], blockedHosts: [String] = [],
+                trustedHosts: [String] = [], blockedAddresses: Addresses = [], allowsHTTPSToHTTPRedirect: Bool = true) {
+        self.allowedSchemes = allowedSchemes
+        self.allowedHosts = allowedHosts
+        self.blockedHosts = blockedHosts
+        self.trustedHosts = trustedHosts
+        self.blockedAddresses = blockedAddresses
+        self.allowsHTTPSToHTTPRedirect = allowsHTTPSToHTTPRedirect
+    }
+
+    /// Anything goes (the library's default, as SDWebImage).
+    public static let none = URLPolicy()
+    /// http and https only, no non-public address, no https -> http redirect.
+    public static let server = URLPolicy(allowedSchemes: ["http", "https"], blockedAddresses: .nonPublic,
+                                         allowsHTTPSToHTTPRedirect: false)
+}
+
 /// What to fetch and how; a plain value.
 public struct DownloadRequest: Sendable {
     public var url: URL
@@ -140,6 +185,10 @@ public struct DownloadRequest: Sendable {
     /// Continue an earlier transfer that failed part-way (`DownloadError.resumable`):
     /// the server sends only the rest if the resource is unchanged.
     public var resume: ResumableData?
+    /// What the request may reach (redirects included).
+    public var policy = URLPolicy.none
+    /// Redirects followed at most (0: none).
+    public var maxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
 
     public init(url: URL) { self.url = url }
 }

@@ -195,6 +195,7 @@ struct BenchFetch: ParsableCommand {
     private func measureDownloader(base: String, files: Int, concurrency: Int) -> Double {
         let config = SDWebImageDownloaderConfig()
         config.maxConcurrentDownloads = concurrency
+        config.maxConnectionsPerHost = 0  // like the bare loop it is compared with: no per-host cap
         let downloader = SDWebImageDownloader(config: config)
         let total = files * rounds
         let window = DispatchSemaphore(value: min(concurrency * 4, max(1, files - 1)))

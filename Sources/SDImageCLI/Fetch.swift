@@ -56,12 +56,29 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Accept TLS certificates that do not verify.")
     var insecure = false
 
+    @Flag(help: ArgumentHelp("For untrusted URL lists: http/https only (no file), no connection to loopback, private, link-local or multicast addresses (checked on every resolved address, redirects included), no https -> http redirect, 3 redirects, 20 MiB bodies, 30 s per image.", valueName: "server-policy"))
+    var serverPolicy = false
+
+    @Option(help: "A host exempt from the address rules of --server-policy (repeatable), e.g. 127.0.0.1 for a local server.")
+    var trustHost: [String] = []
+
+    @Flag(help: "Refuse file:// URLs (on with --server-policy).")
+    var noFile = false
+
+    @Option(help: "Connections to one host at most (default 6, as URLSession; 0: no limit).")
+    var maxPerHost = 6
+
+    @Option(help: "Largest response body in bytes (default 200 MiB; 20 MiB with --server-policy).")
+    var maxBytes: Int?
+
     @Flag(help: "Machine-readable summary on stdout.")
     var json = false
 
     func validate() throws {
         if concurrency <= 0 { throw ValidationError("--concurrency must be positive") }
         if retries < 0 { throw ValidationError("--retries must not be negative") }
+        if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
+        if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
         if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
         if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
@@ -80,8 +97,14 @@ struct Fetch: ParsableCommand {
         let config = SDImageCacheConfig()
         config.maxMemoryCost = coldWarmHot ? 0 : config.maxMemoryCost  // hot pass: every image stays in memory
         let cache = SDImageCache(namespace: "default", diskCacheDirectory: cacheDir, config: config)
-        let downloaderConfig = SDWebImageDownloaderConfig()
+        let downloaderConfig = serverPolicy ? SDWebImageDownloaderConfig.server() : SDWebImageDownloaderConfig()
         downloaderConfig.maxConcurrentDownloads = concurrency
+        downloaderConfig.maxConnectionsPerHost = maxPerHost
+        if let maxBytes { downloaderConfig.maxResponseBytes = maxBytes }
+        var policy = downloaderConfig.urlPolicy
+        if noFile && policy.allowedSchemes == nil { policy.allowedSchemes = ["http", "https"] }
+        policy.trustedHosts += trustHost
+        downloaderConfig.urlPolicy = policy
         let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader(config: downloaderConfig))
         if retries > 0 { manager.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: retries) }
 

@@ -611,6 +611,122 @@ static int test_precise_errors(void)
     return 0;
 }
 
+
+/* Issue 13, policy: what a request may reach. The server preset blocks
+ * every non-public address on the resolved address of each connection,
+ * redirects included; the test trusts exactly "127.0.0.1" so it can reach
+ * its own servers, and every other way to loopback is refused. */
+static void use_preset(sd_request *r, void *arg)
+{
+    (void)arg;
+    sd_request_use_server_preset(r);
+    sd_request_set_string(r, SD_REQ_TRUSTED_HOSTS, "127.0.0.1");
+}
+
+static const char *redirect_to(const char *target)
+{
+    static char buf[4][1024];
+    static int k;
+    char enc[600], *o = enc;
+    for (const char *p = target; *p && o < enc + sizeof enc - 4; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '/')
+            *o++ = *p;
+        else
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+    }
+    *o = 0;
+    char *b = buf[k++ % 4];
+    snprintf(b, 1024, "%s/redirect?to=%s", FAULT, enc);
+    return b;
+}
+
+static int test_policy_matrix(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    const char *port = strrchr(FAULT, ':') + 1;
+    char t[6][256];
+    snprintf(t[0], 256, "http://127.0.0.2:%s/ok", port);
+    snprintf(t[1], 256, "http://[::1]:%s/ok", port);
+    snprintf(t[2], 256, "http://2130706434:%s/ok", port); /* 127.0.0.2 as one number (2130706433, 127.0.0.1, is the trusted host itself once curl normalises it) */
+    snprintf(t[3], 256, "http://localhost:%s/ok", port);  /* a name that resolves to loopback */
+    snprintf(t[4], 256, "http://0x7f000002:%s/ok", port);
+    snprintf(t[5], 256, "http://169.254.169.254/latest/meta-data/"); /* refused before any packet */
+    for (int i = 0; i < 6; i++) {
+        /* redirected there, under the preset: refused, by policy */
+        ASSERT_OK(fetch(l, redirect_to(t[i]), use_preset, NULL, &c));
+        if (c.status != SD_EPOLICY)
+            fprintf(stderr, "  %s: %s (%s)\n", t[i], sd_strerror(c.status), c.message);
+        ASSERT_EQ(c.status, SD_EPOLICY);
+        ASSERT(strstr(c.message, "policy") != NULL);
+        collect_free(&c);
+        /* asked for directly: refused too */
+        ASSERT_OK(fetch(l, t[i], use_preset, NULL, &c));
+        ASSERT_EQ(c.status, SD_EPOLICY);
+        collect_free(&c);
+        if (i == 5)
+            continue; /* without a policy it would leave the machine: not tried */
+        /* without the preset: not a policy failure (a 200, or no server on ::1) */
+        ASSERT_OK(fetch(l, redirect_to(t[i]), NULL, NULL, &c));
+        if (c.status != SD_OK && c.status != SD_ECONNECT)
+            fprintf(stderr, "  %s without policy: %s (%s)\n", t[i], sd_strerror(c.status), c.message);
+        ASSERT(c.status == SD_OK || c.status == SD_ECONNECT);
+        collect_free(&c);
+    }
+    /* a kept-alive connection opened with no policy is judged again when a
+     * transfer under the policy would reuse it */
+    ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    int64_t loopback_only[] = {SD_REQ_BLOCK_ADDRESSES, SD_ADDRESS_LOOPBACK, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg"), set_param, loopback_only, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    ASSERT_EQ(c.metrics[SD_METRIC_CONNECTIONS], 0); /* it was the reused one */
+    collect_free(&c);
+    /* the trusted test server itself is reachable under the preset */
+    ASSERT_OK(fetch(l, url(FAULT, "/ok"), use_preset, NULL, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    /* https -> http: refused under the preset, followed without it */
+    int64_t insecure[] = {SD_REQ_ALLOW_INVALID_CERTS, 1, 0};
+    ASSERT_OK(fetch(l, url(HTTPS, "/to-http"), set_param, insecure, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    sd_request *r;
+    ASSERT_OK(sd_request_new(url(HTTPS, "/to-http"), &r));
+    ASSERT_OK(sd_request_use_server_preset(r));
+    ASSERT_OK(sd_request_set_string(r, SD_REQ_TRUSTED_HOSTS, "127.0.0.1"));
+    ASSERT_OK(sd_request_set(r, SD_REQ_ALLOW_INVALID_CERTS, 1));
+    collect_init(&c);
+    ASSERT_OK(sd_loop_submit(l, r, &all_events, &c, NULL));
+    sd_request_free(r);
+    wait_complete(&c);
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    ASSERT(strstr(c.message, "https to http") != NULL);
+    collect_free(&c);
+    /* schemes and host lists */
+    char u[1024];
+    snprintf(u, sizeof u, "file://%s/img/photo.jpg", WWW);
+    ASSERT_OK(fetch(l, u, use_preset, NULL, &c));
+    ASSERT_EQ(c.status, SD_ESCHEME);
+    collect_free(&c);
+    const char *blocked[] = {(const char *)(intptr_t)SD_REQ_BLOCKED_HOSTS, "*.example.com, 127.0.0.1"};
+    ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, blocked, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    collect_free(&c);
+    const char *allowed[] = {(const char *)(intptr_t)SD_REQ_ALLOWED_HOSTS, "cdn.example.com"};
+    ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, allowed, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    collect_free(&c);
+    const char *allowed2[] = {(const char *)(intptr_t)SD_REQ_ALLOWED_HOSTS, "127.0.0.1"};
+    ASSERT_OK(fetch(l, redirect_to("http://localhost/ok"), set_string, allowed2, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY); /* the redirect's host is not allowed */
+    ASSERT(strstr(c.message, "localhost") != NULL);
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
 static int test_bytes_only_body_kept(void)
 {
     sd_loop *l = new_loop();
@@ -1310,6 +1426,7 @@ int main(int argc, char **argv)
         {"file_urls_not_regular", test_file_urls_not_regular},
         {"request_strings_no_injection", test_request_strings_no_injection},
         {"precise_errors", test_precise_errors},
+        {"policy_matrix", test_policy_matrix},
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},

@@ -26,7 +26,7 @@ struct DownloaderTests {
         d.config.maxConcurrentDownloads = 3
         #expect(d.config.maxConcurrentDownloads == 3)
         #expect(SDWebImageDownloaderConfig.default.maxConcurrentDownloads == 6)
-        #expect(SDWebImageDownloaderConfig.default.maxConnectionsPerHost == 0)
+        #expect(SDWebImageDownloaderConfig.default.maxConnectionsPerHost == 6)  // was 0 (issue 13: on by default)
         d.config.maxConnectionsPerHost = 2
         #expect(d.config.maxConnectionsPerHost == 2 && d.config.copy().maxConnectionsPerHost == 2)
         #expect(d.config.downloadTimeout == 15)

@@ -31,6 +31,7 @@ Paths (all serve the image given with --file unless said otherwise):
   /ranges?id=K      text/plain: the range starts K was asked for, comma-separated
   /echo-headers     200, text/plain: the request head exactly as received
   /bad-status       a status line that is not HTTP ("ICY 200 OK")
+  /redirect?to=URL  302 to URL (percent-encoded in the query)
   /bad-etag         200 with 'ETag: "a<CR>b"' (a bare CR inside the value)
   /huge-header      200 with one 300 KiB header line (over curl's 100 KiB limit)
   /changing?id=K[&delay=MS]
@@ -193,6 +194,9 @@ class Handler(socketserver.BaseRequestHandler):
                 body = data.split(b"\r\n\r\n")[0] + b"\r\n"
                 self.send_head("200 OK", len(body), "text/plain")
                 sock.sendall(body)
+            elif path == "/redirect":
+                from urllib.parse import unquote
+                self.send_head("302 Found", 0, extra=f"Location: {unquote(query.get('to', '/ok'))}\r\n")
             elif path == "/bad-etag":
                 self.send_head("200 OK", len(IMAGE), extra='ETag: "a\rb"\r\nX-Good: 1\r\n')
                 sock.sendall(IMAGE)

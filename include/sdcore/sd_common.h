@@ -59,7 +59,8 @@ typedef enum sd_status {
     SD_ESCHEME = -34,      /* URL scheme not allowed for this request */
     SD_EURL = -35,         /* malformed or relative URL */
     SD_EPROTOCOL = -36,    /* malformed response: bad status line, oversized header */
-    SD_ENOTFILE = -37      /* file:// names no regular file (FIFO, device, directory) */
+    SD_ENOTFILE = -37,     /* file:// names no regular file (FIFO, device, directory) */
+    SD_EPOLICY = -38       /* refused by the request's policy (scheme, host, address, downgrade) */
 } sd_status;
 
 /*

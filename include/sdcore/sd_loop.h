@@ -107,8 +107,25 @@ typedef enum sd_request_param {
     SD_REQ_PROGRESS_INTERVAL_MS = 13, /* minimum between progress calls, default 0 */
     SD_REQ_STATUS_MIN = 14,        /* acceptable statuses [MIN, MAX], default 200..299 */
     SD_REQ_STATUS_MAX = 15,
-    SD_REQ_HTTP2 = 16              /* 1 (default): HTTP/2 over TLS when offered */
+    SD_REQ_HTTP2 = 16,             /* 1 (default): HTTP/2 over TLS when offered */
+    /* Policy for untrusted URLs (SECURITY.md). Address classes (sd_address
+     * bits) that no connection may go to: checked on the resolved address
+     * of every connection, redirects and reused connections included, before
+     * a byte is sent, so DNS rebinding does not get past it. Default 0. */
+    SD_REQ_BLOCK_ADDRESSES = 17,
+    /* 1: a redirect from https to http fails (SD_EPOLICY). Default 0. */
+    SD_REQ_NO_DOWNGRADE = 18
 } sd_request_param;
+
+/* Address classes for SD_REQ_BLOCK_ADDRESSES (IPv4, IPv6 and IPv4-mapped). */
+typedef enum sd_address {
+    SD_ADDRESS_LOOPBACK = 1,    /* 127/8, ::1 */
+    SD_ADDRESS_PRIVATE = 2,     /* 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7 */
+    SD_ADDRESS_LINK_LOCAL = 4,  /* 169.254/16 (cloud metadata), fe80::/10 */
+    SD_ADDRESS_MULTICAST = 8,   /* 224/4, 240/4, 255.255.255.255, ff00::/8 */
+    SD_ADDRESS_UNSPECIFIED = 16, /* 0/8, :: */
+    SD_ADDRESS_NON_PUBLIC = 31  /* all of the above */
+} sd_address;
 
 typedef enum sd_request_string {
     SD_REQ_USERNAME = 1,           /* HTTP Basic auth */
@@ -119,8 +136,31 @@ typedef enum sd_request_string {
     SD_REQ_IF_MODIFIED_SINCE = 6,
     SD_REQ_ACCEPT_CONTENT_TYPES = 7, /* comma list of prefixes, e.g. "image/";
                                       * NULL/empty = any */
-    SD_REQ_CA_FILE = 8             /* extra trust anchors (PEM) */
+    SD_REQ_CA_FILE = 8,            /* extra trust anchors (PEM) */
+    /* Policy for untrusted URLs; comma lists, checked for the first URL and
+     * every redirect. Schemes allowed (default "http,https,file"); a
+     * redirect never goes to file. */
+    SD_REQ_ALLOWED_SCHEMES = 9,
+    /* Host patterns: "example.com" (that host), "*.example.com" (its
+     * subdomains), an IP literal as written. Allowed: if set, only these;
+     * blocked: never these; trusted: exempt from SD_REQ_BLOCK_ADDRESSES
+     * (an internal CDN; loopback test servers). Case-insensitive. */
+    SD_REQ_ALLOWED_HOSTS = 10,
+    SD_REQ_BLOCKED_HOSTS = 11,
+    SD_REQ_TRUSTED_HOSTS = 12
 } sd_request_string;
+
+/*
+ * Name: sd_request_use_server_preset
+ * Desc: Settings for a service fed untrusted URLs, in one call: http and
+ *       https only (no file), no connection to a non-public address
+ *       (SD_ADDRESS_NON_PUBLIC), no https -> http redirect, at most 3
+ *       redirects, 30 s for the whole transfer, 5 s to connect, under
+ *       1 KiB/s for 10 s aborts, 20 MiB bodies, 40 megapixels, 8192 pixels
+ *       a side, 256 MiB of codec memory. Set anything after it to differ.
+ * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
+ */
+SD_API int sd_request_use_server_preset(sd_request *request);
 
 typedef enum sd_metric {
     SD_METRIC_DNS_MS = 1,          /* doubles: milliseconds from the start */

@@ -140,6 +140,7 @@ extension SDWebImageError {
             case .truncatedBody, .network: .networkConnectionLost
             case .io: .fileDoesNotExist
             case .schemeNotAllowed: .unsupportedURL
+            case .refusedByPolicy: .appTransportSecurityRequiresSecureConnection
             case .badServerResponse: .badServerResponse
             case .notRegularFile: .cannotOpenFile
             default: .unknown

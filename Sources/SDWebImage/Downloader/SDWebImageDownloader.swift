@@ -119,6 +119,9 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             callbackQueue: config.callbackQueue,
             httpCache: httpCache)
         env.resumable = resumable
+        env.urlPolicy = config.urlPolicy
+        env.maxResponseBytes = config.maxResponseBytes
+        env.maxRedirects = config.maxRedirects
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         guard let opToken = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else {

@@ -43,6 +43,10 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public let callbackQueue: DispatchQueue
     let httpCache: HTTPValidatorCache?
     var resumable: ResumableDataStore?
+    /// The config's `urlPolicy`, `maxResponseBytes`, `maxRedirects`.
+    public var urlPolicy = URLPolicy.none
+    public var maxResponseBytes = 209_715_200
+    public var maxRedirects = 10
 
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
                 password: String? = nil, acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300),
@@ -292,6 +296,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         d.timeout = r.timeoutInterval
         for (k, v) in r.allHTTPHeaderFields ?? [:] { d.headers[k] = v }
         d.handlesCookies = options.contains(.handleCookies)
+        d.policy = env.urlPolicy
+        d.maxResponseBytes = env.maxResponseBytes
+        d.maxRedirects = env.maxRedirects
         d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         d.username = env.username
         d.password = env.password

@@ -1,0 +1,186 @@
+/*
+ * sd_policy.c — what a request may reach: schemes, host patterns, address
+ * classes, no https -> http downgrade. The URL checks run for the first URL
+ * (when the transfer starts) and for every redirect (on the Location header,
+ * before curl follows it); the address check runs on the resolved address of
+ * every connection in sd_loop.c, so a name that resolves (or rebinds) to an
+ * internal address is caught however it was reached.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "loop/sd_loop_int.h"
+
+/* One comma-separated item of `list` equals `word` (case-insensitive). */
+static int in_list(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        if ((size_t)(t - p) == n && n > 0 && strncasecmp(p, word, n) == 0)
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int sd__host_matches(const char *list, const char *host)
+{
+    if (list == NULL || host == NULL)
+        return 0;
+    size_t hn = strlen(host);
+    if (hn > 0 && host[hn - 1] == '.')
+        hn--; /* "example.com." is example.com */
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        size_t n = (size_t)(e - p);
+        if (n >= 2 && p[0] == '*' && p[1] == '.') {
+            /* subdomains only: "*.example.com" matches a.example.com */
+            size_t sn = n - 1; /* ".example.com" */
+            if (hn > sn && strncasecmp(host + hn - sn, p + 1, sn) == 0)
+                return 1;
+        } else if (n > 0 && n == hn && strncasecmp(host, p, n) == 0) {
+            return 1;
+        }
+        p = e;
+    }
+    return 0;
+}
+
+int sd__address_class(int family, const void *addr)
+{
+    const uint8_t *a = addr;
+    uint8_t v4[4];
+    if (family == AF_INET6) {
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        static const uint8_t zero[16] = {0};
+        if (memcmp(a, mapped, 12) == 0) {
+            memcpy(v4, a + 12, 4); /* ::ffff:127.0.0.1 is 127.0.0.1 */
+            a = v4;
+            family = AF_INET;
+        } else {
+            if (memcmp(a, zero, 16) == 0)
+                return SD_ADDRESS_UNSPECIFIED;
+            if (memcmp(a, zero, 15) == 0 && a[15] == 1)
+                return SD_ADDRESS_LOOPBACK;
+            if ((a[0] & 0xfe) == 0xfc)
+                return SD_ADDRESS_PRIVATE; /* fc00::/7 */
+            if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+                return SD_ADDRESS_LINK_LOCAL;
+            if (a[0] == 0xff)
+                return SD_ADDRESS_MULTICAST;
+            /* IPv4-compatible ::a.b.c.d (deprecated): judge the v4 part */
+            if (memcmp(a, zero, 12) == 0) {
+                memcpy(v4, a + 12, 4);
+                a = v4;
+                family = AF_INET;
+            } else {
+                return 0;
+            }
+        }
+    }
+    if (family != AF_INET)
+        return SD_ADDRESS_UNSPECIFIED; /* unknown family: never public */
+    if (a[0] == 127)
+        return SD_ADDRESS_LOOPBACK;
+    if (a[0] == 0)
+        return SD_ADDRESS_UNSPECIFIED;
+    if (a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168)
+        || (a[0] == 100 && (a[1] & 0xc0) == 64))
+        return SD_ADDRESS_PRIVATE;
+    if (a[0] == 169 && a[1] == 254)
+        return SD_ADDRESS_LINK_LOCAL;
+    if (a[0] >= 224)
+        return SD_ADDRESS_MULTICAST; /* multicast, reserved 240/4, broadcast */
+    return 0;
+}
+
+int sd__policy_check_url(const sd_request *r, const char *url, const char *from, char *msg, size_t cap)
+{
+    const char *schemes = r->strings[SD_REQ_ALLOWED_SCHEMES];
+    const char *allowed = r->strings[SD_REQ_ALLOWED_HOSTS], *blocked = r->strings[SD_REQ_BLOCKED_HOSTS];
+    int no_downgrade = r->params[SD_REQ_NO_DOWNGRADE] != 0;
+    if (!schemes && !(allowed && *allowed) && !(blocked && *blocked) && !(no_downgrade && from))
+        return SD_OK; /* no policy: curl's own rules (protocols) apply */
+    CURLU *u = curl_url();
+    SD__RETURN_IF(u == NULL, SD_ENOMEM);
+    char *scheme = NULL, *host = NULL;
+    int rc = SD_OK;
+    if (from)
+        curl_url_set(u, CURLUPART_URL, from, 0);
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK
+        || curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+        snprintf(msg, cap, "malformed URL");
+        rc = SD_EURL;
+        goto out;
+    }
+    curl_url_get(u, CURLUPART_HOST, &host, 0); /* none for file: */
+    if (schemes && !in_list(schemes, scheme)) {
+        snprintf(msg, cap, "scheme \"%s\" not allowed (allowed: %s)", scheme, schemes);
+        rc = SD_ESCHEME;
+        goto out;
+    }
+    if (no_downgrade && from && strncasecmp(from, "https:", 6) == 0 && strcasecmp(scheme, "http") == 0) {
+        snprintf(msg, cap, "redirect from https to http refused");
+        rc = SD_EPOLICY;
+        goto out;
+    }
+    /* IPv6 literals come back in brackets from curl: match them bare too */
+    char bare[256] = "";
+    if (host && host[0] == '[') {
+        snprintf(bare, sizeof bare, "%s", host + 1);
+        char *b = strchr(bare, ']');
+        if (b)
+            *b = '\0';
+    }
+    const char *h = host ? (bare[0] ? bare : host) : "";
+    if (blocked && *blocked && (sd__host_matches(blocked, h) || (host && sd__host_matches(blocked, host)))) {
+        snprintf(msg, cap, "host %s is blocked", h);
+        rc = SD_EPOLICY;
+    } else if (allowed && *allowed && !(sd__host_matches(allowed, h) || (host && sd__host_matches(allowed, host)))) {
+        snprintf(msg, cap, "host %s is not in the allowed hosts", *h ? h : "(none)");
+        rc = SD_EPOLICY;
+    }
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+int sd_request_use_server_preset(sd_request *r)
+{
+    SD__RETURN_IF(r == NULL, SD_EINVAL);
+    static const struct { int p; int64_t v; } params[] = {
+        {SD_REQ_BLOCK_ADDRESSES, SD_ADDRESS_NON_PUBLIC},
+        {SD_REQ_NO_DOWNGRADE, 1},
+        {SD_REQ_MAX_REDIRECTS, 3},
+        {SD_REQ_TIMEOUT_MS, 30000},
+        {SD_REQ_CONNECT_TIMEOUT_MS, 5000},
+        {SD_REQ_LOW_SPEED_BYTES, 1024},
+        {SD_REQ_LOW_SPEED_TIME_MS, 10000},
+        {SD_REQ_MAX_BYTES, 20 << 20},
+    };
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+        SD__FORWARD_IF_ERROR(sd_request_set(r, (sd_request_param)params[i].p, params[i].v));
+    SD__FORWARD_IF_ERROR(sd_request_set_string(r, SD_REQ_ALLOWED_SCHEMES, "http,https"));
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_PIXELS, 40000000));
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_DIMENSION, 8192));
+    return sd_request_set_decoder_param(r, SD_DEC_MAX_MEMORY, (int64_t)256 << 20);
+}

@@ -1,0 +1,60 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDTestSupport
+import SDWebImage
+import Testing
+
+/// Issue 13: the server preset, through the SDWebImage API. The C tests hold
+/// the full matrix (127.0.0.2, [::1], decimal and hex IPs, localhost,
+/// 169.254.169.254, reused connections); this checks the Swift plumbing.
+@Suite("SDWebImageDownloader: URL policy and the server preset")
+struct DownloaderPolicyTests {
+    let servers = TestServers.shared
+
+    func download(_ d: SDWebImageDownloader, _ url: URL) async -> (SDImage?, (any Error)?) {
+        await withCheckedContinuation { c in
+            d.downloadImage(with: url) { image, _, error, finished in
+                if finished { c.resume(returning: (image, error)) }
+            }
+        }
+    }
+
+    @Test("Under the preset a redirect to loopback is refused, the trusted test host is not; without it both load")
+    func serverPreset() async throws {
+        let s = try #require(servers)
+        let port = try #require(URL(string: s.fault)?.port)
+        let toLocalhost = s.url(s.fault, "/redirect?to=" + "http://localhost:\(port)/ok"
+            .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        let config = SDWebImageDownloaderConfig.server()
+        #expect(config.urlPolicy == .server && config.maxRedirects == 3 && config.maxConnectionsPerHost == 6)
+        var policy = config.urlPolicy
+        policy.trustedHosts = ["127.0.0.1"]
+        config.urlPolicy = policy
+        let strict = SDWebImageDownloader(config: config)
+        let refused = await download(strict, toLocalhost)
+        let e = try #require(refused.1 as? URLError)
+        #expect(refused.0 == nil && e.code == .appTransportSecurityRequiresSecureConnection)
+        #expect((e.userInfo[NSLocalizedDescriptionKey] as? String)?.contains("loopback") == true)
+        #expect(await download(strict, s.url(s.fault, "/ok")).0 != nil)  // trusted
+        let file = URL(fileURLWithPath: s.www.appendingPathComponent("img/small.jpg").path)
+        #expect((await download(strict, file).1 as? URLError)?.code == .unsupportedURL)  // no file: in the preset
+
+        let open = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        #expect(await download(open, toLocalhost).0 != nil)
+        #expect(await download(open, file).0 != nil)
+    }
+
+    @Test("Blocked and allowed hosts apply to redirects too")
+    func hostLists() async throws {
+        let s = try #require(servers)
+        let config = SDWebImageDownloaderConfig()
+        config.urlPolicy = URLPolicy(allowedHosts: ["127.0.0.1"])
+        let d = SDWebImageDownloader(config: config)
+        #expect(await download(d, s.url(s.fault, "/ok")).0 != nil)
+        let away = s.url(s.fault, "/redirect?to=http%3A%2F%2Fcdn.example.invalid%2Fa.jpg")
+        let r = await download(d, away)
+        #expect((r.1 as? URLError)?.code == .appTransportSecurityRequiresSecureConnection)
+    }
+}
