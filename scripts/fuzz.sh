@@ -9,7 +9,7 @@ secs=${FUZZ_SECONDS:-10}
 CC=${FUZZ_CC:-clang}
 out=build/fuzz
 corpus=${SD_CORPUS_DIR:-../shared/corpus}
-targets=(decode_whole decode_chunked exif downscale)
+targets=(decode_whole decode_chunked exif downscale request)
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
@@ -32,6 +32,11 @@ seed() { # target prefix-bytes
 seed decode_whole ''
 seed decode_chunked '\x07\x00'
 seed downscale '\x40\x00\x30\x00\x02\x20'
+if [ ! -d "$out/seeds/request" ]; then
+  mkdir -p "$out/seeds/request"
+  printf 'http://127.0.0.1/a.jpg\0"etag-1"\0X-A: b\0ETag: "v"\0*.example.com' > "$out/seeds/request/s1"
+  printf 'https://[::1]:8080/x\0v\r\nX: 1\0X-B: c\x7f\0Location: http://localhost/\0localhost' > "$out/seeds/request/s2"
+fi
 if [ ! -d "$out/seeds/exif" ]; then
   mkdir -p "$out/seeds/exif"
   # TIFF payloads of the corpus' Exif APP1 segments
