@@ -54,6 +54,7 @@ struct sd__xfer {
     int rejected;   /* the decoder refused the bytes: stop reading, let its result complete us */
     int file_fd;    /* file:// only: the checked file, read by curl through /proc/self/fd */
     int64_t last_progress_ms;
+    int64_t last_byte_ms; /* SD_REQ_IDLE_TIMEOUT_MS: when bytes last came */
     double t_submit, t_start;
     double metrics[16];
     char errbuf[CURL_ERROR_SIZE];
@@ -412,10 +413,27 @@ static int check_response(sd_loop *l, sd__xfer *x)
     return x->abort_status;
 }
 
+/* The idle watchdog: curl calls this at least once a second while a
+ * transfer runs, bytes or not. */
+static int on_xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    sd__xfer *x = ud;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    int64_t idle = x->req->params[SD_REQ_IDLE_TIMEOUT_MS], now = sd__now_ms();
+    if (x->last_byte_ms == 0)
+        x->last_byte_ms = now; /* the clock starts with the transfer */
+    if (now - x->last_byte_ms < idle)
+        return 0;
+    x->abort_status = SD_ETIMEDOUT;
+    snprintf(x->abort_msg, sizeof x->abort_msg, "no data for %lld ms (idle timeout)", (long long)idle);
+    return 1;
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     sd__xfer *x = ud;
     size_t len = size * n;
+    x->last_byte_ms = sd__now_ms();
     if (len > 9 && strncmp(p, "HTTP/", 5) == 0) {
         const char *sp = memchr(p, ' ', len);
         x->head_status = sp ? atoi(sp + 1) : 0;
@@ -531,6 +549,8 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 {
     sd__xfer *x = ud;
     size_t len = size * n;
+    if (x->req->params[SD_REQ_IDLE_TIMEOUT_MS] > 0)
+        x->last_byte_ms = sd__now_ms();
     if (check_response(NULL, x) != 0)
         return 0; /* abort: CURLE_WRITE_ERROR, mapped from abort_status */
     if (x->job && sd__job_rejected(x->job)) {
@@ -713,6 +733,12 @@ static int setup_easy(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    if (p[SD_REQ_IDLE_TIMEOUT_MS] > 0) {
+        x->last_byte_ms = 0;
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
     if (p[SD_REQ_BLOCK_ADDRESSES]) {
         curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
         curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);

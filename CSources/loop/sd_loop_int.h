@@ -5,10 +5,10 @@
 #include "common/sd_internal.h"
 #include "pool/sd_pool.h"
 
-#define SD__REQ_NPARAMS 19
+#define SD__REQ_NPARAMS 20
 #define SD__REQ_NSTRINGS 13
 
-_Static_assert(SD__REQ_NPARAMS == SD_REQ_NO_DOWNGRADE + 1, "one slot per sd_request_param");
+_Static_assert(SD__REQ_NPARAMS == SD_REQ_IDLE_TIMEOUT_MS + 1, "one slot per sd_request_param");
 _Static_assert(SD__REQ_NSTRINGS == SD_REQ_TRUSTED_HOSTS + 1, "one slot per sd_request_string");
 
 struct sd_request {

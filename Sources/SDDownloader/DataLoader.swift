@@ -175,7 +175,8 @@ public final class DataLoader: @unchecked Sendable {
         func str(_ p: sd_request_string, _ v: String?) { if rc == 0, let v { rc = sd_request_set_string(r, p, v) } }
         func dec(_ p: sd_decoder_param, _ v: Int) { if rc == 0 { rc = sd_request_set_decoder_param(r, p, Int64(v)) } }
         set(SD_REQ_PRIORITY, Int64(q.priority.rawValue))
-        set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
+        set(SD_REQ_IDLE_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
+        set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.totalTimeout * 1000)))
         set(SD_REQ_DECODE, q.decode ? 1 : 0)
         set(SD_REQ_PREVIEWS, q.progressivePreviews ? 1 : 0)
         set(SD_REQ_ALLOW_INVALID_CERTS, q.allowsInvalidCertificates ? 1 : 0)

@@ -161,8 +161,13 @@ public struct URLPolicy: Sendable, Equatable {
 public struct DownloadRequest: Sendable {
     public var url: URL
     public var priority = DownloadPriority.normal
-    /// Whole-transfer timeout (SDWebImage's downloadTimeout, 15 s).
+    /// Idle timeout: fail when no byte arrived for this long (SDWebImage's
+    /// downloadTimeout, 15 s: URLSession's timeoutInterval is an idle
+    /// timeout, so an image whose bytes keep coming is never cut). 0: off.
     public var timeout: TimeInterval = 15
+    /// Whole-transfer timeout (ours): a drip that never idles long enough
+    /// still ends. 120 s by default; 0: none.
+    public var totalTimeout: TimeInterval = 120
     public var headers: [String: String] = [:]
     /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).
     public var decode = true

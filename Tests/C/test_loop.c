@@ -801,6 +801,27 @@ static int test_faults(void)
     ASSERT(c.metrics[SD_METRIC_TOTAL_MS] < 10000);
     collect_free(&c);
 
+    /* idle timeout (URLSession's timeoutInterval): a slow body that never
+     * pauses for 1 s completes after 2.5 s; a stall fails after ~1 s; the
+     * whole-transfer timeout still bounds the slow one */
+    int64_t idle[] = {SD_REQ_IDLE_TIMEOUT_MS, 1000, SD_REQ_TIMEOUT_MS, 0, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/slow-drip?total=2500&gap=150"), set_param, idle, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.metrics[SD_METRIC_TOTAL_MS] > 2000);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/stall"), set_param, idle, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    ASSERT(strstr(c.message, "idle") != NULL);
+    ASSERT(c.metrics[SD_METRIC_TOTAL_MS] < 5000);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/slow-headers"), set_param, idle, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    collect_free(&c);
+    int64_t both[] = {SD_REQ_IDLE_TIMEOUT_MS, 1000, SD_REQ_TIMEOUT_MS, 1200, 0};
+    ASSERT_OK(fetch(l, url(FAULT, "/slow-drip?total=2500&gap=150"), set_param, both, &c));
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    collect_free(&c);
+
     ASSERT_OK(fetch(l, url(FAULT, "/reset"), NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_EBODY);
     collect_free(&c);

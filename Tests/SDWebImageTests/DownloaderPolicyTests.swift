@@ -58,3 +58,40 @@ struct DownloaderPolicyTests {
         #expect((r.1 as? URLError)?.code == .appTransportSecurityRequiresSecureConnection)
     }
 }
+
+/// Issue 19: `downloadTimeout` is an idle timeout, as SDWebImage's (URLSession
+/// applies `timeoutInterval` to idle time); `downloadTotalTimeout` (ours)
+/// bounds the whole download.
+@Suite("SDWebImageDownloader: idle and total timeouts")
+struct DownloaderTimeoutTests {
+    let servers = TestServers.shared
+
+    func download(_ d: SDWebImageDownloader, _ url: URL) async -> (SDImage?, (any Error)?) {
+        await withCheckedContinuation { c in
+            d.downloadImage(with: url) { image, _, error, finished in
+                if finished { c.resume(returning: (image, error)) }
+            }
+        }
+    }
+
+    @Test("Bytes that keep coming for longer than downloadTimeout load; a stall fails; the total timeout ends a slow one")
+    func idleVersusTotal() async throws {
+        let s = try #require(servers)
+        let config = SDWebImageDownloaderConfig()
+        config.downloadTimeout = 1
+        #expect(config.downloadTotalTimeout == 120)
+        let d = SDWebImageDownloader(config: config)
+        let t0 = Date()
+        let slow = await download(d, s.url(s.fault, "/slow-drip?total=2500&gap=150&i=1"))
+        #expect(slow.0 != nil && slow.1 == nil)
+        #expect(Date().timeIntervalSince(t0) > 2)
+        let stalled = await download(d, s.url(s.fault, "/stall?i=2"))
+        #expect((stalled.1 as? URLError)?.code == .timedOut)
+
+        let bounded = SDWebImageDownloaderConfig()
+        bounded.downloadTimeout = 1
+        bounded.downloadTotalTimeout = 1.2
+        let r = await download(SDWebImageDownloader(config: bounded), s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
+        #expect((r.1 as? URLError)?.code == .timedOut)
+    }
+}

@@ -32,6 +32,9 @@ Paths (all serve the image given with --file unless said otherwise):
   /echo-headers     200, text/plain: the request head exactly as received
   /bad-status       a status line that is not HTTP ("ICY 200 OK")
   /redirect?to=URL  302 to URL (percent-encoded in the query)
+  /slow-drip?total=MS&gap=MS
+                    the body in equal pieces, one every gap ms, over about
+                    total ms: slow yet never idle for long
   /bad-etag         200 with 'ETag: "a<CR>b"' (a bare CR inside the value)
   /huge-header      200 with one 300 KiB header line (over curl's 100 KiB limit)
   /changing?id=K[&delay=MS]
@@ -197,6 +200,14 @@ class Handler(socketserver.BaseRequestHandler):
             elif path == "/redirect":
                 from urllib.parse import unquote
                 self.send_head("302 Found", 0, extra=f"Location: {unquote(query.get('to', '/ok'))}\r\n")
+            elif path == "/slow-drip":
+                total, gap = int(query.get("total", "3000")), int(query.get("gap", "200"))
+                pieces = max(1, total // gap)
+                step = (len(IMAGE) + pieces - 1) // pieces
+                self.send_head("200 OK", len(IMAGE))
+                for i in range(0, len(IMAGE), step):
+                    sock.sendall(IMAGE[i:i + step])
+                    time.sleep(gap / 1000)
             elif path == "/bad-etag":
                 self.send_head("200 OK", len(IMAGE), extra='ETag: "a\rb"\r\nX-Good: 1\r\n')
                 sock.sendall(IMAGE)

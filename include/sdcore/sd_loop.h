@@ -114,7 +114,12 @@ typedef enum sd_request_param {
      * a byte is sent, so DNS rebinding does not get past it. Default 0. */
     SD_REQ_BLOCK_ADDRESSES = 17,
     /* 1: a redirect from https to http fails (SD_EPOLICY). Default 0. */
-    SD_REQ_NO_DOWNGRADE = 18
+    SD_REQ_NO_DOWNGRADE = 18,
+    /* Fail with SD_ETIMEDOUT when no byte (header or body) arrived for this
+     * long: URLSession's timeoutInterval, which SDWebImage's downloadTimeout
+     * is. Checked about once a second. Default 0 = off (then only
+     * SD_REQ_TIMEOUT_MS bounds the transfer). */
+    SD_REQ_IDLE_TIMEOUT_MS = 19
 } sd_request_param;
 
 /* Address classes for SD_REQ_BLOCK_ADDRESSES (IPv4, IPv6 and IPv4-mapped). */

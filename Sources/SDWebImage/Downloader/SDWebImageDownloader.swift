@@ -122,6 +122,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         env.urlPolicy = config.urlPolicy
         env.maxResponseBytes = config.maxResponseBytes
         env.maxRedirects = config.maxRedirects
+        env.totalTimeout = config.downloadTotalTimeout
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         guard let opToken = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else {

@@ -16,6 +16,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     private var _maxConcurrentDownloads = 6
     private var _maxConnectionsPerHost = 6
     private var _downloadTimeout: TimeInterval = 15
+    private var _downloadTotalTimeout: TimeInterval = 120
     private var _minimumProgressInterval: Double = 0
     private var _executionOrder = SDWebImageDownloaderExecutionOrder.fifo
     private var _operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
@@ -78,7 +79,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         c._urlPolicy = .server
         c._maxRedirects = 3
         c._maxResponseBytes = 20 << 20
-        c._downloadTimeout = 30
+        c._downloadTimeout = 10
+        c._downloadTotalTimeout = 30
         c._maxConnectionsPerHost = 6
         return c
     }
@@ -96,10 +98,19 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         get { get { _maxConcurrentDownloads } }
         set { set({ _maxConcurrentDownloads = max(1, newValue) }, notify: true) }
     }
-    /// Whole-transfer timeout in seconds (default 15).
+    /// Idle timeout in seconds (default 15): a download fails when no byte
+    /// arrived for this long, as SDWebImage's (URLRequest.timeoutInterval,
+    /// which URLSession applies to idle time). `downloadTotalTimeout`
+    /// bounds the whole download.
     public var downloadTimeout: TimeInterval {
         get { get { _downloadTimeout } }
         set { set { _downloadTimeout = newValue } }
+    }
+    /// Ours: the longest one download may take however steadily its bytes
+    /// come (a 1-byte-per-second drip ends here). Default 120 s; 0: none.
+    public var downloadTotalTimeout: TimeInterval {
+        get { get { _downloadTotalTimeout } }
+        set { set { _downloadTotalTimeout = max(0, newValue) } }
     }
     /// Fraction of the expected size (0...1) that must arrive between two
     /// progress calls (default 0: every chunk). The last call always comes.
@@ -178,6 +189,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         defer { lock.unlock() }
         c._maxConcurrentDownloads = _maxConcurrentDownloads
         c._downloadTimeout = _downloadTimeout
+        c._downloadTotalTimeout = _downloadTotalTimeout
         c._minimumProgressInterval = _minimumProgressInterval
         c._executionOrder = _executionOrder
         c._operationClass = _operationClass

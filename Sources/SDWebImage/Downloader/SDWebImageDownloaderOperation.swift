@@ -47,6 +47,8 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public var urlPolicy = URLPolicy.none
     public var maxResponseBytes = 209_715_200
     public var maxRedirects = 10
+    /// The config's `downloadTotalTimeout`.
+    public var totalTimeout: TimeInterval = 120
 
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
                 password: String? = nil, acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300),
@@ -299,6 +301,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         d.policy = env.urlPolicy
         d.maxResponseBytes = env.maxResponseBytes
         d.maxRedirects = env.maxRedirects
+        d.totalTimeout = env.totalTimeout
         d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         d.username = env.username
         d.password = env.password
