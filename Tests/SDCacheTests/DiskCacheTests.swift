@@ -22,6 +22,9 @@ struct DiskCacheTests {
         #expect(!DiskCache.fileName(forKey: long).contains("."))
         #expect(DiskCache.fileName(forKey: "http://e.com/dir.d/file") == DiskCache.fileName(forKey: "http://e.com/dir.d/file"))
         #expect(!DiskCache.fileName(forKey: "http://e.com/dir.d/file").contains("."))
+        // SDImageCacheTests test49: the extension comes from the URL's decoded path
+        #expect(DiskCache.fileName(forKey: "https://e.com/image.jpg00%00").hasSuffix(".jpg00"))
+        #expect(DiskCache.fileName(forKey: "https://e.com/a%2Eb/photo.p%6Eg?x=1.gif").hasSuffix(".png"))
     }
 
     @Test("Store, read back, extended data with it, remove, leftovers of nothing")

@@ -163,10 +163,15 @@ public final class DiskCache: @unchecked Sendable {
     public static func fileName(forKey key: String) -> String {
         let hash = MD5.hex(key.utf8)
         var path = Substring(key)
-        if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<cut] }
+        if let url = URLComponents(string: key), url.scheme != nil {
+            path = Substring(url.path)  // as NSURL's pathExtension: the decoded path
+        } else if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            path = path[..<cut]
+        }
         let last = path.split(separator: "/", omittingEmptySubsequences: true).last ?? ""
         guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return hash }
-        let ext = last[last.index(after: dot)...]
+        // a decoded %00 is dropped, as SDWebImage does ("a.jpg00%00" -> "jpg00")
+        let ext = last[last.index(after: dot)...].filter { $0 != "\0" }
         guard !ext.isEmpty, ext.utf8.count <= Int(NAME_MAX) - 33, !ext.contains("/") else { return hash }
         return hash + "." + ext
     }
