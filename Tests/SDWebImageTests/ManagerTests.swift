@@ -68,7 +68,9 @@ struct ManagerTests {
         let log = LoadLog()
         let op = m.loadImage(with: url, completed: log.block)  // isRunning while loading: see operations()
         await log.wait()
-        #expect(op?.loaderOperation == nil && op?.cacheOperation == nil)  // let go once over
+        // let go once over (right after the completion returned: inside it
+        // the loader's operation is still there, as in SDWebImage)
+        #expect(await eventually { op?.loaderOperation == nil && op?.cacheOperation == nil })
         let first = try #require(log.last)
         #expect(first.image?.width == 64 && first.error == nil && first.type == SDImageCacheType.none && first.url == url)
         #expect(first.data?.count ?? 0 > 0)
@@ -137,6 +139,29 @@ struct ManagerTests {
         #expect(await eventually { !m.isRunning })
         try await Task.sleep(nanoseconds: 50_000_000)
         #expect(a.finals.count == 1 && b.finals.count == 1)
+    }
+
+    @Test("Inside the completion the loader's operation is readable; while downloading the finished query is gone (issue 19)")
+    func operationsInCompletion() async throws {
+        let s = try #require(servers)
+        let (m, _) = makeManager()
+        let url = s.url(s.fault, "/drip?ops")
+        let box = OpBox()
+        let seen = Recorder()
+        let done = DispatchSemaphore(value: 0)
+        box.op = m.loadImage(with: url) { image, _, _, _, finished, _ in
+            guard finished else { return }
+            let token = box.op?.loaderOperation as? SDWebImageDownloadToken
+            seen.add(token == nil ? "no loader" : "loader")
+            seen.add(token?.response == nil ? "no response" : "response")
+            seen.add(image == nil ? "no image" : "image")
+            done.signal()
+        }
+        #expect(await eventually { box.op?.loaderOperation != nil })
+        #expect(box.op?.cacheOperation == nil)  // the query answered (a miss) before the download
+        await offPool { done.wait() }
+        #expect(seen.items == ["loader", "response", "image"])
+        #expect(await eventually { box.op?.loaderOperation == nil })
     }
 
     @Test("refreshCached: cached image first; a real 304 keeps the entry and makes it new; a changed image comes second")
@@ -495,4 +520,13 @@ final class PNGLoader: SDImageLoader, @unchecked Sendable {
         return nil
     }
     func shouldBlockFailedURL(_ url: URL, error: any Error) -> Bool { false }
+}
+
+final class OpBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _op: SDWebImageCombinedOperation?
+    var op: SDWebImageCombinedOperation? {
+        get { lock.lock(); defer { lock.unlock() }; return _op }
+        set { lock.lock(); _op = newValue; lock.unlock() }
+    }
 }

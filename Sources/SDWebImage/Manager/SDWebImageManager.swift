@@ -64,6 +64,18 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
         lock.unlock()
     }
 
+    /// The load gave its final answer, whose completion has yet to run: no
+    /// part is taken any more and the finished query goes, but the loader's
+    /// operation stays readable inside the completion (users read the
+    /// token's response and metrics there, as in SDWebImage); `ended()`
+    /// lets it go after the completion returned.
+    func answered() {
+        lock.lock()
+        _ended = true
+        _cacheOperation = nil
+        lock.unlock()
+    }
+
     /// Ours (SDWebImage has no such hook): `body` runs once, right after the
     /// load's last completion call returns (on the callback queue, in the
     /// same block), or at once if that already happened. With
@@ -178,9 +190,9 @@ public final class SDWebImageManager: @unchecked Sendable {
     public func removeAllFailedURLs() { set { failedURLs.removeAll() } }
     public func isFailedURL(_ url: URL) -> Bool { get { failedURLs.contains(url) } }
 
-    func finished(_ op: SDWebImageCombinedOperation) {
+    func finished(_ op: SDWebImageCombinedOperation, keepingLoader: Bool = false) {
         set { running.removeValue(forKey: ObjectIdentifier(op)) }
-        op.ended()
+        if !keepingLoader { op.ended() }
     }
 
     // MARK: - Keys
@@ -348,11 +360,13 @@ private final class Load: @unchecked Sendable {
         ended = true
         lock.unlock()
         let (c, u, op) = (completed, url, op)
+        op.answered()
+        manager.finished(op, keepingLoader: true)
         queue.async {
             c(image, data, error, type, true, u)
+            op.ended()  // now the token may go (its closures hold this load)
             op.over()
         }
-        manager.finished(op)
     }
 
     /// A result that does not end the operation (previews, the cached image of `.refreshCached`).
@@ -452,6 +466,7 @@ private final class Load: @unchecked Sendable {
     /// One attempt at the download (`retry` 0 is the first).
     func request(_ url: URL, _ context: SDWebImageContext, refresh: Bool, stored: SDWebImageHTTPValidators?,
                  retry: Int) {
+        op.setCacheOperation(nil)  // the query is over while the download runs (SDWebImage clears it)
         var ctx = context
         let responseBox = ResponseBox()
         ctx[.responseBox] = responseBox
