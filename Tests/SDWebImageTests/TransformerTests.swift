@@ -111,4 +111,23 @@ struct TransformerTests {
         let offline = await m.load(url, .fromCacheOnly, [.imageTransformer: rotate])
         #expect(offline.last?.image?.width == 48 && offline.last?.type == .disk)
     }
+
+    @Test("originalStoreCacheType .all keeps the decoded original in memory too, as SDWebImage (issue 19); a thumbnail is never kept as the original")
+    func originalInMemory() async throws {
+        let s = try #require(TestServers.shared, "test servers could not start")
+        let (m, c) = makeManager()
+        let url = s.url(s.http, "/img/small.jpg?original-all")
+        let flip = SDImageFlippingTransformer(horizontal: true, vertical: false)
+        let log = await m.load(url, .waitStoreCache, [.imageTransformer: flip, .originalStoreCacheType: SDImageCacheType.all])
+        let flipped = try #require(log.last?.image)
+        let original = try #require(c.imageFromMemoryCache(forKey: url.absoluteString))
+        #expect(original !== flipped && original.width == 64 && c.diskImageDataExists(withKey: url.absoluteString))
+        #expect(pixel(original, 0, 0) == pixel(flipped, 63, 0))
+
+        let thumbURL = s.url(s.http, "/img/small.jpg?original-thumb")
+        _ = await m.load(thumbURL, .waitStoreCache, [.imageThumbnailPixelSize: CGSize(width: 16, height: 16),
+                                                     .originalStoreCacheType: SDImageCacheType.all])
+        #expect(c.imageFromMemoryCache(forKey: thumbURL.absoluteString) == nil)  // only the bytes, on disk
+        #expect(c.diskImageDataExists(withKey: thumbURL.absoluteString))
+    }
 }

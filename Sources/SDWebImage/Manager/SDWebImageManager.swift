@@ -547,9 +547,13 @@ private final class Load: @unchecked Sendable {
             // keep the original bytes (not the thumbnail) for later transforms
             if let downloaded, let originalKey {
                 let originalType = type(.originalStoreCacheType, .disk)
-                if originalType != .none {
+                // the decoded original goes to memory too when asked (as in
+                // SDWebImage); a thumbnail decode has no full-size original
+                let full = context.pixelSize(.imageThumbnailPixelSize) == nil
+                let type = full ? originalType : originalType == .all ? .disk : originalType
+                if type != .none {
                     group.enter()
-                    store(nil, downloaded, key: originalKey, type: originalType == .all ? .disk : originalType,
+                    store(full ? image : nil, downloaded, key: originalKey, type: type,
                           validators: validators, cache: originalCache) { group.leave() }
                 }
             }
