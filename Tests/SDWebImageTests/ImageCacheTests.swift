@@ -121,6 +121,10 @@ struct ImageCacheTests {
         let r = await c.image(forKey: "full", context: [.imageThumbnailPixelSize: CGSize(width: 100, height: 100)])
         #expect(r.image?.width == 100 && r.image?.height == 75 && r.cacheType == .disk)
         #expect(c.imageFromMemoryCache(forKey: "full") == nil && c.diskImageData(forKey: "full") == data)
+        // test17: kept in memory under the thumbnail's own key, so the next query is a memory hit
+        let tkey = SDThumbnailedKeyForKey("full", CGSize(width: 100, height: 100), true)
+        #expect(c.imageFromMemoryCache(forKey: tkey) === r.image)
+        #expect(await c.image(forKey: tkey).cacheType == .memory)
     }
 
     @Test("An entry that ends early (crash or power loss mid-write) is a miss, not a half-grey hit")

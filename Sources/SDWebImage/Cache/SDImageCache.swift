@@ -395,7 +395,16 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             let thumbnail = context?.pixelSize(.imageThumbnailPixelSize) != nil && !key.contains("-Thumbnail({")
             // a context that stores elsewhere than memory keeps the hit out of it (as SDWebImage)
             let writeBack = (context?[.storeCacheType] as? SDImageCacheType)?.includesMemory ?? true
-            if let decoded, cacheType.includesMemory, writeBack, !thumbnail { storeImage(toMemory: decoded, forKey: key) }
+            if let decoded, cacheType.includesMemory, writeBack {
+                if !thumbnail {
+                    storeImage(toMemory: decoded, forKey: key)
+                } else if let size = context?.pixelSize(.imageThumbnailPixelSize) {
+                    // under the thumbnail's own key, so the next query for it
+                    // is a memory hit (SDWebImage's test17)
+                    let keep = context?[.imagePreserveAspectRatio] as? Bool ?? true
+                    storeImage(toMemory: decoded, forKey: SDThumbnailedKeyForKey(key, CGSize(width: size.width, height: size.height), keep))
+                }
+            }
             token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
         }
         if sync { work() } else { readQueue.async(execute: work) }

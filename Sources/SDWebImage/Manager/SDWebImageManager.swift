@@ -41,7 +41,9 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
     // that answered before its start call returned): it is not kept then.
     func setCacheOperation(_ op: (any SDWebImageOperation)?) {
         lock.lock()
-        if !_ended { _cacheOperation = op }
+        // a query that answered before its start call returned may arrive
+        // after the download it led to began: it is over, not kept
+        if !_ended && (op == nil || _loaderOperation == nil) { _cacheOperation = op }
         let c = _cancelled
         lock.unlock()
         if c { op?.cancel() }
@@ -49,7 +51,10 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
 
     func setLoaderOperation(_ op: (any SDWebImageOperation)?) {
         lock.lock()
-        if !_ended { _loaderOperation = op }
+        if !_ended {
+            _loaderOperation = op
+            if op != nil { _cacheOperation = nil }  // the query is over once the download runs
+        }
         let c = _cancelled
         lock.unlock()
         if c { op?.cancel() }
