@@ -167,6 +167,21 @@ struct ImageCacheTests {
         #expect(!c.diskImageDataExists(withKey: "rot"))
     }
 
+    @Test("Async variants: containsImage, diskImageExists, calculateSize, removeImage (issue 19)")
+    func asyncVariants() async throws {
+        let c = makeCache()
+        let (image, data) = try testImage()
+        try await c.store(image, imageData: data, forKey: "a")
+        #expect(await c.containsImage(forKey: "a") == .memory)
+        #expect(await c.containsImage(forKey: "a", cacheType: .disk) == .disk)
+        #expect(await c.diskImageExists(withKey: "a"))
+        let size = await c.calculateSize()
+        #expect(size.fileCount == 1 && size.totalSize > 0)
+        await c.removeImage(forKey: "a", cacheType: .all)
+        #expect(await c.containsImage(forKey: "a") == SDImageCacheType.none)
+        #expect(!(await c.diskImageExists(withKey: "a")))
+    }
+
     @Test("Expiry: maxDiskAge 1 s; size limit evicts; cache paths follow the key's extension")
     func expiryAndPaths() async throws {
         let config = SDImageCacheConfig()

@@ -113,4 +113,13 @@ struct PrefetcherTests {
         await log2.wait()
         #expect(log2.result?.skipped == 3)
     }
+
+    @Test("Async prefetch returns (finished, skipped) once all are done (issue 19)")
+    func asyncPrefetch() async throws {
+        let s = try #require(TestServers.shared)
+        let (m, _) = makeManager()
+        let p = SDWebImagePrefetcher(imageManager: m)
+        let r = await p.prefetchURLs([s.url(s.http, "/img/n1.jpg?apf"), s.url(s.http, "/img/none.jpg?apf")])
+        #expect(r.finished == 2 && r.skipped == 1)
+    }
 }

@@ -108,6 +108,22 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
         return token
     }
 
+    /// Async: prefetch `urls` and return `(finished, skipped)` once all are
+    /// done; cancelling the Swift task cancels what is left.
+    public func prefetchURLs(_ urls: [URL], options: SDWebImageOptions? = nil,
+                             context: SDWebImageContext? = nil) async -> (finished: Int, skipped: Int) {
+        let box = CancelBox<SDWebImagePrefetchToken>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                box.set(prefetchURLs(urls, options: options, context: context, progress: nil) { f, s in
+                    c.resume(returning: (f, s))
+                })
+            }
+        } onCancel: {
+            box.cancel()
+        }
+    }
+
     /// Cancel every prefetch of this prefetcher.
     public func cancelPrefetching() {
         lock.lock()
@@ -200,3 +216,4 @@ private final class Flag: @unchecked Sendable {
         set { lock.lock(); _value = newValue; lock.unlock() }
     }
 }
+extension SDWebImagePrefetchToken: Cancellable {}
