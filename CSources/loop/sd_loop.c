@@ -478,14 +478,8 @@ static int on_trusted_host(sd__xfer *x)
     CURLU *u = curl_url();
     int ok = 0;
     if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
-        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-        char bare[256];
-        snprintf(bare, sizeof bare, "%s", host[0] == '[' ? host + 1 : host);
-        char *b = strchr(bare, ']');
-        if (b)
-            *b = '\0';
-        ok = sd__host_matches(trusted, bare) || sd__host_matches(trusted, host);
-    }
+        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+        ok = sd__host_matches(trusted, host);
     curl_free(host);
     curl_url_cleanup(u);
     return ok;
@@ -677,10 +671,10 @@ static int open_file_url(sd__xfer *x, char *url_out, size_t url_cap, char *msg, 
     }
     int fd = rc == SD_OK ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
     struct stat st;
-    if (rc == SD_OK && fd < 0) {
+    if (rc == SD_OK && (fd < 0 || fstat(fd, &st) != 0)) {
         snprintf(msg, msg_cap, "cannot open %s: %s", path, strerror(errno));
         rc = SD_EIO;
-    } else if (rc == SD_OK && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    } else if (rc == SD_OK && !S_ISREG(st.st_mode)) {
         snprintf(msg, msg_cap, "%s is not a regular file (%s)", path,
                  S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "special");
@@ -897,6 +891,7 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
         msg = x->abort_msg;
     } else if (code != CURLE_OK) {
         status = map_curl(code);
+        msg = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
         /* curl says "unsupported protocol" both for a scheme it may not use
          * and for a reply that is no HTTP status line (HTTP/0.9) */
         if (code == CURLE_UNSUPPORTED_PROTOCOL && strstr(x->errbuf, "HTTP/0.9"))
@@ -910,7 +905,6 @@ static void on_curl_done(sd_loop *l, sd__xfer *x, CURLcode code)
             status = SD_EPROTOCOL;
             msg = "response header too large (a line over 100 KiB)";
         }
-        msg = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
     } else if (check_response(l, x) != 0) { /* a body-less response */
         status = x->abort_status;
         msg = x->abort_msg;

@@ -40,7 +40,17 @@ int sd__host_matches(const char *list, const char *host)
 {
     if (list == NULL || host == NULL)
         return 0;
+    /* an IPv6 literal as curl gives it, "[::1]", matches "::1" too */
     size_t hn = strlen(host);
+    if (hn > 2 && host[0] == '[' && host[hn - 1] == ']') {
+        char bare[INET6_ADDRSTRLEN + 8];
+        if (hn - 2 < sizeof bare) {
+            memcpy(bare, host + 1, hn - 2);
+            bare[hn - 2] = '\0';
+            if (sd__host_matches(list, bare))
+                return 1;
+        }
+    }
     if (hn > 0 && host[hn - 1] == '.')
         hn--; /* "example.com." is example.com */
     for (const char *p = list; *p;) {
@@ -141,19 +151,11 @@ int sd__policy_check_url(const sd_request *r, const char *url, const char *from,
         rc = SD_EPOLICY;
         goto out;
     }
-    /* IPv6 literals come back in brackets from curl: match them bare too */
-    char bare[256] = "";
-    if (host && host[0] == '[') {
-        snprintf(bare, sizeof bare, "%s", host + 1);
-        char *b = strchr(bare, ']');
-        if (b)
-            *b = '\0';
-    }
-    const char *h = host ? (bare[0] ? bare : host) : "";
-    if (blocked && *blocked && (sd__host_matches(blocked, h) || (host && sd__host_matches(blocked, host)))) {
+    const char *h = host ? host : "";
+    if (blocked && *blocked && sd__host_matches(blocked, h)) {
         snprintf(msg, cap, "host %s is blocked", h);
         rc = SD_EPOLICY;
-    } else if (allowed && *allowed && !(sd__host_matches(allowed, h) || (host && sd__host_matches(allowed, host)))) {
+    } else if (allowed && *allowed && !sd__host_matches(allowed, h)) {
         snprintf(msg, cap, "host %s is not in the allowed hosts", *h ? h : "(none)");
         rc = SD_EPOLICY;
     }

@@ -167,7 +167,7 @@ public struct DownloadRequest: Sendable {
     public var timeout: TimeInterval = 15
     /// Whole-transfer timeout (ours): a drip that never idles long enough
     /// still ends. 120 s by default; 0: none.
-    public var totalTimeout: TimeInterval = 120
+    public var totalTimeout: TimeInterval = DownloadRequest.defaultTotalTimeout
     public var headers: [String: String] = [:]
     /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).
     public var decode = true
@@ -184,7 +184,7 @@ public struct DownloadRequest: Sendable {
     /// Conditional request for revalidation: a match completes with `.notModified`.
     public var ifNoneMatch: String?
     public var ifModifiedSince: String?
-    public var maxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
+    public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
     /// Minimum seconds between two progress calls.
     public var minimumProgressInterval: TimeInterval = 0
     /// Continue an earlier transfer that failed part-way (`DownloadError.resumable`):
@@ -193,7 +193,12 @@ public struct DownloadRequest: Sendable {
     /// What the request may reach (redirects included).
     public var policy = URLPolicy.none
     /// Redirects followed at most (0: none).
-    public var maxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
+    public var maxRedirects = DownloadRequest.defaultMaxRedirects
+
+    /// The defaults above, for the layers that carry these settings.
+    public static let defaultMaxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
+    public static let defaultMaxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
+    public static let defaultTotalTimeout: TimeInterval = 120
 
     public init(url: URL) { self.url = url }
 }

@@ -588,6 +588,7 @@ static int test_precise_errors(void)
     collect_free(&c);
     ASSERT_OK(fetch(l, url(FAULT, "/huge-header"), NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_EPROTOCOL);
+    ASSERT(strstr(c.message, "header too large") != NULL);
     collect_free(&c);
     ASSERT_OK(fetch(l, "ftp://127.0.0.1/a.jpg", NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_ESCHEME);
@@ -712,6 +713,10 @@ static int test_policy_matrix(void)
     collect_free(&c);
     const char *blocked[] = {(const char *)(intptr_t)SD_REQ_BLOCKED_HOSTS, "*.example.com, 127.0.0.1"};
     ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, blocked, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    collect_free(&c);
+    const char *blocked6[] = {(const char *)(intptr_t)SD_REQ_BLOCKED_HOSTS, "::1"};
+    ASSERT_OK(fetch(l, t[1], set_string, blocked6, &c)); /* "[::1]" in the URL, "::1" in the list */
     ASSERT_EQ(c.status, SD_EPOLICY);
     collect_free(&c);
     const char *allowed[] = {(const char *)(intptr_t)SD_REQ_ALLOWED_HOSTS, "cdn.example.com"};

@@ -163,7 +163,9 @@ public final class DiskCache: @unchecked Sendable {
     public static func fileName(forKey key: String) -> String {
         let hash = MD5.hex(key.utf8)
         var path = Substring(key)
-        if let url = URLComponents(string: key), url.scheme != nil {
+        // only a percent escape makes the decoded path differ from the raw one
+        // (and URL parsing is not free on every disk lookup)
+        if key.utf8.contains(UInt8(ascii: "%")), let url = URLComponents(string: key), url.scheme != nil {
             path = Substring(url.path)  // as NSURL's pathExtension: the decoded path
         } else if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
             path = path[..<cut]

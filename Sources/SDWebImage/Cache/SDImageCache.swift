@@ -398,11 +398,10 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             if let decoded, cacheType.includesMemory, writeBack {
                 if !thumbnail {
                     storeImage(toMemory: decoded, forKey: key)
-                } else if let size = context?.pixelSize(.imageThumbnailPixelSize) {
+                } else if let tkey = context?.thumbnailedKey(key) {
                     // under the thumbnail's own key, so the next query for it
                     // is a memory hit (SDWebImage's test17)
-                    let keep = context?[.imagePreserveAspectRatio] as? Bool ?? true
-                    storeImage(toMemory: decoded, forKey: SDThumbnailedKeyForKey(key, CGSize(width: size.width, height: size.height), keep))
+                    storeImage(toMemory: decoded, forKey: tkey)
                 }
             }
             token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)

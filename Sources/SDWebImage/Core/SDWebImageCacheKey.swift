@@ -27,6 +27,16 @@ public func SDThumbnailedKeyForKey(_ key: String, _ pixelSize: CGSize, _ preserv
     return SDTransformedKeyForKey(key, t)
 }
 
+extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
+    /// `key` with the context's thumbnail part (`.imageThumbnailPixelSize`,
+    /// `.imagePreserveAspectRatio`), or nil when the context asks for none.
+    func thumbnailedKey(_ key: String) -> String? {
+        guard let size = pixelSize(.imageThumbnailPixelSize) else { return nil }
+        let keep = self[.imagePreserveAspectRatio] as? Bool ?? true
+        return SDThumbnailedKeyForKey(key, CGSize(width: size.width, height: size.height), keep)
+    }
+}
+
 extension SDImageCoderOptions {
     /// Decode choices for an image known by `key` (a URL string or cache key):
     /// thumbnail box, aspect, byte budget, scale (`@2x` in the key unless the

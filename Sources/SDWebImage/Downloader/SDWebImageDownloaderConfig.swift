@@ -16,7 +16,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     private var _maxConcurrentDownloads = 6
     private var _maxConnectionsPerHost = 6
     private var _downloadTimeout: TimeInterval = 15
-    private var _downloadTotalTimeout: TimeInterval = 120
+    private var _downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
     private var _minimumProgressInterval: Double = 0
     private var _executionOrder = SDWebImageDownloaderExecutionOrder.fifo
     private var _operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
@@ -32,8 +32,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     private var _httpCacheCapacity = 16 << 20
     private var _resumableDataCapacity = 32 << 20
     private var _urlPolicy = URLPolicy.none
-    private var _maxResponseBytes = Int(209_715_200)
-    private var _maxRedirects = 10
+    private var _maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
+    private var _maxRedirects = DownloadRequest.defaultMaxRedirects
     var onChange: (@Sendable () -> Void)?
 
     /// Callbacks default to one serial queue (not the main queue: most Linux

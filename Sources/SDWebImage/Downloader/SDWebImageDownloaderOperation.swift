@@ -45,10 +45,10 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     var resumable: ResumableDataStore?
     /// The config's `urlPolicy`, `maxResponseBytes`, `maxRedirects`.
     public var urlPolicy = URLPolicy.none
-    public var maxResponseBytes = 209_715_200
-    public var maxRedirects = 10
+    public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
+    public var maxRedirects = DownloadRequest.defaultMaxRedirects
     /// The config's `downloadTotalTimeout`.
-    public var totalTimeout: TimeInterval = 120
+    public var totalTimeout = DownloadRequest.defaultTotalTimeout
 
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
                 password: String? = nil, acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300),

@@ -81,9 +81,10 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
         lock.unlock()
     }
 
-    /// Ours (SDWebImage has no such hook): `body` runs once, right after the
-    /// load's last completion call returns (on the callback queue, in the
-    /// same block), or at once if that already happened. With
+    /// Ours (SDWebImage has no such hook): `body` runs once, on the
+    /// callback queue, after the load's last completion call returned (and
+    /// any earlier one still running on a concurrent queue), or at once if
+    /// that already happened. With
     /// `.refreshCached` the completion may run twice, with the cached image
     /// and then with a changed one, or once when the server says the cached
     /// image is current: this tells which call was the last.
@@ -93,6 +94,10 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
         _whenOver.append(body)
         lock.unlock()
     }
+
+    /// Someone waits for the end (the load then makes sure earlier
+    /// completion calls on a concurrent queue have returned too).
+    var isWatched: Bool { lock.lock(); defer { lock.unlock() }; return !_whenOver.isEmpty }
 
     /// The load gave its last answer: run the `whenFinished` bodies.
     func over() {
@@ -206,11 +211,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     /// and transformer parts.
     public func cacheKey(for url: URL?, context: SDWebImageContext? = nil) -> String? {
         guard let key = originalCacheKey(for: url, context: context) else { return nil }
-        var k = key
-        if let size = context?.pixelSize(.imageThumbnailPixelSize) {
-            let keep = context?[.imagePreserveAspectRatio] as? Bool ?? true
-            k = SDThumbnailedKeyForKey(k, CGSize(width: size.width, height: size.height), keep)
-        }
+        var k = context?.thumbnailedKey(key) ?? key
         if let t = context?[.imageTransformer] as? any SDImageTransformer {
             k = SDTransformedKeyForKey(k, t.transformerKey)
         }
@@ -364,13 +365,15 @@ private final class Load: @unchecked Sendable {
         if ended { lock.unlock(); return }
         ended = true
         lock.unlock()
-        let (c, u, op) = (completed, url, op)
+        let (c, u, op, earlier, q) = (completed, url, op, delivering, queue.queue)
         op.answered()
         manager.finished(op, keepingLoader: true)
         queue.async {
             c(image, data, error, type, true, u)
             op.ended()  // now the token may go (its closures hold this load)
-            op.over()
+            // an earlier call (the cached image of .refreshCached) may still
+            // run on a concurrent queue: the end comes after it too
+            if op.isWatched { earlier.notify(queue: q) { op.over() } } else { op.over() }
         }
     }
 
