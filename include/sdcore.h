@@ -11,5 +11,6 @@
 #include "sdcore/sd_decoder.h"
 #include "sdcore/sd_encoder.h"
 #include "sdcore/sd_loop.h"
+#include "sdcore/sd_decode_sink.h"
 
 #endif /* SDCORE_H */

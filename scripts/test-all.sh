@@ -10,16 +10,8 @@ run() {
   if "$@"; then passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
   else failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
 }
-# C layering rules (STYLE.md): each system header only where it belongs.
-layering() {
-  local bad
-  bad=$(grep -rlE '#include <(curl/curl|jpeglib|png)\.h>' include || true)
-  bad+=$(grep -rl 'curl/curl.h' CSources | grep -v '^CSources/loop/' || true)
-  bad+=$(grep -rl 'jpeglib.h' CSources | grep -vE '^CSources/(decode/jpeg|encode)/' || true)
-  bad+=$(grep -rlE 'sd_decoder_(push|new|finish)' CSources/loop || true)  # the loop moves bytes; the pool decodes
-  bad+=$(grep -rl '<png.h>' CSources | grep -vE '^CSources/(decode/png|encode)/' || true)
-  [ -z "$bad" ] || { echo "layering violation: $bad"; return 1; }
-}
+# Import rules (docs/ARCHITECTURE.md): loop knows no images, layers one way.
+layering() { bash scripts/check-layering.sh; }
 run "layering" layering
 run "c (ctest)" make --no-print-directory test-c
 run "c install (pkg-config, find_package)" bash scripts/test-install.sh

@@ -220,7 +220,7 @@ static double run_loop(int conc, int rounds, int decode, int threads)
     sd_loop *l;
     sd_loop_new(&l);
     sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, conc);
-    sd_loop_set(l, SD_LOOP_DECODE_THREADS, threads);
+    sd_loop_use_decoder(l, threads);
     sd_loop_start(l);
     sd_transfer_events ev = {0};
     ev.complete = on_done;

@@ -1,7 +1,8 @@
 /* sd_bitmap.c — allocation, accessors, row conversion, area resampling. */
 #include <string.h>
 
-#include "common/sd_internal.h"
+#include "bitmap/sd_bitmap_int.h"
+#include "sdcore.h"
 #include "bitmap/sd_pixel.h"
 
 #if defined(__SSE2__)

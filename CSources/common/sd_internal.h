@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "sdcore.h"
+#include "sdcore/sd_common.h"
 #include "common/sd_config.h"
 
 #define SD__HIDDEN __attribute__((visibility("hidden")))
@@ -31,28 +31,19 @@
 #define SD__UNLIKELY(x) (x)
 #endif
 
-/* The bitmap is public only as an opaque type; internals see the fields. */
-struct sd_bitmap {
-    uint32_t width;
-    uint32_t height;
-    size_t stride;
-    uint8_t *pixels;
-    size_t capacity; /* bytes behind `pixels` (>= stride * height when recycled) */
-};
-
-/* Pixel buffers, recycled through a small pool (bitmap/sd_pixel_pool.c). */
+/* Buffers recycled through a small pool (common/sd_buffer_pool.c). */
 SD__HIDDEN void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *capacity);
 SD__HIDDEN void sd__pixels_free(void *pixels, size_t capacity);
 /* Response bodies from the same pool; always heap blocks (free() is valid). */
 SD__HIDDEN void *sd__body_alloc(size_t bytes, size_t *capacity);
 SD__HIDDEN void sd__body_free(void *body, size_t capacity);
 
+/* The loop's SD_LOOP_MAX_SINK_BACKLOG when the caller set none: the sink
+ * that knows its parallelism says (loop/sd_loop.c). */
+struct sd_loop;
+SD__HIDDEN void sd__loop_default_backlog(struct sd_loop *loop, int64_t backlog);
+
 /* Monotonic milliseconds, for throttling. */
 SD__HIDDEN int64_t sd__now_ms(void);
-
-/* Bitmap allocation that reports overflow as SD_ETOOLARGE. */
-SD__HIDDEN int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed,
-                                sd_bitmap **out);
-SD__HIDDEN int sd__bitmap_copy(const sd_bitmap *src, sd_bitmap **out);
 
 #endif

@@ -6,7 +6,8 @@
 #ifndef SD_DECODER_INT_H
 #define SD_DECODER_INT_H
 
-#include "common/sd_internal.h"
+#include "bitmap/sd_bitmap_int.h"
+#include "sdcore.h"
 
 typedef struct sd__codec {
     /* Create the codec state; called once when the format is known. */

@@ -6,7 +6,8 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "common/sd_internal.h"
+#include "bitmap/sd_bitmap_int.h"
+#include "sdcore.h"
 
 typedef struct {
     uint8_t *data;

@@ -166,7 +166,7 @@ out:
     return rc;
 }
 
-int sd_request_use_server_preset(sd_request *r)
+int sd_request_use_server_transport(sd_request *r)
 {
     SD__RETURN_IF(r == NULL, SD_EINVAL);
     static const struct { int p; int64_t v; } params[] = {
@@ -181,8 +181,90 @@ int sd_request_use_server_preset(sd_request *r)
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
         SD__FORWARD_IF_ERROR(sd_request_set(r, (sd_request_param)params[i].p, params[i].v));
-    SD__FORWARD_IF_ERROR(sd_request_set_string(r, SD_REQ_ALLOWED_SCHEMES, "http,https"));
-    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_PIXELS, 40000000));
-    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_DIMENSION, 8192));
-    return sd_request_set_decoder_param(r, SD_DEC_MAX_MEMORY, (int64_t)256 << 20);
+    return sd_request_set_string(r, SD_REQ_ALLOWED_SCHEMES, "http,https");
+}
+
+/* ---- addresses, judged on every connection (loop thread) ---- */
+
+/* The host of the URL this transfer is on now (the redirect's once curl
+ * follows one), for SD_REQ_TRUSTED_HOSTS. */
+static int on_trusted_host(sd__xfer *x)
+{
+    const char *trusted = x->req->strings[SD_REQ_TRUSTED_HOSTS];
+    if (trusted == NULL || *trusted == '\0')
+        return 0;
+    char *url = NULL, *host = NULL;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    CURLU *u = curl_url();
+    int ok = 0;
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+        ok = sd__host_matches(trusted, host);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+static const char *class_name(int c)
+{
+    return c & SD_ADDRESS_LOOPBACK ? "loopback" : c & SD_ADDRESS_PRIVATE ? "private"
+         : c & SD_ADDRESS_LINK_LOCAL ? "link-local" : c & SD_ADDRESS_MULTICAST ? "multicast or reserved"
+         : "unspecified";
+}
+
+/* 1 when the policy refuses this numeric address (and records why). */
+static int address_refused(sd__xfer *x, int family, const void *addr)
+{
+    int cls = sd__address_class(family, addr) & (int)x->req->params[SD_REQ_BLOCK_ADDRESSES];
+    if (cls == 0 || on_trusted_host(x))
+        return 0;
+    char text[INET6_ADDRSTRLEN] = "?";
+    inet_ntop(family, addr, text, sizeof text);
+    x->policy_refused = 1;
+    snprintf(x->policy_msg, sizeof x->policy_msg, "connection to %s refused by policy (%s address)", text,
+             class_name(cls));
+    return 1;
+}
+
+/* Every new connection: the resolved address is judged before connect(). */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    sd__xfer *x = ud;
+    (void)purpose;
+    const void *ip = a->family == AF_INET ? (const void *)&((struct sockaddr_in *)(void *)&a->addr)->sin_addr
+                   : a->family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr
+                   : NULL;
+    uint8_t none[16] = {0};
+    if (address_refused(x, ip ? a->family : AF_UNSPEC, ip ? ip : none))
+        return CURL_SOCKET_BAD;
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Every request, on a new or a reused connection (a reused one was opened
+ * for another transfer, maybe under no policy). */
+static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+    sd__xfer *x = ud;
+    (void)local_ip, (void)primary_port, (void)local_port;
+    uint8_t addr[16];
+    int family = AF_UNSPEC;
+    if (inet_pton(AF_INET, primary_ip, addr) == 1)
+        family = AF_INET;
+    else if (inet_pton(AF_INET6, primary_ip, addr) == 1)
+        family = AF_INET6;
+    if (family == AF_UNSPEC)
+        return CURL_PREREQFUNC_OK; /* file:, or a Unix socket: no address */
+    return address_refused(x, family, addr) ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+}
+#endif
+
+void sd__policy_watch_addresses(sd__xfer *x, CURL *e)
+{
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+#if LIBCURL_VERSION_NUM >= 0x075000
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
+#endif
 }

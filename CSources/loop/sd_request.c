@@ -60,8 +60,7 @@ int sd_request_new(const char *url, sd_request **out)
     r->params[SD_REQ_CONNECT_TIMEOUT_MS] = SD_DEFAULT_CONNECT_TIMEOUT_MS;
     r->params[SD_REQ_MAX_BYTES] = SD_DEFAULT_MAX_RESPONSE_BYTES;
     r->params[SD_REQ_MAX_REDIRECTS] = SD_DEFAULT_MAX_REDIRECTS;
-    r->params[SD_REQ_DECODE] = 1;
-    r->params[SD_REQ_PREVIEW_INTERVAL_MS] = SD_DEFAULT_PREVIEW_INTERVAL_MS;
+    r->params[SD_REQ_USE_SINK] = 1;
     r->params[SD_REQ_STATUS_MIN] = 200;
     r->params[SD_REQ_STATUS_MAX] = 299;
     r->params[SD_REQ_HTTP2] = 1;
@@ -111,6 +110,7 @@ int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const 
 int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
 {
     SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NPARAMS, SD_EINVAL);
+    SD__RETURN_IF((int)p == 11 || (int)p == 12, SD_EINVAL); /* reserved: were the preview settings */
     if (p == SD_REQ_PRIORITY)
         SD__RETURN_IF(v < SD_PRIORITY_LOW || v > SD_PRIORITY_HIGH, SD_EINVAL);
     else
@@ -143,18 +143,36 @@ int sd_request_add_header(sd_request *r, const char *line)
     return SD_OK;
 }
 
-int sd_request_set_decoder_param(sd_request *r, sd_decoder_param p, int64_t v)
+int sd_request_set_sink_param(sd_request *r, int key, int64_t v)
 {
-    SD__RETURN_IF(r == NULL || (int)p >= 100 || v < 0, SD_EINVAL);
-    for (int i = 0; i < r->dec.nparams; i++) {
-        if (r->dec.params[i] == (int)p) {
-            r->dec.values[i] = v;
+    SD__RETURN_IF(r == NULL, SD_EINVAL);
+    for (int i = 0; i < r->nsink; i++) {
+        if (r->sink_keys[i] == key) {
+            r->sink_values[i] = v;
             return SD_OK;
         }
     }
-    SD__RETURN_IF(r->dec.nparams >= SD__JOB_MAX_PARAMS, SD_EINVAL);
-    r->dec.params[r->dec.nparams] = (int)p;
-    r->dec.values[r->dec.nparams++] = v;
+    SD__RETURN_IF(r->nsink >= SD__REQ_NSINK_PARAMS, SD_EINVAL);
+    r->sink_keys[r->nsink] = key;
+    r->sink_values[r->nsink++] = v;
+    return SD_OK;
+}
+
+int sd_request_sink_param_at(const sd_request *r, int i, int *key, int64_t *v)
+{
+    SD__RETURN_IF(r == NULL || key == NULL || v == NULL || i < 0 || i >= r->nsink, SD_EINVAL);
+    *key = r->sink_keys[i];
+    *v = r->sink_values[i];
+    return SD_OK;
+}
+
+int sd_request_set_body_sink(sd_request *r, const sd_body_sink *sink, void *ctx)
+{
+    SD__RETURN_IF(r == NULL, SD_EINVAL);
+    SD__RETURN_IF(sink && (sink->open == NULL || sink->push == NULL || sink->finish == NULL || sink->abort == NULL),
+                  SD_EINVAL);
+    r->sink = sink;
+    r->sink_ctx = sink ? ctx : NULL;
     return SD_OK;
 }
 
@@ -163,7 +181,11 @@ int sd__request_copy(const sd_request *src, sd_request **out)
     sd_request *r;
     SD__FORWARD_IF_ERROR(sd_request_new(src->url, &r));
     memcpy(r->params, src->params, sizeof r->params);
-    r->dec = src->dec;
+    r->nsink = src->nsink;
+    memcpy(r->sink_keys, src->sink_keys, sizeof r->sink_keys);
+    memcpy(r->sink_values, src->sink_values, sizeof r->sink_values);
+    r->sink = src->sink;
+    r->sink_ctx = src->sink_ctx;
     int rc = SD_OK;
     for (int i = 1; i < SD__REQ_NSTRINGS && rc == SD_OK; i++)
         if (src->strings[i])
@@ -302,23 +324,21 @@ int sd_result_take_body(sd_result *r, uint8_t **data, size_t *len)
     return SD_OK;
 }
 
-sd_bitmap *sd_result_take_bitmap(sd_result *r)
+void *sd_result_output(const sd_result *r, void (**output_free)(void *))
 {
-    if (r == NULL)
-        return NULL;
-    sd_bitmap *b = r->bitmap;
-    r->bitmap = NULL;
-    return b;
+    if (output_free)
+        *output_free = r ? r->output_free : NULL;
+    return r ? r->output : NULL;
 }
 
-int sd_result_decoder_info(const sd_result *r, sd_decoder_param p, int64_t *v)
+void *sd_result_take_output(sd_result *r, void (**output_free)(void *))
 {
-    SD__RETURN_IF(r == NULL || v == NULL, SD_EINVAL);
-    int k = (int)p - SD_DEC_INFO_FORMAT;
-    SD__RETURN_IF(k < 0 || k >= SD__JOB_INFO_COUNT, SD_EINVAL);
-    SD__RETURN_IF(!r->info_known[k], SD_EAGAIN);
-    *v = r->info[k];
-    return SD_OK;
+    void *o = sd_result_output(r, output_free);
+    if (r) {
+        r->output = NULL;
+        r->output_free = NULL;
+    }
+    return o;
 }
 
 double sd_result_metric(const sd_result *r, sd_metric m)
@@ -334,6 +354,7 @@ void sd_result_free(sd_result *r)
         return;
     sd__response_free(r->response);
     sd__body_free(r->body, r->body_cap);
-    sd_bitmap_free(r->bitmap);
+    if (r->output_free)
+        r->output_free(r->output);
     free(r);
 }

@@ -1,7 +1,8 @@
 /* sd_orientation.c — bounds-checked EXIF orientation parser and the 8 transforms. */
 #include <string.h>
 
-#include "common/sd_internal.h"
+#include "bitmap/sd_bitmap_int.h"
+#include "sdcore.h"
 
 static uint32_t rd16(const uint8_t *p, int le)
 {

@@ -18,9 +18,8 @@ public final class DataLoader: @unchecked Sendable {
         loop = out!
         do {
             try Self.check(sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(maxConcurrentDownloads)))
-            if let decodeThreads {
-                try Self.check(sd_loop_set(loop, SD_LOOP_DECODE_THREADS, Int64(decodeThreads)))
-            }
+            // bodies decode while they stream in: the decode sink of the C core
+            try Self.check(sd_loop_use_decoder(loop, Int32(max(0, decodeThreads ?? 0))))
             try Self.check(sd_loop_start(loop))
         } catch {
             sd_loop_free(loop)
@@ -126,9 +125,10 @@ public final class DataLoader: @unchecked Sendable {
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
             h.events.progress?(Int64(received), Int64(expected))
         }
-        ev.preview = events.preview == nil ? nil : { _, bitmap, user in
+        ev.partial = events.preview == nil ? nil : { _, partial, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
-            h.events.preview?(Bitmap(adopting: bitmap!))
+            // the decode sink's partials are previews (sd_bitmap *)
+            h.events.preview?(Bitmap(adopting: OpaquePointer(partial!)))
         }
         ev.complete = { _, result, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
@@ -177,8 +177,7 @@ public final class DataLoader: @unchecked Sendable {
         set(SD_REQ_PRIORITY, Int64(q.priority.rawValue))
         set(SD_REQ_IDLE_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
         set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.totalTimeout * 1000)))
-        set(SD_REQ_DECODE, q.decode ? 1 : 0)
-        set(SD_REQ_PREVIEWS, q.progressivePreviews ? 1 : 0)
+        set(SD_REQ_USE_SINK, q.decode ? 1 : 0)
         set(SD_REQ_ALLOW_INVALID_CERTS, q.allowsInvalidCertificates ? 1 : 0)
         set(SD_REQ_COOKIES, q.handlesCookies ? 1 : 0)
         set(SD_REQ_STATUS_MIN, Int64(q.acceptableStatusCodes.lowerBound))
@@ -219,7 +218,8 @@ public final class DataLoader: @unchecked Sendable {
         dec(SD_DEC_MAX_PIXELS, max(0, o.maxPixels))
         dec(SD_DEC_MAX_DIMENSION, max(0, o.maxDimension))
         if q.progressivePreviews {
-            set(SD_REQ_PREVIEW_INTERVAL_MS, Int64(max(0, o.previewIntervalMilliseconds)))
+            dec(SD_DEC_PREVIEWS, 1)
+            dec(SD_DEC_PREVIEW_INTERVAL_MS, max(0, o.previewIntervalMilliseconds))
         }
         return rc
     }
@@ -271,7 +271,7 @@ public final class DataLoader: @unchecked Sendable {
         let metrics = DownloadMetrics(
             dnsMs: m(SD_METRIC_DNS_MS), connectMs: m(SD_METRIC_CONNECT_MS), tlsMs: m(SD_METRIC_TLS_MS),
             firstByteMs: m(SD_METRIC_FIRST_BYTE_MS), totalMs: m(SD_METRIC_TOTAL_MS),
-            queuedMs: m(SD_METRIC_QUEUED_MS), decodeMs: m(SD_METRIC_DECODE_MS),
+            queuedMs: m(SD_METRIC_QUEUED_MS), decodeMs: m(SD_METRIC_SINK_MS),
             bytes: Int(m(SD_METRIC_BYTES)), httpVersion: Int(m(SD_METRIC_HTTP_VERSION)),
             redirects: Int(m(SD_METRIC_REDIRECTS)), newConnections: Int(m(SD_METRIC_CONNECTIONS)),
             resumedBytes: Int(m(SD_METRIC_RESUMED_BYTES)))

@@ -2,6 +2,9 @@ import CSDCore
 import Foundation
 import SDCoders
 
+/// The C core's version ("0.1.0"), for User-Agent strings and logs.
+public let sdCoreVersion = String(cString: sd_version_string())
+
 /// A failed download: the stable C status, its detail, and the HTTP status
 /// when the server answered.
 public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -168,7 +168,7 @@ struct BenchFetch: ParsableCommand {
         guard sd_loop_new(&loop) == 0, let loop else { return 0 }
         defer { sd_loop_free(loop) }
         _ = sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(concurrency))
-        guard sd_loop_start(loop) == 0 else { return 0 }
+        guard sd_loop_use_decoder(loop, 0) == 0, sd_loop_start(loop) == 0 else { return 0 }
         let total = files * rounds
         let done = Counter(signalAt: total)
         let user = Unmanaged.passUnretained(done).toOpaque()

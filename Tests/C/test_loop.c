@@ -86,12 +86,12 @@ static void ev_progress(sd_transfer_id id, uint64_t received, uint64_t expected,
     c->progress_calls++;
 }
 
-static void ev_preview(sd_transfer_id id, sd_bitmap *b, void *u)
+static void ev_preview(sd_transfer_id id, void *partial, void *u)
 {
     (void)id;
     collect *c = u;
     c->previews++;
-    sd_bitmap_free(b);
+    sd_bitmap_free(partial); /* the decode sink's partials are previews */
 }
 
 static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
@@ -134,7 +134,7 @@ static void wait_complete(collect *c)
 static sd_loop *new_loop(void)
 {
     sd_loop *l = NULL;
-    if (sd_loop_new(&l) != SD_OK || sd_loop_start(l) != SD_OK)
+    if (sd_loop_new(&l) != SD_OK || sd_loop_use_decoder(l, 0) != SD_OK || sd_loop_start(l) != SD_OK)
         return NULL;
     return l;
 }
@@ -761,6 +761,13 @@ static void set_thumb(sd_request *r, void *a)
     sd_request_set_decoder_param(r, SD_DEC_MAX_PIXEL_SIZE, 100);
 }
 
+static void set_previews(sd_request *r, void *a)
+{
+    (void)a;
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEW_INTERVAL_MS, 0);
+}
+
 static int test_decoder_params_and_previews(void)
 {
     sd_loop *l = new_loop();
@@ -769,8 +776,7 @@ static int test_decoder_params_and_previews(void)
     ASSERT_OK(c.status);
     ASSERT(c.width == 100 && c.height == 75);
     collect_free(&c);
-    int64_t prev[] = {SD_REQ_PREVIEWS, 1, SD_REQ_PREVIEW_INTERVAL_MS, 0, 0};
-    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, prev, &c));
+    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_previews, NULL, &c));
     ASSERT_OK(c.status);
     /* scans completed while the body dripped in; the worker delivers at most
      * one preview per batch of chunks, so a slow machine sees fewer */
@@ -906,6 +912,7 @@ static int test_receive_buffer(void)
     sd_loop *l = NULL;
     int64_t v = 0;
     ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_use_decoder(l, 0));
     ASSERT_OK(sd_loop_get(l, SD_LOOP_RECEIVE_BUFFER, &v));
     ASSERT_EQ(v, SD_DEFAULT_RECEIVE_BUFFER);
     ASSERT_EQ(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, 1023), SD_EINVAL);
@@ -1007,6 +1014,7 @@ static int run_host_limit(int64_t limit, int *connections)
 {
     sd_loop *l = NULL;
     ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_use_decoder(l, 0));
     ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 8));
     ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_HOST_CONNECTIONS, limit));
     int64_t v = -1;
@@ -1046,6 +1054,7 @@ static int test_max_host_connections(void)
     ASSERT(free_for_all > 2);
     sd_loop *l = NULL;
     ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_use_decoder(l, 0));
     ASSERT_EQ(sd_loop_set(l, SD_LOOP_MAX_HOST_CONNECTIONS, 100001), SD_EINVAL);
     sd_loop_free(l);
     return 0;
@@ -1192,6 +1201,7 @@ static int test_cancel(void)
     /* refused calls */
     sd_loop *idle;
     ASSERT_OK(sd_loop_new(&idle));
+    ASSERT_OK(sd_loop_use_decoder(idle, 0));
     ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
     ASSERT_EQ(sd_loop_submit(idle, r, &all_events, NULL, NULL), SD_EBADSTATE); /* not started */
     sd_loop_free(idle);
@@ -1401,7 +1411,7 @@ static int test_decode_backpressure(void)
 {
     sd_loop *l;
     ASSERT_OK(sd_loop_new(&l));
-    ASSERT_OK(sd_loop_set(l, SD_LOOP_DECODE_THREADS, 1));
+    ASSERT_OK(sd_loop_use_decoder(l, 1));
     ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 2));
     ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_DECODE_BACKLOG, 2));
     int64_t v = 0;
@@ -1429,6 +1439,242 @@ static int test_decode_backpressure(void)
     ASSERT_EQ(atomic_load(&bp_failed), 0);
     ASSERT(atomic_load(&bp_peak) <= 2 + 2); /* max concurrent + backlog */
     sd_loop_free(l);
+    return 0;
+}
+
+
+/* ---- tests: body sinks (the loop's only way to hand bytes on) ---- */
+
+/* A sink of our own: counts bytes, says "full" every 2 KiB until a helper
+ * thread resumes it, hands a partial over from that thread, and ends with
+ * its byte count as output. Mode 1 refuses the body after the first piece;
+ * mode 2 fails to open. */
+typedef struct {
+    pthread_mutex_t mu;
+    int mode;
+    sd_sink_port *port;
+    size_t bytes, next_full;
+    int full, pauses, resumes, opens, finishes, aborts, releases;
+    int stop;
+    pthread_t helper;
+} tsink;
+
+static void *tsink_helper(void *a)
+{
+    tsink *t = a;
+    int sent_partial = 0;
+    for (;;) {
+        usleep(3000);
+        pthread_mutex_lock(&t->mu);
+        int stop = t->stop, resume = t->full;
+        t->full = 0;
+        if (resume)
+            t->resumes++;
+        pthread_mutex_unlock(&t->mu);
+        if (stop)
+            return NULL;
+        if (resume)
+            sd_sink_port_resume(t->port);
+        if (!sent_partial && sd_sink_port_wants_partials(t->port)) {
+            sent_partial = 1;
+            sd_sink_port_partial(t->port, calloc(1, 4), free);
+        }
+    }
+}
+
+static int tsink_open(void *ctx, const sd_request *req, sd_sink_port *port, void **state)
+{
+    tsink *t = ctx;
+    int key;
+    int64_t v;
+    if (sd_request_sink_param_at(req, 0, &key, &v) == SD_OK && key == 42)
+        t->next_full = (size_t)v; /* sink parameters reach the sink */
+    if (t->mode == 2)
+        return SD_ETOOLARGE;
+    t->opens++;
+    t->port = port;
+    *state = t;
+    return pthread_create(&t->helper, NULL, tsink_helper, t) == 0 ? SD_OK : SD_ENOMEM;
+}
+
+static int tsink_push(void *state, const uint8_t *data, size_t len)
+{
+    tsink *t = state;
+    (void)data;
+    pthread_mutex_lock(&t->mu);
+    t->bytes += len;
+    pthread_mutex_unlock(&t->mu);
+    if (t->mode == 1) /* not ours: refuse, and say so once */
+        sd_sink_port_done(t->port, SD_EDECODE, "not a tsink body", NULL, NULL, 0);
+    return SD_OK;
+}
+
+static int64_t tsink_room(void *state)
+{
+    tsink *t = state;
+    pthread_mutex_lock(&t->mu);
+    int64_t room = 1 << 20;
+    if (t->mode == 1 && t->bytes > 0)
+        room = -1;
+    else if (t->full)
+        room = 0;
+    else if (t->bytes >= t->next_full) {
+        t->full = 1;
+        t->pauses++;
+        t->next_full = t->bytes + 2048;
+        room = 0;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return room;
+}
+
+static void tsink_stop(tsink *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->stop = 1;
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->helper, NULL);
+}
+
+static void tsink_finish(void *state)
+{
+    tsink *t = state;
+    tsink_stop(t);
+    t->finishes++;
+    size_t *out = malloc(sizeof *out);
+    *out = t->bytes;
+    sd_sink_port_done(t->port, SD_OK, NULL, out, free, 1.5);
+    sd_sink_port_release(t->port);
+}
+
+static void tsink_abort(void *state)
+{
+    tsink *t = state;
+    tsink_stop(t);
+    t->aborts++;
+    sd_sink_port_release(t->port);
+}
+
+static void tsink_release(void *ctx) { ((tsink *)ctx)->releases++; }
+
+static const sd_body_sink tsink_vtable = {tsink_open, tsink_push, tsink_room, tsink_finish, tsink_abort, tsink_release};
+
+typedef struct {
+    collect c;
+    size_t output;
+    int output_ours, partials, bitmap_taken;
+    double sink_ms;
+} sink_collect;
+
+static void ev_sink_partial(sd_transfer_id id, void *partial, void *u)
+{
+    (void)id;
+    sink_collect *s = u;
+    s->partials++;
+    free(partial);
+}
+
+static void ev_sink_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    sink_collect *s = u;
+    void (*f)(void *) = NULL;
+    size_t *out = sd_result_output(r, &f);
+    s->output_ours = f == free;
+    s->output = out ? *out : 0;
+    s->sink_ms = sd_result_metric(r, SD_METRIC_SINK_MS);
+    sd_bitmap *b = sd_result_take_bitmap(r); /* another sink's output is not a bitmap */
+    s->bitmap_taken = b != NULL;
+    sd_bitmap_free(b);
+    ev_complete(id, r, &s->c);
+}
+
+static int sink_fetch(sd_loop *l, const char *u, tsink *t, sink_collect *s)
+{
+    memset(s, 0, sizeof *s);
+    collect_init(&s->c);
+    sd_request *r;
+    ASSERT_OK(sd_request_new(u, &r));
+    ASSERT_OK(sd_request_set_sink_param(r, 42, 2048));
+    if (t)
+        ASSERT_OK(sd_request_set_body_sink(r, &tsink_vtable, t));
+    sd_transfer_events ev = {NULL, NULL, ev_sink_partial, ev_sink_complete};
+    ASSERT_OK(sd_loop_submit(l, r, &ev, s, NULL));
+    sd_request_free(r);
+    wait_complete(&s->c);
+    usleep(2000);
+    ASSERT_EQ(s->c.completes, 1);
+    return 0;
+}
+
+static int test_body_sink(void)
+{
+    sd_loop *l = NULL;
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_RECEIVE_BUFFER, 1024)); /* many pieces */
+    ASSERT_OK(sd_loop_start(l));
+    tsink t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    sink_collect s;
+    /* back-pressure: paused at every 2 KiB, resumed from another thread; no
+     * byte lost or repeated, the output and the work time come through */
+    ASSERT_OK(sink_fetch(l, url(HTTP, "/img/photo.jpg"), &t, &s));
+    ASSERT_OK(s.c.status);
+    ASSERT(s.c.body_len > 8192);
+    ASSERT_EQ(t.bytes, s.c.body_len);
+    ASSERT(s.output_ours && s.output == s.c.body_len);
+    ASSERT(t.pauses >= (int)(s.c.body_len / 2048) - 1 && t.resumes >= t.pauses - 1);
+    ASSERT(t.opens == 1 && t.finishes == 1 && t.aborts == 0);
+    ASSERT(s.sink_ms == 1.5 && s.partials == 1 && !s.bitmap_taken);
+    collect_free(&s.c);
+    /* refused after the first piece: reading stops, the sink's status and
+     * message complete the transfer, and it is aborted (never finished) */
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    t.mode = 1;
+    ASSERT_OK(sink_fetch(l, url(HTTP, "/img/photo.jpg"), &t, &s));
+    ASSERT_EQ(s.c.status, SD_EDECODE);
+    ASSERT(strstr(s.c.message, "not a tsink body") != NULL);
+    ASSERT(t.bytes <= 2048 && t.finishes == 0 && t.aborts == 1);
+    collect_free(&s.c);
+    /* a sink that cannot open fails the transfer with its reason */
+    t.mode = 2;
+    ASSERT_OK(sink_fetch(l, url(HTTP, "/img/photo.jpg"), &t, &s));
+    ASSERT_EQ(s.c.status, SD_ETOOLARGE);
+    collect_free(&s.c);
+    /* no sink, or SD_REQ_USE_SINK 0: bytes only */
+    ASSERT_OK(sink_fetch(l, url(HTTP, "/img/photo.jpg"), NULL, &s));
+    ASSERT(s.c.status == SD_OK && s.output == 0 && !s.output_ours && s.c.width == 0);
+    collect_free(&s.c);
+    sd_loop_free(l);
+    ASSERT_EQ(t.releases, 0); /* a request's sink stays the caller's */
+
+    /* the loop's own sink is released once, after its threads ended; a
+     * cancel while paused aborts it */
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_set_body_sink(l, &tsink_vtable, &t));
+    ASSERT_EQ(sd_loop_set_body_sink(l, &tsink_vtable, &t), SD_EBADSTATE);
+    ASSERT_EQ(sd_loop_use_decoder(l, 1), SD_EBADSTATE);
+    ASSERT_OK(sd_loop_start(l));
+    t.next_full = 1; /* paused after the first piece, resumed by the helper */
+    collect c;
+    collect_init(&c);
+    sd_request *r;
+    ASSERT_OK(sd_request_new(url(FAULT, "/slow-drip?total=3000&gap=50"), &r));
+    sd_transfer_id id;
+    sd_transfer_events ev = {NULL, NULL, NULL, ev_complete};
+    ASSERT_OK(sd_loop_submit(l, r, &ev, &c, &id));
+    sd_request_free(r);
+    usleep(300000);
+    ASSERT_OK(sd_loop_cancel(l, id));
+    wait_complete(&c);
+    ASSERT_EQ(c.status, SD_ECANCELLED);
+    ASSERT(t.pauses >= 1 && t.resumes >= 1 && t.opens == 1 && t.aborts == 1 && t.finishes == 0);
+    collect_free(&c);
+    sd_loop_free(l);
+    ASSERT_EQ(t.releases, 1);
     return 0;
 }
 
@@ -1467,6 +1713,7 @@ int main(int argc, char **argv)
         {"free_from_callback", test_free_from_callback},
         {"cookies_only_when_asked", test_cookies_only_when_asked},
         {"decode_backpressure", test_decode_backpressure},
+        {"body_sink", test_body_sink},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -30,7 +30,8 @@ int main(int argc, char **argv)
     }
     sd_loop *loop;
     sd_request *req;
-    if (sd_loop_new(&loop) != SD_OK || sd_loop_start(loop) != SD_OK || sd_request_new(argv[1], &req) != SD_OK)
+    if (sd_loop_new(&loop) != SD_OK || sd_loop_use_decoder(loop, 0) != SD_OK || sd_loop_start(loop) != SD_OK
+        || sd_request_new(argv[1], &req) != SD_OK)
         return 1;
     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, 512); /* thumbnail, aspect kept */
     sd_transfer_events ev = {.complete = on_complete};

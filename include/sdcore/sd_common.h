@@ -70,6 +70,10 @@ typedef enum sd_status {
  */
 SD_API const char *sd_strerror(int status);
 
+/* Name: sd_free — Desc: free a buffer returned by libsdcore (an encoded
+ * image, a taken body); NULL accepted. */
+SD_API void sd_free(void *buffer);
+
 /*
  * Name: sd_version_number / sd_version_string
  * Desc: The library's version, as linked (not as compiled against).

@@ -32,8 +32,6 @@ SD_API int sd_encode_png(const sd_bitmap *bitmap, int compression,
 SD_API int sd_encode_jpeg(const sd_bitmap *bitmap, int quality, int progressive,
                           uint8_t **out, size_t *out_length);
 
-/* Name: sd_free — Desc: free a buffer returned by libsdcore; NULL accepted. */
-SD_API void sd_free(void *buffer);
 
 #ifdef __cplusplus
 }

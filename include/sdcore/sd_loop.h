@@ -1,9 +1,12 @@
 /*
  * sd_loop.h — the transfer loop: one libcurl multi handle on its own thread,
- * streaming response bodies into decoders on a small worker pool.
+ * streaming response bodies into a body sink. The loop moves bytes and knows
+ * nothing of images: decoding while streaming is one sink (sd_decode_sink.h,
+ * sd_loop_use_decoder); a caller may plug in its own (sd_body_sink).
  *
  *     sd_loop *loop;
  *     sd_loop_new(&loop);
+ *     sd_loop_use_decoder(loop, 0);   // sd_decode_sink.h: decode every body
  *     sd_loop_start(loop);
  *     sd_request *req;
  *     sd_request_new("https://example.com/a.jpg", &req);
@@ -25,14 +28,14 @@
  * Thread safety: every sd_loop_* function is safe from any thread (commands
  * go through a queue and wake the loop with curl_multi_wakeup). sd_request
  * objects are plain values owned by the caller; submit copies what it needs.
- * The loop thread does network I/O only: decoding runs on worker threads, in
- * order per transfer, so a slow decode never stalls other transfers.
+ * The loop thread does network I/O only: a sink does its work elsewhere (the
+ * decode sink on worker threads, in order per transfer), so a slow decode
+ * never stalls other transfers.
  */
 #ifndef SDCORE_SD_LOOP_H
 #define SDCORE_SD_LOOP_H
 
-#include "sd_bitmap.h"
-#include "sd_decoder.h"
+#include "sd_common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +46,7 @@ typedef struct sd_request sd_request;
 typedef struct sd_response sd_response;
 typedef struct sd_result sd_result;
 typedef uint64_t sd_transfer_id;
+typedef struct sd_sink_port sd_sink_port;
 
 typedef enum sd_priority {
     SD_PRIORITY_LOW = -1,
@@ -69,13 +73,14 @@ typedef enum sd_loop_param {
      * slow decodes never hold network capacity. */
     SD_LOOP_MAX_CONCURRENT = 1,
     SD_LOOP_ORDER = 2,          /* sd_order; any time */
-    SD_LOOP_DECODE_THREADS = 3, /* worker threads; before start; default = cores */
+    /* 3: reserved (was the decode thread count: sd_loop_use_decoder) */
     SD_LOOP_SUSPENDED = 4,      /* 1: start no queued transfer; any time */
     /* Back-pressure: while this many transfers have their body in and wait
-     * for (or are in) decoding, no new decoding transfer starts, so the
-     * network never runs ahead of the decoders by more than this many
-     * bodies. Default 4 x decode threads; any time. */
-    SD_LOOP_MAX_DECODE_BACKLOG = 5,
+     * for their sink to finish (the decode sink: decoding), no new transfer
+     * with a sink starts, so the network never runs ahead of the sinks by
+     * more than this many bodies. Default 8 (the decode sink sets 4 x its
+     * threads unless this was set); any time. */
+    SD_LOOP_MAX_SINK_BACKLOG = 5,
     /* Bytes of curl's receive buffer per running transfer: one recv() and
      * one body write per buffer. Default 128 KiB (curl's own is 16 KiB,
      * which costs the loop thread ~35% more CPU per photo); 1024..1 MiB;
@@ -101,9 +106,10 @@ typedef enum sd_request_param {
     SD_REQ_MAX_REDIRECTS = 7,      /* default 10; 0 = do not follow */
     SD_REQ_ALLOW_INVALID_CERTS = 8, /* 1: skip TLS peer/host verification */
     SD_REQ_COOKIES = 9,            /* 1: use the loop's cookie engine */
-    SD_REQ_DECODE = 10,            /* 1 (default): decode; 0: bytes only */
-    SD_REQ_PREVIEWS = 11,          /* 1: deliver previews while loading */
-    SD_REQ_PREVIEW_INTERVAL_MS = 12, /* minimum between previews, default 100 */
+    /* 1 (default): the body also goes to the sink (the request's, else the
+     * loop's, if any); 0: bytes only, into the result. */
+    SD_REQ_USE_SINK = 10,
+    /* 11, 12: reserved (previews are sink parameters: SD_DEC_PREVIEWS) */
     SD_REQ_PROGRESS_INTERVAL_MS = 13, /* minimum between progress calls, default 0 */
     SD_REQ_STATUS_MIN = 14,        /* acceptable statuses [MIN, MAX], default 200..299 */
     SD_REQ_STATUS_MAX = 15,
@@ -156,16 +162,16 @@ typedef enum sd_request_string {
 } sd_request_string;
 
 /*
- * Name: sd_request_use_server_preset
- * Desc: Settings for a service fed untrusted URLs, in one call: http and
- *       https only (no file), no connection to a non-public address
- *       (SD_ADDRESS_NON_PUBLIC), no https -> http redirect, at most 3
- *       redirects, 30 s for the whole transfer, 5 s to connect, under
- *       1 KiB/s for 10 s aborts, 20 MiB bodies, 40 megapixels, 8192 pixels
- *       a side, 256 MiB of codec memory. Set anything after it to differ.
+ * Name: sd_request_use_server_transport
+ * Desc: The transport half of sd_request_use_server_preset (sd_decode_sink.h,
+ *       which adds the decoder's limits): http and https only (no file), no
+ *       connection to a non-public address (SD_ADDRESS_NON_PUBLIC), no
+ *       https -> http redirect, at most 3 redirects, 30 s for the whole
+ *       transfer, 5 s to connect, under 1 KiB/s for 10 s aborts, 20 MiB
+ *       bodies. Set anything after it to differ.
  * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
  */
-SD_API int sd_request_use_server_preset(sd_request *request);
+SD_API int sd_request_use_server_transport(sd_request *request);
 
 typedef enum sd_metric {
     SD_METRIC_DNS_MS = 1,          /* doubles: milliseconds from the start */
@@ -177,7 +183,7 @@ typedef enum sd_metric {
     SD_METRIC_BYTES = 7,           /* body bytes received (resumed ones not counted) */
     SD_METRIC_HTTP_VERSION = 8,    /* 10, 11, 20 */
     SD_METRIC_REDIRECTS = 9,
-    SD_METRIC_DECODE_MS = 10,      /* time spent decoding on the workers */
+    SD_METRIC_SINK_MS = 10,        /* time the body sink worked (decoding) */
     SD_METRIC_CONNECTIONS = 11,    /* new connections opened (0 = reused) */
     SD_METRIC_RESUMED_BYTES = 12   /* bytes reused from sd_request_set_resume */
 } sd_metric;
@@ -206,11 +212,92 @@ typedef struct sd_transfer_events {
     void (*response)(sd_transfer_id id, const sd_response *response, void *user);
     /* Body progress: bytes so far and expected total (0 = unknown). */
     void (*progress)(sd_transfer_id id, uint64_t received, uint64_t expected, void *user);
-    /* A preview of the partial image; the callee owns `bitmap`. */
-    void (*preview)(sd_transfer_id id, sd_bitmap *bitmap, void *user);
+    /* Something the sink made of the partial body, while it streams in (the
+     * decode sink: a preview, an sd_bitmap *). The callee owns `partial`.
+     * Only asked of the sink when this is set. */
+    void (*partial)(sd_transfer_id id, void *partial, void *user);
     /* The end, exactly once; the callee owns `result` (sd_result_free). */
     void (*complete)(sd_transfer_id id, sd_result *result, void *user);
 } sd_transfer_events;
+
+/* ---- body sinks ----
+ *
+ * Where a transfer's bytes go besides the result's body: a small vtable, the
+ * libuv/curl shape. The loop calls it on its own thread, in this order:
+ * open once when the transfer starts; push for every piece of body, in
+ * order (room first, for back-pressure); then exactly one of finish (the
+ * body is all in) or abort (the transfer ended otherwise: error, cancel,
+ * shutdown, or after the sink's early done). The sink answers through its
+ * port, from any thread: partials while the body streams in, and after
+ * finish exactly one done, which completes the transfer with the sink's
+ * output (sd_result_output). Until then the transfer counts against
+ * SD_LOOP_MAX_SINK_BACKLOG. A sink may also call done before finish to
+ * refuse the body (not an image): room then returns < 0, the loop stops
+ * reading, and the done completes the transfer.
+ */
+typedef struct sd_body_sink {
+    /* A transfer starts. `request` is the transfer's copy (its sink
+     * parameters: sd_request_sink_param_at); `port` is the sink's until it
+     * calls sd_sink_port_release. *state is passed to the calls below.
+     * Returns SD_OK, or an error that fails the transfer (then no other
+     * call, and the port is released by the loop). */
+    int (*open)(void *ctx, const sd_request *request, sd_sink_port *port, void **state);
+    /* Bytes of the body, in order; copy what you keep. An error fails the
+     * transfer with that status. */
+    int (*push)(void *state, const uint8_t *data, size_t length);
+    /* Bytes the sink takes now: > 0 go on; 0 full: the loop pauses this
+     * transfer until sd_sink_port_resume; < 0 refused (a done is on its
+     * way): the loop reads no more of the body. NULL: always room. */
+    int64_t (*room)(void *state);
+    /* The whole body was pushed: finish and call sd_sink_port_done once.
+     * `state` is the sink's from here on. */
+    void (*finish)(void *state);
+    /* The transfer is over without finish: stop. After return the sink calls
+     * no port function but sd_sink_port_release (a call already running may
+     * end). `state` is the sink's to free. */
+    void (*abort)(void *state);
+    /* The loop no longer uses `ctx` (sd_loop_free, after its threads ended),
+     * for a sink set with sd_loop_set_body_sink. May be NULL. */
+    void (*release)(void *ctx);
+} sd_body_sink;
+
+/*
+ * Name: sd_loop_set_body_sink
+ * Desc: The sink of every transfer with SD_REQ_USE_SINK and no sink of its
+ *       own. `sink` is copied; `ctx` is the loop's until its release.
+ *       Before sd_loop_start.
+ * Returns: SD_OK, SD_EINVAL, SD_EBADSTATE (started, or a sink was set).
+ */
+SD_API int sd_loop_set_body_sink(sd_loop *loop, const sd_body_sink *sink, void *ctx);
+/* The same for one request: `ctx` stays the caller's and must outlive the
+ * transfer's complete callback (release is not called). NULL clears. */
+SD_API int sd_request_set_body_sink(sd_request *request, const sd_body_sink *sink, void *ctx);
+/* Parameters for the sink (the decode sink: sd_decoder_param), at most 16:
+ * the loop only carries them. Setting a key again replaces its value. */
+SD_API int sd_request_set_sink_param(sd_request *request, int key, int64_t value);
+/* The i-th sink parameter (0-based). Returns SD_OK, or SD_EINVAL past the end. */
+SD_API int sd_request_sink_param_at(const sd_request *request, int index, int *key, int64_t *value);
+
+/* Port functions: safe from any thread, until sd_sink_port_release. */
+/* 1 when the transfer has a partial callback (worth making previews for). */
+SD_API int sd_sink_port_wants_partials(const sd_sink_port *port);
+/* Hand a partial to the transfer's partial callback (on the loop thread);
+ * `item` is freed with `item_free` if it cannot be delivered (the transfer
+ * ended meanwhile, or no memory: partials may be dropped). */
+SD_API void sd_sink_port_partial(sd_sink_port *port, void *item, void (*item_free)(void *));
+/* Room again after room returned 0: the loop resumes the transfer. */
+SD_API void sd_sink_port_resume(sd_sink_port *port);
+/*
+ * Name: sd_sink_port_done
+ * Desc: The sink's end, at most once: status SD_OK or why it failed (the
+ *       transfer completes with it; `message` is copied, may be NULL),
+ *       `output` with its destructor (NULL for none), `work_ms` for
+ *       SD_METRIC_SINK_MS. Never fails: its memory came with the port.
+ */
+SD_API void sd_sink_port_done(sd_sink_port *port, int status, const char *message, void *output,
+                              void (*output_free)(void *), double work_ms);
+/* The sink drops the port (once, when it is done with the transfer). */
+SD_API void sd_sink_port_release(sd_sink_port *port);
 
 /*
  * Name: sd_loop_submit
@@ -256,8 +343,6 @@ SD_API int sd_request_set_resume(sd_request *request, const uint8_t *data, size_
                                  const char *validator);
 /* Extra header line "Name: value" (replaces a default of the same name). */
 SD_API int sd_request_add_header(sd_request *request, const char *line);
-/* Decoder option for this transfer's decoder (sd_decoder_set semantics). */
-SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param param, int64_t value);
 
 /* ---- responses and results (valid as documented by their owner) ---- */
 
@@ -284,10 +369,12 @@ SD_API const uint8_t *sd_result_body(const sd_result *result, size_t *length);
 /* Take the body: the caller owns *data (sd_free). A failed transfer keeps
  * what arrived before the failure (a start for sd_request_set_resume). */
 SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length);
-/* Take the decoded bitmap (NULL without decoding or on failure). */
-SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);
-/* Decoder facts: SD_DEC_INFO_* values of the transfer's decoder. */
-SD_API int sd_result_decoder_info(const sd_result *result, sd_decoder_param param, int64_t *value);
+/* The sink's output (sd_sink_port_done) and, if `output_free` is not NULL,
+ * its destructor, which tells whose it is. NULL when there is none. The
+ * result keeps it (sd_result_free frees it). */
+SD_API void *sd_result_output(const sd_result *result, void (**output_free)(void *));
+/* Take the sink's output: the caller frees it with *output_free. */
+SD_API void *sd_result_take_output(sd_result *result, void (**output_free)(void *));
 SD_API double sd_result_metric(const sd_result *result, sd_metric metric);
 SD_API void sd_result_free(sd_result *result);
 

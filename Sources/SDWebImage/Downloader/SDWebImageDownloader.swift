@@ -1,4 +1,3 @@
-import CSDCore
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
@@ -31,7 +30,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         loader?.maxConnectionsPerHost = config.maxConnectionsPerHost
         httpCache = HTTPValidatorCache(capacity: config.httpCacheCapacity)
         resumable = config.resumableDataCapacity > 0 ? ResumableDataStore(capacity: config.resumableDataCapacity) : nil
-        let ua = "SDWebImage-Linux/\(String(cString: sd_version_string()))"
+        let ua = "SDWebImage-Linux/\(sdCoreVersion)"
         headers = ["Accept": "image/*,*/*;q=0.8", "User-Agent": ua]
         config.onChange = { [weak self] in
             guard let self, let loader = self.loader else { return }

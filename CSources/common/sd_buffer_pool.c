@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "common/sd_internal.h"
+#include "sdcore/sd_bitmap.h" /* the pool size knob lives with the bitmaps it serves */
 
 #define SD__POOL_SLOTS 16
 #define SD__POOL_MIN (64u << 10) /* smaller blocks: malloc's own bins do fine */

@@ -1,0 +1,23 @@
+/* sd_bitmap_int.h — the bitmap's fields and helpers, for the files that make
+ * or transform pixels (bitmap/, decode/, orientation/, encode/). */
+#ifndef SD_BITMAP_INT_H
+#define SD_BITMAP_INT_H
+
+#include "common/sd_internal.h"
+#include "sdcore/sd_bitmap.h"
+
+/* The bitmap is public only as an opaque type; internals see the fields. */
+struct sd_bitmap {
+    uint32_t width;
+    uint32_t height;
+    size_t stride;
+    uint8_t *pixels;
+    size_t capacity; /* bytes behind `pixels` (>= stride * height when recycled) */
+};
+
+/* Bitmap allocation that reports overflow as SD_ETOOLARGE. */
+SD__HIDDEN int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed,
+                                sd_bitmap **out);
+SD__HIDDEN int sd__bitmap_copy(const sd_bitmap *src, sd_bitmap **out);
+
+#endif

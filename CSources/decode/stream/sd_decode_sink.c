@@ -1,0 +1,419 @@
+/*
+ * sd_decode_sink.c — decoding while streaming, as a body sink of the loop
+ * (sd_decode_sink.h). Each transfer gets a job: the loop pushes body pieces
+ * into its queue, and one worker at a time decodes them in order, keeping
+ * one decoder hot in cache while more arrives. Results leave through the
+ * job's port. This file is the bridge between loop and decode: the loop
+ * itself never sees a decoder or a bitmap.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sd_internal.h"
+#include "sdcore/sd_decode_sink.h"
+#include "work/sd_work.h"
+
+#define SD__JOB_INFO_COUNT (SD_DEC_INFO_FINISHED - SD_DEC_INFO_FORMAT + 1)
+/* Bytes queued for the decoder before the transfer is paused (back-pressure:
+ * a decoder slower than the network does not buffer a 200 MiB body twice). */
+#define SD__JOB_MAX_QUEUED ((size_t)32 << 20)
+
+typedef struct {
+    sd_bitmap *bitmap;
+    int64_t info[SD__JOB_INFO_COUNT];
+    uint8_t known[SD__JOB_INFO_COUNT];
+} sd__decode_output;
+
+typedef struct sd__chunk {
+    struct sd__chunk *next;
+    size_t len;
+    uint8_t data[];
+} sd__chunk;
+
+typedef struct {
+    sd__work_pool *pool;
+    pthread_mutex_t mu; /* guards every job's queue and flags */
+} sd__dsink;
+
+typedef struct sd__job {
+    sd__task task; /* first: the worker gets the job back from it */
+    sd__dsink *sink;
+    sd_sink_port *port;
+    /* guarded by sink->mu */
+    sd__chunk *head, *tail;
+    size_t queued;
+    int said_full;  /* room() answered 0: resume the port when drained */
+    int input_done; /* finish() was called */
+    int abandoned;
+    int scheduled;  /* posted to the pool or running */
+    int refs;       /* the loop's + the pool's while scheduled */
+    /* worker-only (one worker at a time) */
+    sd_decoder *dec;
+    int failed, done_sent;
+    int rejected; /* atomic: set once by the worker, read by the loop */
+    int previews;
+    int64_t preview_interval_ms, last_preview_ms, last_preview_mark;
+    double decode_ms;
+    sd__decode_output *out; /* preallocated: the end is never lost */
+} sd__job;
+
+static double ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void output_free(void *p)
+{
+    sd__decode_output *o = p;
+    if (o) {
+        sd_bitmap_free(o->bitmap);
+        free(o);
+    }
+}
+
+static void bitmap_free(void *p) { sd_bitmap_free(p); }
+
+static void free_chunks(sd__chunk *c)
+{
+    while (c) {
+        sd__chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+}
+
+/* Drop one reference; the last one frees. Caller holds sink->mu. */
+static void unref_locked(sd__job *j)
+{
+    if (--j->refs > 0)
+        return;
+    free_chunks(j->head);
+    sd_decoder_free(j->dec);
+    output_free(j->out);
+    sd_sink_port_release(j->port);
+    free(j);
+}
+
+static void schedule_locked(sd__job *j)
+{
+    if (j->scheduled)
+        return;
+    j->scheduled = 1;
+    j->refs++;
+    sd__work_post(j->sink->pool, &j->task);
+}
+
+static void send_done(sd__job *j, int rc, sd_bitmap *bmp)
+{
+    sd__decode_output *o = j->out;
+    j->out = NULL;
+    o->bitmap = bmp;
+    for (int k = 0; k < SD__JOB_INFO_COUNT; k++) {
+        int64_t v;
+        if (sd_decoder_get(j->dec, (sd_decoder_param)(SD_DEC_INFO_FORMAT + k), &v) == SD_OK) {
+            o->info[k] = v;
+            o->known[k] = 1;
+        }
+    }
+    /* the transfer fails as "not decodable", with the decoder's reason (its
+     * format's name when the core knows the format but cannot decode it) */
+    int status = rc == SD_OK ? SD_OK : SD_EDECODE;
+    char msg[300] = "";
+    if (rc != SD_OK) {
+        const char *m = sd_decoder_message(j->dec);
+        snprintf(msg, sizeof msg, "%s", m && *m ? m : sd_strerror(rc));
+    }
+    j->done_sent = 1;
+    sd_sink_port_done(j->port, status, rc == SD_OK ? NULL : msg, o, output_free, j->decode_ms);
+}
+
+/* Previews: when the codec rendered a new scan (it throttles itself), or
+ * for line-by-line formats when new rows arrived and the interval passed. */
+static void maybe_preview(sd__job *j)
+{
+    int64_t mark = 0, now = sd__now_ms();
+    if (sd_decoder_get(j->dec, SD_DEC_INFO_PREVIEWS, &mark) == SD_OK && mark > 0) {
+        /* a codec that renders previews per scan (progressive JPEG) */
+    } else {
+        int64_t rows = 0, scans = 0;
+        sd_decoder_get(j->dec, SD_DEC_INFO_ROWS, &rows);
+        sd_decoder_get(j->dec, SD_DEC_INFO_SCANS, &scans);
+        mark = scans * (1LL << 32) + rows;
+        if (j->last_preview_ms && now - j->last_preview_ms < j->preview_interval_ms)
+            return;
+    }
+    if (mark <= j->last_preview_mark)
+        return;
+    sd_bitmap *snap = NULL;
+    if (sd_decoder_snapshot(j->dec, &snap) == SD_OK) {
+        j->last_preview_mark = mark;
+        j->last_preview_ms = now;
+        sd_sink_port_partial(j->port, snap, bitmap_free);
+    }
+}
+
+/* Work through what the job has, and keep going while more arrives. */
+static void run_job(sd__job *j)
+{
+    sd__dsink *s = j->sink;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        sd__chunk *chunks = j->head;
+        j->head = j->tail = NULL;
+        j->queued = 0;
+        int resume = j->said_full;
+        j->said_full = 0;
+        int input_done = j->input_done, abandoned = j->abandoned;
+        pthread_mutex_unlock(&s->mu);
+        if (resume && !abandoned)
+            sd_sink_port_resume(j->port);
+        if (abandoned || j->done_sent || j->failed) {
+            free_chunks(chunks);
+            return;
+        }
+        if (chunks == NULL && !input_done)
+            return; /* nothing now; a later push schedules us again */
+        double t0 = ms_now();
+        for (sd__chunk *c = chunks; c && !j->failed; c = c->next) {
+            int rc = sd_decoder_push(j->dec, c->data, c->len);
+            if (rc != SD_OK) {
+                j->failed = 1;
+                __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
+                j->decode_ms += ms_now() - t0;
+                send_done(j, rc, NULL);
+            }
+        }
+        free_chunks(chunks);
+        if (j->failed)
+            return;
+        if (chunks == NULL && input_done) {
+            /* every chunk is in (finish comes after the last push) */
+            sd_bitmap *bmp = NULL;
+            int rc = sd_decoder_finish(j->dec);
+            if (rc == SD_OK)
+                rc = sd_decoder_take_bitmap(j->dec, &bmp);
+            j->decode_ms += ms_now() - t0;
+            send_done(j, rc, bmp);
+            return;
+        }
+        if (j->previews && !input_done)
+            maybe_preview(j);
+        j->decode_ms += ms_now() - t0;
+    }
+}
+
+static void job_task(sd__task *t)
+{
+    sd__job *j = (sd__job *)t;
+    sd__dsink *s = j->sink;
+    run_job(j);
+    pthread_mutex_lock(&s->mu);
+    j->scheduled = 0;
+    /* chunks that arrived while we worked: go again (keeps order) */
+    if (!j->abandoned && !j->done_sent && (j->head != NULL || (j->input_done && !j->failed)))
+        schedule_locked(j);
+    unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- the sink vtable (loop thread) ---- */
+
+static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void **state)
+{
+    sd__job *j = calloc(1, sizeof *j);
+    SD__RETURN_IF(j == NULL, SD_ENOMEM);
+    j->out = calloc(1, sizeof *j->out);
+    int rc = j->out ? sd_decoder_new(&j->dec) : SD_ENOMEM;
+    int key;
+    int64_t v, previews = 0;
+    j->preview_interval_ms = SD_DEFAULT_PREVIEW_INTERVAL_MS;
+    for (int i = 0; rc == SD_OK && sd_request_sink_param_at(req, i, &key, &v) == SD_OK; i++) {
+        if (key == SD_DEC_PREVIEWS)
+            previews = v;
+        else if (key == SD_DEC_PREVIEW_INTERVAL_MS)
+            j->preview_interval_ms = v;
+        rc = sd_decoder_set(j->dec, (sd_decoder_param)key, v);
+    }
+    /* renders nobody will see are not worth an IDCT pass each */
+    j->previews = previews && sd_sink_port_wants_partials(port);
+    if (rc == SD_OK && previews && !j->previews)
+        rc = sd_decoder_set(j->dec, SD_DEC_PREVIEWS, 0);
+    if (rc != SD_OK) {
+        sd_decoder_free(j->dec);
+        free(j->out);
+        free(j);
+        return rc;
+    }
+    j->task.run = job_task;
+    j->sink = ctx;
+    j->port = port;
+    j->refs = 1;
+    *state = j;
+    return SD_OK;
+}
+
+static int sink_push(void *state, const uint8_t *data, size_t len)
+{
+    sd__job *j = state;
+    if (len == 0)
+        return SD_OK;
+    sd__chunk *c = malloc(sizeof *c + len);
+    SD__RETURN_IF(c == NULL, SD_ENOMEM);
+    c->next = NULL;
+    c->len = len;
+    memcpy(c->data, data, len);
+    pthread_mutex_lock(&j->sink->mu);
+    if (j->tail)
+        j->tail->next = c;
+    else
+        j->head = c;
+    j->tail = c;
+    j->queued += len;
+    schedule_locked(j);
+    pthread_mutex_unlock(&j->sink->mu);
+    return SD_OK;
+}
+
+static int64_t sink_room(void *state)
+{
+    sd__job *j = state;
+    if (__atomic_load_n(&j->rejected, __ATOMIC_ACQUIRE))
+        return -1; /* not an image: read no further, the done is on its way */
+    pthread_mutex_lock(&j->sink->mu);
+    int64_t room = j->queued >= SD__JOB_MAX_QUEUED ? 0 : (int64_t)(SD__JOB_MAX_QUEUED - j->queued);
+    if (room == 0)
+        j->said_full = 1;
+    pthread_mutex_unlock(&j->sink->mu);
+    return room;
+}
+
+static void sink_finish(void *state)
+{
+    sd__job *j = state;
+    sd__dsink *s = j->sink; /* the unref may free j */
+    pthread_mutex_lock(&s->mu);
+    j->input_done = 1;
+    schedule_locked(j);
+    unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void sink_abort(void *state)
+{
+    sd__job *j = state;
+    sd__dsink *s = j->sink; /* the unref may free j */
+    pthread_mutex_lock(&s->mu);
+    j->abandoned = 1;
+    free_chunks(j->head);
+    j->head = j->tail = NULL;
+    unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static const sd_body_sink decode_sink = {
+    .open = sink_open,
+    .push = sink_push,
+    .room = sink_room,
+    .finish = sink_finish,
+    .abort = sink_abort,
+    .release = sd_decode_sink_free,
+};
+
+/* ---- public API ---- */
+
+int sd_decode_sink_new(int threads, const sd_body_sink **sink, void **ctx)
+{
+    SD__RETURN_IF(sink == NULL || ctx == NULL || threads < 0 || threads > 256, SD_EINVAL);
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (int)SD__MIN(cores, 256) : 2;
+    }
+    sd__dsink *s = calloc(1, sizeof *s);
+    SD__RETURN_IF(s == NULL, SD_ENOMEM);
+    int rc = sd__work_pool_new(threads, "sd-decode", &s->pool);
+    if (rc != SD_OK) {
+        free(s);
+        return rc;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    *sink = &decode_sink;
+    *ctx = s;
+    return SD_OK;
+}
+
+void sd_decode_sink_free(void *ctx)
+{
+    sd__dsink *s = ctx;
+    if (s == NULL)
+        return;
+    sd__work_pool_free(s->pool); /* workers finish the chunk in hand, then stop */
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int sd_loop_use_decoder(sd_loop *loop, int threads)
+{
+    SD__RETURN_IF(loop == NULL || threads < 0 || threads > 256, SD_EINVAL);
+    const sd_body_sink *sink;
+    void *ctx;
+    SD__FORWARD_IF_ERROR(sd_decode_sink_new(threads, &sink, &ctx));
+    int rc = sd_loop_set_body_sink(loop, sink, ctx);
+    if (rc != SD_OK) {
+        sd_decode_sink_free(ctx);
+        return rc;
+    }
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (int)SD__MIN(cores, 256) : 2;
+    }
+    sd__loop_default_backlog(loop, 4 * (int64_t)threads);
+    return SD_OK;
+}
+
+int sd_request_set_decoder_param(sd_request *r, sd_decoder_param p, int64_t v)
+{
+    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD_DEC_INFO_FORMAT || v < 0, SD_EINVAL);
+    return sd_request_set_sink_param(r, (int)p, v);
+}
+
+int sd_request_use_server_preset(sd_request *r)
+{
+    SD__FORWARD_IF_ERROR(sd_request_use_server_transport(r));
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_PIXELS, 40000000));
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_DIMENSION, 8192));
+    return sd_request_set_decoder_param(r, SD_DEC_MAX_MEMORY, (int64_t)256 << 20);
+}
+
+static sd__decode_output *decode_output(const sd_result *r)
+{
+    void (*f)(void *) = NULL;
+    sd__decode_output *o = sd_result_output(r, &f);
+    return f == output_free ? o : NULL; /* another sink's output is not ours */
+}
+
+sd_bitmap *sd_result_take_bitmap(sd_result *r)
+{
+    sd__decode_output *o = decode_output(r);
+    if (o == NULL)
+        return NULL;
+    sd_bitmap *b = o->bitmap;
+    o->bitmap = NULL;
+    return b;
+}
+
+int sd_result_decoder_info(const sd_result *r, sd_decoder_param p, int64_t *v)
+{
+    SD__RETURN_IF(r == NULL || v == NULL, SD_EINVAL);
+    int k = (int)p - SD_DEC_INFO_FORMAT;
+    SD__RETURN_IF(k < 0 || k >= SD__JOB_INFO_COUNT, SD_EINVAL);
+    sd__decode_output *o = decode_output(r);
+    SD__RETURN_IF(o == NULL, SD_EINVAL);
+    SD__RETURN_IF(!o->known[k], SD_EAGAIN);
+    *v = o->info[k];
+    return SD_OK;
+}

@@ -1,0 +1,72 @@
+/*
+ * sd_decode_sink.h — decoding while streaming: the body sink (sd_loop.h)
+ * that feeds each transfer's bytes into its own sd_decoder on a pool of
+ * worker threads, in order per transfer, previews at scan boundaries, and
+ * completes the transfer with the bitmap.
+ *
+ *     sd_loop_new(&loop);
+ *     sd_loop_use_decoder(loop, 0);       // before sd_loop_start
+ *     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, 256);
+ *     ... complete: sd_bitmap *b = sd_result_take_bitmap(result);
+ *
+ * A body the decoder refuses (not an image) stops the transfer at once:
+ * the result is SD_EDECODE with the decoder's message (which names the
+ * format when the core knows it but cannot decode it). Previews go to the
+ * transfer's `partial` callback as sd_bitmap * (the callee owns them) when
+ * SD_DEC_PREVIEWS is set. SD_METRIC_SINK_MS is the time spent decoding.
+ */
+#ifndef SDCORE_SD_DECODE_SINK_H
+#define SDCORE_SD_DECODE_SINK_H
+
+#include "sd_decoder.h"
+#include "sd_loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Older names, kept for source compatibility. */
+#define SD_REQ_DECODE SD_REQ_USE_SINK
+#define SD_METRIC_DECODE_MS SD_METRIC_SINK_MS
+#define SD_LOOP_MAX_DECODE_BACKLOG SD_LOOP_MAX_SINK_BACKLOG
+
+/*
+ * Name: sd_loop_use_decoder
+ * Desc: Make the decode sink the loop's body sink, with `threads` decode
+ *       workers (0: one per core; at most 256), started now and stopped by
+ *       sd_loop_free. Unless SD_LOOP_MAX_SINK_BACKLOG was set, sets it to
+ *       4 x threads. Before sd_loop_start.
+ * Returns: SD_OK, SD_EINVAL, SD_EBADSTATE (started, or a sink was set),
+ *          SD_ENOMEM.
+ */
+SD_API int sd_loop_use_decoder(sd_loop *loop, int threads);
+/* The decode sink as a vtable and a context, for sd_request_set_body_sink
+ * or a sink of your own that wraps it; free with sd_decode_sink_free once
+ * no transfer uses it. */
+SD_API int sd_decode_sink_new(int threads, const sd_body_sink **sink, void **ctx);
+SD_API void sd_decode_sink_free(void *ctx);
+/* Decoder option for this transfer's decoder (sd_decoder_set semantics; a
+ * sink parameter of the request). */
+SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param param, int64_t value);
+/*
+ * Name: sd_request_use_server_preset
+ * Desc: Settings for a service fed untrusted URLs, in one call:
+ *       sd_request_use_server_transport (http and https only, no connection
+ *       to a non-public address, no https -> http redirect, at most 3
+ *       redirects, 30 s for the whole transfer, 5 s to connect, under
+ *       1 KiB/s for 10 s aborts, 20 MiB bodies) and, for the decoder, 40
+ *       megapixels, 8192 pixels a side, 256 MiB of codec memory. Set
+ *       anything after it to differ.
+ * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
+ */
+SD_API int sd_request_use_server_preset(sd_request *request);
+/* Take the decoded bitmap (NULL without decoding or on failure). */
+SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);
+/* Decoder facts: SD_DEC_INFO_* values of the transfer's decoder; SD_EAGAIN
+ * when not known, SD_EINVAL when the transfer had no decode sink. */
+SD_API int sd_result_decoder_info(const sd_result *result, sd_decoder_param param, int64_t *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SDCORE_SD_DECODE_SINK_H */

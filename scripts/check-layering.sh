@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The import rules of docs/ARCHITECTURE.md, checked on every `make test` so
+# they cannot erode silently. Prints each violation; exit 1 if any.
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+violation() { echo "layering violation: $*"; bad=1; }
+# files under $1 whose text matches the extended regex $2 (minus exceptions $3)
+check() {
+  local dir=$1 re=$2 except=${3:-^$} why=$4 f
+  for f in $(grep -rlE "$re" $dir 2>/dev/null | grep -vE "$except"); do violation "$f: $why"; done
+}
+
+# System headers only where they belong.
+check include '#include <(curl/curl|jpeglib|png)\.h>' '' 'public headers expose no curl, jpeg or png types'
+check CSources 'curl/curl\.h' '^CSources/loop/' 'curl belongs to loop/'
+check CSources 'jpeglib\.h' '^CSources/(decode/jpeg|encode)/' 'libjpeg belongs to decode/jpeg and encode'
+check CSources '<png\.h>' '^CSources/(decode/png|encode)/' 'libpng belongs to decode/png and encode'
+
+# The loop moves bytes: no decoder, no bitmap, no pixels.
+check include/sdcore/sd_loop.h '#include "sd_(decoder|bitmap|decode_sink)\.h"' '' 'the loop header knows no images'
+check CSources/loop '#include "(sdcore\.h|sdcore/sd_(decoder|bitmap|decode_sink|orientation|encoder)\.h|decode/|bitmap/|orientation/|encode/|work/)' '' 'loop/ includes no image header'
+check CSources/loop '(sd_decoder|sd_bitmap|sd__bitmap|sd__pixels)_?[a-z_]*\(' '' 'loop/ calls no decoder or bitmap function'
+
+# Lower layers stay below.
+check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work)/' '' 'common/ depends on nothing'
+check CSources/work '#include "(loop|decode|bitmap|orientation|encode)/|sdcore\.h"' '' 'the work pool knows no payload'
+check CSources/bitmap '#include "(loop|decode|work)/|curl' '' 'bitmap/ is below decode and loop'
+check CSources/orientation '#include "(loop|decode|work)/' '' 'orientation/ is below decode and loop'
+# decode/ may use the loop's public API only in decode/stream (the sink bridge).
+check CSources/decode '#include "(loop/|sdcore/sd_loop\.h|sdcore/sd_decode_sink\.h)' '^CSources/decode/stream/' 'only decode/stream bridges to the loop'
+check CSources/decode '#include "(work/)' '^CSources/decode/stream/' 'only decode/stream posts work'
+
+# Tests and benchmarks in C see the public API only.
+check 'Tests/C Benchmarks/C examples/c' '#include "(common|loop|decode|bitmap|orientation|encode|work)/' '' 'C tests use the public API'
+
+# Swift: the wrapper modules own the C; the rest never imports CSDCore.
+check 'Sources/SDCache' '^import (CSDCore|SDCoders|SDDownloader|SDWebImage)' '' 'SDCache is Foundation only'
+check 'Sources/SDWebImage' '^import CSDCore' '' 'SDWebImage goes through SDCoders/SDDownloader'
+check 'Sources/SDCoders' '^import (SDDownloader|SDCache|SDWebImage)$' '' 'SDCoders is below the facade'
+# SDDownloader hands out what the decode sink made, as SDCoders' Bitmap
+check 'Sources/SDDownloader' '^import (SDCache|SDWebImage)$' '' 'SDDownloader is below the facade'
+
+exit $bad
