@@ -6,21 +6,6 @@
 
 #include "decode/sd_decoder_int.h"
 
-static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
-static const uint8_t jpeg_magic[3] = {0xFF, 0xD8, 0xFF};
-
-sd_format sd_sniff_format(const void *data, size_t length)
-{
-    const uint8_t *p = data;
-    if (p == NULL)
-        return SD_FORMAT_UNKNOWN;
-    if (length >= 3 && memcmp(p, jpeg_magic, 3) == 0)
-        return SD_FORMAT_JPEG;
-    if (length >= 8 && memcmp(p, png_magic, 8) == 0)
-        return SD_FORMAT_PNG;
-    return SD_FORMAT_UNKNOWN;
-}
-
 void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
 {
     va_list ap;
@@ -208,8 +193,14 @@ static int fail(sd_decoder *d, int rc)
 
 static int start_codec(sd_decoder *d, sd_format f)
 {
-    d->format = f;
-    d->codec = f == SD_FORMAT_JPEG ? &sd__jpeg_codec : &sd__png_codec;
+    const sd__codec *c = sd__codec_for(f);
+    d->format = f; /* known even when we cannot decode it */
+    if (c->init == NULL) {
+        sd__decoder_msg(d, "unsupported format: %s (recognised, but this build has no %s decoder)",
+                        c->name, c->name);
+        return SD_EUNSUPPORTED;
+    }
+    d->codec = c;
     return d->codec->init(d);
 }
 
@@ -220,24 +211,22 @@ int sd_decoder_push(sd_decoder *d, const void *data, size_t len)
     d->started = 1;
     const uint8_t *p = data;
     if (d->codec == NULL) {
-        /* Collect just enough bytes to recognise the format. */
+        /* Collect just enough bytes for one codec of the registry to claim
+         * them (a JPEG after 3, a PNG after 8). */
         while (len > 0 && d->codec == NULL) {
             d->sniff[d->sniff_len++] = *p++;
             len--;
-            size_t n = d->sniff_len;
-            int jpeg_ok = memcmp(d->sniff, jpeg_magic, SD__MIN(n, 3)) == 0;
-            int png_ok = memcmp(d->sniff, png_magic, SD__MIN(n, 8)) == 0;
-            if (!jpeg_ok && !png_ok) {
+            int f = sd__sniff(d->sniff, d->sniff_len);
+            if (f == SD_FORMAT_UNKNOWN || (f < 0 && d->sniff_len == SD__SNIFF_MAX)) {
                 char seen[3 * 8 + 1] = "";
-                for (size_t i = 0; i < n; i++)
+                for (size_t i = 0; i < SD__MIN(d->sniff_len, 8); i++)
                     snprintf(seen + 3 * i, sizeof seen - 3 * i, "%s%02x", i ? " " : "", d->sniff[i]);
-                sd__decoder_msg(d, "unsupported format: not a JPEG or PNG (starts with %s)", seen);
+                sd__decoder_msg(d, "unsupported format: not a JPEG or PNG, nor another image format "
+                                   "we recognise (starts with %s)", seen);
                 return fail(d, SD_EUNSUPPORTED);
             }
-            sd_format f = jpeg_ok && n >= 3 ? SD_FORMAT_JPEG
-                        : png_ok && n >= 8 ? SD_FORMAT_PNG : SD_FORMAT_UNKNOWN;
-            if (f != SD_FORMAT_UNKNOWN) {
-                int rc = start_codec(d, f);
+            if (f > 0) {
+                int rc = start_codec(d, (sd_format)f);
                 if (rc < 0)
                     return fail(d, rc);
                 rc = d->codec->push(d, d->sniff, d->sniff_len);

@@ -1,7 +1,9 @@
 /*
  * sd_decoder_int.h — what the decoder front end shares with its codecs.
- * A codec (jpeg/, png/) implements sd__codec and reports header facts with
+ * A codec (jpeg/, png/) is one sd__codec: how to recognise its bytes, what it
+ * can do, and its entry points; it reports header facts with
  * sd__decoder_set_header(), which enforces the limits and plans the size.
+ * The codecs are listed once, in decode/sd_codecs.c.
  */
 #ifndef SD_DECODER_INT_H
 #define SD_DECODER_INT_H
@@ -9,7 +11,18 @@
 #include "bitmap/sd_bitmap_int.h"
 #include "sdcore.h"
 
+/* Sniffing: 1 these bytes are this format, 0 they are not, -1 undecided
+ * (need more; the front end buffers up to SD__SNIFF_MAX bytes). */
+#define SD__SNIFF_MAX 256
+typedef int (*sd__sniff_fn)(const uint8_t *p, size_t n);
+
 typedef struct sd__codec {
+    sd_format format;
+    const char *name; /* "JPEG": in messages and sd_format_name */
+    const char *mime; /* "image/jpeg" */
+    sd__sniff_fn sniff;
+    unsigned caps;    /* SD_CAP_*; 0 for a format we only recognise */
+    /* Entry points; all NULL for a format we only recognise. */
     /* Create the codec state; called once when the format is known. */
     int (*init)(sd_decoder *dec);
     /* Consume bytes (all of them: buffer what cannot be used yet). */
@@ -26,6 +39,12 @@ typedef struct sd__codec {
 SD__HIDDEN extern const sd__codec sd__jpeg_codec;
 SD__HIDDEN extern const sd__codec sd__png_codec;
 
+/* The registry (sd_codecs.c): the codec of a format (NULL if unknown), and
+ * sniffing over every codec: the format, SD_FORMAT_UNKNOWN when no codec
+ * claims the bytes, or -1 while some codec is undecided. */
+SD__HIDDEN const sd__codec *sd__codec_for(sd_format format);
+SD__HIDDEN int sd__sniff(const uint8_t *p, size_t n);
+
 struct sd_decoder {
     /* options */
     int apply_orientation;
@@ -40,7 +59,7 @@ struct sd_decoder {
     int error;    /* sticky failure (< 0), 0 while healthy */
     int finished; /* finish() succeeded */
     int taken;    /* the result was handed out */
-    uint8_t sniff[8];
+    uint8_t sniff[SD__SNIFF_MAX];
     size_t sniff_len;
     char message[256];
 

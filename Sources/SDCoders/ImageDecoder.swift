@@ -1,20 +1,35 @@
 import CSDCore
 
-/// Formats the core decodes, sniffed from magic bytes.
-public enum ImageFormat: Int, Sendable, CustomStringConvertible {
-    case unknown = 0, jpeg = 1, png = 2
+/// Every format the C core recognises (`sd_format`, mirrored once): some it
+/// decodes, the others it names when it refuses them (`capabilities`).
+public enum ImageFormat: Int, Sendable, CustomStringConvertible, CaseIterable {
+    case unknown = 0, jpeg = 1, png = 2, gif = 3, webP = 4, avif = 5, heic = 6, jpegXL = 7, bmp = 8, tiff = 9,
+         svg = 10, ico = 11
 
     public init(sniffing bytes: UnsafeRawBufferPointer) {
         self = ImageFormat(rawValue: Int(sd_sniff_format(bytes.baseAddress, bytes.count).rawValue)) ?? .unknown
     }
 
-    public var description: String {
-        switch self {
-        case .jpeg: "jpeg"
-        case .png: "png"
-        case .unknown: "unknown"
-        }
+    /// What this build can do with the format (`sd_capability`).
+    public struct Capabilities: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let decode = Capabilities(rawValue: SD_CAP_DECODE.rawValue)
+        public static let incremental = Capabilities(rawValue: SD_CAP_INCREMENTAL.rawValue)
+        public static let scanPreviews = Capabilities(rawValue: SD_CAP_SCAN_PREVIEWS.rawValue)
+        public static let downscale = Capabilities(rawValue: SD_CAP_DOWNSCALE.rawValue)
+        public static let animation = Capabilities(rawValue: SD_CAP_ANIMATION.rawValue)
+        public static let encode = Capabilities(rawValue: SD_CAP_ENCODE.rawValue)
     }
+
+    private var c: sd_format { sd_format(rawValue: UInt32(rawValue)) }
+    public var capabilities: Capabilities { Capabilities(rawValue: sd_format_capabilities(c)) }
+    /// "JPEG", "PNG", "GIF", … as the core names it.
+    public var name: String { String(cString: sd_format_name(c)) }
+    /// "image/jpeg", …; nil for `.unknown`.
+    public var mimeType: String? { sd_format_mime(c).map { String(cString: $0) } }
+    /// Lowercase name ("jpeg", "webp"), as logs and keys print it.
+    public var description: String { self == .unknown ? "unknown" : String(name.lowercased().filter { $0 != " " }) }
 }
 
 /// How to decode: thumbnail size, byte budget, orientation, limits.

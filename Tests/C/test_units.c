@@ -637,9 +637,84 @@ static int test_pixel_pool(void)
     return 0;
 }
 
+
+/* The registry recognises every listed format from its first bytes, fed
+ * whole or one byte at a time; the ones without a decoder fail with
+ * SD_EUNSUPPORTED naming the format (never "corrupt"), and report it. */
+static int test_codec_registry(void)
+{
+    static const struct {
+        sd_format f;
+        const char *name;
+        size_t n;
+        const char *bytes;
+    } rows[] = {
+        {SD_FORMAT_JPEG, "JPEG", 4, "\xFF\xD8\xFF\xE0"},
+        {SD_FORMAT_PNG, "PNG", 8, "\x89PNG\r\n\x1A\n"},
+        {SD_FORMAT_GIF, "GIF", 10, "GIF87a\x01\x00\x01\x00"},
+        {SD_FORMAT_WEBP, "WebP", 16, "RIFF\x24\0\0\0WEBPVP8 "},
+        {SD_FORMAT_AVIF, "AVIF", 24, "\0\0\0\x18" "ftypavif\0\0\0\0avifmif1"},
+        {SD_FORMAT_AVIF, "AVIF", 28, "\0\0\0\x1C" "ftypmif1\0\0\0\0mif1miafavif"},
+        {SD_FORMAT_HEIC, "HEIC", 24, "\0\0\0\x18" "ftypheic\0\0\0\0mif1heic"},
+        {SD_FORMAT_HEIC, "HEIC", 24, "\0\0\0\x18" "ftypmif1\0\0\0\0mif1heic"},
+        {SD_FORMAT_JXL, "JPEG XL", 4, "\xFF\x0A\xFA\x1F"},
+        {SD_FORMAT_JXL, "JPEG XL", 12, "\0\0\0\x0CJXL \r\n\x87\n"},
+        {SD_FORMAT_BMP, "BMP", 14, "BM\x36\0\0\0\0\0\0\0\x36\0\0\0"},
+        {SD_FORMAT_TIFF, "TIFF", 8, "II*\0\x08\0\0\0"},
+        {SD_FORMAT_TIFF, "TIFF", 8, "MM\0*\0\0\0\x08"},
+        {SD_FORMAT_SVG, "SVG", 20, "\n  <svg xmlns=\"x\"/>"},
+        {SD_FORMAT_SVG, "SVG", 48, "<?xml version=\"1.0\"?>\n<!-- c -->\n<svg width=\"1\">"},
+        {SD_FORMAT_ICO, "ICO", 6, "\0\0\1\0\1\0"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ASSERT_EQ(sd_sniff_format(rows[i].bytes, rows[i].n), rows[i].f);
+        ASSERT(strcmp(sd_format_name(rows[i].f), rows[i].name) == 0);
+        ASSERT(sd_format_mime(rows[i].f) != NULL && strncmp(sd_format_mime(rows[i].f), "image/", 6) == 0);
+        unsigned caps = sd_format_capabilities(rows[i].f);
+        int decodable = rows[i].f == SD_FORMAT_JPEG || rows[i].f == SD_FORMAT_PNG;
+        ASSERT_EQ(!!(caps & SD_CAP_DECODE), decodable);
+        if (decodable)
+            continue;
+        for (int bytewise = 0; bytewise < 2; bytewise++) {
+            sd_decoder *d;
+            ASSERT_OK(sd_decoder_new(&d));
+            int rc = SD_OK;
+            if (bytewise)
+                for (size_t k = 0; k < rows[i].n && rc == SD_OK; k++)
+                    rc = sd_decoder_push(d, rows[i].bytes + k, 1);
+            else
+                rc = sd_decoder_push(d, rows[i].bytes, rows[i].n);
+            ASSERT_EQ(rc, SD_EUNSUPPORTED);
+            ASSERT(strstr(sd_decoder_message(d), rows[i].name) != NULL);
+            int64_t v = 0;
+            ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v));
+            ASSERT_EQ(v, rows[i].f);
+            sd_decoder_free(d);
+        }
+    }
+    /* near misses are not claimed */
+    ASSERT_EQ(sd_sniff_format("GIF88a", 6), SD_FORMAT_UNKNOWN);
+    ASSERT_EQ(sd_sniff_format("RIFF\0\0\0\0WAVE", 12), SD_FORMAT_UNKNOWN);
+    ASSERT_EQ(sd_sniff_format("\0\0\0\x18" "ftypmp42\0\0\0\0isom", 20), SD_FORMAT_UNKNOWN);
+    ASSERT_EQ(sd_sniff_format("<!DOCTYPE html><html>", 21), SD_FORMAT_UNKNOWN);
+    ASSERT_EQ(sd_sniff_format("<?xml version=\"1.0\"?><rss>", 26), SD_FORMAT_UNKNOWN); /* too short to say: not claimed */
+    ASSERT(strcmp(sd_format_name(SD_FORMAT_UNKNOWN), "unknown") == 0 && sd_format_name((sd_format)99) != NULL);
+    ASSERT_EQ(sd_format_capabilities((sd_format)99), 0u);
+    ASSERT(sd_format_capabilities(SD_FORMAT_JPEG) & SD_CAP_SCAN_PREVIEWS);
+    ASSERT(!(sd_format_capabilities(SD_FORMAT_PNG) & SD_CAP_SCAN_PREVIEWS));
+    /* HTML still fails at once, as before */
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_push(d, "<html><body>", 12), SD_EUNSUPPORTED);
+    ASSERT(strstr(sd_decoder_message(d), "not a JPEG or PNG") != NULL);
+    sd_decoder_free(d);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
+        {"codec_registry", test_codec_registry},
         {"premultiply_exact", test_premultiply_exact},
         {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},
         {"orientation_transforms", test_orientation_transforms},

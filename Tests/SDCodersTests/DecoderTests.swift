@@ -118,6 +118,27 @@ struct DecoderTests {
         #expect(image.bitmap.width == 120 && image.bitmap.height == 90)
     }
 
+    @Test("One format enum: the Swift mirror matches the C registry; known-but-undecodable formats are named")
+    func formatRegistry() throws {
+        #expect(ImageFormat.allCases.count == Int(SD_FORMAT_ICO.rawValue) + 1)
+        for f in ImageFormat.allCases where f != .unknown {
+            #expect(f.mimeType?.hasPrefix("image/") == true)
+            #expect(!f.name.isEmpty && f.name != "unknown")
+            #expect(f.capabilities.contains(.decode) == (f == .jpeg || f == .png))
+        }
+        #expect(ImageFormat.jpeg.capabilities.contains([.decode, .incremental, .scanPreviews, .encode]))
+        #expect(ImageFormat.webP.description == "webp" && ImageFormat.jpegXL.description == "jpegxl")
+        let gif = Array("GIF89a".utf8) + [1, 0, 1, 0, 0x80, 0, 0]
+        #expect(ImageFormat(sniffing: gif.withUnsafeBytes { $0 }) == .gif)
+        do {
+            _ = try ImageDecoder.decode(gif)
+            Issue.record("GIF has no decoder yet")
+        } catch {
+            #expect(error.code == .unsupportedFormat)
+            #expect(error.message.contains("GIF"))
+        }
+    }
+
     @Test("Encoders round-trip through the decoder")
     func encodeRoundTrip() throws {
         let src = try synthetic(width: 40, height: 30, alpha: true)

@@ -40,11 +40,39 @@ extern "C" {
 
 typedef struct sd_decoder sd_decoder;
 
+/* Every format the core recognises, whether or not it can decode it
+ * (sd_format_capabilities says). The one format enum: Swift mirrors it. */
 typedef enum sd_format {
     SD_FORMAT_UNKNOWN = 0,
     SD_FORMAT_JPEG = 1,
-    SD_FORMAT_PNG = 2
+    SD_FORMAT_PNG = 2,
+    SD_FORMAT_GIF = 3,
+    SD_FORMAT_WEBP = 4,
+    SD_FORMAT_AVIF = 5,
+    SD_FORMAT_HEIC = 6,
+    SD_FORMAT_JXL = 7,
+    SD_FORMAT_BMP = 8,
+    SD_FORMAT_TIFF = 9,
+    SD_FORMAT_SVG = 10,
+    SD_FORMAT_ICO = 11
 } sd_format;
+
+/* What this build can do with a format (bits). */
+typedef enum sd_capability {
+    SD_CAP_DECODE = 1,        /* sd_decoder decodes it */
+    SD_CAP_INCREMENTAL = 2,   /* header facts and snapshots while bytes arrive */
+    SD_CAP_SCAN_PREVIEWS = 4, /* renders a preview per progressive scan (SD_DEC_PREVIEWS) */
+    SD_CAP_DOWNSCALE = 8,     /* scales while decoding (cheaper thumbnails) */
+    SD_CAP_ANIMATION = 16,    /* decodes animations (frames: see below) */
+    SD_CAP_ENCODE = 32        /* sd_encode writes it */
+} sd_capability;
+
+/* "JPEG", "PNG", "GIF", …; "unknown" for SD_FORMAT_UNKNOWN or a bad value. */
+SD_API const char *sd_format_name(sd_format format);
+/* "image/jpeg", …; NULL for an unknown format. */
+SD_API const char *sd_format_mime(sd_format format);
+/* sd_capability bits of this build for `format`; 0 = recognised only. */
+SD_API unsigned sd_format_capabilities(sd_format format);
 
 /* Defaults for the limits below (plain literals so Swift imports them). */
 #define SD_DEFAULT_MAX_PIXELS 268435456LL        /* 2^28 px, e.g. 16384 x 16384 */

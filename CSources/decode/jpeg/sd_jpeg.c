@@ -493,6 +493,14 @@ static int sdj_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
     return SD_OK;
 }
 
+static int sniff_jpeg(const uint8_t *p, size_t n)
+{
+    static const uint8_t magic[3] = {0xFF, 0xD8, 0xFF};
+    return memcmp(p, magic, SD__MIN(n, 3)) != 0 ? 0 : n >= 3 ? 1 : -1;
+}
+
 const sd__codec sd__jpeg_codec = {
+    SD_FORMAT_JPEG, "JPEG", "image/jpeg", sniff_jpeg,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_SCAN_PREVIEWS | SD_CAP_DOWNSCALE | SD_CAP_ENCODE,
     sdj_init, sdj_push, sdj_finish, sdj_canvas, sdj_destroy,
 };

@@ -322,6 +322,14 @@ static int sdp_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
     return SD_OK;
 }
 
+static int sniff_png(const uint8_t *p, size_t n)
+{
+    static const uint8_t magic[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+    return memcmp(p, magic, SD__MIN(n, 8)) != 0 ? 0 : n >= 8 ? 1 : -1;
+}
+
 const sd__codec sd__png_codec = {
+    SD_FORMAT_PNG, "PNG", "image/png", sniff_png,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ENCODE,
     sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy,
 };

@@ -136,9 +136,11 @@ static void send_done(sd__job *j, int rc, sd_bitmap *bmp)
  * for line-by-line formats when new rows arrived and the interval passed. */
 static void maybe_preview(sd__job *j)
 {
-    int64_t mark = 0, now = sd__now_ms();
-    if (sd_decoder_get(j->dec, SD_DEC_INFO_PREVIEWS, &mark) == SD_OK && mark > 0) {
-        /* a codec that renders previews per scan (progressive JPEG) */
+    int64_t mark = 0, now = sd__now_ms(), fmt = 0, prog = 0;
+    sd_decoder_get(j->dec, SD_DEC_INFO_FORMAT, &fmt);
+    sd_decoder_get(j->dec, SD_DEC_INFO_PROGRESSIVE, &prog);
+    if (prog && (sd_format_capabilities((sd_format)fmt) & SD_CAP_SCAN_PREVIEWS)) {
+        sd_decoder_get(j->dec, SD_DEC_INFO_PREVIEWS, &mark); /* the codec renders per scan */
     } else {
         int64_t rows = 0, scans = 0;
         sd_decoder_get(j->dec, SD_DEC_INFO_ROWS, &rows);

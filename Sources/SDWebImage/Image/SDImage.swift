@@ -1,33 +1,19 @@
 import Foundation
 import SDCoders
 
-/// Encoded formats the core reads and writes.
-public enum SDImageFormat: Int, Sendable, CustomStringConvertible {
-    case undefined = -1
-    case jpeg = 0
-    case png = 1
+/// SDWebImage's name for the image format: the one mirror of the C core's
+/// `sd_format` (SDCoders' `ImageFormat`). SDWebImage's `.undefined` is
+/// `.unknown`.
+public typealias SDImageFormat = ImageFormat
+
+extension ImageFormat {
+    /// SDWebImage's name for "no format" (`SDImageFormatUndefined`).
+    public static var undefined: ImageFormat { .unknown }
 
     /// Sniffed from the magic bytes (SDWebImage's `sd_imageFormat(forImageData:)`).
     public init(data: Data?) {
-        guard let data else { self = .undefined; return }
-        let f = data.withUnsafeBytes { ImageFormat(sniffing: $0) }
-        self.init(f)
-    }
-
-    init(_ f: ImageFormat) {
-        switch f {
-        case .jpeg: self = .jpeg
-        case .png: self = .png
-        default: self = .undefined
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .jpeg: "jpeg"
-        case .png: "png"
-        case .undefined: "undefined"
-        }
+        guard let data else { self = .unknown; return }
+        self = data.withUnsafeBytes { ImageFormat(sniffing: $0) }
     }
 }
 
@@ -61,7 +47,7 @@ public final class SDImage: Sendable, CustomStringConvertible {
     }
 
     convenience init(decoded d: DecodedImage, scale: Double, isIncremental: Bool = false) {
-        self.init(bitmap: d.bitmap, format: SDImageFormat(d.format), orientation: d.orientation, scale: scale,
+        self.init(bitmap: d.bitmap, format: d.format, orientation: d.orientation, scale: scale,
                   isIncremental: isIncremental, sourcePixelWidth: d.sourceWidth, sourcePixelHeight: d.sourceHeight)
     }
 
@@ -113,7 +99,8 @@ public final class SDImage: Sendable, CustomStringConvertible {
         switch format {
         case .png: pngData()
         case .jpeg: jpegData(compressionQuality: compressionQuality)
-        case .undefined: hasAlpha ? pngData() : jpegData(compressionQuality: compressionQuality)
+        case .unknown: hasAlpha ? pngData() : jpegData(compressionQuality: compressionQuality)
+        default: nil // no encoder for it in this build (ImageFormat.capabilities)
         }
     }
 
