@@ -144,6 +144,10 @@ static const sd__codec tiff = KNOWN(SD_FORMAT_TIFF, "TIFF", "image/tiff", sniff_
 static const sd__codec svg = KNOWN(SD_FORMAT_SVG, "SVG", "image/svg+xml", sniff_svg);
 static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.icon", sniff_ico);
 
+/* The decodable codecs, each in decode/<format>/. */
+SD__HIDDEN extern const sd__codec sd__jpeg_codec;
+SD__HIDDEN extern const sd__codec sd__png_codec;
+
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
     NULL, /* SD_FORMAT_UNKNOWN */

@@ -36,9 +36,6 @@ typedef struct sd__codec {
     void (*destroy)(sd_decoder *dec);
 } sd__codec;
 
-SD__HIDDEN extern const sd__codec sd__jpeg_codec;
-SD__HIDDEN extern const sd__codec sd__png_codec;
-
 /* The registry (sd_codecs.c): the codec of a format (NULL if unknown), and
  * sniffing over every codec: the format, SD_FORMAT_UNKNOWN when no codec
  * claims the bytes, or -1 while some codec is undecided. */
