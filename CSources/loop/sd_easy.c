@@ -1,16 +1,9 @@
 /* sd_easy.c — one curl easy handle: its setup from a request, the curl
  * callbacks (headers, body, idle watchdog, address policy), the mapping of
  * curl's errors to sd_status, and the metrics. Loop thread only. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "loop/sd_loop_int.h"
 
@@ -323,50 +316,6 @@ static int has_custom(const sd_request *r, const char *name)
     return 0;
 }
 
-/* A file:// URL must name a regular file: curl's open() of a FIFO blocks the
- * loop thread until a writer comes (no timeout fires, cancel and free hang),
- * and a device reads forever. The file is opened here without blocking,
- * checked, and curl reads that same open file through /proc/self/fd/N, so it
- * cannot be swapped for a FIFO between the check and the read. */
-static int open_file_url(sd__xfer *x, char *url_out, size_t url_cap, char *msg, size_t msg_cap)
-{
-    CURLU *u = curl_url();
-    char *path = NULL;
-    SD__RETURN_IF(u == NULL, SD_ENOMEM);
-    int rc = SD_OK;
-    if (curl_url_set(u, CURLUPART_URL, x->req->url, 0) != CURLUE_OK
-        || curl_url_get(u, CURLUPART_PATH, &path, CURLU_URLDECODE) != CURLUE_OK || path == NULL || *path != '/') {
-        snprintf(msg, msg_cap, "malformed file URL");
-        rc = SD_EURL;
-    }
-    int fd = rc == SD_OK ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
-    struct stat st;
-    if (rc == SD_OK && (fd < 0 || fstat(fd, &st) != 0)) {
-        snprintf(msg, msg_cap, "cannot open %s: %s", path, strerror(errno));
-        rc = SD_EIO;
-    } else if (rc == SD_OK && !S_ISREG(st.st_mode)) {
-        snprintf(msg, msg_cap, "%s is not a regular file (%s)", path,
-                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "special");
-        rc = SD_ENOTFILE;
-    } else if (rc == SD_OK && x->req->params[SD_REQ_MAX_BYTES] > 0 && st.st_size > x->req->params[SD_REQ_MAX_BYTES]) {
-        snprintf(msg, msg_cap, "%s is %lld bytes, over the %lld-byte limit", path, (long long)st.st_size,
-                 (long long)x->req->params[SD_REQ_MAX_BYTES]);
-        rc = SD_ETOOBIG;
-    }
-    if (rc == SD_OK) {
-        x->file_fd = fd;
-        snprintf(url_out, url_cap, "file:///proc/self/fd/%d", fd);
-        if (access(url_out + 7, R_OK) != 0) /* no /proc: the checked path itself */
-            snprintf(url_out, url_cap, "%s", x->req->url);
-    } else if (fd >= 0) {
-        close(fd);
-    }
-    curl_free(path);
-    curl_url_cleanup(u);
-    return rc;
-}
-
 int sd__easy_setup(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
 {
     const sd_request *r = x->req;
@@ -375,7 +324,7 @@ int sd__easy_setup(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
     const char *url = r->url;
     SD__FORWARD_IF_ERROR(sd__policy_check_url(r, url, NULL, msg, msg_cap));
     if (strncasecmp(url, "file:", 5) == 0) {
-        SD__FORWARD_IF_ERROR(open_file_url(x, file_url, sizeof file_url, msg, msg_cap));
+        SD__FORWARD_IF_ERROR(sd__file_open(x, file_url, sizeof file_url, msg, msg_cap));
         if (x->file_fd >= 0 && strncmp(file_url, "file:///proc/", 13) == 0)
             url = file_url;
     }

@@ -8,6 +8,7 @@
  *   sd_xfer.c      transfers: id table, queues, start, curl's end, complete
  *   sd_easy.c      one curl easy handle: setup, callbacks, errors, metrics
  *   sd_inbox.c     sink ports and what sinks post back to the loop thread
+ *   sd_file.c      file:// URLs: regular files only, never blocking the loop
  *
  * Nothing here knows what a body is: bytes go to a body sink (sd_loop.h).
  */
@@ -217,6 +218,10 @@ SD__HIDDEN int sd__host_matches(const char *list, const char *host);
 
 /* Judge the resolved address of every connection of `x` (SD_REQ_BLOCK_ADDRESSES). */
 SD__HIDDEN void sd__policy_watch_addresses(sd__xfer *x, CURL *e);
+
+/* sd_file.c: check and open the file of a file:// request; *url_out is what
+ * curl reads (the checked descriptor through /proc/self/fd). */
+SD__HIDDEN int sd__file_open(sd__xfer *x, char *url_out, size_t url_cap, char *msg, size_t msg_cap);
 
 /* sd_xfer.c */
 SD__HIDDEN double sd__ms_now(void);
