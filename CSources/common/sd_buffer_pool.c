@@ -1,4 +1,4 @@
-/* sd_pixel_pool.c — recycled pixel buffers.
+/* sd_buffer_pool.c — recycled pixel buffers and response bodies.
  *
  * A decoded image lives for a moment (decode, hand over, draw or cache, free)
  * and the next one is usually about as big. glibc serves big blocks with

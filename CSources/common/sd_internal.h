@@ -43,7 +43,10 @@ SD__HIDDEN void sd__body_free(void *body, size_t capacity);
 struct sd_loop;
 SD__HIDDEN void sd__loop_default_backlog(struct sd_loop *loop, int64_t backlog);
 
-/* Monotonic milliseconds, for throttling. */
+/* Monotonic milliseconds, for throttling; and with fractions, for metrics. */
 SD__HIDDEN int64_t sd__now_ms(void);
+SD__HIDDEN double sd__now_msf(void);
+/* Online cores (1..256; 2 when unknown): default thread counts and backlogs. */
+SD__HIDDEN int sd__cpu_count(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* sd_status.c — status strings and version. */
 #include <time.h>
+#include <unistd.h>
 
 #include "common/sd_internal.h"
 
@@ -48,6 +49,19 @@ int64_t sd__now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double sd__now_msf(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int sd__cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)SD__MIN(n, 256) : 2;
 }
 
 void sd_free(void *buffer) { free(buffer); }

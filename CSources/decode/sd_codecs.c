@@ -18,10 +18,12 @@ static int has(const uint8_t *p, size_t n, size_t at, const char *s, size_t len)
     return memcmp(p + at, s, len) == 0;
 }
 
+/* Either of two signatures: a match wins, then "undecided". */
+static int either(int a, int b) { return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0; }
+
 static int sniff_gif(const uint8_t *p, size_t n)
 {
-    int a = has(p, n, 0, "GIF87a", 6), b = has(p, n, 0, "GIF89a", 6);
-    return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0;
+    return either(has(p, n, 0, "GIF87a", 6), has(p, n, 0, "GIF89a", 6));
 }
 
 static int sniff_webp(const uint8_t *p, size_t n)
@@ -80,8 +82,7 @@ static int sniff_heic(const uint8_t *p, size_t n)
 static int sniff_jxl(const uint8_t *p, size_t n)
 {
     static const uint8_t box[12] = {0, 0, 0, 0x0C, 'J', 'X', 'L', ' ', 0x0D, 0x0A, 0x87, 0x0A};
-    int a = has(p, n, 0, "\xFF\x0A", 2), b = has(p, n, 0, (const char *)box, 12);
-    return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0;
+    return either(has(p, n, 0, "\xFF\x0A", 2), has(p, n, 0, (const char *)box, 12));
 }
 
 static int sniff_bmp(const uint8_t *p, size_t n)
@@ -96,8 +97,7 @@ static int sniff_bmp(const uint8_t *p, size_t n)
 
 static int sniff_tiff(const uint8_t *p, size_t n)
 {
-    int a = has(p, n, 0, "II*\0", 4), b = has(p, n, 0, "MM\0*", 4);
-    return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0;
+    return either(has(p, n, 0, "II*\0", 4), has(p, n, 0, "MM\0*", 4));
 }
 
 static int sniff_ico(const uint8_t *p, size_t n)

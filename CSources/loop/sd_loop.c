@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "loop/sd_loop_int.h"
 
@@ -147,8 +146,7 @@ int sd_loop_new(sd_loop **out)
     pthread_mutex_init(&l->mu, NULL);
     l->max_concurrent = SD_DEFAULT_MAX_CONCURRENT;
     l->recv_buffer = l->recv_buffer_now = SD_DEFAULT_RECEIVE_BUFFER;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    l->default_backlog = 4 * (cores > 0 ? cores : 2); /* a few bodies per core */
+    l->default_backlog = 4 * sd__cpu_count(); /* a few bodies per core */
     l->multi = curl_multi_init();
     l->share = curl_share_init();
     l->spare = calloc(SD__SPARE_EASY, sizeof *l->spare);
@@ -293,7 +291,7 @@ int sd_loop_submit(sd_loop *l, const sd_request *req, const sd_transfer_events *
     x->ev = *ev;
     x->user = user;
     x->priority = (int)req->params[SD_REQ_PRIORITY];
-    x->t_submit = sd__ms_now();
+    x->t_submit = sd__now_msf();
     sd__cmd c = {CMD_SUBMIT, 0, 0, x};
     sd_transfer_id assigned = 0;
     rc = push_cmd(l, c, &assigned);

@@ -224,7 +224,6 @@ SD__HIDDEN void sd__policy_watch_addresses(sd__xfer *x, CURL *e);
 SD__HIDDEN int sd__file_open(sd__xfer *x, char *url_out, size_t url_cap, char *msg, size_t msg_cap);
 
 /* sd_xfer.c */
-SD__HIDDEN double sd__ms_now(void);
 SD__HIDDEN int sd__table_put(sd_loop *l, sd__xfer *x);
 SD__HIDDEN sd__xfer *sd__table_get(sd_loop *l, sd_transfer_id id);
 SD__HIDDEN void sd__queue_insert(sd_loop *l, sd__xfer *x);

@@ -2,19 +2,11 @@
  * priority, starting, curl's end of a transfer, and completion. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "loop/sd_loop_int.h"
 
 #define SD__TOMB ((sd__xfer *)(uintptr_t)1)
-
-double sd__ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---- id table ---- */
 
@@ -221,7 +213,7 @@ static void start_one(sd_loop *l, sd__xfer *x)
 {
     sd__queue_unlink(l, x);
     x->state = XF_RUNNING;
-    x->t_start = sd__ms_now();
+    x->t_start = sd__now_msf();
     x->metrics[SD_METRIC_QUEUED_MS] = x->t_start - x->t_submit;
     char msg[300] = "";
     int rc = sd__easy_setup(l, x, msg, sizeof msg);

@@ -9,8 +9,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/sd_internal.h"
 #include "sdcore/sd_decode_sink.h"
@@ -44,7 +42,7 @@ typedef struct sd__job {
     sd_sink_port *port;
     /* guarded by sink->mu */
     sd__chunk *head, *tail;
-    size_t queued;
+    size_t queued;  /* written under mu; room() reads it without (atomic) */
     int said_full;  /* room() answered 0: resume the port when drained */
     int input_done; /* finish() was called */
     int abandoned;
@@ -59,13 +57,6 @@ typedef struct sd__job {
     double decode_ms;
     sd__decode_output *out; /* preallocated: the end is never lost */
 } sd__job;
-
-static double ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void output_free(void *p)
 {
@@ -167,7 +158,7 @@ static void run_job(sd__job *j)
         pthread_mutex_lock(&s->mu);
         sd__chunk *chunks = j->head;
         j->head = j->tail = NULL;
-        j->queued = 0;
+        __atomic_store_n(&j->queued, 0, __ATOMIC_RELAXED);
         int resume = j->said_full;
         j->said_full = 0;
         int input_done = j->input_done, abandoned = j->abandoned;
@@ -180,13 +171,13 @@ static void run_job(sd__job *j)
         }
         if (chunks == NULL && !input_done)
             return; /* nothing now; a later push schedules us again */
-        double t0 = ms_now();
+        double t0 = sd__now_msf();
         for (sd__chunk *c = chunks; c && !j->failed; c = c->next) {
             int rc = sd_decoder_push(j->dec, c->data, c->len);
             if (rc != SD_OK) {
                 j->failed = 1;
                 __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
-                j->decode_ms += ms_now() - t0;
+                j->decode_ms += sd__now_msf() - t0;
                 send_done(j, rc, NULL);
             }
         }
@@ -199,13 +190,13 @@ static void run_job(sd__job *j)
             int rc = sd_decoder_finish(j->dec);
             if (rc == SD_OK)
                 rc = sd_decoder_take_bitmap(j->dec, &bmp);
-            j->decode_ms += ms_now() - t0;
+            j->decode_ms += sd__now_msf() - t0;
             send_done(j, rc, bmp);
             return;
         }
         if (j->previews && !input_done)
             maybe_preview(j);
-        j->decode_ms += ms_now() - t0;
+        j->decode_ms += sd__now_msf() - t0;
     }
 }
 
@@ -275,7 +266,7 @@ static int sink_push(void *state, const uint8_t *data, size_t len)
     else
         j->head = c;
     j->tail = c;
-    j->queued += len;
+    __atomic_store_n(&j->queued, j->queued + len, __ATOMIC_RELAXED);
     schedule_locked(j);
     pthread_mutex_unlock(&j->sink->mu);
     return SD_OK;
@@ -286,12 +277,16 @@ static int64_t sink_room(void *state)
     sd__job *j = state;
     if (__atomic_load_n(&j->rejected, __ATOMIC_ACQUIRE))
         return -1; /* not an image: read no further, the done is on its way */
+    /* called before every push: no lock unless the queue looks full */
+    size_t queued = __atomic_load_n(&j->queued, __ATOMIC_RELAXED);
+    if (queued < SD__JOB_MAX_QUEUED)
+        return (int64_t)(SD__JOB_MAX_QUEUED - queued);
     pthread_mutex_lock(&j->sink->mu);
-    int64_t room = j->queued >= SD__JOB_MAX_QUEUED ? 0 : (int64_t)(SD__JOB_MAX_QUEUED - j->queued);
-    if (room == 0)
-        j->said_full = 1;
+    int full = j->queued >= SD__JOB_MAX_QUEUED; /* the worker may have drained it meanwhile */
+    if (full)
+        j->said_full = 1; /* the worker resumes us when it takes the queue */
     pthread_mutex_unlock(&j->sink->mu);
-    return room;
+    return full ? 0 : 1;
 }
 
 static void sink_finish(void *state)
@@ -331,10 +326,8 @@ static const sd_body_sink decode_sink = {
 int sd_decode_sink_new(int threads, const sd_body_sink **sink, void **ctx)
 {
     SD__RETURN_IF(sink == NULL || ctx == NULL || threads < 0 || threads > 256, SD_EINVAL);
-    if (threads == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > 0 ? (int)SD__MIN(cores, 256) : 2;
-    }
+    if (threads == 0)
+        threads = sd__cpu_count();
     sd__dsink *s = calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     int rc = sd__work_pool_new(threads, "sd-decode", &s->pool);
@@ -369,11 +362,7 @@ int sd_loop_use_decoder(sd_loop *loop, int threads)
         sd_decode_sink_free(ctx);
         return rc;
     }
-    if (threads == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > 0 ? (int)SD__MIN(cores, 256) : 2;
-    }
-    sd__loop_default_backlog(loop, 4 * (int64_t)threads);
+    sd__loop_default_backlog(loop, 4 * (int64_t)(threads ? threads : sd__cpu_count()));
     return SD_OK;
 }
 
