@@ -133,7 +133,7 @@ static int sniff_svg(const uint8_t *p, size_t n)
     return n < SD__SNIFF_MAX ? -1 : 0;
 }
 
-#define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL}
+#define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL}
 static const sd__codec gif = KNOWN(SD_FORMAT_GIF, "GIF", "image/gif", sniff_gif);
 static const sd__codec webp = KNOWN(SD_FORMAT_WEBP, "WebP", "image/webp", sniff_webp);
 static const sd__codec avif = KNOWN(SD_FORMAT_AVIF, "AVIF", "image/avif", sniff_avif);

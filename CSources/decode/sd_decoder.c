@@ -26,7 +26,10 @@ int sd_decoder_new(sd_decoder **out)
     d->max_dimension = SD_DEFAULT_MAX_DIMENSION;
     d->max_memory = SD_DEFAULT_MAX_MEMORY;
     d->preview_interval_ms = SD_DEFAULT_PREVIEW_INTERVAL_MS;
+    d->max_frames = SD_DEFAULT_MAX_FRAMES;
+    d->frame_cache_bytes = SD_DEFAULT_FRAME_CACHE_BYTES;
     d->orientation = 1;
+    d->loop_count = 1;
     return SD_OK;
 }
 
@@ -36,7 +39,36 @@ void sd_decoder_free(sd_decoder *dec)
         return;
     if (dec->codec != NULL)
         dec->codec->destroy(dec);
+    sd_bitmap_free(dec->still);
+    free(dec->frames);
     free(dec);
+}
+
+/* Frames renderable now: an animated codec's announced ones; a still's one
+ * once finished (and until it is handed out, when it is still counted). */
+static uint32_t sd__frame_count(const sd_decoder *d)
+{
+    if (d->codec != NULL && d->codec->frame != NULL)
+        return d->nframes;
+    return d->finished ? 1 : 0;
+}
+
+int sd__decoder_add_frame(sd_decoder *d, uint32_t stored_ms, int key)
+{
+    if ((int64_t)d->nframes >= d->max_frames) {
+        sd__decoder_msg(d, "animation too long: more than %lld frames (SD_DEC_MAX_FRAMES)",
+                        (long long)d->max_frames);
+        return SD_ETOOLARGE;
+    }
+    if (d->nframes == d->frames_cap) {
+        uint32_t cap = d->frames_cap ? d->frames_cap * 2 : 16;
+        sd__frame_meta *f = realloc(d->frames, (size_t)cap * sizeof *f);
+        SD__RETURN_IF(f == NULL, SD_ENOMEM);
+        d->frames = f;
+        d->frames_cap = cap;
+    }
+    d->frames[d->nframes++] = (sd__frame_meta){stored_ms, (uint8_t)(key != 0)};
+    return SD_OK;
 }
 
 int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
@@ -60,6 +92,9 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_MAX_MEMORY: dec->max_memory = v; break;
     case SD_DEC_PREVIEWS: dec->previews = v != 0; break;
     case SD_DEC_PREVIEW_INTERVAL_MS: dec->preview_interval_ms = v; break;
+    case SD_DEC_FIRST_FRAME_ONLY: dec->first_frame_only = v != 0; break;
+    case SD_DEC_MAX_FRAMES: dec->max_frames = v; break;
+    case SD_DEC_FRAME_CACHE_BYTES: dec->frame_cache_bytes = v; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -80,6 +115,10 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_MAX_MEMORY: *v = dec->max_memory; return SD_OK;
     case SD_DEC_PREVIEWS: *v = dec->previews; return SD_OK;
     case SD_DEC_PREVIEW_INTERVAL_MS: *v = dec->preview_interval_ms; return SD_OK;
+    case SD_DEC_FIRST_FRAME_ONLY: *v = dec->first_frame_only; return SD_OK;
+    case SD_DEC_MAX_FRAMES: *v = dec->max_frames; return SD_OK;
+    case SD_DEC_FRAME_CACHE_BYTES: *v = dec->frame_cache_bytes; return SD_OK;
+    case SD_DEC_INFO_FRAME_COUNT: *v = sd__frame_count(dec); return SD_OK;
     case SD_DEC_INFO_FORMAT:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN, SD_EAGAIN);
         *v = dec->format;
@@ -93,7 +132,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
         return SD_OK;
     default: break;
     }
-    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_FINISHED, SD_EINVAL);
+    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_ANIMATED, SD_EINVAL);
     SD__RETURN_IF(!dec->header_ready, SD_EAGAIN);
     int swap = dec->apply_orientation && sd_orientation_swaps_axes(dec->orientation);
     switch (param) {
@@ -106,6 +145,8 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_INFO_OUTPUT_HEIGHT: *v = swap ? dec->decode_w : dec->decode_h; break;
     case SD_DEC_INFO_SCANS: *v = dec->scans; break;
     case SD_DEC_INFO_ROWS: *v = dec->rows; break;
+    case SD_DEC_INFO_LOOP_COUNT: *v = dec->loop_count; break;
+    case SD_DEC_INFO_ANIMATED: *v = dec->animated; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -297,6 +338,12 @@ int sd_decoder_take_bitmap(sd_decoder *d, sd_bitmap **out)
     *out = NULL;
     SD__RETURN_IF(d->error || !d->finished, SD_EBADSTATE);
     SD__RETURN_IF(d->taken, SD_EOI);
+    if (d->still != NULL) { /* sd_decoder_frame made it already */
+        *out = d->still;
+        d->still = NULL;
+        d->taken = 1;
+        return SD_OK;
+    }
     sd_bitmap *c;
     int owned;
     int rc = d->codec->canvas(d, 1, &c, &owned);
@@ -322,6 +369,67 @@ int sd_decoder_snapshot(sd_decoder *d, sd_bitmap **out)
         return rc == SD_EAGAIN ? rc : fail(d, rc);
     rc = present(d, c, owned, out);
     return rc < 0 ? fail(d, rc) : SD_OK;
+}
+
+/* SD_OK if frame `i` exists now, else SD_EAGAIN (may come) or SD_EOI. */
+static int frame_exists(const sd_decoder *d, uint32_t i)
+{
+    if (i < sd__frame_count(d))
+        return SD_OK;
+    if (d->error)
+        return SD_EBADSTATE;
+    int still = d->codec != NULL && d->codec->frame == NULL;
+    if (d->finished || (still && i > 0) || (d->first_frame_only && i > 0))
+        return SD_EOI;
+    return SD_EAGAIN;
+}
+
+int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int64_t *v)
+{
+    SD__RETURN_IF(d == NULL || v == NULL, SD_EINVAL);
+    SD__RETURN_IF(p < SD_FRAME_DURATION_MS || p > SD_FRAME_IS_KEY, SD_EINVAL);
+    SD__FORWARD_IF_ERROR(frame_exists(d, i));
+    if (d->codec->frame == NULL) { /* a still has no timing */
+        *v = p == SD_FRAME_IS_KEY;
+        return SD_OK;
+    }
+    const sd__frame_meta *f = &d->frames[i];
+    switch (p) {
+    case SD_FRAME_DURATION_MS:
+        *v = f->stored_ms <= SD_FRAME_FAST_MS ? SD_FRAME_MIN_SHOWN_MS : f->stored_ms;
+        break;
+    case SD_FRAME_STORED_DURATION_MS: *v = f->stored_ms; break;
+    default: *v = f->key; break;
+    }
+    return SD_OK;
+}
+
+int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(d->error, SD_EBADSTATE);
+    SD__FORWARD_IF_ERROR(frame_exists(d, i));
+    sd_bitmap *c;
+    int owned, rc;
+    if (d->codec->frame != NULL) {
+        rc = d->codec->frame(d, i, &c, &owned);
+        if (rc < 0)
+            return rc == SD_ENOMEM ? rc : fail(d, rc);
+        rc = present(d, c, owned, out);
+        return rc == SD_OK || rc == SD_ENOMEM ? rc : fail(d, rc);
+    }
+    /* A still: its final picture, made once and kept until taken. */
+    SD__RETURN_IF(d->taken, SD_EBADSTATE);
+    if (d->still == NULL) {
+        rc = d->codec->canvas(d, 1, &c, &owned);
+        if (rc < 0)
+            return fail(d, rc);
+        rc = present(d, c, owned, &d->still);
+        if (rc < 0)
+            return fail(d, rc);
+    }
+    return sd__bitmap_copy(d->still, out);
 }
 
 const char *sd_decoder_message(const sd_decoder *d)

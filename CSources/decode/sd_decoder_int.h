@@ -34,7 +34,18 @@ typedef struct sd__codec {
      * after finish. *owned says whether the caller now owns *out. */
     int (*canvas)(sd_decoder *dec, int final, sd_bitmap **out, int *owned);
     void (*destroy)(sd_decoder *dec);
+    /* Animated codecs: frame `index` (< dec->nframes, announced with
+     * sd__decoder_add_frame) composited at decode size, stored orientation;
+     * *owned as for canvas. The front end scales, orients and copies.
+     * NULL for still codecs: their one frame is the final canvas. */
+    int (*frame)(sd_decoder *dec, uint32_t index, sd_bitmap **out, int *owned);
 } sd__codec;
+
+/* One frame of an animation, as announced by its codec. */
+typedef struct sd__frame_meta {
+    uint32_t stored_ms;
+    uint8_t key;
+} sd__frame_meta;
 
 /* The registry (sd_codecs.c): the codec of a format (NULL if unknown), and
  * sniffing over every codec: the format, SD_FORMAT_UNKNOWN when no codec
@@ -50,6 +61,8 @@ struct sd_decoder {
     int64_t max_bytes, max_pixels, max_dimension, max_memory;
     int previews;
     int64_t preview_interval_ms;
+    int first_frame_only;
+    int64_t max_frames, frame_cache_bytes;
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */
@@ -72,6 +85,14 @@ struct sd_decoder {
     int complete;
     int end_reached; /* the codec saw the end of the image */
 
+    /* frames: an animated codec sets `animated`/`loop_count` with its
+     * header and announces each complete frame; a still has none listed */
+    int animated;
+    int64_t loop_count;
+    sd__frame_meta *frames;
+    uint32_t nframes, frames_cap;
+    sd_bitmap *still; /* a still's frame, kept once sd_decoder_frame asked */
+
     const sd__codec *codec;
     void *codec_state;
 };
@@ -79,6 +100,10 @@ struct sd_decoder {
 /* Record header facts; checks the limits and plans decode_w x decode_h. */
 SD__HIDDEN int sd__decoder_set_header(sd_decoder *dec, uint32_t width, uint32_t height,
                                       int orientation, int progressive, int has_alpha);
+
+/* An animated codec: frame number dec->nframes is complete. Enforces
+ * SD_DEC_MAX_FRAMES (SD_ETOOLARGE with a message). */
+SD__HIDDEN int sd__decoder_add_frame(sd_decoder *dec, uint32_t stored_ms, int key);
 
 /* printf into dec->message. */
 SD__HIDDEN void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)

@@ -51,6 +51,10 @@ public struct DecodeOptions: Sendable, Equatable {
     /// Limits on the source image: beyond them decoding fails with `.imageTooLarge`.
     public var maxPixels = Int(SD_DEFAULT_MAX_PIXELS)
     public var maxDimension = Int(SD_DEFAULT_MAX_DIMENSION)
+    /// An animation decodes its first frame only (SDWebImage's `.decodeFirstFrameOnly`).
+    public var firstFrameOnly = false
+    /// Frames an animation may have (beyond: `.imageTooLarge`).
+    public var maxFrames = Int(SD_DEFAULT_MAX_FRAMES)
 
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
 
@@ -72,6 +76,28 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.progressivePreviews == b.progressivePreviews
             && a.previewIntervalMilliseconds == b.previewIntervalMilliseconds
             && a.maxPixels == b.maxPixels && a.maxDimension == b.maxDimension
+            && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
+    }
+
+    /// Every option as the C core's `sd_decoder_param` values: the one
+    /// mapping, used for an `sd_decoder` here and for the decode sink's
+    /// request parameters in SDDownloader.
+    public var coreParameters: [(sd_decoder_param, Int64)] {
+        var p: [(sd_decoder_param, Int64)] = []
+        if let size = thumbnailPixelSize {
+            p.append((SD_DEC_TARGET_WIDTH, Int64(max(0, size.width))))
+            p.append((SD_DEC_TARGET_HEIGHT, Int64(max(0, size.height))))
+        }
+        p.append((SD_DEC_PRESERVE_ASPECT, preserveAspectRatio ? 1 : 0))
+        p.append((SD_DEC_MAX_BYTES, Int64(max(0, scaleDownLimitBytes))))
+        p.append((SD_DEC_APPLY_ORIENTATION, applyOrientation ? 1 : 0))
+        p.append((SD_DEC_PREVIEWS, progressivePreviews ? 1 : 0))
+        p.append((SD_DEC_PREVIEW_INTERVAL_MS, Int64(max(0, previewIntervalMilliseconds))))
+        p.append((SD_DEC_MAX_PIXELS, Int64(max(0, maxPixels))))
+        p.append((SD_DEC_MAX_DIMENSION, Int64(max(0, maxDimension))))
+        p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
+        p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
+        return p
     }
 }
 
@@ -90,9 +116,16 @@ public struct DecodedImage: Sendable {
     public let isComplete: Bool
     /// Non-fatal data warnings (e.g. libjpeg's corrupt-data warnings).
     public let warnings: Int
+    /// Frames in the file (1 for a still image; `bitmap` is frame 0).
+    public let frameCount: Int
+    /// Times an animation plays (0 = forever; 1 for a still image).
+    public let loopCount: Int
+    /// The file is an animation (GIF, APNG, animated WebP), whatever its frame count.
+    public let isAnimated: Bool
 
     public init(bitmap: Bitmap, format: ImageFormat, orientation: Int, sourceWidth: Int, sourceHeight: Int,
-                isProgressive: Bool, isComplete: Bool, warnings: Int) {
+                isProgressive: Bool, isComplete: Bool, warnings: Int,
+                frameCount: Int = 1, loopCount: Int = 1, isAnimated: Bool = false) {
         self.bitmap = bitmap
         self.format = format
         self.orientation = orientation
@@ -101,6 +134,9 @@ public struct DecodedImage: Sendable {
         self.isProgressive = isProgressive
         self.isComplete = isComplete
         self.warnings = warnings
+        self.frameCount = frameCount
+        self.loopCount = loopCount
+        self.isAnimated = isAnimated
     }
 }
 
@@ -115,20 +151,9 @@ public final class ImageDecoder {
         var out: OpaquePointer?
         try CoderError.check(sd_decoder_new(&out))
         handle = out!
-        func set(_ p: sd_decoder_param, _ v: Int) throws(CoderError) {
-            try CoderError.check(sd_decoder_set(handle, p, Int64(v)))
+        for (p, v) in options.coreParameters {
+            try CoderError.check(sd_decoder_set(handle, p, v))
         }
-        if let size = options.thumbnailPixelSize {
-            try set(SD_DEC_TARGET_WIDTH, max(0, size.width))
-            try set(SD_DEC_TARGET_HEIGHT, max(0, size.height))
-        }
-        try set(SD_DEC_PRESERVE_ASPECT, options.preserveAspectRatio ? 1 : 0)
-        try set(SD_DEC_MAX_BYTES, max(0, options.scaleDownLimitBytes))
-        try set(SD_DEC_APPLY_ORIENTATION, options.applyOrientation ? 1 : 0)
-        try set(SD_DEC_PREVIEWS, options.progressivePreviews ? 1 : 0)
-        try set(SD_DEC_PREVIEW_INTERVAL_MS, max(0, options.previewIntervalMilliseconds))
-        try set(SD_DEC_MAX_PIXELS, max(0, options.maxPixels))
-        try set(SD_DEC_MAX_DIMENSION, max(0, options.maxDimension))
     }
 
     deinit {
@@ -171,6 +196,33 @@ public final class ImageDecoder {
     /// Previews rendered so far; grows by one per new preview.
     public var previewCount: Int { info(SD_DEC_INFO_PREVIEWS) ?? 0 }
 
+    /// Frames that can be rendered now (an animation's grow as bytes arrive;
+    /// a still image's one frame counts after `finish`).
+    public var frameCount: Int { info(SD_DEC_INFO_FRAME_COUNT) ?? 0 }
+    /// Times the animation plays (0 = forever; 1 for a still image), once the header is known.
+    public var loopCount: Int? { info(SD_DEC_INFO_LOOP_COUNT) }
+    public var isAnimated: Bool? { info(SD_DEC_INFO_ANIMATED).map { $0 != 0 } }
+
+    /// How long frame `index` is shown, in seconds (browsers' rule: 10 ms or
+    /// less shows for 100 ms; 0 for a still image); nil if there is no such frame yet.
+    public func frameDuration(at index: Int) -> Double? {
+        var v: Int64 = 0
+        guard index >= 0, index <= Int(UInt32.max),
+              sd_decoder_frame_get(handle, UInt32(index), SD_FRAME_DURATION_MS, &v) == 0 else { return nil }
+        return Double(v) / 1000
+    }
+
+    /// Frame `index` composited on the canvas, at the output size; nil while
+    /// it is not complete or when there is no such frame.
+    public func frame(at index: Int) throws(CoderError) -> Bitmap? {
+        guard index >= 0, index <= Int(UInt32.max) else { return nil }
+        var out: OpaquePointer?
+        let rc = sd_decoder_frame(handle, UInt32(index), &out)
+        if rc == SD_EAGAIN.rawValue || rc == SD_EOI.rawValue { return nil }
+        try CoderError.check(rc, message)
+        return Bitmap(taking: out!)
+    }
+
     /// The image as decoded so far, or nil when there is nothing to show yet.
     public func snapshot() throws(CoderError) -> Bitmap? {
         var out: OpaquePointer?
@@ -180,9 +232,19 @@ public final class ImageDecoder {
         return Bitmap(taking: out!)
     }
 
-    /// End of input: finish and hand over the result.
-    public func finish() throws(CoderError) -> DecodedImage {
+    private var inputEnded = false
+
+    /// Declare the end of input without taking the result (a still image's
+    /// frame, `frame(at: 0)`, is available from here until `finish`).
+    public func endInput() throws(CoderError) {
+        guard !inputEnded else { return }
         try CoderError.check(sd_decoder_finish(handle), message)
+        inputEnded = true
+    }
+
+    /// End of input: finish and hand over the result (frame 0 of an animation).
+    public func finish() throws(CoderError) -> DecodedImage {
+        try endInput()
         var out: OpaquePointer?
         try CoderError.check(sd_decoder_take_bitmap(handle, &out), message)
         return DecodedImage(
@@ -193,7 +255,10 @@ public final class ImageDecoder {
             sourceHeight: sourceSize?.height ?? 0,
             isProgressive: isProgressive ?? false,
             isComplete: info(SD_DEC_INFO_COMPLETE) == 1,
-            warnings: info(SD_DEC_INFO_WARNINGS) ?? 0)
+            warnings: info(SD_DEC_INFO_WARNINGS) ?? 0,
+            frameCount: max(1, frameCount),
+            loopCount: loopCount ?? 1,
+            isAnimated: isAnimated ?? false)
     }
 
     /// One-shot decode of a whole buffer.

@@ -173,7 +173,6 @@ public final class DataLoader: @unchecked Sendable {
         var rc: Int32 = 0
         func set(_ p: sd_request_param, _ v: Int64) { if rc == 0 { rc = sd_request_set(r, p, v) } }
         func str(_ p: sd_request_string, _ v: String?) { if rc == 0, let v { rc = sd_request_set_string(r, p, v) } }
-        func dec(_ p: sd_decoder_param, _ v: Int) { if rc == 0 { rc = sd_request_set_decoder_param(r, p, Int64(v)) } }
         set(SD_REQ_PRIORITY, Int64(q.priority.rawValue))
         set(SD_REQ_IDLE_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
         set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.totalTimeout * 1000)))
@@ -207,19 +206,12 @@ public final class DataLoader: @unchecked Sendable {
         for (name, value) in q.headers.sorted(by: { $0.key < $1.key }) where rc == 0 {
             rc = sd_request_add_header(r, "\(name): \(value)")
         }
-        let o = q.decodeOptions
-        if let size = o.thumbnailPixelSize {
-            dec(SD_DEC_TARGET_WIDTH, max(0, size.width))
-            dec(SD_DEC_TARGET_HEIGHT, max(0, size.height))
-        }
-        dec(SD_DEC_PRESERVE_ASPECT, o.preserveAspectRatio ? 1 : 0)
-        dec(SD_DEC_MAX_BYTES, max(0, o.scaleDownLimitBytes))
-        dec(SD_DEC_APPLY_ORIENTATION, o.applyOrientation ? 1 : 0)
-        dec(SD_DEC_MAX_PIXELS, max(0, o.maxPixels))
-        dec(SD_DEC_MAX_DIMENSION, max(0, o.maxDimension))
-        if q.progressivePreviews {
-            dec(SD_DEC_PREVIEWS, 1)
-            dec(SD_DEC_PREVIEW_INTERVAL_MS, max(0, o.previewIntervalMilliseconds))
+        // The one DecodeOptions -> sd_decoder_param mapping; previews are the
+        // request's to ask for (they cost a render per scan).
+        var o = q.decodeOptions
+        o.progressivePreviews = q.progressivePreviews
+        for (p, v) in o.coreParameters where rc == 0 {
+            rc = sd_request_set_decoder_param(r, p, v)
         }
         return rc
     }

@@ -711,10 +711,92 @@ static int test_codec_registry(void)
     return 0;
 }
 
+/* The frame model on still images: one frame, no timing, plays once; the
+ * frame equals the final bitmap (same thumbnail size and bytes) and can be
+ * asked for again until take_bitmap hands it over. */
+static int test_still_frames(void)
+{
+    for (int jpeg = 0; jpeg < 2; jpeg++) {
+        sd_bitmap *src = synth(40, 30, !jpeg);
+        uint8_t *enc;
+        size_t n;
+        if (jpeg)
+            ASSERT_OK(sd_encode_jpeg(src, 90, 0, &enc, &n));
+        else
+            ASSERT_OK(sd_encode_png(src, -1, &enc, &n));
+        sd_decoder *d;
+        int64_t v;
+        sd_bitmap *f = NULL, *f2 = NULL, *b = NULL;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_MAX_FRAMES, &v));
+        ASSERT_EQ(v, SD_DEFAULT_MAX_FRAMES);
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 20));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_FIRST_FRAME_ONLY, 1)); /* no effect on a still */
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v), SD_EAGAIN); /* with the header */
+        ASSERT_EQ(sd_decoder_frame(d, 0, &f), SD_EAGAIN);
+        ASSERT_OK(sd_decoder_push(d, enc, n - 4));
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
+        ASSERT_EQ(v, 1);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_EQ(sd_decoder_frame(d, 0, &f), SD_EAGAIN); /* a still's frame comes with finish */
+        ASSERT_EQ(sd_decoder_frame_get(d, 0, SD_FRAME_DURATION_MS, &v), SD_EAGAIN);
+        ASSERT_EQ(sd_decoder_frame(d, 1, &f), SD_EOI);    /* a still never has a second */
+        ASSERT_OK(sd_decoder_push(d, enc + n - 4, 4));
+        ASSERT_OK(sd_decoder_finish(d));
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+        ASSERT_EQ(v, 1);
+        ASSERT_OK(sd_decoder_frame_get(d, 0, SD_FRAME_DURATION_MS, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_OK(sd_decoder_frame_get(d, 0, SD_FRAME_STORED_DURATION_MS, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_OK(sd_decoder_frame_get(d, 0, SD_FRAME_IS_KEY, &v));
+        ASSERT_EQ(v, 1);
+        ASSERT_EQ(sd_decoder_frame_get(d, 0, (sd_frame_param)9, &v), SD_EINVAL);
+        ASSERT_EQ(sd_decoder_frame_get(d, 1, SD_FRAME_DURATION_MS, &v), SD_EOI);
+        ASSERT_OK(sd_decoder_frame(d, 0, &f));
+        ASSERT_OK(sd_decoder_frame(d, 0, &f2)); /* again: a new copy */
+        ASSERT(f != f2);
+        ASSERT_OK(sd_decoder_take_bitmap(d, &b));
+        ASSERT_EQ(sd_bitmap_width(b), 20u);
+        ASSERT_EQ(sd_bitmap_height(b), 15u);
+        for (int k = 0; k < 2; k++) {
+            sd_bitmap *x = k ? f2 : f;
+            ASSERT_EQ(sd_bitmap_width(x), 20u);
+            ASSERT_EQ(sd_bitmap_height(x), 15u);
+            for (uint32_t y = 0; y < 15; y++)
+                ASSERT(memcmp(sd_bitmap_pixels(x) + y * sd_bitmap_stride(x),
+                              sd_bitmap_pixels(b) + y * sd_bitmap_stride(b), 20 * 4) == 0);
+        }
+        sd_bitmap *g = (sd_bitmap *)1;
+        ASSERT_EQ(sd_decoder_frame(d, 0, &g), SD_EBADSTATE); /* handed over */
+        ASSERT(g == NULL);
+        sd_bitmap_free(f);
+        sd_bitmap_free(f2);
+        sd_bitmap_free(b);
+        sd_decoder_free(d);
+
+        /* frame() first, never take_bitmap: the kept frame is freed with the decoder */
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_push(d, enc, n));
+        ASSERT_OK(sd_decoder_finish(d));
+        ASSERT_OK(sd_decoder_frame(d, 0, &f));
+        ASSERT_EQ(sd_bitmap_width(f), 40u);
+        sd_bitmap_free(f);
+        sd_decoder_free(d);
+        sd_free(enc);
+        sd_bitmap_free(src);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
         {"codec_registry", test_codec_registry},
+        {"still_frames", test_still_frames},
         {"premultiply_exact", test_premultiply_exact},
         {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},
         {"orientation_transforms", test_orientation_transforms},

@@ -153,6 +153,31 @@ struct DecoderTests {
         #expect(!decoded.bitmap.hasAlpha)
     }
 
+    @Test("Frame model on a still image: one frame, no timing, plays once; DecodeOptions maps every field to C")
+    func stillFrames() throws {
+        let png = try synthetic(width: 40, height: 30, alpha: true).pngData()
+        var o = DecodeOptions.thumbnail(maxPixelSize: 20)
+        o.firstFrameOnly = true
+        o.maxFrames = 7
+        let keys = Set(o.coreParameters.map { $0.0.rawValue })
+        #expect(keys.contains(SD_DEC_FIRST_FRAME_ONLY.rawValue) && keys.contains(SD_DEC_MAX_FRAMES.rawValue))
+        #expect(o.coreParameters.first { $0.0 == SD_DEC_MAX_FRAMES }?.1 == 7)
+        let d = try ImageDecoder(options: o)
+        #expect(d.frameCount == 0 && d.loopCount == nil)
+        try d.push(png)
+        #expect(d.loopCount == 1 && d.isAnimated == false)
+        #expect(try d.frame(at: 0) == nil)              // a still's frame comes with the end of input
+        try d.endInput()
+        #expect(d.frameCount == 1 && d.frameDuration(at: 0) == 0 && d.frameDuration(at: 1) == nil)
+        #expect(try d.frame(at: 1) == nil)
+        let frame = try #require(try d.frame(at: 0))
+        let decoded = try d.finish()
+        #expect(decoded.frameCount == 1 && decoded.loopCount == 1 && !decoded.isAnimated)
+        #expect(frame.width == 20 && frame.height == 15)
+        #expect(frame.withUnsafeBytes { Array($0) } == decoded.bitmap.withUnsafeBytes { Array($0) })
+        #expect(throws: CoderError.self) { try d.frame(at: 0) } // handed over by finish
+    }
+
     @Test("Progressive previews arrive as scans complete")
     func progressivePreviews() throws {
         let jpeg = try synthetic(width: 256, height: 192, alpha: false).jpegData(quality: 90, progressive: true)

@@ -26,6 +26,27 @@
  * fatal); PNG leaves rows that never arrived transparent. Input that ends
  * inside the header fails with SD_ETRUNCATED.
  *
+ * Frames: every image is a sequence of frames drawn on one canvas (the
+ * source size, SD_DEC_INFO_WIDTH x HEIGHT). A still image is one frame with
+ * duration 0 that plays once; an animation (GIF, APNG, animated WebP, once
+ * their codecs land: sd_format_capabilities says SD_CAP_ANIMATION) has
+ * SD_DEC_INFO_FRAME_COUNT frames, each with a duration, and a loop count.
+ * Frames are not decoded into memory whole: sd_decoder_frame() composites
+ * frame N on request (from the nearest key frame or a kept canvas, within
+ * SD_DEC_FRAME_CACHE_BYTES), at the output size and orientation, so
+ * sequential playback costs one frame decode per frame. The classic calls
+ * (take_bitmap, snapshot, sd_decode) see the first frame, so a caller that
+ * knows nothing of animation keeps working.
+ *
+ *     int64_t n, loops, ms;
+ *     sd_decoder_finish(d);
+ *     sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+ *     sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &loops);      // 0 = forever
+ *     for (uint32_t i = 0; i < n; i++) {
+ *         sd_decoder_frame_get(d, i, SD_FRAME_DURATION_MS, &ms);
+ *         if (sd_decoder_frame(d, i, &bmp) == SD_OK) show(bmp, ms), sd_bitmap_free(bmp);
+ *     }
+ *
  * Threads: a decoder is confined to one thread at a time (it may move
  * between threads with proper hand-off). Different decoders are independent.
  */
@@ -81,6 +102,12 @@ SD_API unsigned sd_format_capabilities(sd_format format);
 /* SDWebImage's scale-down-large-images budget (kDestImageLimitBytes). */
 #define SD_DEFAULT_SCALE_DOWN_BYTES 62914560LL   /* 60 MiB */
 #define SD_DEFAULT_PREVIEW_INTERVAL_MS 100
+#define SD_DEFAULT_MAX_FRAMES 10000
+#define SD_DEFAULT_FRAME_CACHE_BYTES 67108864LL  /* 64 MiB of kept frames */
+/* Durations at or below this many ms are shown as SD_FRAME_MIN_SHOWN_MS
+ * (Chromium, Firefox and SDWebImage: a "0" GIF delay plays at 10 fps). */
+#define SD_FRAME_FAST_MS 10
+#define SD_FRAME_MIN_SHOWN_MS 100
 
 typedef enum sd_decoder_param {
     /* ---- Options: set before the first push (SD_EBADSTATE after). ---- */
@@ -108,6 +135,16 @@ typedef enum sd_decoder_param {
     /* Minimum milliseconds between two preview renders; a scan that
      * completes sooner is skipped. Default SD_DEFAULT_PREVIEW_INTERVAL_MS. */
     SD_DEC_PREVIEW_INTERVAL_MS = 11,
+    /* 1: an animation decodes and reports its first frame only
+     * (SDWebImage's .decodeFirstFrameOnly). Default 0. */
+    SD_DEC_FIRST_FRAME_ONLY = 12,
+    /* Frames an animation may have; one more fails with SD_ETOOLARGE.
+     * Default SD_DEFAULT_MAX_FRAMES. */
+    SD_DEC_MAX_FRAMES = 13,
+    /* Bytes of composited frames an animation may keep to answer
+     * sd_decoder_frame() without recompositing (0 = only the working
+     * canvas). Default SD_DEFAULT_FRAME_CACHE_BYTES. */
+    SD_DEC_FRAME_CACHE_BYTES = 14,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
@@ -123,7 +160,18 @@ typedef enum sd_decoder_param {
     SD_DEC_INFO_PREVIEWS = 110,    /* previews rendered so far; grows by 1 each */
     SD_DEC_INFO_COMPLETE = 111,    /* after finish: 1 if every pixel was decoded */
     SD_DEC_INFO_WARNINGS = 112,    /* non-fatal data warnings so far */
-    SD_DEC_INFO_FINISHED = 113     /* 1 once the end of the image was reached */
+    SD_DEC_INFO_FINISHED = 113,    /* 1 once the end of the image was reached */
+    /* Frames sd_decoder_frame() can render now: an animation's grow as its
+     * bytes arrive (a frame counts once all its data is in); a still
+     * image's one frame counts after finish. 0 while none. */
+    SD_DEC_INFO_FRAME_COUNT = 114,
+    /* Times the animation plays, as stored; 0 = forever. 1 for a still
+     * image and for an animation that does not say (a GIF without
+     * NETSCAPE2.0). Known with the header. */
+    SD_DEC_INFO_LOOP_COUNT = 115,
+    /* 1 if the file is an animation (even with SD_DEC_FIRST_FRAME_ONLY, or
+     * when it turns out to hold one frame); 0 for a still image. */
+    SD_DEC_INFO_ANIMATED = 116
 } sd_decoder_param;
 
 /*
@@ -183,6 +231,44 @@ SD_API int sd_decoder_take_bitmap(sd_decoder *dec, sd_bitmap **out);
  * Returns: SD_OK, SD_EAGAIN (nothing to show yet), or an error.
  */
 SD_API int sd_decoder_snapshot(sd_decoder *dec, sd_bitmap **out);
+
+/* Per-frame facts (sd_decoder_frame_get). */
+typedef enum sd_frame_param {
+    /* Milliseconds the frame is shown: the stored duration, except that
+     * one of SD_FRAME_FAST_MS or less is shown SD_FRAME_MIN_SHOWN_MS; 0 for
+     * a still image (it has no timing). */
+    SD_FRAME_DURATION_MS = 1,
+    /* The duration as the file stores it, in ms (GIF: 10 x delay; APNG:
+     * 1000 x num / den with den 0 read as 100; WebP: as stored). */
+    SD_FRAME_STORED_DURATION_MS = 2,
+    /* 1 if the frame does not depend on the frames before it (rendering it
+     * costs one frame decode). */
+    SD_FRAME_IS_KEY = 3
+} sd_frame_param;
+
+/*
+ * Name: sd_decoder_frame_get
+ * Desc: A fact about frame `index` (0-based).
+ * Returns: SD_OK; SD_EAGAIN if that frame is not complete yet (push more);
+ *          SD_EOI if there is no such frame (index >= the final
+ *          SD_DEC_INFO_FRAME_COUNT); SD_EINVAL for an unknown parameter.
+ */
+SD_API int sd_decoder_frame_get(const sd_decoder *dec, uint32_t index,
+                                sd_frame_param param, int64_t *value);
+
+/*
+ * Name: sd_decoder_frame
+ * Desc: A new bitmap (owned by the caller; free with sd_bitmap_free) of
+ *       frame `index` fully composited on the canvas, at the output size
+ *       (SD_DEC_INFO_OUTPUT_*) and orientation. An animation's complete
+ *       frames can be asked for while bytes still arrive and after
+ *       sd_decoder_take_bitmap(); a still image's one frame after finish
+ *       and until sd_decoder_take_bitmap() hands it over.
+ * Returns: SD_OK; SD_EAGAIN (not complete yet); SD_EOI (no such frame);
+ *          SD_EBADSTATE (the still image was taken, or an earlier failure);
+ *          SD_ENOMEM.
+ */
+SD_API int sd_decoder_frame(sd_decoder *dec, uint32_t index, sd_bitmap **out);
 
 /*
  * Name: sd_decoder_message

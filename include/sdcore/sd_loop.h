@@ -272,7 +272,7 @@ SD_API int sd_loop_set_body_sink(sd_loop *loop, const sd_body_sink *sink, void *
 /* The same for one request: `ctx` stays the caller's and must outlive the
  * transfer's complete callback (release is not called). NULL clears. */
 SD_API int sd_request_set_body_sink(sd_request *request, const sd_body_sink *sink, void *ctx);
-/* Parameters for the sink (the decode sink: sd_decoder_param), at most 16:
+/* Parameters for the sink (the decode sink: sd_decoder_param), at most 32:
  * the loop only carries them. Setting a key again replaces its value. */
 SD_API int sd_request_set_sink_param(sd_request *request, int key, int64_t value);
 /* The i-th sink parameter (0-based). Returns SD_OK, or SD_EINVAL past the end. */

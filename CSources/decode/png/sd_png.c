@@ -331,5 +331,5 @@ static int sniff_png(const uint8_t *p, size_t n)
 const sd__codec sd__png_codec = {
     SD_FORMAT_PNG, "PNG", "image/png", sniff_png,
     SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ENCODE,
-    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy,
+    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy, NULL, /* a still (APNG: issue 15) */
 };

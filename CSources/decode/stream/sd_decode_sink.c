@@ -14,7 +14,7 @@
 #include "sdcore/sd_decode_sink.h"
 #include "work/sd_work.h"
 
-#define SD__JOB_INFO_COUNT (SD_DEC_INFO_FINISHED - SD_DEC_INFO_FORMAT + 1)
+#define SD__JOB_INFO_COUNT (SD_DEC_INFO_ANIMATED - SD_DEC_INFO_FORMAT + 1)
 /* Bytes queued for the decoder before the transfer is paused (back-pressure:
  * a decoder slower than the network does not buffer a 200 MiB body twice). */
 #define SD__JOB_MAX_QUEUED ((size_t)32 << 20)

@@ -34,9 +34,13 @@ public final class SDImage: Sendable, CustomStringConvertible {
     /// Pixel size of the source before any thumbnailing (0 when unknown).
     public let sourcePixelWidth: Int
     public let sourcePixelHeight: Int
+    /// Where the other frames of an animation come from (nil for a still
+    /// image; `bitmap` is always frame 0): see `SDImageFrame.swift`.
+    public let animatedProvider: (any SDAnimatedImageProvider)?
 
     public init(bitmap: Bitmap, format: SDImageFormat = .undefined, orientation: Int = 1, scale: Double = 1,
-                isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0) {
+                isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0,
+                animatedProvider: (any SDAnimatedImageProvider)? = nil) {
         self.bitmap = bitmap
         self.format = format
         self.orientation = orientation
@@ -44,6 +48,7 @@ public final class SDImage: Sendable, CustomStringConvertible {
         self.isIncremental = isIncremental
         self.sourcePixelWidth = sourcePixelWidth
         self.sourcePixelHeight = sourcePixelHeight
+        self.animatedProvider = animatedProvider
     }
 
     convenience init(decoded d: DecodedImage, scale: Double, isIncremental: Bool = false) {
@@ -73,8 +78,9 @@ public final class SDImage: Sendable, CustomStringConvertible {
     public var bytesPerRow: Int { bitmap.bytesPerRow }
     /// Size in points (pixels / scale), as `UIImage.size`.
     public var size: CGSize { CGSize(width: Double(width) / scale, height: Double(height) / scale) }
-    /// Bytes of decoded pixels: what it costs in a memory cache.
-    public var cost: Int { bitmap.cost }
+    /// Bytes of decoded pixels: what it costs in a memory cache (every
+    /// frame held in memory counts, as SDWebImage's `sd_memoryCost`).
+    public var cost: Int { (animatedProvider as? SDFramesProvider)?.cost ?? bitmap.cost }
     public var hasAlpha: Bool { bitmap.hasAlpha }
 
     /// Borrow the pixels without copying; valid only inside `body`.
@@ -105,7 +111,8 @@ public final class SDImage: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "<SDImage \(width)x\(height) @\(scale)x \(format)\(isIncremental ? " incremental" : "")>"
+        "<SDImage \(width)x\(height) @\(scale)x \(format)\(isIncremental ? " incremental" : "")"
+            + (sd_isAnimated ? " \(sd_imageFrameCount) frames>" : ">")
     }
 }
 
