@@ -8,41 +8,8 @@ public let sdCoreVersion = String(cString: sd_version_string())
 /// A failed download: the stable C status, its detail, and the HTTP status
 /// when the server answered.
 public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `sd_status` codes as a struct with static members (new codes never
-    /// break callers).
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: Int32
-        public init(rawValue: Int32) { self.rawValue = rawValue }
-        init(_ s: sd_status) { rawValue = s.rawValue }
-
-        public static let invalidRequest = Code(SD_EINVAL)
-        public static let outOfMemory = Code(SD_ENOMEM)
-        public static let io = Code(SD_EIO)
-        public static let cancelled = Code(SD_ECANCELLED)
-        public static let timedOut = Code(SD_ETIMEDOUT)
-        public static let cannotResolveHost = Code(SD_ERESOLVE)
-        public static let cannotConnect = Code(SD_ECONNECT)
-        public static let tls = Code(SD_ETLS)
-        public static let badStatus = Code(SD_EHTTPSTATUS)
-        public static let notModified = Code(SD_ENOTMODIFIED)
-        public static let badContentType = Code(SD_ECONTENTTYPE)
-        public static let tooLarge = Code(SD_ETOOBIG)
-        public static let truncatedBody = Code(SD_EBODY)
-        public static let tooManyRedirects = Code(SD_EREDIRECT)
-        public static let network = Code(SD_ENETWORK)
-        public static let decodeFailed = Code(SD_EDECODE)
-        public static let shuttingDown = Code(SD_ESHUTDOWN)
-        /// The URL's scheme (or a redirect's) is not allowed.
-        public static let schemeNotAllowed = Code(SD_ESCHEME)
-        /// Malformed or relative URL.
-        public static let badURL = Code(SD_EURL)
-        /// The server's reply is not well-formed HTTP (status line, oversized header).
-        public static let badServerResponse = Code(SD_EPROTOCOL)
-        /// A file URL names a FIFO, device or directory.
-        public static let notRegularFile = Code(SD_ENOTFILE)
-        /// Refused by the request's `URLPolicy` (host, address, downgrade).
-        public static let refusedByPolicy = Code(SD_EPOLICY)
-    }
+    /// The C status (`SDStatus`, SDCoders' one mapping of `sd_status`).
+    public typealias Code = SDStatus
 
     public let code: Code
     public let message: String
@@ -55,7 +22,7 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
 
     public init(_ code: Code, message: String? = nil, statusCode: Int? = nil) {
         self.code = code
-        self.message = message ?? String(cString: sd_strerror(code.rawValue))
+        self.message = message ?? code.description
         self.statusCode = statusCode
     }
 

@@ -133,6 +133,18 @@ struct DownloaderCoalescingTests {
         for o in outcomes { await o.wait() }
         #expect(await eventually { started.values.count == 3 })
         #expect(started.values == [3, 2, 1])
+
+        // lowered while queued: the high one steps back behind the normal one
+        let later = (4...5).map { s.url(s.http, "/img/n\($0).jpg?prio") }
+        let order = ResponseOrder(later)
+        d.isSuspended = true
+        let (o4, t4) = d.start(later[0], .highPriority)
+        let (o5, _) = d.start(later[1])
+        t4?.priority = .low
+        d.isSuspended = false
+        for o in [o4, o5] { await o.wait() }
+        #expect(await eventually { order.values.count == 2 })
+        #expect(order.values == [2, 1])
     }
 
     @Test("200 staggered requests for one URL never lose or double a callback")

@@ -133,6 +133,30 @@ struct DownloaderHooksTests {
         #expect(await d.load(s.url(s.http, "/img/small.jpg")).image?.width == 64)
     }
 
+    @Test("Priority changes reach any operation class: the highest subscriber's, raised and lowered while queued")
+    func priorityForAnyOperationClass() async throws {
+        let config = SDWebImageDownloaderConfig()
+        config.operationClass = ParkedOperation.self
+        let d = SDWebImageDownloader(config: config)
+        let url = URL(string: "memory://parked.png")!
+        let (o1, t1) = d.start(url, .lowPriority)
+        let (o2, t2) = d.start(url)
+        let (o3, t3) = d.start(url, .highPriority)
+        let op = try #require(ParkedOperation.last)
+        #expect(op.priorities == [.normal, .high])          // joins raise it
+        t3?.cancel()
+        #expect(op.priorities == [.normal, .high, .normal])  // the high one left
+        t2?.priority = .low
+        #expect(op.priorities.last == .low)                  // lowered while queued
+        t1?.priority = .high
+        t2?.priority = .normal                               // below the highest: no change
+        #expect(op.priorities == [.normal, .high, .normal, .low, .high])
+        op.finish()
+        for o in [o1, o2, o3] { await o.wait() }
+        #expect(o1.image?.width == 3 && o2.image?.width == 3 && o3.sdError?.code == .cancelled)
+        #expect(t1?.priority == .high)
+    }
+
     @Test("An operation runs on its own, without the downloader's bookkeeping")
     func standaloneOperation() async throws {
         let s = try #require(servers)
@@ -156,6 +180,68 @@ struct DownloaderHooksTests {
 }
 
 /// A custom operation: "downloads" a 3x2 PNG made in memory.
+/// Waits until `finish()`, recording the priorities the downloader gives it.
+final class ParkedOperation: SDWebImageDownloaderOperationProtocol, @unchecked Sendable {
+    nonisolated(unsafe) static var last: ParkedOperation?
+    let request: URLRequest?
+    private let lock = NSLock()
+    private var handlers: [Int: (SDWebImageDownloaderCompletedBlock?, SDCallbackQueue)] = [:]
+    private var _priorities: [DownloadPriority] = []
+    private var done = false
+    private let queue: DispatchQueue
+    var completionBlock: (@Sendable () -> Void)?
+
+    init(request: URLRequest, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
+         environment: SDWebImageDownloaderOperationEnvironment) {
+        self.request = request
+        queue = environment.callbackQueue
+        Self.last = self
+    }
+
+    var priorities: [DownloadPriority] { lock.lock(); defer { lock.unlock() }; return _priorities }
+    func setPriority(_ priority: DownloadPriority) { lock.lock(); _priorities.append(priority); lock.unlock() }
+
+    func addHandlers(forProgress progressBlock: SDWebImageDownloaderProgressBlock?,
+                     completed completedBlock: SDWebImageDownloaderCompletedBlock?,
+                     decodeOptions: SDImageCoderOptions) -> (any Sendable)? {
+        lock.lock()
+        defer { lock.unlock() }
+        if done { return nil }
+        let id = handlers.count
+        handlers[id] = (completedBlock, decodeOptions.callbackQueue ?? SDCallbackQueue(dispatchQueue: queue))
+        return id
+    }
+
+    func cancel(_ token: (any Sendable)?) -> Bool {
+        lock.lock()
+        let h = (token as? Int).flatMap { handlers.removeValue(forKey: $0) }
+        lock.unlock()
+        if let (c, q) = h { q.async { c?(nil, nil, SDWebImageError(.cancelled, "cancelled"), true) } }
+        return false
+    }
+
+    func start() {}
+
+    func finish() {
+        let data = try? TestServers.png(width: 3, height: 2)
+        let image = data.flatMap { SDImage(data: $0) }
+        lock.lock()
+        done = true
+        let hs = handlers.values
+        handlers = [:]
+        lock.unlock()
+        for (c, q) in hs { q.async { c?(image, data, nil, true) } }
+        completionBlock?()
+    }
+
+    func cancel() {}
+    var response: URLResponse? { nil }
+    var metrics: DownloadMetrics? { nil }
+    var isExecuting: Bool { false }
+    var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return done }
+    var isCancelled: Bool { false }
+}
+
 final class MemoryOperation: SDWebImageDownloaderOperationProtocol, @unchecked Sendable {
     let request: URLRequest?
     private let lock = NSLock()

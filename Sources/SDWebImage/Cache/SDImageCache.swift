@@ -280,8 +280,9 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public func imageFromDiskCache(forKey key: String?, options: SDImageCacheOptions = [],
                                    context: SDWebImageContext? = nil) -> SDImage? {
         guard let key, let data = diskImageData(forKey: key) else { return nil }
-        let image = decode(data, key, options, context)
-        if let image, context?.pixelSize(.imageThumbnailPixelSize) == nil { storeImage(toMemory: image, forKey: key) }
+        let request = SDImageLoadRequest.resolve(context)
+        let image = decode(data, key, options, request)
+        if let image, let memoryKey = request.memoryKey(forDiskHitAt: key) { storeImage(toMemory: image, forKey: memoryKey) }
         return image
     }
 
@@ -340,9 +341,9 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         ioQueue.async { [self] in disk?.touch(forKey: key) }
     }
 
-    private func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ context: SDWebImageContext?) -> SDImage? {
-        let o = SDImageCoderOptions.make(key: key, scaleDown: options.contains(.scaleDownLargeImages),
-                                         avoidDecode: false, progressive: false, context: context, queue: nil)
+    private func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
+        let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
+                                     avoidDecode: false, progressive: false, queue: nil)
         let decoded = data.withUnsafeBytes { try? ImageDecoder.decode($0, options: o.decode) }
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
@@ -390,19 +391,14 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
                 token.finish(nil, data, .disk, on: sync ? nil : queue)
                 return
             }
-            let decoded = decode(data, key, options, context)
-            // A thumbnail decoded from a full-size entry must not land under the full-size key.
-            let thumbnail = context?.pixelSize(.imageThumbnailPixelSize) != nil && !key.contains("-Thumbnail({")
-            // a context that stores elsewhere than memory keeps the hit out of it (as SDWebImage)
-            let writeBack = (context?[.storeCacheType] as? SDImageCacheType)?.includesMemory ?? true
-            if let decoded, cacheType.includesMemory, writeBack {
-                if !thumbnail {
-                    storeImage(toMemory: decoded, forKey: key)
-                } else if let tkey = context?.thumbnailedKey(key) {
-                    // under the thumbnail's own key, so the next query for it
-                    // is a memory hit (SDWebImage's test17)
-                    storeImage(toMemory: decoded, forKey: tkey)
-                }
+            let request = SDImageLoadRequest.resolve(context)
+            let decoded = decode(data, key, options, request)
+            // a context that stores elsewhere than memory keeps the hit out of
+            // it (as SDWebImage); a thumbnail made from a full-size entry goes
+            // under its own key, never the full-size one
+            if let decoded, cacheType.includesMemory, request.storeCacheType.includesMemory,
+               let memoryKey = request.memoryKey(forDiskHitAt: key) {
+                storeImage(toMemory: decoded, forKey: memoryKey)
             }
             token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
         }

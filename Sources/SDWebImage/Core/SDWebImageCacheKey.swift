@@ -26,36 +26,3 @@ public func SDThumbnailedKeyForKey(_ key: String, _ pixelSize: CGSize, _ preserv
                    preserveAspectRatio ? 1 : 0)
     return SDTransformedKeyForKey(key, t)
 }
-
-extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
-    /// `key` with the context's thumbnail part (`.imageThumbnailPixelSize`,
-    /// `.imagePreserveAspectRatio`), or nil when the context asks for none.
-    func thumbnailedKey(_ key: String) -> String? {
-        guard let size = pixelSize(.imageThumbnailPixelSize) else { return nil }
-        let keep = self[.imagePreserveAspectRatio] as? Bool ?? true
-        return SDThumbnailedKeyForKey(key, CGSize(width: size.width, height: size.height), keep)
-    }
-}
-
-extension SDImageCoderOptions {
-    /// Decode choices for an image known by `key` (a URL string or cache key):
-    /// thumbnail box, aspect, byte budget, scale (`@2x` in the key unless the
-    /// context says otherwise).
-    static func make(key: String?, scaleDown: Bool, avoidDecode: Bool, progressive: Bool,
-                     context: SDWebImageContext?, queue: SDCallbackQueue?) -> SDImageCoderOptions {
-        var o = SDImageCoderOptions()
-        if let size = context?.pixelSize(.imageThumbnailPixelSize) { o.decode.thumbnailPixelSize = size }
-        if let keep = context?[.imagePreserveAspectRatio] as? Bool { o.decode.preserveAspectRatio = keep }
-        if let bytes = context?.int(.imageScaleDownLimitBytes) {
-            o.decode.scaleDownLimitBytes = max(0, bytes)
-        } else if scaleDown {
-            o.decode.scaleDownLimitBytes = DecodeOptions.defaultScaleDownLimitBytes
-        }
-        o.scaleFactor = max(1, context?.double(.imageScaleFactor) ?? SDImageScaleFactorForKey(key))
-        o.decodeImage = !avoidDecode
-        o.progressive = progressive
-        o.callbackQueue = queue
-        o.responseBox = context?[.responseBox] as? ResponseBox
-        return o
-    }
-}

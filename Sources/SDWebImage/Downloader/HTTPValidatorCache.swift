@@ -9,9 +9,11 @@ import FoundationNetworking
 /// first, bounded in bytes. A 304 then gives the bytes back without a body.
 final class HTTPValidatorCache: @unchecked Sendable {
     struct Entry {
-        let etag: String?
-        let lastModified: String?
+        /// The one validator type (the manager's `.refreshCached` keeps the same).
+        let validators: SDWebImageHTTPValidators
         let data: Data
+        var etag: String? { validators.etag }
+        var lastModified: String? { validators.lastModified }
     }
 
     private let lock = NSLock()
@@ -32,15 +34,14 @@ final class HTTPValidatorCache: @unchecked Sendable {
     }
 
     func store(url: URL, data: Data, response: HTTPURLResponse) {
-        let etag = HTTPValidator.etag(response.value(forHTTPHeaderField: "ETag"))
-        let modified = HTTPValidator.date(response.value(forHTTPHeaderField: "Last-Modified"))
+        let validators = SDWebImageHTTPValidators(response: response)
         let noStore = (response.value(forHTTPHeaderField: "Cache-Control") ?? "").lowercased().contains("no-store")
-        guard etag != nil || modified != nil, !noStore, data.count <= capacity / 4 else { return }
+        guard validators.canRevalidate, !noStore, data.count <= capacity / 4 else { return }
         lock.lock()
         defer { lock.unlock() }
         if let old = entries.removeValue(forKey: url) { bytes -= old.entry.data.count }
         tick += 1
-        entries[url] = (Entry(etag: etag, lastModified: modified, data: data), tick)
+        entries[url] = (Entry(validators: validators, data: data), tick)
         bytes += data.count
         while bytes > capacity, let oldest = entries.min(by: { $0.value.tick < $1.value.tick }) {
             entries.removeValue(forKey: oldest.key)

@@ -20,6 +20,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     private let resumable: ResumableDataStore?
     private let lock = NSLock()
     private var operations: [URL: any SDWebImageDownloaderOperationProtocol] = [:]
+    private var priorities: [ObjectIdentifier: Priorities] = [:]
     private var headers: [String: String]
 
     public init(config: SDWebImageDownloaderConfig? = .default) {
@@ -89,6 +90,24 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         progress: SDWebImageDownloaderProgressBlock?,
         completed: SDWebImageDownloaderCompletedBlock?
     ) -> SDWebImageDownloadToken? {
+        download(url, options, context, progress, completed, slot: nil)
+    }
+
+    /// `downloadImage` whose completion also gets the response (read from
+    /// the operation that served it, whatever its class).
+    @discardableResult
+    func downloadImage(with url: URL?, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
+                       progress: SDWebImageDownloaderProgressBlock?,
+                       respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> SDWebImageDownloadToken? {
+        let slot = OperationSlot()
+        return download(url, options, context, progress, { image, data, error, finished in
+            completed(image, data, error, finished, slot.response(taking: finished))
+        }, slot: slot)
+    }
+
+    private func download(_ url: URL?, _ options: SDWebImageDownloaderOptions, _ context: SDWebImageContext?,
+                          _ progress: SDWebImageDownloaderProgressBlock?,
+                          _ completed: SDWebImageDownloaderCompletedBlock?, slot: OperationSlot?) -> SDWebImageDownloadToken? {
         let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
         func fail(_ e: SDWebImageError) -> SDWebImageDownloadToken? {
             if let completed { queue.async { completed(nil, nil, e, true) } }
@@ -98,7 +117,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             return fail(SDWebImageError(.invalidURL, "the image URL is nil"))
         }
         let coder = Self.coderOptions(url: url, options: options, context: context, queue: queue)
-        if let token = join(url, options, progress, completed, coder) { return token }
+        if let token = join(url, options, progress, completed, coder, slot) { return token }
 
         // A new operation, made outside the lock (modifiers are user code).
         guard let loader else { return fail(SDWebImageError(.invalidDownloadOperation, "the transfer loop is not running")) }
@@ -124,6 +143,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         env.totalTimeout = config.downloadTotalTimeout
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
+        slot?.set(op)
         guard let opToken = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else {
             return fail(SDWebImageError(.invalidDownloadOperation, "the operation refused the request"))
         }
@@ -132,16 +152,21 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             // Someone else started this URL meanwhile: join theirs. Ours never
             // started, so dropping it calls nobody.
             lock.unlock()
-            return downloadImage(with: url, options: options, context: context, progress: progress, completed: completed)
+            return download(url, options, context, progress, completed, slot: slot)
         }
         op.completionBlock = { [weak self, weak op] in
             guard let self, let op else { return }
             self.forget(op, url)
         }
         operations[url] = op
+        let token = SDWebImageDownloadToken(url: url, operation: op, token: opToken, downloader: self,
+                                            priority: Self.priority(options))
+        let id = ObjectIdentifier(op)
+        priorities[id] = Priorities(applied: token.priority)  // the operation starts at its request's
+        _ = subscribed(token, op)
         lock.unlock()
         op.start()
-        return SDWebImageDownloadToken(url: url, operation: op, token: opToken, downloader: self)
+        return token
     }
 
     @discardableResult
@@ -163,13 +188,21 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     }
 
     private func join(_ url: URL, _ options: SDWebImageDownloaderOptions, _ progress: SDWebImageDownloaderProgressBlock?,
-                      _ completed: SDWebImageDownloaderCompletedBlock?, _ coder: SDImageCoderOptions) -> SDWebImageDownloadToken? {
+                      _ completed: SDWebImageDownloaderCompletedBlock?, _ coder: SDImageCoderOptions,
+                      _ slot: OperationSlot?) -> SDWebImageDownloadToken? {
         lock.lock()
-        defer { lock.unlock() }
-        guard let op = operations[url],
-              let t = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else { return nil }
-        if options.contains(.highPriority) { (op as? SDWebImageDownloaderOperation)?.setPriority(.high) }
-        return SDWebImageDownloadToken(url: url, operation: op, token: t, downloader: self)
+        guard let op = operations[url] else { lock.unlock(); return nil }
+        slot?.set(op)
+        guard let t = op.addHandlers(forProgress: progress, completed: completed, decodeOptions: coder) else {
+            lock.unlock()
+            return nil
+        }
+        let token = SDWebImageDownloadToken(url: url, operation: op, token: t, downloader: self,
+                                            priority: Self.priority(options))
+        let move = subscribed(token, op)
+        lock.unlock()
+        if let move { op.setPriority(move) }
+        return token
     }
 
     private func makeRequest(_ url: URL, _ options: SDWebImageDownloaderOptions, _ context: SDWebImageContext?) -> URLRequest? {
@@ -192,14 +225,71 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     func forget(_ op: any SDWebImageDownloaderOperationProtocol, _ url: URL) {
         lock.lock()
         if let current = operations[url], current === op { operations.removeValue(forKey: url) }
+        priorities.removeValue(forKey: ObjectIdentifier(op))
         lock.unlock()
+    }
+
+    // MARK: - Priority: an operation runs at the highest of its subscribers' (Nuke's rule)
+
+    struct Priorities {
+        var applied: DownloadPriority
+        var subscribers: [ObjectIdentifier: DownloadPriority] = [:]
+        var highest: DownloadPriority { subscribers.values.max { $0.rawValue < $1.rawValue } ?? applied }
+    }
+
+    static func priority(_ options: SDWebImageDownloaderOptions) -> DownloadPriority {
+        options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
+    }
+
+    /// Under `lock`; returns the priority to give the operation (after unlocking).
+    private func subscribed(_ token: SDWebImageDownloadToken,
+                            _ op: any SDWebImageDownloaderOperationProtocol) -> DownloadPriority? {
+        update(op) { $0.subscribers[ObjectIdentifier(token)] = token.priority }
+    }
+
+    /// A subscriber left, or changed its priority (`priority` nil: left).
+    func subscriber(_ token: SDWebImageDownloadToken, of op: any SDWebImageDownloaderOperationProtocol,
+                    changedTo priority: DownloadPriority?) {
+        lock.lock()
+        let move = update(op) { $0.subscribers[ObjectIdentifier(token)] = priority }
+        lock.unlock()
+        if let move { op.setPriority(move) }
+    }
+
+    /// Under `lock`: change the record; the new highest when it moved.
+    private func update(_ op: any SDWebImageDownloaderOperationProtocol,
+                        _ change: (inout Priorities) -> Void) -> DownloadPriority? {
+        let id = ObjectIdentifier(op)
+        guard var p = priorities[id] else { return nil }  // finished: nothing to reorder
+        change(&p)
+        let highest = p.highest
+        defer { priorities[id] = p }
+        guard highest != p.applied else { return nil }
+        p.applied = highest
+        return highest
     }
 
     static func coderOptions(url: URL, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
                              queue: SDCallbackQueue?) -> SDImageCoderOptions {
-        .make(key: url.absoluteString, scaleDown: options.contains(.scaleDownLargeImages),
-              avoidDecode: options.contains(.avoidDecodeImage), progressive: options.contains(.progressiveLoad),
-              context: context, queue: queue)
+        SDImageLoadRequest.resolve(context).coderOptions(
+            key: url.absoluteString, scaleDown: options.contains(.scaleDownLargeImages),
+            avoidDecode: options.contains(.avoidDecodeImage), progressive: options.contains(.progressiveLoad),
+            queue: queue)
+    }
+}
+
+/// The operation serving one subscriber, until its final completion reads
+/// the response from it (then let go: the operation holds the completion).
+final class OperationSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var op: (any SDWebImageDownloaderOperationProtocol)?
+    func set(_ o: any SDWebImageDownloaderOperationProtocol) { lock.lock(); op = o; lock.unlock() }
+    func response(taking final: Bool) -> URLResponse? {
+        lock.lock()
+        let o = op
+        if final { op = nil }
+        lock.unlock()
+        return final ? o?.response : nil
     }
 }
 
@@ -211,13 +301,30 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
     private weak var downloader: SDWebImageDownloader?
     private let lock = NSLock()
     private var cancelled = false
+    private var _priority: DownloadPriority
 
     init(url: URL?, operation: any SDWebImageDownloaderOperationProtocol, token: (any Sendable)?,
-         downloader: SDWebImageDownloader?) {
+         downloader: SDWebImageDownloader?, priority: DownloadPriority = .normal) {
         self.url = url
         self.operation = operation
         self.token = token
         self.downloader = downloader
+        _priority = priority
+    }
+
+    /// This subscriber's priority (ours; Nuke's `ImageTask.priority`): the
+    /// download runs at the highest of its subscribers', so raising one
+    /// moves a queued transfer up and lowering the last high one moves it
+    /// back down. From `.highPriority`/`.lowPriority` at first.
+    public var priority: DownloadPriority {
+        get { lock.lock(); defer { lock.unlock() }; return _priority }
+        set {
+            lock.lock()
+            _priority = newValue
+            let gone = cancelled
+            lock.unlock()
+            if !gone { downloader?.subscriber(self, of: operation, changedTo: newValue) }
+        }
     }
 
     public var request: URLRequest? { operation.request }
@@ -231,6 +338,7 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
         guard !cancelled else { lock.unlock(); return }
         cancelled = true
         lock.unlock()
+        downloader?.subscriber(self, of: operation, changedTo: nil)
         if operation.cancel(token), let url { downloader?.forget(operation, url) }
     }
 }

@@ -18,8 +18,6 @@ public struct SDImageCoderOptions: Sendable {
     public var progressive = false
     /// Where this subscriber's callbacks run (nil: the downloader's queue).
     public var callbackQueue: SDCallbackQueue?
-    /// Filled with the response before this subscriber's completion runs.
-    var responseBox: ResponseBox?
 
     public init() {}
 
@@ -103,6 +101,14 @@ public protocol SDWebImageDownloaderOperationProtocol: AnyObject, Sendable {
     var isCancelled: Bool { get }
     /// Called once when the operation finished (the downloader forgets it then).
     var completionBlock: (@Sendable () -> Void)? { get set }
+    /// Move the transfer up or down its queue while it waits (the downloader
+    /// calls it with the highest priority of the subscribers as they join,
+    /// leave or change theirs). Default: ignored.
+    func setPriority(_ priority: DownloadPriority)
+}
+
+extension SDWebImageDownloaderOperationProtocol {
+    public func setPriority(_ priority: DownloadPriority) {}
 }
 
 public extension Notification.Name {
@@ -318,10 +324,8 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             }
             d.acceptableContentTypes = env.acceptableContentTypes.map { Array($0).sorted() }
         }
-        if let v = validators {
-            d.ifNoneMatch = v.etag
-            d.ifModifiedSince = v.lastModified
-        } else if let v = context?[.httpValidators] as? SDWebImageHTTPValidators {
+        // the HTTP cache's entry, else the manager's (.refreshCached): one validator type
+        if let v = validators?.validators ?? context?[.httpValidators] as? SDWebImageHTTPValidators {
             d.ifNoneMatch = v.etag
             d.ifModifiedSince = v.lastModified
         } else {
@@ -476,10 +480,6 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             outcome = .failure(SDWebImageError(.badImageData, "the downloaded data is empty"))
         }
 
-        if hs.contains(where: { $0.options.responseBox != nil }) {
-            let r = response
-            for h in hs { h.options.responseBox?.set(r) }
-        }
         switch outcome {
         case .failure(let error):
             for h in hs { if let c = h.completed { h.queue.async { c(nil, nil, error, true) } } }
@@ -548,19 +548,6 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             }
         }
     }
-}
-
-/// Hands the response to a subscriber (the manager keeps its validators).
-final class ResponseBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value: URLResponse?
-    func set(_ r: URLResponse?) { lock.lock(); _value = r; lock.unlock() }
-    var value: URLResponse? { lock.lock(); defer { lock.unlock() }; return _value }
-}
-
-extension SDWebImageContextOption {
-    /// Internal: a `ResponseBox` the operation fills before completing.
-    static let responseBox: Self = "SDWebImageInternalResponseBox"
 }
 
 /// Identifies one subscriber of a default operation. Weak: the subscriber's

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 public typealias SDImageLoaderProgressBlock = SDWebImageDownloaderProgressBlock
 public typealias SDImageLoaderCompletedBlock = SDWebImageDownloaderCompletedBlock
@@ -11,6 +14,45 @@ public protocol SDImageLoader: AnyObject, Sendable {
                       completed: SDImageLoaderCompletedBlock?) -> (any SDWebImageOperation)?
     /// Whether this failure should put the URL on the manager's blocklist.
     func shouldBlockFailedURL(_ url: URL, error: any Error) -> Bool
+}
+
+/// `(image, data, error, finished, response)`: a loader's completion with the
+/// response that served it (nil before the final call, and when none came).
+public typealias SDImageLoaderResponseCompletedBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ error: (any Error)?,
+                                                                 _ finished: Bool, _ response: URLResponse?) -> Void
+
+/// A loader that hands the response to its completion (ours; SDWebImage's
+/// manager has no use for it). The manager keeps the HTTP validators of
+/// what it stores from it, for `.refreshCached`; a loader without it just
+/// stores no validators.
+public protocol SDImageLoaderProvidingResponse: SDImageLoader {
+    func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
+                      progress: SDImageLoaderProgressBlock?,
+                      respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)?
+}
+
+extension SDWebImageDownloader: SDImageLoaderProvidingResponse {
+    public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
+                             progress: SDImageLoaderProgressBlock?,
+                             respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)? {
+        downloadImage(with: url, options: options.downloaderOptions, context: context, progress: progress,
+                      respondingTo: completed)
+    }
+}
+
+extension SDImageLoader {
+    /// Through `SDImageLoaderProvidingResponse` when the loader has it, else
+    /// the plain call with no response.
+    func requestImageWithResponse(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
+                                  progress: SDImageLoaderProgressBlock?,
+                                  completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)? {
+        if let l = self as? any SDImageLoaderProvidingResponse {
+            return l.requestImage(with: url, options: options, context: context, progress: progress, respondingTo: completed)
+        }
+        return requestImage(with: url, options: options, context: context, progress: progress) { i, d, e, f in
+            completed(i, d, e, f, nil)
+        }
+    }
 }
 
 extension SDWebImageDownloader: SDImageLoader {
@@ -50,7 +92,7 @@ extension SDWebImageDownloader: SDImageLoader {
 /// (the highest priority) that can request it (SDWebImage's
 /// `SDImageLoadersManager`). E.g. a loader of your own for an `app://` scheme
 /// over the downloader.
-public final class SDImageLoadersManager: SDImageLoader, @unchecked Sendable {
+public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unchecked Sendable {
     public static let shared = SDImageLoadersManager(loaders: [SDWebImageDownloader.shared])
 
     private let lock = NSLock()
@@ -86,6 +128,17 @@ public final class SDImageLoadersManager: SDImageLoader, @unchecked Sendable {
             return nil
         }
         return l.requestImage(with: url, options: options, context: context, progress: progress, completed: completed)
+    }
+
+    public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
+                             progress: SDImageLoaderProgressBlock?,
+                             respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)? {
+        guard let l = loader(for: url) else {
+            completed(nil, nil, SDWebImageError(.invalidURL, "no loader can request \(url?.absoluteString ?? "nil")"), true, nil)
+            return nil
+        }
+        return l.requestImageWithResponse(with: url, options: options, context: context, progress: progress,
+                                          completed: completed)
     }
 
     public func shouldBlockFailedURL(_ url: URL, error: any Error) -> Bool {

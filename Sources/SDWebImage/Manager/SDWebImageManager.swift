@@ -210,18 +210,13 @@ public final class SDWebImageManager: @unchecked Sendable {
     /// The cache key: the filter's (else the URL string), then the thumbnail
     /// and transformer parts.
     public func cacheKey(for url: URL?, context: SDWebImageContext? = nil) -> String? {
-        guard let key = originalCacheKey(for: url, context: context) else { return nil }
-        var k = context?.thumbnailedKey(key) ?? key
-        if let t = context?[.imageTransformer] as? any SDImageTransformer {
-            k = SDTransformedKeyForKey(k, t.transformerKey)
-        }
-        return k
+        request(for: url, context: context ?? [:]).keys?.storage
     }
 
-    private func originalCacheKey(for url: URL?, context: SDWebImageContext?) -> String? {
-        guard let url else { return nil }
-        let filter = context?[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol ?? cacheKeyFilter
-        return filter.map { $0.cacheKey(for: url) } ?? url.absoluteString
+    /// The load's context resolved once, keys included (the key filter is user code).
+    func request(for url: URL?, context: SDWebImageContext) -> SDImageLoadRequest {
+        SDImageLoadRequest(url: url, context: context,
+                           keyFilter: context[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol ?? cacheKeyFilter)
     }
 
     // MARK: - Load
@@ -325,7 +320,8 @@ private final class Load: @unchecked Sendable {
     let queue: SDCallbackQueue
     let progress: SDImageLoaderProgressBlock?
     let completed: SDInternalCompletionBlock
-    /// The cache keys, derived once (the key filter is user code).
+    /// The context resolved once; the layers below get it with the context.
+    let request: SDImageLoadRequest
     let key: String?
     let originalKey: String?
     let lock = NSLock()
@@ -338,26 +334,23 @@ private final class Load: @unchecked Sendable {
         self.op = op
         self.url = url
         self.options = options
+        request = manager.request(for: url, context: context)
+        var context = context
+        context[.loadRequest] = request
         self.context = context
         self.queue = queue
         self.progress = progress
         self.completed = completed
-        var original = context
-        original[.imageThumbnailPixelSize] = nil
-        original[.imageTransformer] = nil
-        key = manager.cacheKey(for: url, context: context)
-        originalKey = url.flatMap { manager.cacheKey(for: $0, context: original) }
+        key = request.keys?.storage
+        originalKey = request.keys?.original
     }
 
     var cache: any SDImageCacheProtocol { context[.imageCache] as? any SDImageCacheProtocol ?? manager.imageCache }
     var originalCache: any SDImageCacheProtocol { context[.originalImageCache] as? any SDImageCacheProtocol ?? cache }
     var loader: any SDImageLoader { context[.imageLoader] as? any SDImageLoader ?? manager.imageLoader }
-    var transformer: (any SDImageTransformer)? { context[.imageTransformer] as? any SDImageTransformer }
+    var transformer: (any SDImageTransformer)? { request.transformer }
     /// A thumbnail or transformed image: cached under its own key.
-    var derived: Bool { key != originalKey }
-    func type(_ k: SDWebImageContextOption, _ d: SDImageCacheType) -> SDImageCacheType {
-        context[k] as? SDImageCacheType ?? d
-    }
+    var derived: Bool { request.keys?.derived ?? false }
 
     /// A final answer: once; it ends the operation.
     func complete(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ type: SDImageCacheType) {
@@ -401,7 +394,7 @@ private final class Load: @unchecked Sendable {
             download(cached: nil, data: nil, type: .none)
             return
         }
-        let queryType = type(.queryCacheType, .all)
+        let queryType = request.queryCacheType
         let answer: SDImageCacheQueryCompletionBlock = { [self] image, data, cacheType in
             if op.isCancelled { return cancelled() }
             if image == nil, derived {
@@ -418,7 +411,7 @@ private final class Load: @unchecked Sendable {
         }
         // Identical loads (same cache, key, query and decode) share the query.
         let id = "\(ObjectIdentifier(cache).hashValue)|\(queryType.rawValue)|\(options.cacheOptions.rawValue)|"
-            + "\(context.double(.imageScaleFactor) ?? 0)|\(context.int(.imageScaleDownLimitBytes) ?? -1)|\(key ?? "")"
+            + "\(request.scaleFactor ?? 0)|\(request.scaleDownLimitBytes ?? -1)|\(key ?? "")"
         op.setCacheOperation(manager.sharedQuery(id, answer) { done in
             cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType, completion: done)
         })
@@ -426,12 +419,11 @@ private final class Load: @unchecked Sendable {
 
     /// A thumbnail or transformed image missing: make it from the original bytes if the cache has them.
     func queryOriginal() {
-        let originalType = type(.originalQueryCacheType, .disk)
+        let originalType = request.originalQueryCacheType
         guard originalType != .none, let originalKey else { return download(cached: nil, data: nil, type: .none) }
-        // Decode straight to the thumbnail size; the original entry is not touched.
-        var ctx = context
-        ctx[.imageTransformer] = nil
-        op.setCacheOperation(originalCache.queryImage(forKey: originalKey, options: options, context: ctx,
+        // Decode straight to the thumbnail size (the request says so); the
+        // original entry is not touched.
+        op.setCacheOperation(originalCache.queryImage(forKey: originalKey, options: options, context: context,
                                                       cacheType: originalType == .all ? .disk : originalType) {
             [self] image, _, cacheType in
             if op.isCancelled { return cancelled() }
@@ -475,12 +467,9 @@ private final class Load: @unchecked Sendable {
     func request(_ url: URL, _ context: SDWebImageContext, refresh: Bool, stored: SDWebImageHTTPValidators?,
                  retry: Int) {
         op.setCacheOperation(nil)  // the query is over while the download runs (SDWebImage clears it)
-        var ctx = context
-        let responseBox = ResponseBox()
-        ctx[.responseBox] = responseBox
         let loader = self.loader
-        let token = loader.requestImage(with: url, options: options, context: ctx, progress: progress) {
-            [self] image, data, error, finished in
+        let token = loader.requestImageWithResponse(with: url, options: options, context: context, progress: progress) {
+            [self] image, data, error, finished, response in
             if op.isCancelled { return cancelled() }
             if let error, (error as? SDWebImageError)?.code != .cancelled,
                !(refresh && (error as? SDWebImageError)?.code == .cacheNotModified),
@@ -510,11 +499,10 @@ private final class Load: @unchecked Sendable {
             }
             guard finished else { return deliver(image, data, .none, finished: false) }
             if options.contains(.retryFailed) { manager.removeFailedURL(url) }
-            let response = responseBox.value as? HTTPURLResponse
-            let validators = response.map { SDWebImageHTTPValidators(response: $0) }
+            let validators = (response as? HTTPURLResponse).map { SDWebImageHTTPValidators(response: $0) }
             guard let image else {
                 // bytes only (.avoidDecodeImage): store them as they are
-                store(nil, data, key: originalKey, type: self.type(.storeCacheType, .all), validators: validators) {
+                store(nil, data, key: originalKey, type: request.storeCacheType, validators: validators) {
                     self.complete(nil, data, nil, .none)
                 }
                 return
@@ -541,7 +529,7 @@ private final class Load: @unchecked Sendable {
     /// Transform (if asked), store original and result, complete.
     func transformAndStore(_ image: SDImage, _ data: Data?, downloaded: Data?, cacheType: SDImageCacheType,
                            validators: SDWebImageHTTPValidators?) {
-        let storeType = type(.storeCacheType, .all)
+        let storeType = request.storeCacheType
         var result = image
         if let t = transformer {
             guard let transformed = t.transformedImage(with: image, forKey: key ?? "") else {
@@ -554,10 +542,10 @@ private final class Load: @unchecked Sendable {
         if derived {
             // keep the original bytes (not the thumbnail) for later transforms
             if let downloaded, let originalKey {
-                let originalType = type(.originalStoreCacheType, .disk)
+                let originalType = request.originalStoreCacheType
                 // the decoded original goes to memory too when asked (as in
                 // SDWebImage); a thumbnail decode has no full-size original
-                let full = context.pixelSize(.imageThumbnailPixelSize) == nil
+                let full = request.thumbnail == nil
                 let type = full ? originalType : originalType == .all ? .disk : originalType
                 if type != .none {
                     group.enter()

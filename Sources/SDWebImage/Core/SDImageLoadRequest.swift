@@ -1,0 +1,119 @@
+import Foundation
+import SDCoders
+
+/// A load's context resolved once, typed: what the layers below the manager
+/// (downloader, caches) read instead of the context dictionary, and never by
+/// parsing a key string. The manager makes one per `loadImage` and passes it
+/// down under an internal context key; a direct call to the downloader or a
+/// cache resolves one from its own context (`resolve`).
+struct SDImageLoadRequest: Sendable {
+    /// A thumbnail box in pixels (`.imageThumbnailPixelSize`, `.imagePreserveAspectRatio`).
+    struct Thumbnail: Equatable, Sendable {
+        let width: Int
+        let height: Int
+        let preserveAspectRatio: Bool
+        var size: CGSize { CGSize(width: Double(width), height: Double(height)) }
+    }
+
+    /// SDWebImage's cache keys, strings used only to name entries: the
+    /// filter's key (else the URL string), that plus the thumbnail part,
+    /// and the storage key (plus the transformer part).
+    struct Keys: Sendable, Equatable {
+        let original: String
+        let thumbnail: String?
+        let storage: String
+        /// A thumbnail or transformed image: cached under its own key.
+        var derived: Bool { storage != original }
+    }
+
+    let thumbnail: Thumbnail?
+    let transformer: (any SDImageTransformer)?
+    /// The context's scale; nil: from the key (`@2x`), as SDWebImage.
+    let scaleFactor: Double?
+    /// The context's byte budget; nil: the default when `.scaleDownLargeImages`.
+    let scaleDownLimitBytes: Int?
+    let queryCacheType: SDImageCacheType
+    let storeCacheType: SDImageCacheType
+    let originalQueryCacheType: SDImageCacheType
+    let originalStoreCacheType: SDImageCacheType
+    let callbackQueue: SDCallbackQueue?
+    /// Known when the manager made it (it knows which entry it asks for).
+    private(set) var keys: Keys?
+
+    init(context: SDWebImageContext?) {
+        let c = context ?? [:]
+        if let size = c.pixelSize(.imageThumbnailPixelSize) {
+            thumbnail = Thumbnail(width: size.width, height: size.height,
+                                  preserveAspectRatio: c[.imagePreserveAspectRatio] as? Bool ?? true)
+        } else {
+            thumbnail = nil
+        }
+        transformer = c[.imageTransformer] as? any SDImageTransformer
+        scaleFactor = c.double(.imageScaleFactor)
+        scaleDownLimitBytes = c.int(.imageScaleDownLimitBytes)
+        queryCacheType = c[.queryCacheType] as? SDImageCacheType ?? .all
+        storeCacheType = c[.storeCacheType] as? SDImageCacheType ?? .all
+        originalQueryCacheType = c[.originalQueryCacheType] as? SDImageCacheType ?? .disk
+        originalStoreCacheType = c[.originalStoreCacheType] as? SDImageCacheType ?? .disk
+        callbackQueue = c.callbackQueue
+    }
+
+    /// The manager's request for `url`, keys included.
+    init(url: URL?, context: SDWebImageContext, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?) {
+        self.init(context: context)
+        keys = url.flatMap { Self.keys(for: $0, keyFilter: keyFilter, thumbnail: thumbnail, transformer: transformer) }
+    }
+
+    /// The typed request the manager passed down, else one resolved from `context`.
+    static func resolve(_ context: SDWebImageContext?) -> SDImageLoadRequest {
+        context?[.loadRequest] as? SDImageLoadRequest ?? SDImageLoadRequest(context: context)
+    }
+
+    static func keys(for url: URL, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?, thumbnail: Thumbnail?,
+                     transformer: (any SDImageTransformer)?) -> Keys? {
+        guard let original = keyFilter.map({ $0.cacheKey(for: url) }) ?? url.absoluteString else { return nil }
+        let thumb = thumbnail.map { SDThumbnailedKeyForKey(original, $0.size, $0.preserveAspectRatio) }
+        var storage = thumb ?? original
+        if let transformer { storage = SDTransformedKeyForKey(storage, transformer.transformerKey) }
+        return Keys(original: original, thumbnail: thumb, storage: storage)
+    }
+
+    /// How to decode for an image known by `key` (a URL string or cache key).
+    func coderOptions(key: String?, scaleDown: Bool, avoidDecode: Bool, progressive: Bool,
+                      queue: SDCallbackQueue?) -> SDImageCoderOptions {
+        var o = SDImageCoderOptions()
+        if let t = thumbnail {
+            o.decode.thumbnailPixelSize = (t.width, t.height)
+            o.decode.preserveAspectRatio = t.preserveAspectRatio
+        }
+        if let bytes = scaleDownLimitBytes {
+            o.decode.scaleDownLimitBytes = max(0, bytes)
+        } else if scaleDown {
+            o.decode.scaleDownLimitBytes = DecodeOptions.defaultScaleDownLimitBytes
+        }
+        o.scaleFactor = max(1, scaleFactor ?? SDImageScaleFactorForKey(key))
+        o.decodeImage = !avoidDecode
+        o.progressive = progressive
+        o.callbackQueue = queue
+        return o
+    }
+
+    /// Where a disk hit for `key`, decoded with this request, belongs in the
+    /// memory cache: under `key`, unless it was decoded to a thumbnail from a
+    /// full-size entry — then under the thumbnail's own key, never the
+    /// full-size one (SDWebImage's test17). nil: nowhere.
+    func memoryKey(forDiskHitAt key: String) -> String? {
+        guard let thumbnail else { return key }
+        if let keys {  // the manager's: it says which entry it asked for
+            if key == keys.storage { return key }
+            return key == keys.original ? keys.thumbnail : nil
+        }
+        // a direct query with a thumbnail box names a full-size entry
+        return SDThumbnailedKeyForKey(key, thumbnail.size, thumbnail.preserveAspectRatio)
+    }
+}
+
+extension SDWebImageContextOption {
+    /// Internal: the manager's `SDImageLoadRequest` for the layers below.
+    static let loadRequest: Self = "SDWebImageInternalLoadRequest"
+}
