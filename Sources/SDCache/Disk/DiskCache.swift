@@ -66,6 +66,14 @@ public final class DiskCache: @unchecked Sendable {
         public let accessDate: Date
         public let modificationDate: Date
         public let changeDate: Date
+
+        public init(name: String, bytes: Int, accessDate: Date, modificationDate: Date, changeDate: Date) {
+            self.name = name
+            self.bytes = bytes
+            self.accessDate = accessDate
+            self.modificationDate = modificationDate
+            self.changeDate = changeDate
+        }
     }
 
     /// Creates the directory (mode 0700) if needed. An existing one that is
@@ -177,6 +185,7 @@ public final class DiskCache: @unchecked Sendable {
         guard !ext.isEmpty, ext.utf8.count <= Int(NAME_MAX) - 33, !ext.contains("/") else { return hash }
         return hash + "." + ext
     }
+
 
     public func cachePath(forKey key: String) -> String { directory + "/" + Self.fileName(forKey: key) }
 

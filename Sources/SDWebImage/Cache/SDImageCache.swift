@@ -94,10 +94,16 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public let config: SDImageCacheConfig
     /// The folder holding this cache's files.
     public let diskCachePath: String
-    let memory: MemoryCache<String, SDImage>
+    /// The memory tier (`config.memoryCacheClass`, default `SDMemoryCache`).
+    public let memoryCache: any SDMemoryCacheProtocol
     private let weakImages = WeakImageTable()
-    private let disk: DiskCache?
-    private let diskError: DiskCacheError?
+    /// The disk tier (`config.diskCacheClass`, default `DiskCache`); nil when
+    /// it could not be opened (writes then fail with that error).
+    public let diskCache: (any SDDiskCacheProtocol)?
+    private var disk: (any SDDiskCacheProtocol)? { diskCache }
+    private let diskError: (any Error)?
+    /// Sweeps the disk tier while the process runs (ioQueue only).
+    private let sweeper = DiskSweeper()
     private let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
     private let readQueue = DispatchQueue(label: "SDImageCache.read", qos: .userInitiated, attributes: .concurrent)
     private let lock = NSLock()
@@ -137,18 +143,17 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         self.config = config
         let safe = namespace.replacingOccurrences(of: "/", with: "_")
         diskCachePath = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory!) + "/" + (safe.isEmpty ? "default" : safe)
-        memory = MemoryCache(costLimit: config.maxMemoryCost, countLimit: config.maxMemoryCount)
+        memoryCache = (config.memoryCacheClass ?? SDMemoryCache.self).init(config: config)
         do {
-            disk = try DiskCache(directory: diskCachePath)
+            diskCache = try (config.diskCacheClass ?? DiskCache.self).init(cachePath: diskCachePath)
             diskError = nil
         } catch {
-            disk = nil
+            diskCache = nil
             diskError = error
         }
         config.onChange = { [weak self] in
             guard let self else { return }
-            self.memory.costLimit = self.config.maxMemoryCost
-            self.memory.countLimit = self.config.maxMemoryCount
+            self.memoryCache.configDidChange(self.config)
         }
         deleteOldFiles(completion: nil)
     }
@@ -198,7 +203,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     public func storeImage(toMemory image: SDImage?, forKey key: String?) {
         guard let image, let key, config.shouldCacheImagesInMemory else { return }
-        memory.setValue(image, forKey: key, cost: image.cost)
+        memoryCache.setObject(image, forKey: key, cost: image.cost)
         if config.shouldUseWeakMemoryCache { weakImages.set(image, forKey: key) }
     }
 
@@ -208,40 +213,10 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         try ioQueue.sync { try writeToDisk(data, key, nil) }
     }
 
-    // The size limit and age hold while the process runs, not only at start
-    // (a Linux daemon has no "entering background" to sweep at): writes keep a
-    // running estimate of the folder's bytes (rescanned every 1000 writes and
-    // after each sweep, since other processes may share the folder) instead of
-    // listing the folder on every write, and sweep when it is over the limit or
-    // `diskSweepInterval` has passed. ioQueue only.
-    private var diskBytes: Int?
-    private var writesSinceScan = 0
-    private var lastSweep = Date()
-
     private func writeToDisk(_ data: Data, _ key: String, _ extended: Data?) throws {
         guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
         try disk.setData(data, forKey: key, extendedData: extended)
-        let limit = config.maxDiskSize
-        writesSinceScan += 1
-        if limit > 0 {
-            if let bytes = diskBytes, writesSinceScan < 1000 {
-                diskBytes = bytes + (data.count + 4095) & ~4095  // allocated blocks, about
-            } else {
-                diskBytes = disk.totalSize()
-                writesSinceScan = 0
-            }
-        }
-        if (limit > 0 && diskBytes! > limit) || Date().timeIntervalSince(lastSweep) >= config.diskSweepInterval {
-            sweepDisk(disk)
-        }
-    }
-
-    private func sweepDisk(_ disk: DiskCache) {
-        disk.removeExpiredData(maxAge: config.maxDiskAge, maxSize: config.maxDiskSize,
-                               expireType: config.diskCacheExpireType)
-        diskBytes = config.maxDiskSize > 0 ? disk.totalSize() : nil
-        writesSinceScan = 0
-        lastSweep = Date()
+        sweeper.didWrite(data.count, to: disk, policy: config.sweepPolicy)
     }
 
     private func setPending(_ key: String, _ value: Data?) -> UInt64 {
@@ -269,10 +244,10 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     public func imageFromMemoryCache(forKey key: String?) -> SDImage? {
         guard let key else { return nil }
-        if let image = memory.value(forKey: key) { return image }
+        if let image = memoryCache.object(forKey: key) { return image }
         // evicted, but maybe alive elsewhere: back into the LRU
         guard config.shouldUseWeakMemoryCache, let image = weakImages.value(forKey: key) else { return nil }
-        memory.setValue(image, forKey: key, cost: image.cost)
+        memoryCache.setObject(image, forKey: key, cost: image.cost)
         return image
     }
 
@@ -439,7 +414,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     public func removeImageFromMemory(forKey key: String?) {
         guard let key else { return }
-        memory.removeValue(forKey: key)
+        memoryCache.removeObject(forKey: key)
         weakImages.remove(forKey: key)
     }
 
@@ -450,7 +425,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     }
 
     public func clearMemory() {
-        memory.removeAll()
+        memoryCache.removeAllObjects()
         weakImages.removeAll()
     }
 
@@ -458,7 +433,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
         let queue = config.callbackQueue
         ioQueue.async { [self] in
             disk?.removeAllData()
-            diskBytes = nil
+            sweeper.cleared()
             if let completion { queue.async(execute: completion) }
         }
     }
@@ -467,7 +442,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public func deleteOldFiles(completion: (@Sendable () -> Void)? = nil) {
         let queue = config.callbackQueue
         ioQueue.async { [self] in
-            if let disk { sweepDisk(disk) }
+            if let disk { sweeper.sweep(disk, policy: config.sweepPolicy) }
             if let completion { queue.async(execute: completion) }
         }
     }
@@ -495,8 +470,8 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     // MARK: - Info
 
     /// Bytes of decoded pixels held in memory, and how many images.
-    public var memoryCost: Int { memory.totalCost }
-    public var memoryCount: Int { memory.totalCount }
+    public var memoryCost: Int { memoryCache.totalCost }
+    public var memoryCount: Int { memoryCache.totalCount }
 
     /// Bytes on disk (allocated), synchronously.
     public func totalDiskSize() -> Int { ioQueue.sync { disk?.totalSize() ?? 0 } }
@@ -514,7 +489,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     /// The file that holds (or would hold) the key's bytes.
     public func cachePath(forKey key: String?) -> String? {
         guard let key else { return nil }
-        return diskCachePath + "/" + DiskCache.fileName(forKey: key)
+        return disk?.filePath(forKey: key) ?? diskCachePath + "/" + DiskCache.fileName(forKey: key)
     }
 
     /// Entries on disk, oldest access first (for tools such as `sdimage cache info`).

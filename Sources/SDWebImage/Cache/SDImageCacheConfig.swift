@@ -27,20 +27,27 @@ public struct SDImageCacheOptions: OptionSet, Sendable, Hashable {
 
 public typealias SDImageCacheConfigExpireType = DiskCacheExpireType
 
-/// Limits and behaviour of an `SDImageCache`. Thread-safe.
+/// Limits and behaviour of an `SDImageCache`. Thread-safe: every setting
+/// lives in one locked `State`.
 public final class SDImageCacheConfig: @unchecked Sendable {
     public static let `default` = SDImageCacheConfig()
 
+    private struct State {
+        var shouldCacheImagesInMemory = true
+        var shouldUseWeakMemoryCache = false
+        var maxMemoryCost = SDImageCacheConfig.defaultMaxMemoryCost
+        var maxMemoryCount = 0
+        var maxDiskAge: TimeInterval = 60 * 60 * 24 * 7
+        var maxDiskSize = 0
+        var diskCacheExpireType = SDImageCacheConfigExpireType.accessDate
+        var diskSweepInterval: TimeInterval = 30 * 60
+        var callbackQueue = sdDefaultCallbackQueue
+        var diskCacheClass: (any SDDiskCacheProtocol.Type)?
+        var memoryCacheClass: (any SDMemoryCacheProtocol.Type)?
+    }
+
     private let lock = NSLock()
-    private var _shouldCacheImagesInMemory = true
-    private var _shouldUseWeakMemoryCache = false
-    private var _maxMemoryCost = SDImageCacheConfig.defaultMaxMemoryCost
-    private var _maxMemoryCount = 0
-    private var _maxDiskAge: TimeInterval = 60 * 60 * 24 * 7
-    private var _maxDiskSize = 0
-    private var _diskCacheExpireType = SDImageCacheConfigExpireType.accessDate
-    private var _diskSweepInterval: TimeInterval = 30 * 60
-    private var _callbackQueue = sdDefaultCallbackQueue
+    private var state = State()
     var onChange: (@Sendable () -> Void)?
 
     /// 1/4 of physical memory, at most 512 MiB: Linux has no memory warnings
@@ -53,78 +60,92 @@ public final class SDImageCacheConfig: @unchecked Sendable {
 
     public init() {}
 
-    private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
-    private func set(_ body: () -> Void) {
-        lock.lock()
-        body()
-        let cb = onChange
-        lock.unlock()
-        cb?()
+    private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
+        get { lock.lock(); defer { lock.unlock() }; return state[keyPath: key] }
+        set {
+            lock.lock()
+            state[keyPath: key] = newValue
+            let cb = onChange
+            lock.unlock()
+            cb?()
+        }
     }
 
     public var shouldCacheImagesInMemory: Bool {
-        get { get { _shouldCacheImagesInMemory } }
-        set { set { _shouldCacheImagesInMemory = newValue } }
+        get { self[\.shouldCacheImagesInMemory] }
+        set { self[\.shouldCacheImagesInMemory] = newValue }
     }
     /// Also keep a weak reference to every image put in memory: one evicted
     /// by the limits but still alive elsewhere (on screen, in a list) comes
     /// back from memory instead of a disk read and a decode. Default false,
     /// as SDWebImage since 5.12.
     public var shouldUseWeakMemoryCache: Bool {
-        get { get { _shouldUseWeakMemoryCache } }
-        set { set { _shouldUseWeakMemoryCache = newValue } }
+        get { self[\.shouldUseWeakMemoryCache] }
+        set { self[\.shouldUseWeakMemoryCache] = newValue }
     }
     /// Bytes of decoded pixels the memory cache may hold (0 = no limit).
     public var maxMemoryCost: Int {
-        get { get { _maxMemoryCost } }
-        set { set { _maxMemoryCost = max(0, newValue) } }
+        get { self[\.maxMemoryCost] }
+        set { self[\.maxMemoryCost] = max(0, newValue) }
     }
     /// Images the memory cache may hold (0 = no limit).
     public var maxMemoryCount: Int {
-        get { get { _maxMemoryCount } }
-        set { set { _maxMemoryCount = max(0, newValue) } }
+        get { self[\.maxMemoryCount] }
+        set { self[\.maxMemoryCount] = max(0, newValue) }
     }
     /// Seconds an entry lives on disk (default one week; < 0 never expires; 0 = all expired).
     public var maxDiskAge: TimeInterval {
-        get { get { _maxDiskAge } }
-        set { set { _maxDiskAge = newValue } }
+        get { self[\.maxDiskAge] }
+        set { self[\.maxDiskAge] = newValue }
     }
     /// Bytes on disk (0 = no limit); when exceeded the oldest go until half is left.
     public var maxDiskSize: Int {
-        get { get { _maxDiskSize } }
-        set { set { _maxDiskSize = max(0, newValue) } }
+        get { self[\.maxDiskSize] }
+        set { self[\.maxDiskSize] = max(0, newValue) }
     }
     /// Ours: a write sweeps expired entries when the last sweep is this old
     /// (default 30 min; SDWebImage sweeps when an app enters the background,
     /// which a Linux process never does). The size limit is kept on every
     /// write regardless.
     public var diskSweepInterval: TimeInterval {
-        get { get { _diskSweepInterval } }
-        set { set { _diskSweepInterval = max(0, newValue) } }
+        get { self[\.diskSweepInterval] }
+        set { self[\.diskSweepInterval] = max(0, newValue) }
     }
     public var diskCacheExpireType: SDImageCacheConfigExpireType {
-        get { get { _diskCacheExpireType } }
-        set { set { _diskCacheExpireType = newValue } }
+        get { self[\.diskCacheExpireType] }
+        set { self[\.diskCacheExpireType] = newValue }
     }
     /// Where completions run unless the context names a queue.
     public var callbackQueue: DispatchQueue {
-        get { get { _callbackQueue } }
-        set { set { _callbackQueue = newValue } }
+        get { self[\.callbackQueue] }
+        set { self[\.callbackQueue] = newValue }
+    }
+    /// The disk tier's storage for caches made with this config (SDWebImage's
+    /// `diskCacheClass`); nil: `DiskCache`, one file per key.
+    public var diskCacheClass: (any SDDiskCacheProtocol.Type)? {
+        get { self[\.diskCacheClass] }
+        set { self[\.diskCacheClass] = newValue }
+    }
+    /// The memory tier for caches made with this config (SDWebImage's
+    /// `memoryCacheClass`); nil: `SDMemoryCache`, a strict LRU by cost.
+    public var memoryCacheClass: (any SDMemoryCacheProtocol.Type)? {
+        get { self[\.memoryCacheClass] }
+        set { self[\.memoryCacheClass] = newValue }
+    }
+
+    /// The sweep policy of the disk tier, as configured now.
+    var sweepPolicy: DiskSweeper.Policy {
+        lock.lock()
+        defer { lock.unlock() }
+        return DiskSweeper.Policy(maxAge: state.maxDiskAge, maxSize: state.maxDiskSize,
+                                  expireType: state.diskCacheExpireType, interval: state.diskSweepInterval)
     }
 
     public func copy() -> SDImageCacheConfig {
         let c = SDImageCacheConfig()
         lock.lock()
-        defer { lock.unlock() }
-        c._shouldCacheImagesInMemory = _shouldCacheImagesInMemory
-        c._shouldUseWeakMemoryCache = _shouldUseWeakMemoryCache
-        c._maxMemoryCost = _maxMemoryCost
-        c._maxMemoryCount = _maxMemoryCount
-        c._maxDiskAge = _maxDiskAge
-        c._maxDiskSize = _maxDiskSize
-        c._diskCacheExpireType = _diskCacheExpireType
-        c._diskSweepInterval = _diskSweepInterval
-        c._callbackQueue = _callbackQueue
+        c.state = state
+        lock.unlock()
         return c
     }
 }

@@ -1,0 +1,45 @@
+import Foundation
+import SDCache
+
+/// The memory tier of an `SDImageCache` (SDWebImage's `SDMemoryCache`
+/// protocol, `SDMemoryCacheProtocol` in Swift): plug another one in through
+/// `SDImageCacheConfig.memoryCacheClass`. Called from any thread.
+public protocol SDMemoryCacheProtocol: AnyObject, Sendable {
+    /// A tier with the config's limits (`maxMemoryCost`, `maxMemoryCount`).
+    init(config: SDImageCacheConfig)
+    func object(forKey key: String) -> SDImage?
+    /// `cost`: bytes of decoded pixels (`SDImage.cost`).
+    func setObject(_ object: SDImage, forKey key: String, cost: Int)
+    func removeObject(forKey key: String)
+    func removeAllObjects()
+    /// Bytes and images held (ours: `SDImageCache.memoryCost`/`memoryCount`).
+    var totalCost: Int { get }
+    var totalCount: Int { get }
+    /// The config's limits changed. Default: nothing.
+    func configDidChange(_ config: SDImageCacheConfig)
+}
+
+extension SDMemoryCacheProtocol {
+    public func configDidChange(_ config: SDImageCacheConfig) {}
+}
+
+/// The default memory tier: a strict LRU bounded by cost and count.
+public final class SDMemoryCache: SDMemoryCacheProtocol, @unchecked Sendable {
+    private let lru: MemoryCache<String, SDImage>
+
+    public init(config: SDImageCacheConfig) {
+        lru = MemoryCache(costLimit: config.maxMemoryCost, countLimit: config.maxMemoryCount)
+    }
+
+    public func object(forKey key: String) -> SDImage? { lru.value(forKey: key) }
+    public func setObject(_ object: SDImage, forKey key: String, cost: Int) { lru.setValue(object, forKey: key, cost: cost) }
+    public func removeObject(forKey key: String) { lru.removeValue(forKey: key) }
+    public func removeAllObjects() { lru.removeAll() }
+    public var totalCost: Int { lru.totalCost }
+    public var totalCount: Int { lru.totalCount }
+
+    public func configDidChange(_ config: SDImageCacheConfig) {
+        lru.costLimit = config.maxMemoryCost
+        lru.countLimit = config.maxMemoryCount
+    }
+}
