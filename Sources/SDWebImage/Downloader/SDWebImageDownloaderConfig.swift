@@ -12,28 +12,33 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// The config `SDWebImageDownloader.shared` is made from.
     public static let `default` = SDWebImageDownloaderConfig()
 
+    /// Every setting, under one lock.
+    private struct State {
+        var maxConcurrentDownloads = 6
+        var maxConnectionsPerHost = 6
+        var downloadTimeout: TimeInterval = 15
+        var downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
+        var minimumProgressInterval: Double = 0
+        var executionOrder = SDWebImageDownloaderExecutionOrder.fifo
+        var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
+        var urlCredential: URLCredential?
+        var username: String?
+        var password: String?
+        var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+        var acceptableContentTypes: Set<String>?
+        var requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
+        var responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
+        var decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
+        var callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
+        var httpCacheCapacity = 16 << 20
+        var resumableDataCapacity = 32 << 20
+        var urlPolicy = URLPolicy.none
+        var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
+        var maxRedirects = DownloadRequest.defaultMaxRedirects
+    }
+
     private let lock = NSLock()
-    private var _maxConcurrentDownloads = 6
-    private var _maxConnectionsPerHost = 6
-    private var _downloadTimeout: TimeInterval = 15
-    private var _downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
-    private var _minimumProgressInterval: Double = 0
-    private var _executionOrder = SDWebImageDownloaderExecutionOrder.fifo
-    private var _operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
-    private var _urlCredential: URLCredential?
-    private var _username: String?
-    private var _password: String?
-    private var _acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
-    private var _acceptableContentTypes: Set<String>?
-    private var _requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
-    private var _responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
-    private var _decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
-    private var _callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
-    private var _httpCacheCapacity = 16 << 20
-    private var _resumableDataCapacity = 32 << 20
-    private var _urlPolicy = URLPolicy.none
-    private var _maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
-    private var _maxRedirects = DownloadRequest.defaultMaxRedirects
+    private var state = State()
     var onChange: (@Sendable () -> Void)?
 
     /// Callbacks default to one serial queue (not the main queue: most Linux
@@ -42,11 +47,16 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
 
     public init() {}
 
-    private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
-    private func set(_ body: () -> Void, notify: Bool = false) {
+    private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
+        get { lock.lock(); defer { lock.unlock() }; return state[keyPath: key] }
+        set { lock.lock(); state[keyPath: key] = newValue; lock.unlock() }
+    }
+
+    /// Settings the running downloader applies at once (concurrency, order).
+    private func setNotifying<T>(_ key: WritableKeyPath<State, T>, _ value: T) {
         lock.lock()
-        body()
-        let cb = notify ? onChange : nil
+        state[keyPath: key] = value
+        let cb = onChange
         lock.unlock()
         cb?()
     }
@@ -55,18 +65,18 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// schemes, hosts, address classes, https -> http redirects. Default
     /// `.none`; `SDWebImageDownloaderConfig.server()` turns it on.
     public var urlPolicy: URLPolicy {
-        get { get { _urlPolicy } }
-        set { set { _urlPolicy = newValue } }
+        get { self[\.urlPolicy] }
+        set { self[\.urlPolicy] = newValue }
     }
     /// Largest response body accepted (default 200 MiB).
     public var maxResponseBytes: Int {
-        get { get { _maxResponseBytes } }
-        set { set { _maxResponseBytes = max(0, newValue) } }
+        get { self[\.maxResponseBytes] }
+        set { self[\.maxResponseBytes] = max(0, newValue) }
     }
     /// Redirects followed at most (default 10, URLSession's is 16).
     public var maxRedirects: Int {
-        get { get { _maxRedirects } }
-        set { set { _maxRedirects = max(0, newValue) } }
+        get { self[\.maxRedirects] }
+        set { self[\.maxRedirects] = max(0, newValue) }
     }
 
     /// The preset for a service fed untrusted URLs (SECURITY.md): the
@@ -76,12 +86,12 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// is the same for C programs.
     public static func server() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
-        c._urlPolicy = .server
-        c._maxRedirects = 3
-        c._maxResponseBytes = 20 << 20
-        c._downloadTimeout = 10
-        c._downloadTotalTimeout = 30
-        c._maxConnectionsPerHost = 6
+        c.state.urlPolicy = .server
+        c.state.maxRedirects = 3
+        c.state.maxResponseBytes = 20 << 20
+        c.state.downloadTimeout = 10
+        c.state.downloadTotalTimeout = 30
+        c.state.maxConnectionsPerHost = 6
         return c
     }
 
@@ -91,123 +101,103 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// from one host does not open dozens of connections to it; 0: no limit
     /// but `maxConcurrentDownloads`). Downloads over it wait for a connection.
     public var maxConnectionsPerHost: Int {
-        get { get { _maxConnectionsPerHost } }
-        set { set({ _maxConnectionsPerHost = max(0, newValue) }, notify: true) }
+        get { self[\.maxConnectionsPerHost] }
+        set { setNotifying(\.maxConnectionsPerHost, max(0, newValue)) }
     }
     public var maxConcurrentDownloads: Int {
-        get { get { _maxConcurrentDownloads } }
-        set { set({ _maxConcurrentDownloads = max(1, newValue) }, notify: true) }
+        get { self[\.maxConcurrentDownloads] }
+        set { setNotifying(\.maxConcurrentDownloads, max(1, newValue)) }
     }
     /// Idle timeout in seconds (default 15): a download fails when no byte
     /// arrived for this long, as SDWebImage's (URLRequest.timeoutInterval,
     /// which URLSession applies to idle time). `downloadTotalTimeout`
     /// bounds the whole download.
     public var downloadTimeout: TimeInterval {
-        get { get { _downloadTimeout } }
-        set { set { _downloadTimeout = newValue } }
+        get { self[\.downloadTimeout] }
+        set { self[\.downloadTimeout] = newValue }
     }
     /// Ours: the longest one download may take however steadily its bytes
     /// come (a 1-byte-per-second drip ends here). Default 120 s; 0: none.
     public var downloadTotalTimeout: TimeInterval {
-        get { get { _downloadTotalTimeout } }
-        set { set { _downloadTotalTimeout = max(0, newValue) } }
+        get { self[\.downloadTotalTimeout] }
+        set { self[\.downloadTotalTimeout] = max(0, newValue) }
     }
     /// Fraction of the expected size (0...1) that must arrive between two
     /// progress calls (default 0: every chunk). The last call always comes.
     public var minimumProgressInterval: Double {
-        get { get { _minimumProgressInterval } }
-        set { set { _minimumProgressInterval = min(1, max(0, newValue)) } }
+        get { self[\.minimumProgressInterval] }
+        set { self[\.minimumProgressInterval] = min(1, max(0, newValue)) }
     }
     public var executionOrder: SDWebImageDownloaderExecutionOrder {
-        get { get { _executionOrder } }
-        set { set({ _executionOrder = newValue }, notify: true) }
+        get { self[\.executionOrder] }
+        set { setNotifying(\.executionOrder, newValue) }
     }
     /// A custom operation type (nil: `SDWebImageDownloaderOperation`).
     public var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)? {
-        get { get { _operationClass } }
-        set { set { _operationClass = newValue } }
+        get { self[\.operationClass] }
+        set { self[\.operationClass] = newValue }
     }
     /// Basic-auth credential; wins over `username`/`password`.
     public var urlCredential: URLCredential? {
-        get { get { _urlCredential } }
-        set { set { _urlCredential = newValue } }
+        get { self[\.urlCredential] }
+        set { self[\.urlCredential] = newValue }
     }
     public var username: String? {
-        get { get { _username } }
-        set { set { _username = newValue } }
+        get { self[\.username] }
+        set { self[\.username] = newValue }
     }
     public var password: String? {
-        get { get { _password } }
-        set { set { _password = newValue } }
+        get { self[\.password] }
+        set { self[\.password] = newValue }
     }
     /// Default 200..<300; nil accepts any status.
     public var acceptableStatusCodes: IndexSet? {
-        get { get { _acceptableStatusCodes } }
-        set { set { _acceptableStatusCodes = newValue } }
+        get { self[\.acceptableStatusCodes] }
+        set { self[\.acceptableStatusCodes] = newValue }
     }
     /// MIME types (or prefixes such as "image/"); nil (default) accepts any:
     /// the format comes from the bytes.
     public var acceptableContentTypes: Set<String>? {
-        get { get { _acceptableContentTypes } }
-        set { set { _acceptableContentTypes = newValue } }
+        get { self[\.acceptableContentTypes] }
+        set { self[\.acceptableContentTypes] = newValue }
     }
     public var requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)? {
-        get { get { _requestModifier } }
-        set { set { _requestModifier = newValue } }
+        get { self[\.requestModifier] }
+        set { self[\.requestModifier] = newValue }
     }
     public var responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)? {
-        get { get { _responseModifier } }
-        set { set { _responseModifier = newValue } }
+        get { self[\.responseModifier] }
+        set { self[\.responseModifier] = newValue }
     }
     public var decryptor: (any SDWebImageDownloaderDecryptorProtocol)? {
-        get { get { _decryptor } }
-        set { set { _decryptor = newValue } }
+        get { self[\.decryptor] }
+        set { self[\.decryptor] = newValue }
     }
     /// Where callbacks run unless the context names a queue. Keep it serial:
     /// a subscriber's progress, previews and completion then arrive in order.
     public var callbackQueue: DispatchQueue {
-        get { get { _callbackQueue } }
-        set { set { _callbackQueue = newValue } }
+        get { self[\.callbackQueue] }
+        set { self[\.callbackQueue] = newValue }
     }
     /// Bytes the `.useHTTPCache` store may keep (default 16 MiB).
     public var httpCacheCapacity: Int {
-        get { get { _httpCacheCapacity } }
-        set { set { _httpCacheCapacity = max(0, newValue) } }
+        get { self[\.httpCacheCapacity] }
+        set { self[\.httpCacheCapacity] = max(0, newValue) }
     }
 
     /// Bytes of broken-off downloads kept to resume them (default 32 MiB; 0:
     /// never resume). Ours: a later request for the URL — a retry, say —
     /// asks only for the rest, if the server still has the same resource.
     public var resumableDataCapacity: Int {
-        get { get { _resumableDataCapacity } }
-        set { set { _resumableDataCapacity = max(0, newValue) } }
+        get { self[\.resumableDataCapacity] }
+        set { self[\.resumableDataCapacity] = max(0, newValue) }
     }
 
     public func copy() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
         lock.lock()
-        defer { lock.unlock() }
-        c._maxConcurrentDownloads = _maxConcurrentDownloads
-        c._downloadTimeout = _downloadTimeout
-        c._downloadTotalTimeout = _downloadTotalTimeout
-        c._minimumProgressInterval = _minimumProgressInterval
-        c._executionOrder = _executionOrder
-        c._operationClass = _operationClass
-        c._urlCredential = _urlCredential
-        c._username = _username
-        c._password = _password
-        c._acceptableStatusCodes = _acceptableStatusCodes
-        c._acceptableContentTypes = _acceptableContentTypes
-        c._requestModifier = _requestModifier
-        c._responseModifier = _responseModifier
-        c._decryptor = _decryptor
-        c._callbackQueue = _callbackQueue
-        c._httpCacheCapacity = _httpCacheCapacity
-        c._maxConnectionsPerHost = _maxConnectionsPerHost
-        c._resumableDataCapacity = _resumableDataCapacity
-        c._urlPolicy = _urlPolicy
-        c._maxResponseBytes = _maxResponseBytes
-        c._maxRedirects = _maxRedirects
+        c.state = state
+        lock.unlock()
         return c
     }
 }
