@@ -1,0 +1,153 @@
+import Dispatch
+import Foundation
+import SDCache
+import SDCoders
+
+extension SDImageCache {
+    // MARK: - Read
+
+    public func imageFromMemoryCache(forKey key: String?) -> SDImage? {
+        guard let key else { return nil }
+        if let image = memoryCache.object(forKey: key) { return image }
+        // evicted, but maybe alive elsewhere: back into the LRU
+        guard config.shouldUseWeakMemoryCache, let image = weakImages.value(forKey: key) else { return nil }
+        memoryCache.setObject(image, forKey: key, cost: image.cost)
+        return image
+    }
+
+    /// Read and decode now (and keep the image in memory).
+    public func imageFromDiskCache(forKey key: String?, options: SDImageCacheOptions = [],
+                                   context: SDWebImageContext? = nil) -> SDImage? {
+        guard let key, let data = diskImageData(forKey: key) else { return nil }
+        let request = SDImageLoadRequest.resolve(context)
+        let image = decode(data, key, options, request)
+        if let image, let memoryKey = request.memoryKey(forDiskHitAt: key) { storeImage(toMemory: image, forKey: memoryKey) }
+        return image
+    }
+
+    /// Memory first, then disk.
+    public func imageFromCache(forKey key: String?) -> SDImage? {
+        imageFromMemoryCache(forKey: key) ?? imageFromDiskCache(forKey: key)
+    }
+
+    /// The stored bytes (nil on a miss); refreshes the entry's access date.
+    public func diskImageData(forKey key: String?) -> Data? {
+        guard let key else { return nil }
+        if let p = pendingData(key) { return p }
+        return disk?.data(forKey: key)
+    }
+
+    public func diskImageDataExists(withKey key: String?) -> Bool {
+        guard let key else { return false }
+        if let p = pendingData(key) { return p != nil }
+        return disk?.containsData(forKey: key) ?? false
+    }
+
+    public func diskImageExists(withKey key: String?, completion: @escaping @Sendable (Bool) -> Void) {
+        let queue = config.callbackQueue
+        readQueue.async { [self] in
+            let exists = diskImageDataExists(withKey: key)
+            queue.async { completion(exists) }
+        }
+    }
+
+    /// Move the entries of an old cache folder (another version's, another
+    /// location) into `dstPath` and remove the old folder, as SDWebImage's
+    /// disk cache: nothing happens when `srcPath` does not exist; a missing
+    /// `dstPath` is created by the move; an existing one gets the files merged
+    /// in (moved files win); a file in the way of `dstPath` is replaced.
+    public func moveCacheDirectory(fromPath srcPath: String, toPath dstPath: String) throws {
+        try ioQueue.sync { try DiskCache.moveDirectory(from: srcPath, to: dstPath) }
+    }
+
+    /// Extended data stored with the entry (e.g. ETag and Last-Modified).
+    public func extendedData(forKey key: String?) -> Data? {
+        guard let key else { return nil }
+        return ioQueue.sync { disk?.extendedData(forKey: key) }
+    }
+
+    public func storeExtendedData(_ data: Data?, forKey key: String?) throws {
+        guard let key else { return }
+        try ioQueue.sync {
+            guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
+            try disk.setExtendedData(data, forKey: key)
+        }
+    }
+
+    /// Make a disk entry new again (a 304 from the server says it is current).
+    public func touchDiskEntry(forKey key: String?) {
+        guard let key else { return }
+        ioQueue.async { [self] in disk?.touch(forKey: key) }
+    }
+
+    func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
+        let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
+                                     avoidDecode: false, progressive: false, queue: nil)
+        let decoded = data.withUnsafeBytes { try? ImageDecoder.decode($0, options: o.decode) }
+        // A file that ends early (a crash or power loss mid-write, a disk
+        // error) decodes full-size with its tail grey; it is not a hit.
+        // The caller fetches again and the new store replaces it.
+        guard let decoded, decoded.isComplete else { return nil }
+        return SDImage(decoded: decoded, scale: o.scaleFactor)
+    }
+
+    /// Query memory, then disk. Returns nil when it answered at once (a memory
+    /// hit without data wanted, a sync query, no key); otherwise a token that
+    /// cancels the pending disk part.
+    @discardableResult
+    public func queryCacheOperation(forKey key: String?, options: SDImageCacheOptions = [],
+                                    context: SDWebImageContext? = nil, cacheType: SDImageCacheType = .all,
+                                    done: SDImageCacheQueryCompletionBlock?) -> SDImageCacheToken? {
+        guard let key, cacheType != .none else {
+            done?(nil, nil, .none)
+            return nil
+        }
+        let image = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
+        if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
+            done?(image, nil, .memory)
+            return nil
+        }
+        if cacheType == .memory {
+            done?(image, nil, image == nil ? .none : .memory)
+            return nil
+        }
+        // not before: a memory hit answers inline and needs no queue
+        let queue = context?.callbackQueue ?? SDCallbackQueue(dispatchQueue: config.callbackQueue, policy: .dispatch)
+        let token = SDImageCacheToken(key: key, done: done)
+        let sync = image != nil ? options.contains(.queryMemoryDataSync) : options.contains(.queryDiskDataSync)
+        let work: @Sendable () -> Void = { [self] in
+            if token.isCancelled { return }
+            let data = diskImageData(forKey: key)
+            if let image {
+                token.finish(image, data, .memory, on: sync ? nil : queue)
+                return
+            }
+            guard let data else {
+                token.finish(nil, nil, .none, on: sync ? nil : queue)
+                return
+            }
+            if options.contains(.avoidDecodeImage) {
+                token.finish(nil, data, .disk, on: sync ? nil : queue)
+                return
+            }
+            let request = SDImageLoadRequest.resolve(context)
+            let decoded = decode(data, key, options, request)
+            // a context that stores elsewhere than memory keeps the hit out of
+            // it (as SDWebImage); a thumbnail made from a full-size entry goes
+            // under its own key, never the full-size one
+            if let decoded, cacheType.includesMemory, request.storeCacheType.includesMemory,
+               let memoryKey = request.memoryKey(forDiskHitAt: key) {
+                storeImage(toMemory: decoded, forKey: memoryKey)
+            }
+            token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
+        }
+        if sync { work() } else { readQueue.async(execute: work) }
+        return token
+    }
+
+    public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
+                           cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
+        queryCacheOperation(forKey: key, options: options.cacheOptions, context: context, cacheType: cacheType,
+                            done: completion)
+    }
+}

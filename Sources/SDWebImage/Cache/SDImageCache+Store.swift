@@ -1,0 +1,88 @@
+import Dispatch
+import Foundation
+import SDCache
+import SDCoders
+
+extension SDImageCache {
+    // MARK: - Store
+
+    /// Memory and (by default) disk; without data the image is encoded (PNG
+    /// with alpha, JPEG otherwise). `completion` runs when the disk write is done.
+    public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?, toDisk: Bool = true,
+                      completion: (@Sendable () -> Void)? = nil) {
+        store(image, imageData: imageData, forKey: key, cacheType: toDisk ? .all : .memory) { _ in completion?() }
+    }
+
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil, completion: completion)
+    }
+
+    /// Store with extended data kept beside the bytes (e.g. HTTP validators).
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        let queue = config.callbackQueue
+        guard let key, image != nil || imageData != nil else {
+            if let completion { queue.async { completion(nil) } }
+            return
+        }
+        if cacheType.includesMemory, let image { storeImage(toMemory: image, forKey: key) }
+        guard cacheType.includesDisk else {
+            if let completion { queue.async { completion(nil) } }
+            return
+        }
+        // Encoding waits for the disk queue; the bytes are readable meanwhile
+        // only when we have them already.
+        let gen = imageData.map { setPending(key, $0) }
+        ioQueue.async { [self] in
+            var error: (any Error)?
+            if let data = imageData ?? image?.sd_imageData(as: .undefined, compressionQuality: 0.9) {
+                do { try writeToDisk(data, key, extendedData) } catch let e { error = e }
+            } else {
+                error = SDWebImageError(.badImageData, "the image could not be encoded")
+            }
+            if let gen { clearPending(key, gen) }
+            let result = error
+            if let completion { queue.async { completion(result) } }
+        }
+    }
+
+    public func storeImage(toMemory image: SDImage?, forKey key: String?) {
+        guard let image, let key, config.shouldCacheImagesInMemory else { return }
+        memoryCache.setObject(image, forKey: key, cost: image.cost)
+        if config.shouldUseWeakMemoryCache { weakImages.set(image, forKey: key) }
+    }
+
+    /// Write bytes to disk now, on the calling thread.
+    public func storeImageData(toDisk data: Data?, forKey key: String?) throws {
+        guard let data, let key else { return }
+        try ioQueue.sync { try writeToDisk(data, key, nil) }
+    }
+
+    func writeToDisk(_ data: Data, _ key: String, _ extended: Data?) throws {
+        guard let disk else { throw diskError ?? DiskCacheError(code: EIO, operation: "open", path: diskCachePath) }
+        try disk.setData(data, forKey: key, extendedData: extended)
+        sweeper.didWrite(data.count, to: disk, policy: config.sweepPolicy)
+    }
+
+    func setPending(_ key: String, _ value: Data?) -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        generation += 1
+        pending[key] = (generation, value)
+        return generation
+    }
+
+    func clearPending(_ key: String, _ gen: UInt64) {
+        lock.lock()
+        // only our own entry: a newer write or removal may have replaced it
+        if pending[key]?.generation == gen { pending.removeValue(forKey: key) }
+        lock.unlock()
+    }
+
+    func pendingData(_ key: String) -> Data?? {
+        lock.lock()
+        defer { lock.unlock() }
+        return pending[key].map { $0.data }
+    }
+}

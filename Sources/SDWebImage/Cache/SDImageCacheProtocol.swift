@@ -1,0 +1,86 @@
+import Dispatch
+import Foundation
+import SDCache
+import SDCoders
+
+/// `(image, data, cacheType)`: where it was found (`.none` on a miss).
+public typealias SDImageCacheQueryCompletionBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ cacheType: SDImageCacheType) -> Void
+
+/// A cancellable cache query. Cancelling a pending query calls its `done`
+/// at once (nil, nil, `.none`), on the cancelling thread, exactly once.
+public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
+    public let key: String?
+    private let lock = NSLock()
+    private var done: SDImageCacheQueryCompletionBlock?
+    private var _cancelled = false
+
+    init(key: String?, done: SDImageCacheQueryCompletionBlock?) {
+        self.key = key
+        self.done = done
+    }
+
+    public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
+
+    public func cancel() {
+        lock.lock()
+        guard let d = done else { lock.unlock(); return }
+        done = nil
+        _cancelled = true
+        lock.unlock()
+        d(nil, nil, .none)
+    }
+
+    /// The one real answer, on `queue` (nil: right here). A cancel that comes
+    /// before it runs wins, even once it is queued.
+    func finish(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType, on queue: SDCallbackQueue?) {
+        guard let queue else { return deliver(image, data, type) }
+        queue.async { self.deliver(image, data, type) }
+    }
+
+    private func deliver(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
+        lock.lock()
+        let d = done
+        done = nil
+        lock.unlock()
+        d?(image, data, type)
+    }
+}
+
+/// The image cache SDWebImage's manager talks to.
+public protocol SDImageCacheProtocol: AnyObject, Sendable {
+    func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
+                    cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)?
+    /// `completion` gets the disk error, if storing to disk failed.
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               completion: (@Sendable ((any Error)?) -> Void)?)
+    func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+    func containsImage(forKey key: String?, cacheType: SDImageCacheType,
+                       completion: @escaping @Sendable (SDImageCacheType) -> Void)
+    func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+
+    // Revalidation hooks: the manager keeps an entry's HTTP validators (ETag,
+    // Last-Modified) as extended data and sends them with `.refreshCached`.
+    // A cache without them still works; it just cannot revalidate.
+
+    /// Extended data stored with the entry for `key`. Default: none.
+    func extendedData(forKey key: String?) -> Data?
+    /// Store with extended data kept beside the bytes. Default: store without it.
+    func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+               extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?)
+    /// The server said the entry for `key` is current (a 304): make it new
+    /// again for age-based expiry. Default: nothing.
+    func touchDiskEntry(forKey key: String?)
+    /// Replace the extended data of an existing entry (a 304 brought new
+    /// validators or a new max-age). Default: nothing.
+    func storeExtendedData(_ data: Data?, forKey key: String?) throws
+}
+
+extension SDImageCacheProtocol {
+    public func extendedData(forKey key: String?) -> Data? { nil }
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                      extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, completion: completion)
+    }
+    public func touchDiskEntry(forKey key: String?) {}
+    public func storeExtendedData(_ data: Data?, forKey key: String?) throws {}
+}

@@ -1,0 +1,129 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDCoders
+import SDDownloader
+
+extension SDWebImageDownloaderOperation {
+    // MARK: - The end
+
+    /// Ending runs no user code and no decode: it may run on the loop thread.
+    func endsLight() -> Bool {
+        !checksInSwift && env.decryptor == nil
+    }
+
+    func finish(_ result: Result<DownloadResult, DownloadError>, inline: Bool = false) {
+        lock.lock()
+        guard state != .finished else { lock.unlock(); return }
+        state = .finished
+        let hs = handlers
+        handlers = []
+        let pending = pendingError
+        let transfer = transferOptions
+        let lastReported = reported?.received
+        let validators = validators
+        if case .success(let r) = result { _metrics = r.metrics }
+        let (built, raw) = (_response, rawResponse)
+        let done = _completionBlock
+        lock.unlock()
+        // Built only where needed: errors, decryptors, the HTTP cache.
+        lazy var response: URLResponse? = built ?? raw.map(makeResponse)
+
+        let url = request?.url
+        var outcome: Result<(Data, DecodedImage?, Bool), any Error>
+        switch result {
+        case _ where pending != nil:
+            outcome = .failure(pending!)
+        case .failure(let e) where e.code == .notModified && validators != nil && !options.contains(.ignoreCachedResponse):
+            outcome = .success((validators!.data, nil, false))
+        case .failure(let e):
+            if let url, let partial = e.resumable { env.resumable?.store(url, partial) }
+            outcome = .failure(SDWebImageError.from(e, url: url, response: response as? HTTPURLResponse))
+        case .success(let r):
+            outcome = .success((r.data, r.image, decodesInTransfer))
+            if options.contains(.useHTTPCache), let url, let http = response as? HTTPURLResponse {
+                env.httpCache?.store(url: url, data: r.data, response: http)
+            }
+        }
+        if case .success(let (data, image, decoded)) = outcome, let d = env.decryptor {
+            if let plain = d.decryptedData(with: data, response: response) {
+                outcome = .success((plain, image, decoded))
+            } else {
+                outcome = .failure(SDWebImageError(.badImageData, "the decryptor returned nil"))
+            }
+        }
+        if case .success(let (data, _, _)) = outcome, data.isEmpty {
+            outcome = .failure(SDWebImageError(.badImageData, "the downloaded data is empty"))
+        }
+
+        switch outcome {
+        case .failure(let error):
+            for h in hs { if let c = h.completed { h.queue.async { c(nil, nil, error, true) } } }
+        case .success(let (data, transferImage, decoded)):
+            // The last progress call comes before completion.
+            if lastReported != Int64(data.count) {
+                let count = data.count
+                let total = max(count, Int(response?.expectedContentLength ?? 0))
+                for h in hs { if let p = h.progress { h.queue.async { p(count, total, url) } } }
+            }
+            var own: [Handler] = []  // subscribers that need a decode of their own
+            for h in hs {
+                guard let c = h.completed else { continue }
+                if !h.options.decodeImage {
+                    h.queue.async { c(nil, data, nil, true) }
+                } else if decoded, let transfer, let transferImage, h.options.decodesLike(transfer) {
+                    let image = SDImage(decoded: transferImage, scale: h.options.scaleFactor)
+                    h.queue.async { c(image, data, nil, true) }
+                } else {
+                    own.append(h)
+                }
+            }
+            if !own.isEmpty {
+                // Never decode on the loop thread.
+                let extra = own
+                if inline { work.async { Self.decodeEach(extra, data) } } else { Self.decodeEach(extra, data) }
+            }
+        }
+        post(.SDWebImageDownloadStop, self)
+        if case .success = outcome { post(.SDWebImageDownloadFinish, self) }
+        done?()
+    }
+
+    /// One decode per distinct set of options, shared by the subscribers that ask alike.
+    static func decodeEach(_ hs: [Handler], _ data: Data) {
+        var done: [(SDImageCoderOptions, Result<DecodedImage, SDWebImageError>)] = []
+        for h in hs {
+            guard let c = h.completed else { continue }
+            let result: Result<DecodedImage, SDWebImageError>
+            if let hit = done.first(where: { $0.0.decodesLike(h.options) }) {
+                result = hit.1
+            } else {
+                result = decode(data, h.options.decode)
+                done.append((h.options, result))
+            }
+            switch result {
+            case .success(let d):
+                let image = SDImage(decoded: d, scale: h.options.scaleFactor)
+                h.queue.async { c(image, data, nil, true) }
+            case .failure(let e):
+                h.queue.async { c(nil, data, e, true) }
+            }
+        }
+    }
+
+    static func decode(_ data: Data, _ options: DecodeOptions) -> Result<DecodedImage, SDWebImageError> {
+        data.withUnsafeBytes { raw in
+            do throws(CoderError) {
+                let d = try ImageDecoder.decode(raw, options: options)
+                guard d.bitmap.width > 0, d.bitmap.height > 0 else {
+                    return .failure(SDWebImageError(.badImageData, "the image has no pixels"))
+                }
+                return .success(d)
+            } catch {
+                return .failure(SDWebImageError(.badImageData, error.message, underlyingError: error))
+            }
+        }
+    }
+}

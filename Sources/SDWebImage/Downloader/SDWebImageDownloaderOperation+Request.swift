@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDCoders
+import SDDownloader
+
+extension SDWebImageDownloaderOperation {
+    // MARK: - Request
+
+    /// Status and content type are checked here, not by the C loop, when a
+    /// response modifier may change them or the codes are not one range.
+    static func checksInSwift(_ env: SDWebImageDownloaderOperationEnvironment) -> Bool {
+        if env.responseModifier != nil { return true }
+        guard let codes = env.acceptableStatusCodes else { return false }
+        guard let lo = codes.first, let hi = codes.last else { return true }
+        return codes.count != hi - lo + 1
+    }
+
+    func makeRequest(_ first: SDImageCoderOptions) -> DownloadRequest? {
+        guard let r = request, let url = r.url, (r.httpMethod ?? "GET").uppercased() == "GET" else { return nil }
+        var d = DownloadRequest(url: url)
+        d.priority = options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
+        d.timeout = r.timeoutInterval
+        for (k, v) in r.allHTTPHeaderFields ?? [:] { d.headers[k] = v }
+        d.handlesCookies = options.contains(.handleCookies)
+        d.policy = env.urlPolicy
+        d.maxResponseBytes = env.maxResponseBytes
+        d.maxRedirects = env.maxRedirects
+        d.totalTimeout = env.totalTimeout
+        d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
+        d.username = env.username
+        d.password = env.password
+        d.decode = decodesInTransfer
+        d.decodeOptions = first.decode
+        d.progressivePreviews = decodesInTransfer && options.contains(.progressiveLoad)
+        if checksInSwift {
+            d.acceptableStatusCodes = 0...999
+        } else {
+            if let codes = env.acceptableStatusCodes, let lo = codes.first, let hi = codes.last {
+                d.acceptableStatusCodes = lo...hi
+            } else {
+                d.acceptableStatusCodes = 0...999
+            }
+            d.acceptableContentTypes = env.acceptableContentTypes.map { Array($0).sorted() }
+        }
+        // the HTTP cache's entry, else the manager's (.refreshCached): one validator type
+        if let v = validators?.validators ?? context?[.httpValidators] as? SDWebImageHTTPValidators {
+            d.ifNoneMatch = v.etag
+            d.ifModifiedSince = v.lastModified
+        } else {
+            d.resume = env.resumable?.take(url)  // an earlier try broke off: ask for the rest
+        }
+        return d
+    }
+}
