@@ -26,11 +26,9 @@ struct BenchDecode: ParsableCommand {
     @Option(help: "Folder of JPEG/PNG files (default: generate a photo corpus).")
     var corpus: String?
 
-    @Option(help: "Path of the sdcore-bench binary (default: $SDCORE_BENCH or build/release/sdcore-bench).")
-    var benchBinary: String?
-
-    @Flag(help: "Machine-readable output.")
-    var json = false
+    @OptionGroup var common: BenchOptions
+    var benchBinary: String? { common.benchBinary }
+    var json: Bool { common.json }
 
     func run() throws {
         let path = benchBinaryPath(benchBinary)
@@ -47,6 +45,16 @@ struct BenchDecode: ParsableCommand {
 }
 
 /// The C benchmark binary built by CMake.
+/// What every bench takes: where sdcore-bench is (it serves the files with
+/// nginx and runs the C baselines) and how to print.
+struct BenchOptions: ParsableArguments {
+    @Option(help: "Path of the sdcore-bench binary (default: $SDCORE_BENCH or build/release/sdcore-bench).")
+    var benchBinary: String?
+
+    @Flag(help: "Machine-readable output (one JSON object per line).")
+    var json = false
+}
+
 func benchBinaryPath(_ explicit: String?) -> String {
     let env = ProcessInfo.processInfo.environment
     let path = explicit ?? env["SDCORE_BENCH"] ?? "build/release/sdcore-bench"
@@ -70,11 +78,9 @@ struct BenchFetch: ParsableCommand {
     @Option(help: "Rounds over the file list per measurement.")
     var rounds = 8
 
-    @Option(help: "Path of the sdcore-bench binary.")
-    var benchBinary: String?
-
-    @Flag(help: "Machine-readable output.")
-    var json = false
+    @OptionGroup var common: BenchOptions
+    var benchBinary: String? { common.benchBinary }
+    var json: Bool { common.json }
 
     func run() throws {
         let binary = benchBinaryPath(benchBinary)

@@ -17,11 +17,9 @@ struct BenchCache: ParsableCommand {
     @Option(help: "Number of generated JPEGs served.")
     var count = 200
 
-    @Option(help: "Path of the sdcore-bench binary (it serves the files with nginx).")
-    var benchBinary: String?
-
-    @Flag(help: "Machine-readable output.")
-    var json = false
+    @OptionGroup var common: BenchOptions
+    var benchBinary: String? { common.benchBinary }
+    var json: Bool { common.json }
 
     func run() throws {
         let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
@@ -235,11 +233,9 @@ struct BenchAll: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "all", abstract: "Run bench decode, fetch and cache; print the machine they ran on (--json: one object per benchmark).")
 
-    @Option(help: "Path of the sdcore-bench binary.")
-    var benchBinary: String?
-
-    @Flag(help: "One JSON object per line.")
-    var json = false
+    @OptionGroup var common: BenchOptions
+    var benchBinary: String? { common.benchBinary }
+    var json: Bool { common.json }
 
     func run() throws {
         let machine = Self.machine()

@@ -23,11 +23,9 @@ struct BenchSoak: ParsableCommand {
     @Option(name: .customLong("memory-mib"), help: "Memory cache limit in MiB (small, so it fills and evicts).")
     var memoryMiB = 64
 
-    @Option(help: "Path of the sdcore-bench binary (it serves the files with nginx).")
-    var benchBinary: String?
-
-    @Flag(help: "Machine-readable output.")
-    var json = false
+    @OptionGroup var common: BenchOptions
+    var benchBinary: String? { common.benchBinary }
+    var json: Bool { common.json }
 
     func run() throws {
         let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)

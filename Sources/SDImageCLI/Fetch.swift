@@ -35,8 +35,7 @@ struct Fetch: ParsableCommand {
     @Option(help: "Write every decoded image as PNG into this folder.")
     var out: String?
 
-    @Option(help: "Cache folder (default: the library's, under $XDG_CACHE_HOME or ~/.cache).")
-    var cacheDir: String?
+    @OptionGroup var cacheOptions: CacheOptions
 
     @Flag(help: "Do not read or write the cache.")
     var noCache = false
@@ -96,7 +95,7 @@ struct Fetch: ParsableCommand {
         let targets = all.map { URL(string: $0) }
         let config = SDImageCacheConfig()
         config.maxMemoryCost = coldWarmHot ? 0 : config.maxMemoryCost  // hot pass: every image stays in memory
-        let cache = SDImageCache(namespace: "default", diskCacheDirectory: cacheDir, config: config)
+        let cache = cacheOptions.open(config)
         let downloaderConfig = serverPolicy ? SDWebImageDownloaderConfig.server() : SDWebImageDownloaderConfig()
         downloaderConfig.maxConcurrentDownloads = concurrency
         downloaderConfig.maxConnectionsPerHost = maxPerHost
