@@ -37,12 +37,16 @@ public final class SDWebImageManager: @unchecked Sendable {
     public let imageCache: any SDImageCacheProtocol
     public let imageLoader: any SDImageLoader
     private let lock = NSLock()
-    private var _cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
-    private var _cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
-    private var _transformer: (any SDImageTransformer)?
-    private var _optionsProcessor: (any SDWebImageOptionsProcessorProtocol)?
-    private var _retryPolicy: SDWebImageRetryPolicy?
-    private weak var _delegate: (any SDWebImageManagerDelegate)?
+    /// The settings, under `lock` with the tables below.
+    private struct Settings {
+        var cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
+        var cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
+        var transformer: (any SDImageTransformer)?
+        var optionsProcessor: (any SDWebImageOptionsProcessorProtocol)?
+        var retryPolicy: SDWebImageRetryPolicy?
+        weak var delegate: (any SDWebImageManagerDelegate)?
+    }
+    private var settings = Settings()
     private var failedURLs = Set<URL>()
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
     private var queries: [String: SharedQuery] = [:]
@@ -54,33 +58,37 @@ public final class SDWebImageManager: @unchecked Sendable {
 
     private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
     private func set(_ body: () -> Void) { lock.lock(); body(); lock.unlock() }
+    private subscript<T>(_ key: WritableKeyPath<Settings, T>) -> T {
+        get { lock.lock(); defer { lock.unlock() }; return settings[keyPath: key] }
+        set { lock.lock(); settings[keyPath: key] = newValue; lock.unlock() }
+    }
 
     public var cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)? {
-        get { get { _cacheKeyFilter } }
-        set { set { _cacheKeyFilter = newValue } }
+        get { self[\.cacheKeyFilter] }
+        set { self[\.cacheKeyFilter] = newValue }
     }
     public var cacheSerializer: (any SDWebImageCacheSerializerProtocol)? {
-        get { get { _cacheSerializer } }
-        set { set { _cacheSerializer = newValue } }
+        get { self[\.cacheSerializer] }
+        set { self[\.cacheSerializer] = newValue }
     }
     /// Applied to every load without its own `.imageTransformer`.
     public var transformer: (any SDImageTransformer)? {
-        get { get { _transformer } }
-        set { set { _transformer = newValue } }
+        get { self[\.transformer] }
+        set { self[\.transformer] = newValue }
     }
     public var optionsProcessor: (any SDWebImageOptionsProcessorProtocol)? {
-        get { get { _optionsProcessor } }
-        set { set { _optionsProcessor = newValue } }
+        get { self[\.optionsProcessor] }
+        set { self[\.optionsProcessor] = newValue }
     }
     /// Retry failed downloads (ours; default nil: fail at once, as
     /// SDWebImage). The `.retryPolicy` context key overrides it per load.
     public var retryPolicy: SDWebImageRetryPolicy? {
-        get { get { _retryPolicy } }
-        set { set { _retryPolicy = newValue } }
+        get { self[\.retryPolicy] }
+        set { self[\.retryPolicy] = newValue }
     }
     public var delegate: (any SDWebImageManagerDelegate)? {
-        get { get { _delegate } }
-        set { set { _delegate = newValue } }
+        get { self[\.delegate] }
+        set { self[\.delegate] = newValue }
     }
 
     /// Loads in progress.
