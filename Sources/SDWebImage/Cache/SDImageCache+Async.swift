@@ -6,44 +6,44 @@ import SDCoders
 extension SDImageCache {
     public func image(forKey key: String?, options: SDImageCacheOptions = [], context: SDWebImageContext? = nil,
                       cacheType: SDImageCacheType = .all) async -> (image: SDImage?, data: Data?, cacheType: SDImageCacheType) {
-        await withCheckedContinuation { c in
+        await awaitCallback { done in
             var ctx = context ?? [:]
             ctx[.callbackQueue] = DispatchQueue.global()
             queryCacheOperation(forKey: key, options: options, context: ctx, cacheType: cacheType) { image, data, type in
-                c.resume(returning: (image, data, type))
+                done((image, data, type))
             }
         }
     }
 
     public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?,
                       cacheType: SDImageCacheType = .all) async throws {
-        let error: (any Error)? = await withCheckedContinuation { c in
-            store(image, imageData: imageData, forKey: key, cacheType: cacheType) { c.resume(returning: $0) }
+        let error: (any Error)? = await awaitCallback { c in
+            store(image, imageData: imageData, forKey: key, cacheType: cacheType) { c($0) }
         }
         if let error { throw error }
     }
 
     public func clearDisk() async {
-        await withCheckedContinuation { c in clearDisk { c.resume() } }
+        await awaitCallback { c in clearDisk { c(()) } }
     }
 
     public func deleteOldFiles() async {
-        await withCheckedContinuation { c in deleteOldFiles { c.resume() } }
+        await awaitCallback { c in deleteOldFiles { c(()) } }
     }
 
     /// Removes from memory and (after pending writes) from disk.
     public func removeImage(forKey key: String?, cacheType: SDImageCacheType) async {
-        await withCheckedContinuation { c in removeImage(forKey: key, cacheType: cacheType) { c.resume() } }
+        await awaitCallback { c in removeImage(forKey: key, cacheType: cacheType) { c(()) } }
     }
 
     /// Where the image is (`.memory`, `.disk`) or `.none`, without decoding.
     public func containsImage(forKey key: String?, cacheType: SDImageCacheType = .all) async -> SDImageCacheType {
-        await withCheckedContinuation { c in containsImage(forKey: key, cacheType: cacheType) { c.resume(returning: $0) } }
+        await awaitCallback { c in containsImage(forKey: key, cacheType: cacheType) { c($0) } }
     }
 
     /// The disk entries: how many, and their total size in bytes.
     public func calculateSize() async -> (fileCount: Int, totalSize: Int) {
-        await withCheckedContinuation { c in calculateSize { c.resume(returning: ($0, $1)) } }
+        await awaitCallback { c in calculateSize { c(($0, $1)) } }
     }
 
     /// Whether the disk holds an entry for `key` (off the caller's thread;
@@ -51,6 +51,6 @@ extension SDImageCache {
     /// synchronous disk call it waits for nothing: writes still queued are
     /// seen through the pending-write table).
     public func diskImageExists(withKey key: String?) async -> Bool {
-        await withCheckedContinuation { c in diskImageExists(withKey: key) { c.resume(returning: $0) } }
+        await awaitCallback { c in diskImageExists(withKey: key) { c($0) } }
     }
 }

@@ -22,11 +22,11 @@ extension SDWebImageDownloader {
         let box = CancelBox<SDWebImageDownloadToken>()
         let opts = options.subtracting(.progressiveLoad)
         let outcome: Result<(SDImage?, Data), any Error> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitCallback { continuation in
                 box.set(downloadImage(with: url, options: opts, context: context, progress: nil, completed: { image, data, error, finished in
                     guard finished else { return }
-                    if let error { continuation.resume(returning: .failure(error)) }
-                    else { continuation.resume(returning: .success((image, data ?? Data()))) }
+                    if let error { continuation(.failure(error)) }
+                    else { continuation(.success((image, data ?? Data()))) }
                 }))
             }
         } onCancel: {

@@ -163,14 +163,14 @@ public final class SDWebImageManager: @unchecked Sendable {
         let box = CancelBox<SDWebImageCombinedOperation>()
         let once = Once()
         let result: Result<SDWebImageLoadResult, any Error> = await withTaskCancellationHandler {
-            await withCheckedContinuation { c in
+            await awaitCallback { c in
                 var ctx = context ?? [:]
                 if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = DispatchQueue.global() }
                 box.set(loadImage(with: url, options: options.subtracting(.progressiveLoad), context: ctx) {
                     image, data, error, type, finished, url in
                     guard finished, once.first() else { return }
-                    if let error { c.resume(returning: .failure(error)) }
-                    else { c.resume(returning: .success(SDWebImageLoadResult(image: image, data: data, cacheType: type, url: url))) }
+                    if let error { c(.failure(error)) }
+                    else { c(.success(SDWebImageLoadResult(image: image, data: data, cacheType: type, url: url))) }
                 })
             }
         } onCancel: {

@@ -114,9 +114,9 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
                              context: SDWebImageContext? = nil) async -> (finished: Int, skipped: Int) {
         let box = CancelBox<SDWebImagePrefetchToken>()
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { c in
+            await awaitCallback { c in
                 box.set(prefetchURLs(urls, options: options, context: context, progress: nil) { f, s in
-                    c.resume(returning: (f, s))
+                    c((f, s))
                 })
             }
         } onCancel: {
