@@ -9,6 +9,17 @@
 
 #include "loop/sd_loop_int.h"
 
+/* Append `node` to the intrusive FIFO (head, tail) linked through `link`. */
+#define SD__FIFO_PUSH(head, tail, node, link) \
+    do {                                      \
+        (node)->link = NULL;                  \
+        if (tail)                             \
+            (tail)->link = (node);            \
+        else                                  \
+            (head) = (node);                  \
+        (tail) = (node);                      \
+    } while (0)
+
 int sd__needs_wake(int *wake_pending)
 {
     if (*wake_pending)
@@ -141,11 +152,7 @@ void sd_sink_port_partial(sd_sink_port *p, void *item, void (*item_free)(void *)
         free(e);
         return;
     }
-    if (in->pv_tail)
-        in->pv_tail->next = e;
-    else
-        in->pv_head = e;
-    in->pv_tail = e;
+    SD__FIFO_PUSH(in->pv_head, in->pv_tail, e, next);
     CURLM *wake = sd__needs_wake(&in->wake_pending) ? in->multi : NULL;
     if (wake)
         curl_multi_wakeup(wake); /* under mu: the multi lives while the inbox is open */
@@ -161,12 +168,7 @@ void sd_sink_port_resume(sd_sink_port *p)
     if (!in->closed && !p->resume_queued && !p->done) {
         p->resume_queued = 1;
         p->refs++;
-        p->next_resume = NULL;
-        if (in->rs_tail)
-            in->rs_tail->next_resume = p;
-        else
-            in->rs_head = p;
-        in->rs_tail = p;
+        SD__FIFO_PUSH(in->rs_head, in->rs_tail, p, next_resume);
         if (sd__needs_wake(&in->wake_pending))
             curl_multi_wakeup(in->multi);
     }
@@ -197,12 +199,7 @@ void sd_sink_port_done(sd_sink_port *p, int status, const char *message, void *o
     p->work_ms = work_ms;
     if (!in->closed) {
         p->refs++;
-        p->next_done = NULL;
-        if (in->dn_tail)
-            in->dn_tail->next_done = p;
-        else
-            in->dn_head = p;
-        in->dn_tail = p;
+        SD__FIFO_PUSH(in->dn_head, in->dn_tail, p, next_done);
         if (sd__needs_wake(&in->wake_pending))
             curl_multi_wakeup(in->multi);
     }

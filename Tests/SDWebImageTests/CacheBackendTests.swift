@@ -80,7 +80,7 @@ struct CacheBackendTests {
         let disk = try #require(c.diskCache as? DictionaryDiskCache)
         let (image, data) = try testImage(64, 48)
         try await c.store(image, imageData: data, forKey: "k", cacheType: .disk)
-        #expect(disk.data(forKey: "k") == data && c.cachePath(forKey: "k") != nil)
+        #expect(disk.data(forKey: "k") == data && c.cachePath(forKey: "k") == nil)  // a tier without files
         let hit = await c.image(forKey: "k")
         #expect(hit.cacheType == .disk && hit.image?.width == 64)
         let thumb = await c.image(forKey: "k", context: [.imageThumbnailPixelSize: CGSize(width: 16, height: 16)],

@@ -23,10 +23,13 @@ extension SDImageCache {
         }
     }
 
-    /// The file that holds (or would hold) the key's bytes.
+    /// The file that holds (or would hold) the key's bytes; nil for a disk tier without files.
     public func cachePath(forKey key: String?) -> String? {
         guard let key else { return nil }
-        return disk?.filePath(forKey: key) ?? diskCachePath + "/" + DiskCache.fileName(forKey: key)
+        // a tier without files has none (SDWebImage's rule); one that did not
+        // open still names where the default tier would keep it
+        if let disk { return disk.filePath(forKey: key) }
+        return diskCachePath + "/" + DiskCache.fileName(forKey: key)
     }
 
     /// Entries on disk, oldest access first (for tools such as `sdimage cache info`).
