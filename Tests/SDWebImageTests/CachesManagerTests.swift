@@ -7,8 +7,8 @@ import Testing
 extension SDImageCacheProtocol {
     func query(_ key: String, _ type: SDImageCacheType = .all, context: SDWebImageContext? = nil) async
         -> (image: SDImage?, data: Data?, type: SDImageCacheType) {
-        await withCheckedContinuation { c in
-            _ = queryImage(forKey: key, options: [], context: context, cacheType: type) { c.resume(returning: ($0, $1, $2)) }
+        await awaitCallback { done in  // through a lock: TSan sees the image's hand-off
+            _ = queryImage(forKey: key, options: [], context: context, cacheType: type) { done(($0, $1, $2)) }
         }
     }
     func put(_ image: SDImage, _ data: Data?, _ key: String, _ type: SDImageCacheType = .all) async {

@@ -14,11 +14,8 @@ struct DownloaderPolicyTests {
     let servers = TestServers.shared
 
     func download(_ d: SDWebImageDownloader, _ url: URL) async -> (SDImage?, (any Error)?) {
-        await withCheckedContinuation { c in
-            d.downloadImage(with: url) { image, _, error, finished in
-                if finished { c.resume(returning: (image, error)) }
-            }
-        }
+        let r = await d.finalResult(url)  // through a lock: TSan sees the hand-off
+        return (r.image, r.error)
     }
 
     @Test("Under the preset a redirect to loopback is refused, the trusted test host is not; without it both load")
@@ -67,11 +64,8 @@ struct DownloaderTimeoutTests {
     let servers = TestServers.shared
 
     func download(_ d: SDWebImageDownloader, _ url: URL) async -> (SDImage?, (any Error)?) {
-        await withCheckedContinuation { c in
-            d.downloadImage(with: url) { image, _, error, finished in
-                if finished { c.resume(returning: (image, error)) }
-            }
-        }
+        let r = await d.finalResult(url)  // through a lock: TSan sees the hand-off
+        return (r.image, r.error)
     }
 
     @Test("Bytes that keep coming for longer than downloadTimeout load; a stall fails; the total timeout ends a slow one")

@@ -79,6 +79,17 @@ final class Outcome: @unchecked Sendable {
 }
 
 extension SDWebImageDownloader {
+    /// The final callback of a plain download. The value passes through a
+    /// lock (`awaitCallback`), so ThreadSanitizer sees the image handed from
+    /// the decoding thread to the awaiting task (issue 19's TSan flake).
+    func finalResult(_ url: URL) async -> (image: SDImage?, data: Data?, error: (any Error)?) {
+        await awaitCallback { done in
+            downloadImage(with: url) { image, data, error, finished in
+                if finished { done((image, data, error)) }
+            }
+        }
+    }
+
     /// Start a download that reports into a new Outcome.
     @discardableResult
     func start(_ url: URL?, _ options: SDWebImageDownloaderOptions = [], _ context: SDWebImageContext? = nil,

@@ -5,7 +5,7 @@ import Foundation
 /// task that awaits it: it does not always see the Swift runtime's own (a
 /// continuation resumed on a dispatch thread), and then reports the value's
 /// memory — an image decoded on the cache's read queue — as a race.
-func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) async -> T {
+package func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) async -> T {
     let box = HandOff<T>()
     await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
         start { value in
