@@ -12,6 +12,7 @@ SAN_CC ?= clang
 
 # Debian packages the project needs: build, tests, benchmarks.
 APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
+                libgif-dev libwebp-dev libavif-dev libavif-bin \
                 libturbojpeg0-dev valgrind nginx-light openssl
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \

@@ -29,6 +29,9 @@ let package = Package(
                 .linkedLibrary("curl"),
                 .linkedLibrary("jpeg"),
                 .linkedLibrary("png16"),
+                .linkedLibrary("gif"),
+                .linkedLibrary("webpdemux"),
+                .linkedLibrary("webp"),
                 .linkedLibrary("z"),
                 .linkedLibrary("m"),
             ]

@@ -31,6 +31,17 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
 else
   echo "corpus not found at $corpus: corpus checks skipped"
 fi
+# every frame of the animated corpus, through the README's harness protocol
+anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
+if [ -f "$anim/MANIFEST.tsv" ]; then
+  check "decode --frames matches corpus-anim" 'python3 scripts/corpus-anim-harness.py "$bin" "$anim" gif'
+  "$bin" decode "$anim/gif/loop_5.gif" --frames 2>"$tmp/err" >/dev/null
+  check "--frames without --raw reports frames and loop" 'grep -c "^frame " "$tmp/err" | grep -q "^3$" && grep -q "^loop 5$" "$tmp/err"'
+  "$bin" decode "$anim/gif/loop_5.gif" --raw - 2>"$tmp/err" | wc -c > "$tmp/n"
+  check "without --frames: the first frame only" '[ "$(cat "$tmp/n")" = 256 ] && tail -1 "$tmp/err" | grep -q "^8x8 gif"'
+else
+  echo "corpus-anim not found at $anim: animated checks skipped"
+fi
 printf '<html>404</html>' > "$tmp/page.jpg"
 "$bin" decode "$tmp/page.jpg" 2>"$tmp/err"; rc=$?
 check "html fails with one line" '[ $rc -eq 1 ] && [ $(wc -l < "$tmp/err") -eq 1 ] && grep -q "unsupported format" "$tmp/err"'

@@ -21,11 +21,6 @@ static int has(const uint8_t *p, size_t n, size_t at, const char *s, size_t len)
 /* Either of two signatures: a match wins, then "undecided". */
 static int either(int a, int b) { return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0; }
 
-static int sniff_gif(const uint8_t *p, size_t n)
-{
-    return either(has(p, n, 0, "GIF87a", 6), has(p, n, 0, "GIF89a", 6));
-}
-
 static int sniff_webp(const uint8_t *p, size_t n)
 {
     int r = has(p, n, 0, "RIFF", 4);
@@ -134,7 +129,6 @@ static int sniff_svg(const uint8_t *p, size_t n)
 }
 
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL}
-static const sd__codec gif = KNOWN(SD_FORMAT_GIF, "GIF", "image/gif", sniff_gif);
 static const sd__codec webp = KNOWN(SD_FORMAT_WEBP, "WebP", "image/webp", sniff_webp);
 static const sd__codec avif = KNOWN(SD_FORMAT_AVIF, "AVIF", "image/avif", sniff_avif);
 static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
@@ -147,13 +141,14 @@ static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.ic
 /* The decodable codecs, each in decode/<format>/. */
 SD__HIDDEN extern const sd__codec sd__jpeg_codec;
 SD__HIDDEN extern const sd__codec sd__png_codec;
+SD__HIDDEN extern const sd__codec sd__gif_codec;
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
     NULL, /* SD_FORMAT_UNKNOWN */
     &sd__jpeg_codec,
     &sd__png_codec,
-    &gif,
+    &sd__gif_codec,
     &webp,
     &avif,
     &heic,

@@ -212,6 +212,16 @@ public final class ImageDecoder {
         return Double(v) / 1000
     }
 
+    /// Frame `index`'s duration as the file stores it, in milliseconds (GIF:
+    /// 10 x delay; APNG: 1000 x num / den; WebP: as stored), before the
+    /// browsers' rule `frameDuration(at:)` applies; nil if no such frame yet.
+    public func storedFrameDuration(at index: Int) -> Int? {
+        var v: Int64 = 0
+        guard index >= 0, index <= Int(UInt32.max),
+              sd_decoder_frame_get(handle, UInt32(index), SD_FRAME_STORED_DURATION_MS, &v) == 0 else { return nil }
+        return Int(v)
+    }
+
     /// Frame `index` composited on the canvas, at the output size; nil while
     /// it is not complete or when there is no such frame.
     public func frame(at index: Int) throws(CoderError) -> Bitmap? {

@@ -5,12 +5,19 @@ import SDCoders
 /// `sdimage decode FILE`: decode a JPEG or PNG the way the library does.
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decode a JPEG or PNG to premultiplied BGRA (raw) or PNG.",
+        abstract: "Decode an image (JPEG, PNG, GIF, ...) to premultiplied BGRA (raw) or PNG.",
         discussion: """
             The last line on stderr is WIDTHxHEIGHT, the format and the EXIF
             orientation, plus 'incomplete' when the file was truncated (what
             could be decoded is still written). Raw output is row-major
             premultiplied ARGB32 in native byte order, stride = width*4.
+
+            With --frames every frame of an animation (one for a still image)
+            is written, fully composited on the canvas, one after another;
+            stderr gets one line per frame, 'frame N WxH D raw=R' (D the
+            duration shown in ms, R the stored one), then 'loop N' (0 =
+            forever). A damaged file writes the frames it has; the exit
+            status says whether all of them could be decoded.
             """)
 
     @Argument(help: "The image file ('-' for standard input).")
@@ -31,6 +38,9 @@ struct Decode: ParsableCommand {
     @Option(help: "Write the decoded image as a PNG file.")
     var png: String?
 
+    @Flag(help: "Every frame of an animation, composited (with --raw: all of them, in order).")
+    var frames = false
+
     func validate() throws {
         if let m = maxPixelSize, m <= 0 { throw ValidationError("--max-pixel-size must be positive") }
         if let m = maxBytes, m <= 0 { throw ValidationError("--max-bytes must be positive") }
@@ -48,6 +58,10 @@ struct Decode: ParsableCommand {
         if let m = maxPixelSize { options.thumbnailPixelSize = (m, m) }
         if let b = maxBytes { options.scaleDownLimitBytes = b }
         options.applyOrientation = !noOrientation
+        if frames {
+            decodeFrames(input, options: options)
+            return
+        }
 
         let result: Result<DecodedImage, CoderError> = input.withUnsafeBytes { raw in
             Result { () throws(CoderError) in try ImageDecoder.decode(raw, options: options) }
@@ -79,6 +93,65 @@ struct Decode: ParsableCommand {
         var line = "\(bitmap.width)x\(bitmap.height) \(image.format) orientation=\(image.orientation)"
         if !image.isComplete { line += " incomplete" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+extension Decode {
+    /// `--frames`: the corpus-anim protocol (../shared/corpus-anim/README.md).
+    func decodeFrames(_ input: Data, options: DecodeOptions) -> Never {
+        let err = FileHandle.standardError
+        let out: FileHandle?
+        if let raw {
+            if raw == "-" {
+                out = FileHandle.standardOutput
+            } else if FileManager.default.createFile(atPath: raw, contents: nil),
+                      let h = FileHandle(forWritingAtPath: raw) {
+                out = h
+            } else {
+                fail("cannot write \(raw)")
+            }
+        } else {
+            out = nil
+        }
+        let made: Result<ImageDecoder, CoderError> = Result { () throws(CoderError) in
+            let decoder = try ImageDecoder(options: options)
+            let pushed: Result<Void, CoderError> = input.withUnsafeBytes { b in
+                Result { () throws(CoderError) in try decoder.push(b) }
+            }
+            try pushed.get()
+            try decoder.endInput()
+            return decoder
+        }
+        let decoder: ImageDecoder
+        switch made {
+        case .success(let d): decoder = d
+        case .failure(let error): fail("\(file): \(error.message)")
+        }
+        var index = 0
+        var status: Int32 = 0
+        while true {
+            let frame: Bitmap?
+            do {
+                frame = try decoder.frame(at: index)
+            } catch {
+                err.write(Data("sdimage: \(file): \(error.message)\n".utf8))
+                status = 1
+                break
+            }
+            guard let frame else { break }
+            frame.withUnsafeBytes { out?.write(Data($0)) }
+            let shown = Int(((decoder.frameDuration(at: index) ?? 0) * 1000).rounded())
+            let stored = decoder.storedFrameDuration(at: index) ?? 0
+            err.write(Data("frame \(index) \(frame.width)x\(frame.height) \(shown) raw=\(stored)\n".utf8))
+            index += 1
+        }
+        err.write(Data("loop \(decoder.loopCount ?? 1)\n".utf8))
+        if index == 0 && status == 0 {
+            err.write(Data("sdimage: \(file): no frame could be decoded\n".utf8))
+            status = 1
+        }
+        if let out, out !== FileHandle.standardOutput { try? out.close() }
+        Foundation.exit(status)
     }
 }
 

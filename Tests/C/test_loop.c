@@ -462,14 +462,27 @@ static int test_file_urls(void)
     ASSERT_EQ(c.status, SD_EIO);
     collect_free(&c);
     /* a format the core knows but cannot decode says which (issue 12) */
-    char gif[600];
-    snprintf(gif, sizeof gif, "%s/anim.gif", tmpdir);
-    static const uint8_t gif_head[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    ASSERT_OK(write_file(gif, gif_head, sizeof gif_head));
-    snprintf(u, sizeof u, "file://%s", gif);
+    char bmp[600];
+    snprintf(bmp, sizeof bmp, "%s/image.bmp", tmpdir);
+    static const uint8_t bmp_head[] = {'B', 'M', 0x36, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0, 40, 0, 0, 0};
+    ASSERT_OK(write_file(bmp, bmp_head, sizeof bmp_head));
+    snprintf(u, sizeof u, "file://%s", bmp);
     ASSERT_OK(fetch(l, u, NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_EDECODE);
-    ASSERT(strstr(c.message, "unsupported format: GIF") != NULL);
+    ASSERT(strstr(c.message, "unsupported format: BMP") != NULL);
+    collect_free(&c);
+    /* a GIF (issue 15) decodes through the loop: its first frame */
+    char gif[600];
+    snprintf(gif, sizeof gif, "%s/anim.gif", tmpdir);
+    static const uint8_t gif_2x1[] = {'G', 'I', 'F', '8', '9', 'a', 2, 0, 1, 0, 0x80, 0, 0,
+                                      255, 0, 0, 0, 0, 255, /* red, blue */
+                                      0x2C, 0, 0, 0, 0, 2, 0, 1, 0, 0,
+                                      2, 2, 0x44, 0x0A, 0, 0x3B};
+    ASSERT_OK(write_file(gif, gif_2x1, sizeof gif_2x1));
+    snprintf(u, sizeof u, "file://%s", gif);
+    ASSERT_OK(fetch(l, u, NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 2 && c.height == 1);
     collect_free(&c);
     sd_loop_free(l);
     return 0;

@@ -124,18 +124,19 @@ struct DecoderTests {
         for f in ImageFormat.allCases where f != .unknown {
             #expect(f.mimeType?.hasPrefix("image/") == true)
             #expect(!f.name.isEmpty && f.name != "unknown")
-            #expect(f.capabilities.contains(.decode) == (f == .jpeg || f == .png))
+            #expect(f.capabilities.contains(.decode) == [.jpeg, .png, .gif].contains(f))
         }
         #expect(ImageFormat.jpeg.capabilities.contains([.decode, .incremental, .scanPreviews, .encode]))
         #expect(ImageFormat.webP.description == "webp" && ImageFormat.jpegXL.description == "jpegxl")
-        let gif = Array("GIF89a".utf8) + [1, 0, 1, 0, 0x80, 0, 0]
-        #expect(ImageFormat(sniffing: gif.withUnsafeBytes { $0 }) == .gif)
+        #expect(ImageFormat.gif.capabilities.contains([.decode, .incremental, .animation]))
+        let bmp: [UInt8] = Array("BM".utf8) + [0x36, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0]
+        #expect(ImageFormat(sniffing: bmp.withUnsafeBytes { $0 }) == .bmp)
         do {
-            _ = try ImageDecoder.decode(gif)
-            Issue.record("GIF has no decoder yet")
+            _ = try ImageDecoder.decode(bmp)
+            Issue.record("BMP has no decoder")
         } catch {
             #expect(error.code == .unsupportedFormat)
-            #expect(error.message.contains("GIF"))
+            #expect(error.message.contains("BMP"))
         }
     }
 

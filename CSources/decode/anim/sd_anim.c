@@ -1,0 +1,76 @@
+/* sd_anim.c — kept input and kept frames for the animated codecs. */
+#include <string.h>
+
+#include "decode/anim/sd_anim_int.h"
+#include "bitmap/sd_pixel.h"
+
+int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n)
+{
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len < n) {
+            SD__RETURN_IF(cap > SIZE_MAX / 2, SD_ENOMEM);
+            cap *= 2;
+        }
+        uint8_t *d = realloc(b->data, cap);
+        SD__RETURN_IF(d == NULL, SD_ENOMEM);
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return SD_OK;
+}
+
+void sd__bytes_free(sd__bytes *b)
+{
+    free(b->data);
+    *b = (sd__bytes){0};
+}
+
+void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd_bitmap *frame)
+{
+    int64_t size = (int64_t)frame->stride * frame->height;
+    if (c->bytes + size > c->budget || sd__frame_cache_get(c, index) != NULL)
+        return;
+    if (index >= c->nslots) {
+        uint32_t n = SD__MAX(index + 1, c->nslots * 2);
+        n = SD__MAX(n, 16u);
+        sd_bitmap **s = realloc(c->slot, (size_t)n * sizeof *s);
+        if (s == NULL)
+            return;
+        memset(s + c->nslots, 0, (size_t)(n - c->nslots) * sizeof *s);
+        c->slot = s;
+        c->nslots = n;
+    }
+    if (sd__bitmap_copy(frame, &c->slot[index]) == SD_OK)
+        c->bytes += size;
+}
+
+const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index)
+{
+    return index < c->nslots ? c->slot[index] : NULL;
+}
+
+void sd__frame_cache_free(sd__frame_cache *c)
+{
+    for (uint32_t i = 0; i < c->nslots; i++)
+        sd_bitmap_free(c->slot[i]);
+    free(c->slot);
+    c->slot = NULL;
+    c->nslots = 0;
+    c->bytes = 0;
+}
+
+void sd__premultiply_bgra_inplace(uint8_t *p, size_t count)
+{
+    uint32_t *px = (uint32_t *)(void *)p;
+    for (size_t i = 0; i < count; i++, p += 4) {
+        uint32_t a = p[3];
+        if (a == 255) {
+            px[i] = sd__pack_opaque(p[2], p[1], p[0]);
+        } else {
+            px[i] = sd__pack_premul(p[2], p[1], p[0], a);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/*
+ * sd_anim_int.h — what the animated codecs (gif/, webp/, png/ for APNG)
+ * share: the input they keep (frames are re-decoded on demand, so the
+ * compressed bytes stay), and the cache of composited frames that answers
+ * sd_decoder_frame() without recompositing, within SD_DEC_FRAME_CACHE_BYTES.
+ */
+#ifndef SD_ANIM_INT_H
+#define SD_ANIM_INT_H
+
+#include "decode/sd_decoder_int.h"
+
+/* The whole input so far; grows geometrically. */
+typedef struct sd__bytes {
+    uint8_t *data;
+    size_t len, cap;
+} sd__bytes;
+
+SD__HIDDEN int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n);
+SD__HIDDEN void sd__bytes_free(sd__bytes *b);
+
+/* Composited frames kept by index. Filled in the order frames are made
+ * until the budget is spent, never evicted: the first frames of a loop are
+ * the ones a player comes back to, and the codec's working canvas serves
+ * sequential playback past them at one frame decode per frame. */
+typedef struct sd__frame_cache {
+    sd_bitmap **slot; /* by frame index; NULL = not kept */
+    uint32_t nslots;
+    int64_t bytes, budget;
+} sd__frame_cache;
+
+/* Keep a copy of `frame` as frame `index` if the budget allows (a failure
+ * to keep is not an error: the frame can be made again). */
+SD__HIDDEN void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd_bitmap *frame);
+SD__HIDDEN const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index);
+SD__HIDDEN void sd__frame_cache_free(sd__frame_cache *c);
+
+/* Straight-alpha RGBA/BGRA pixels to native premultiplied ARGB32 in place
+ * (B,G,R,A byte order in, the contract's (c*a + 127) / 255). */
+SD__HIDDEN void sd__premultiply_bgra_inplace(uint8_t *p, size_t count);
+
+#endif

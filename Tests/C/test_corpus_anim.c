@@ -1,0 +1,340 @@
+/*
+ * test_corpus_anim.c — every row of ../shared/corpus-anim/MANIFEST.tsv (GIF,
+ * APNG, WebP) must give exactly its frames (canvas, composited pixels,
+ * effective and stored durations, loop count), or fail / survive as the row
+ * says, fed whole, one byte at a time, and in random chunks with frames
+ * asked for while bytes still arrive (a frame that is complete mid-stream
+ * must already be the final one). The README there is the contract.
+ * argv[1] selects `<format>_<mode>`, e.g. gif_whole.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_test.h"
+#include "sd_test_util.h"
+
+#ifndef SD_DEFAULT_CORPUS_ANIM
+#define SD_DEFAULT_CORPUS_ANIM "../shared/corpus-anim"
+#endif
+
+#define MAXF 512
+
+typedef struct {
+    char file[200], format[8];
+    unsigned w, h;
+    int nframes;
+    long loop;
+    enum { EXACT, PARTIAL, ERROR, NOCRASH } kind;
+    int ndur;
+    int dur[MAXF];
+    long raw[MAXF];
+    char sha[MAXF][65];
+} row_t;
+
+static row_t *rows;
+static int nrows;
+static char dir[4096];
+
+static int load(void)
+{
+    if (rows)
+        return 0;
+    const char *env = getenv("SD_CORPUS_ANIM_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : SD_DEFAULT_CORPUS_ANIM);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/MANIFEST.tsv", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "  corpus-anim not found (%s; SD_CORPUS_ANIM_DIR): skipping\n", path);
+        return 77;
+    }
+    rows = calloc(400, sizeof *rows);
+    static char line[1 << 16];
+    while (fgets(line, sizeof line, f) && nrows < 400) {
+        char *cols[9] = {0};
+        int n = 0;
+        for (char *p = line, *tok; n < 9 && (tok = strsep(&p, "\t\n")) != NULL;)
+            cols[n++] = tok;
+        if (n < 7 || strcmp(cols[0], "file") == 0)
+            continue;
+        row_t *r = &rows[nrows++];
+        snprintf(r->file, sizeof r->file, "%s", cols[0]);
+        snprintf(r->format, sizeof r->format, "%s", cols[1]);
+        sscanf(cols[2], "%ux%u", &r->w, &r->h);
+        r->nframes = atoi(cols[3]);
+        r->loop = atol(cols[4]);
+        char *e = cols[5];
+        if (strcmp(e, "error") == 0) {
+            r->kind = ERROR;
+            continue;
+        }
+        if (strcmp(e, "no-crash") == 0) {
+            r->kind = NOCRASH;
+            continue;
+        }
+        r->kind = EXACT;
+        if (strncmp(e, "partial-ok ", 11) == 0) {
+            r->kind = PARTIAL;
+            e += 11;
+        }
+        for (char *tok; (tok = strsep(&e, " ")) != NULL && r->ndur < MAXF;) {
+            if (*tok == '\0')
+                continue;
+            char *colon = strchr(tok, ':');
+            r->dur[r->ndur] = atoi(tok);
+            snprintf(r->sha[r->ndur], 65, "%s", colon ? colon + 1 : "");
+            r->ndur++;
+        }
+        char *raw = cols[6];
+        int k = 0;
+        for (char *tok; (tok = strsep(&raw, " ")) != NULL && k < MAXF;)
+            if (*tok)
+                r->raw[k++] = atol(tok);
+    }
+    fclose(f);
+    ASSERT(nrows >= 200);
+    return 0;
+}
+
+/* Frame i as decoded now must be the row's frame i. */
+static int check_frame(const row_t *r, sd_decoder *d, int i, const char *when)
+{
+    sd_bitmap *b = NULL;
+    int rc = sd_decoder_frame(d, (uint32_t)i, &b);
+    if (rc != SD_OK) {
+        fprintf(stderr, "  %s: frame %d %s: %s (%s)\n", r->file, i, when, sd_strerror(rc), sd_decoder_message(d));
+        return 1;
+    }
+    char hex[65];
+    sd_bitmap_sha256(b, hex);
+    int64_t dur = -1, raw = -1;
+    sd_decoder_frame_get(d, (uint32_t)i, SD_FRAME_DURATION_MS, &dur);
+    sd_decoder_frame_get(d, (uint32_t)i, SD_FRAME_STORED_DURATION_MS, &raw);
+    int bad = sd_bitmap_width(b) != r->w || sd_bitmap_height(b) != r->h || strcmp(hex, r->sha[i]) != 0 ||
+              dur != r->dur[i] || raw != r->raw[i];
+    if (bad)
+        fprintf(stderr, "  %s: frame %d %s: %ux%u %.12s %lld/%lld ms, want %ux%u %.12s %d/%ld ms\n", r->file, i,
+                when, sd_bitmap_width(b), sd_bitmap_height(b), hex, (long long)dur, (long long)raw, r->w, r->h,
+                r->sha[i], r->dur[i], r->raw[i]);
+    sd_bitmap_free(b);
+    return bad;
+}
+
+/* mode 0 whole, 1 one byte, -1 random chunks (asking for frames as they come). */
+static int check_row(const row_t *r, int mode, unsigned seed)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, r->file);
+    size_t len = 0;
+    unsigned char *data = sd_read_file(path, &len);
+    if (data == NULL) {
+        fprintf(stderr, "  %s: cannot read\n", path);
+        return 1;
+    }
+    sd_decoder *d;
+    if (sd_decoder_new(&d) != SD_OK)
+        return 1;
+    int bad = 0, rc = SD_OK;
+    size_t pos = 0;
+    int64_t seen = 0;
+    while (pos < len && rc == SD_OK) {
+        size_t n = mode == 0 ? len : mode == 1 ? 1 : 1 + sd_rand(&seed) % (sd_rand(&seed) % 4 == 0 ? 7 : 2048);
+        n = n > len - pos ? len - pos : n;
+        rc = sd_decoder_push(d, data + pos, n);
+        pos += n;
+        if (mode < 0 && rc == SD_OK && r->kind <= PARTIAL) {
+            int64_t count = 0;
+            sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &count);
+            /* the newest complete frame, while the rest is still coming */
+            if (count > seen && count <= r->ndur) {
+                bad |= check_frame(r, d, (int)count - 1, "mid-stream");
+                seen = count;
+            }
+        }
+    }
+    if (rc == SD_OK)
+        rc = sd_decoder_finish(d);
+    int got = 0;
+    if (r->kind == ERROR) {
+        sd_bitmap *b = NULL;
+        if (rc == SD_OK || sd_decoder_frame(d, 0, &b) == SD_OK) {
+            fprintf(stderr, "  %s: decoded, the row says error\n", r->file);
+            bad = 1;
+        }
+        sd_bitmap_free(b);
+    } else if (r->kind == NOCRASH) {
+        for (int i = 0; i < 100000; i++) {
+            sd_bitmap *b = NULL;
+            if (sd_decoder_frame(d, (uint32_t)i, &b) != SD_OK)
+                break;
+            int64_t w = 0, h = 0;
+            sd_decoder_get(d, SD_DEC_INFO_OUTPUT_WIDTH, &w);
+            sd_decoder_get(d, SD_DEC_INFO_OUTPUT_HEIGHT, &h);
+            if (sd_bitmap_width(b) != w || sd_bitmap_height(b) != h) {
+                fprintf(stderr, "  %s: frame %d is %ux%u on a %lldx%lld canvas\n", r->file, i,
+                        sd_bitmap_width(b), sd_bitmap_height(b), (long long)w, (long long)h);
+                bad = 1;
+            }
+            sd_bitmap_free(b);
+        }
+    } else {
+        if (rc != SD_OK && r->kind == EXACT) {
+            fprintf(stderr, "  %s: %s (%s)\n", r->file, sd_strerror(rc), sd_decoder_message(d));
+            bad = 1;
+        } else {
+            int64_t count = 0, loop = -1;
+            sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &count);
+            int want = r->ndur;
+            if (r->kind == EXACT ? count != want : count < want || count > want + 1) {
+                fprintf(stderr, "  %s: %lld frames, want %s%d\n", r->file, (long long)count,
+                        r->kind == EXACT ? "" : "at least ", want);
+                bad = 1;
+            }
+            for (int i = 0; i < want && i < count; i++, got++)
+                bad |= check_frame(r, d, i, "after finish");
+            if (sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &loop) == SD_OK && loop != r->loop) {
+                fprintf(stderr, "  %s: loop %lld, want %ld\n", r->file, (long long)loop, r->loop);
+                bad = 1;
+            }
+            /* frames asked for out of order: key frames and kept frames */
+            if (want > 2 && mode == 0) {
+                bad |= check_frame(r, d, want - 1, "last, again");
+                bad |= check_frame(r, d, want / 2, "middle, out of order");
+                bad |= check_frame(r, d, 0, "first, again");
+            }
+            /* the one-shot result is the first frame */
+            if (rc == SD_OK && want > 0) {
+                sd_bitmap *b = NULL;
+                if (sd_decoder_take_bitmap(d, &b) != SD_OK) {
+                    fprintf(stderr, "  %s: take_bitmap failed\n", r->file);
+                    bad = 1;
+                } else {
+                    char hex[65];
+                    sd_bitmap_sha256(b, hex);
+                    if (strcmp(hex, r->sha[0]) != 0) {
+                        fprintf(stderr, "  %s: take_bitmap is not frame 0\n", r->file);
+                        bad = 1;
+                    }
+                }
+                sd_bitmap_free(b);
+            }
+        }
+    }
+    sd_decoder_free(d);
+    free(data);
+    return bad;
+}
+
+static int check_all(const char *format, int mode)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    int bad = 0, n = 0;
+    for (int i = 0; i < nrows; i++) {
+        if (strcmp(rows[i].format, format) != 0)
+            continue;
+        n++;
+        bad += check_row(&rows[i], mode, 77u + (unsigned)i);
+    }
+    if (bad)
+        fprintf(stderr, "  %d of %d %s rows wrong\n", bad, n, format);
+    ASSERT(n > 0);
+    return bad ? 1 : 0;
+}
+
+/* A decoder with one option set, fed the whole corpus file `rel`. */
+static int open_fed(const char *rel, sd_decoder_param p, int64_t v, sd_decoder **d, int *push_rc)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    size_t len;
+    unsigned char *data = sd_read_file(path, &len);
+    ASSERT_NOT_NULL(data);
+    ASSERT_OK(sd_decoder_new(d));
+    ASSERT_OK(sd_decoder_set(*d, p, v));
+    *push_rc = sd_decoder_push(*d, data, len);
+    free(data);
+    return 0;
+}
+
+/* With SD_DEC_FRAME_CACHE_BYTES 0 every frame is recomposited from the
+ * working canvas or a key frame: walk a long animation backwards. */
+static int test_gif_no_frame_cache(void)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    for (int i = 0; i < nrows; i++) {
+        const row_t *r = &rows[i];
+        if (strcmp(r->format, "gif") != 0 || r->kind != EXACT || r->ndur < 5)
+            continue;
+        sd_decoder *d;
+        ASSERT_OK(open_fed(r->file, SD_DEC_FRAME_CACHE_BYTES, 0, &d, &rc));
+        ASSERT_OK(rc);
+        ASSERT_OK(sd_decoder_finish(d));
+        for (int k = r->ndur - 1; k >= 0; k--)
+            if (check_frame(r, d, k, "backwards, no cache"))
+                return 1;
+        sd_decoder_free(d);
+    }
+    return 0;
+}
+
+/* First-frame-only stops at the second image and still says "animated". */
+static int test_gif_first_frame_only(void)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    sd_decoder *d;
+    ASSERT_OK(open_fed("gif/dispose_mixed.gif", SD_DEC_FIRST_FRAME_ONLY, 1, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_OK(sd_decoder_finish(d));
+    int64_t v;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
+    ASSERT_EQ(v, 1);
+    sd_bitmap *b = NULL;
+    ASSERT_EQ(sd_decoder_frame(d, 1, &b), SD_EOI);
+    sd_decoder_free(d);
+    return 0;
+}
+
+/* A frame budget: 300 frames refused past SD_DEC_MAX_FRAMES = 100. */
+static int test_gif_max_frames(void)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    sd_decoder *d;
+    ASSERT_OK(open_fed("gif/many_frames_300.gif", SD_DEC_MAX_FRAMES, 100, &d, &rc));
+    ASSERT_EQ(rc, SD_ETOOLARGE);
+    ASSERT(strstr(sd_decoder_message(d), "100 frames") != NULL);
+    sd_decoder_free(d);
+    return 0;
+}
+
+#define MODES(fmt)                                                          \
+    static int test_##fmt##_whole(void) { return check_all(#fmt, 0); }      \
+    static int test_##fmt##_one_byte(void) { return check_all(#fmt, 1); }   \
+    static int test_##fmt##_random(void) { return check_all(#fmt, -1); }
+MODES(gif)
+
+int main(int argc, char **argv)
+{
+    static const sd_test_case tests[] = {
+        {"gif_whole", test_gif_whole},
+        {"gif_one_byte", test_gif_one_byte},
+        {"gif_random", test_gif_random},
+        {"gif_opt_no_frame_cache", test_gif_no_frame_cache},
+        {"gif_opt_first_frame_only", test_gif_first_frame_only},
+        {"gif_opt_max_frames", test_gif_max_frames},
+        {NULL, NULL},
+    };
+    int rc = sd_test_run(tests, argc, argv);
+    free(rows);
+    return rc;
+}
