@@ -21,14 +21,6 @@ static int has(const uint8_t *p, size_t n, size_t at, const char *s, size_t len)
 /* Either of two signatures: a match wins, then "undecided". */
 static int either(int a, int b) { return a == 1 || b == 1 ? 1 : a == -1 || b == -1 ? -1 : 0; }
 
-static int sniff_webp(const uint8_t *p, size_t n)
-{
-    int r = has(p, n, 0, "RIFF", 4);
-    if (r != 1)
-        return r;
-    return has(p, n, 8, "WEBP", 4);
-}
-
 /* ISO BMFF "ftyp" brands: 1 AVIF, 2 HEIC, 0 neither, -1 undecided. */
 static int bmff_brand(const uint8_t *p, size_t n)
 {
@@ -129,7 +121,6 @@ static int sniff_svg(const uint8_t *p, size_t n)
 }
 
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL}
-static const sd__codec webp = KNOWN(SD_FORMAT_WEBP, "WebP", "image/webp", sniff_webp);
 static const sd__codec avif = KNOWN(SD_FORMAT_AVIF, "AVIF", "image/avif", sniff_avif);
 static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
 static const sd__codec jxl = KNOWN(SD_FORMAT_JXL, "JPEG XL", "image/jxl", sniff_jxl);
@@ -142,6 +133,7 @@ static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.ic
 SD__HIDDEN extern const sd__codec sd__jpeg_codec;
 SD__HIDDEN extern const sd__codec sd__png_codec;
 SD__HIDDEN extern const sd__codec sd__gif_codec;
+SD__HIDDEN extern const sd__codec sd__webp_codec;
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
@@ -149,7 +141,7 @@ static const sd__codec *const registry[] = {
     &sd__jpeg_codec,
     &sd__png_codec,
     &sd__gif_codec,
-    &webp,
+    &sd__webp_codec,
     &avif,
     &heic,
     &jxl,

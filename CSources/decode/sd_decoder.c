@@ -389,7 +389,7 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
     SD__RETURN_IF(d == NULL || v == NULL, SD_EINVAL);
     SD__RETURN_IF(p < SD_FRAME_DURATION_MS || p > SD_FRAME_IS_KEY, SD_EINVAL);
     SD__FORWARD_IF_ERROR(frame_exists(d, i));
-    if (d->codec->frame == NULL) { /* a still has no timing */
+    if (d->codec->frame == NULL || (!d->timed && p != SD_FRAME_IS_KEY)) { /* a still has no timing */
         *v = p == SD_FRAME_IS_KEY;
         return SD_OK;
     }

@@ -88,6 +88,7 @@ struct sd_decoder {
     /* frames: an animated codec sets `animated`/`loop_count` with its
      * header and announces each complete frame; a still has none listed */
     int animated;
+    int timed; /* frames carry durations (GIF always; APNG/WebP when animated) */
     int64_t loop_count;
     sd__frame_meta *frames;
     uint32_t nframes, frames_cap;

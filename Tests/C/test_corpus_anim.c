@@ -260,15 +260,15 @@ static int open_fed(const char *rel, sd_decoder_param p, int64_t v, sd_decoder *
 }
 
 /* With SD_DEC_FRAME_CACHE_BYTES 0 every frame is recomposited from the
- * working canvas or a key frame: walk a long animation backwards. */
-static int test_gif_no_frame_cache(void)
+ * working canvas or a key frame: walk every animation backwards. */
+static int no_frame_cache(const char *format)
 {
     int rc = load();
     if (rc)
         return rc;
     for (int i = 0; i < nrows; i++) {
         const row_t *r = &rows[i];
-        if (strcmp(r->format, "gif") != 0 || r->kind != EXACT || r->ndur < 5)
+        if (strcmp(r->format, format) != 0 || r->kind != EXACT || r->ndur < 2)
             continue;
         sd_decoder *d;
         ASSERT_OK(open_fed(r->file, SD_DEC_FRAME_CACHE_BYTES, 0, &d, &rc));
@@ -281,6 +281,9 @@ static int test_gif_no_frame_cache(void)
     }
     return 0;
 }
+
+static int test_gif_no_frame_cache(void) { return no_frame_cache("gif"); }
+static int test_webp_no_frame_cache(void) { return no_frame_cache("webp"); }
 
 /* First-frame-only stops at the second image and still says "animated". */
 static int test_gif_first_frame_only(void)
@@ -322,6 +325,7 @@ static int test_gif_max_frames(void)
     static int test_##fmt##_one_byte(void) { return check_all(#fmt, 1); }   \
     static int test_##fmt##_random(void) { return check_all(#fmt, -1); }
 MODES(gif)
+MODES(webp)
 
 int main(int argc, char **argv)
 {
@@ -332,6 +336,10 @@ int main(int argc, char **argv)
         {"gif_opt_no_frame_cache", test_gif_no_frame_cache},
         {"gif_opt_first_frame_only", test_gif_first_frame_only},
         {"gif_opt_max_frames", test_gif_max_frames},
+        {"webp_whole", test_webp_whole},
+        {"webp_one_byte", test_webp_one_byte},
+        {"webp_random", test_webp_random},
+        {"webp_opt_no_frame_cache", test_webp_no_frame_cache},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -62,15 +62,11 @@ void sd__frame_cache_free(sd__frame_cache *c)
     c->bytes = 0;
 }
 
-void sd__premultiply_bgra_inplace(uint8_t *p, size_t count)
+void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count)
 {
-    uint32_t *px = (uint32_t *)(void *)p;
-    for (size_t i = 0; i < count; i++, p += 4) {
-        uint32_t a = p[3];
-        if (a == 255) {
-            px[i] = sd__pack_opaque(p[2], p[1], p[0]);
-        } else {
-            px[i] = sd__pack_premul(p[2], p[1], p[0], a);
-        }
+    uint32_t *out = (uint32_t *)(void *)dst;
+    for (size_t i = 0; i < count; i++, src += 4) {
+        uint32_t b = src[0], g = src[1], r = src[2], a = src[3];
+        out[i] = sd__pack_premul(r, g, b, a);
     }
 }

@@ -34,8 +34,8 @@ SD__HIDDEN void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd
 SD__HIDDEN const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index);
 SD__HIDDEN void sd__frame_cache_free(sd__frame_cache *c);
 
-/* Straight-alpha RGBA/BGRA pixels to native premultiplied ARGB32 in place
- * (B,G,R,A byte order in, the contract's (c*a + 127) / 255). */
-SD__HIDDEN void sd__premultiply_bgra_inplace(uint8_t *p, size_t count);
+/* Straight-alpha B,G,R,A bytes to native premultiplied ARGB32, with the
+ * contract's (c*a + 127) / 255; `dst` may be `src`. */
+SD__HIDDEN void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count);
 
 #endif

@@ -1,0 +1,492 @@
+/*
+ * sd_webp.c — WebP codec on libwebp.
+ *
+ * Stills (lossy, lossless, lossy + alpha) stream through WebPIDecoder into
+ * the canvas as straight BGRA (libwebp scales there for a thumbnail), then
+ * one premultiply pass with the contract's rounding: libwebp's own
+ * premultiplied modes truncate on x86-64 (../shared/corpus-anim/README.md).
+ *
+ * Animations: a chunk walker notices when a RIFF chunk is complete, then
+ * libwebpdemux (WebPDemuxPartial over the bytes so far) says which frames
+ * are whole; each is announced and later decoded on demand with WebPDecode
+ * and composited by hand exactly as libwebp's WebPAnimDecoder does (its key
+ * frame rule, its non-premultiplied blend, no blending inside a rectangle
+ * just disposed to background). The straight canvas steps forward one
+ * frame decode per frame; going back restarts at the nearest key frame.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <webp/decode.h>
+#include <webp/demux.h>
+
+#include "decode/anim/sd_anim_int.h"
+
+typedef struct {
+    size_t off, len; /* the frame's bitstream (ALPH + VP8, or VP8L) in `in` */
+    uint32_t x, y, w, h;
+    uint8_t dispose_bg, blend, has_alpha;
+} wp_frame;
+
+typedef struct {
+    sd_decoder *dec;
+    sd__bytes in; /* until the still decoder has it; an animation keeps it */
+    int have_header, anim;
+    /* still */
+    WebPIDecoder *idec;
+    WebPDecoderConfig cfg; /* the decoder keeps pointers into it */
+    sd_bitmap *canvas; /* straight BGRA until finish, then premultiplied */
+    int still_done, taken;
+    /* animation */
+    size_t at, riff_end; /* chunk walker */
+    int demux_done;
+    wp_frame *frames;
+    uint32_t nframes, cap, bad_from;
+    uint8_t *C;         /* straight canvas, W*H*4 */
+    uint8_t *F;         /* one decoded frame */
+    size_t F_cap;
+    sd_bitmap *out;     /* C premultiplied: what frame() shows */
+    int64_t cur;        /* frame on C (before its disposal), -1 none */
+    sd__frame_cache cache;
+} sd__webp;
+
+static const char *vp8_status(VP8StatusCode st)
+{
+    switch (st) {
+    case VP8_STATUS_OUT_OF_MEMORY: return "out of memory";
+    case VP8_STATUS_INVALID_PARAM: return "invalid parameter";
+    case VP8_STATUS_BITSTREAM_ERROR: return "bitstream error";
+    case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported feature";
+    case VP8_STATUS_SUSPENDED: return "suspended";
+    case VP8_STATUS_USER_ABORT: return "aborted";
+    case VP8_STATUS_NOT_ENOUGH_DATA: return "not enough data";
+    default: return "ok";
+    }
+}
+
+static int wp_fail(sd_decoder *d, VP8StatusCode st, const char *what)
+{
+    sd__decoder_msg(d, "WebP: %s: %s", what, vp8_status(st));
+    return st == VP8_STATUS_OUT_OF_MEMORY ? SD_ENOMEM
+         : st == VP8_STATUS_UNSUPPORTED_FEATURE ? SD_EUNSUPPORTED
+         : st == VP8_STATUS_NOT_ENOUGH_DATA ? SD_ETRUNCATED : SD_ECORRUPT;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- still ---- */
+
+static int still_start(sd__webp *s)
+{
+    sd_decoder *d = s->dec;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->decode_w, d->decode_h, 1, &s->canvas));
+    WebPDecoderConfig *cfg = &s->cfg;
+    if (!WebPInitDecoderConfig(cfg))
+        return SD_EUNSUPPORTED;
+    cfg->output.colorspace = MODE_BGRA; /* straight: we premultiply */
+    cfg->output.is_external_memory = 1;
+    cfg->output.u.RGBA.rgba = s->canvas->pixels;
+    cfg->output.u.RGBA.stride = (int)s->canvas->stride;
+    cfg->output.u.RGBA.size = s->canvas->stride * s->canvas->height;
+    if (d->decode_w != d->width || d->decode_h != d->height) {
+        cfg->options.use_scaling = 1;
+        cfg->options.scaled_width = (int)d->decode_w;
+        cfg->options.scaled_height = (int)d->decode_h;
+    }
+    s->idec = WebPIDecode(NULL, 0, cfg);
+    SD__RETURN_IF(s->idec == NULL, SD_ENOMEM);
+    VP8StatusCode st = WebPIAppend(s->idec, s->in.data, s->in.len);
+    sd__bytes_free(&s->in); /* WebPIAppend keeps what it needs */
+    if (st == VP8_STATUS_OK)
+        s->still_done = d->end_reached = 1;
+    else if (st != VP8_STATUS_SUSPENDED)
+        return wp_fail(d, st, "decode");
+    return SD_OK;
+}
+
+static int still_push(sd__webp *s, const uint8_t *p, size_t n)
+{
+    VP8StatusCode st = WebPIAppend(s->idec, p, n);
+    if (st == VP8_STATUS_OK)
+        s->still_done = s->dec->end_reached = 1;
+    else if (st != VP8_STATUS_SUSPENDED)
+        return wp_fail(s->dec, st, "decode");
+    return SD_OK;
+}
+
+static int still_rows(const sd__webp *s)
+{
+    int last_y = 0, w, h, stride;
+    if (WebPIDecGetRGB(s->idec, &last_y, &w, &h, &stride) == NULL)
+        return 0;
+    return last_y;
+}
+
+/* ---- animation ---- */
+
+static int covers(const sd_decoder *d, const wp_frame *f)
+{
+    return f->w == d->width && f->h == d->height; /* frames lie inside the canvas */
+}
+
+/* Frames libwebpdemux finds complete in the bytes so far. */
+static int demux_scan(sd__webp *s)
+{
+    sd_decoder *d = s->dec;
+    WebPData data = {s->in.data, s->in.len};
+    WebPDemuxState state;
+    WebPDemuxer *dmx = WebPDemuxPartial(&data, &state);
+    if (dmx == NULL) {
+        if (state == WEBP_DEMUX_PARSE_ERROR) {
+            sd__decoder_msg(d, "WebP: the container is invalid");
+            return SD_ECORRUPT;
+        }
+        return SD_OK; /* not enough for the header yet */
+    }
+    int rc = SD_OK;
+    if (state == WEBP_DEMUX_PARSE_ERROR) {
+        sd__decoder_msg(d, "WebP: the container is invalid");
+        rc = SD_ECORRUPT;
+    }
+    d->loop_count = WebPDemuxGetI(dmx, WEBP_FF_LOOP_COUNT);
+    uint32_t n = WebPDemuxGetI(dmx, WEBP_FF_FRAME_COUNT);
+    WebPIterator it;
+    for (uint32_t i = s->nframes + 1; rc == SD_OK && i <= n && s->bad_from == UINT32_MAX; i++) {
+        if (!WebPDemuxGetFrame(dmx, (int)i, &it))
+            break;
+        int complete = it.complete;
+        wp_frame f = {
+            .off = (size_t)(it.fragment.bytes - s->in.data), .len = it.fragment.size,
+            .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
+            .w = (uint32_t)it.width, .h = (uint32_t)it.height,
+            .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
+            .blend = it.blend_method == WEBP_MUX_BLEND, .has_alpha = (uint8_t)(it.has_alpha != 0),
+        };
+        uint32_t duration = (uint32_t)it.duration;
+        WebPDemuxReleaseIterator(&it);
+        if (!complete)
+            break;
+        if (s->nframes == s->cap) {
+            uint32_t cap = s->cap ? s->cap * 2 : 16;
+            wp_frame *fr = realloc(s->frames, (size_t)cap * sizeof *fr);
+            if (fr == NULL) {
+                rc = SD_ENOMEM;
+                break;
+            }
+            s->frames = fr;
+            s->cap = cap;
+        }
+        /* WebPAnimDecoder's key frame rule (anim_decode.c IsKeyFrame) */
+        int key = s->nframes == 0 || ((!f.has_alpha || !f.blend) && covers(d, &f));
+        if (!key) {
+            const wp_frame *p = &s->frames[s->nframes - 1];
+            key = p->dispose_bg && (covers(d, p) || d->frames[s->nframes - 1].key);
+        }
+        rc = sd__decoder_add_frame(d, duration, key);
+        if (rc == SD_OK)
+            s->frames[s->nframes++] = f;
+    }
+    if (state == WEBP_DEMUX_DONE && rc == SD_OK) {
+        s->demux_done = 1;
+        d->end_reached = 1;
+    }
+    WebPDemuxDelete(dmx);
+    return rc;
+}
+
+/* Scan again whenever a RIFF chunk has come in whole. */
+static int anim_walk(sd__webp *s)
+{
+    const uint8_t *p = s->in.data;
+    size_t n = s->in.len;
+    if (s->at == 0) {
+        if (n < 12)
+            return SD_OK;
+        s->riff_end = 8 + (size_t)le32(p + 4);
+        s->at = 12;
+    }
+    int grew = 0;
+    size_t end = SD__MIN(n, s->riff_end);
+    while (s->at + 8 <= end) {
+        uint64_t size = le32(p + s->at + 4);
+        uint64_t next = (uint64_t)s->at + 8 + size + (size & 1);
+        if (next > end)
+            break;
+        s->at = (size_t)next;
+        grew = 1;
+    }
+    return grew ? demux_scan(s) : SD_OK;
+}
+
+/* libwebp's BlendPixelNonPremult (anim_decode.c), on B,G,R,A bytes. */
+static void blend_px(const uint8_t *src, uint8_t *dst)
+{
+    uint32_t sa = src[3];
+    if (sa == 0)
+        return; /* dst stays */
+    uint32_t da = dst[3];
+    uint32_t dfa = (da * (256 - sa)) >> 8;
+    uint32_t a = sa + dfa;
+    uint64_t scale = (1u << 24) / a;
+    for (int c = 0; c < 3; c++)
+        dst[c] = (uint8_t)(((uint64_t)(src[c] * sa + dst[c] * dfa) * scale) >> 24);
+    dst[3] = (uint8_t)a;
+}
+
+static int draw(sd__webp *s, uint32_t i)
+{
+    sd_decoder *d = s->dec;
+    const wp_frame *f = &s->frames[i];
+    size_t need = (size_t)f->w * f->h * 4;
+    if (need > s->F_cap) {
+        uint8_t *F = realloc(s->F, need);
+        SD__RETURN_IF(F == NULL, SD_ENOMEM);
+        s->F = F;
+        s->F_cap = need;
+    }
+    WebPDecoderConfig cfg;
+    if (!WebPInitDecoderConfig(&cfg))
+        return SD_EUNSUPPORTED;
+    cfg.output.colorspace = MODE_BGRA;
+    cfg.output.is_external_memory = 1;
+    cfg.output.u.RGBA.rgba = s->F;
+    cfg.output.u.RGBA.stride = (int)f->w * 4;
+    cfg.output.u.RGBA.size = need;
+    VP8StatusCode st = WebPDecode(s->in.data + f->off, f->len, &cfg);
+    if (st != VP8_STATUS_OK) {
+        char what[48];
+        snprintf(what, sizeof what, "frame %u", i);
+        return wp_fail(d, st, what);
+    }
+    const size_t W = d->width;
+    int key = d->frames[i].key;
+    if (key) {
+        memset(s->C, 0, W * d->height * 4);
+    } else if (s->cur >= 0 && s->frames[s->cur].dispose_bg) {
+        const wp_frame *p = &s->frames[s->cur];
+        for (uint32_t y = p->y; y < p->y + p->h; y++)
+            memset(s->C + (y * W + p->x) * 4, 0, (size_t)p->w * 4);
+    }
+    int blend = i > 0 && f->blend && !key;
+    const wp_frame *prev = i > 0 ? &s->frames[i - 1] : NULL;
+    for (uint32_t y = 0; y < f->h; y++) {
+        const uint8_t *src = s->F + (size_t)y * f->w * 4;
+        uint8_t *dst = s->C + ((f->y + y) * W + f->x) * 4;
+        if (!blend) {
+            memcpy(dst, src, (size_t)f->w * 4);
+            continue;
+        }
+        /* inside the rectangle just disposed to background: no blending */
+        uint32_t cy = f->y + y, lo = 0, hi = 0;
+        if (prev->dispose_bg && cy >= prev->y && cy < prev->y + prev->h) {
+            lo = prev->x;
+            hi = prev->x + prev->w;
+        }
+        for (uint32_t x = 0; x < f->w; x++, src += 4, dst += 4) {
+            uint32_t cx = f->x + x;
+            if (src[3] == 255 || (cx >= lo && cx < hi))
+                memcpy(dst, src, 4);
+            else
+                blend_px(src, dst);
+        }
+    }
+    return SD_OK;
+}
+
+static int render(sd__webp *s, uint32_t index)
+{
+    sd_decoder *d = s->dec;
+    if (s->C == NULL) {
+        s->C = malloc((size_t)d->width * d->height * 4);
+        SD__RETURN_IF(s->C == NULL, SD_ENOMEM);
+        SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->out));
+    }
+    if (s->cur == (int64_t)index)
+        return SD_OK;
+    uint32_t next;
+    if (s->cur >= 0 && s->cur < (int64_t)index) {
+        next = (uint32_t)s->cur + 1;
+    } else {
+        next = index;
+        while (next > 0 && !d->frames[next].key)
+            next--;
+        s->cur = -1;
+    }
+    for (uint32_t i = next; i <= index; i++) {
+        int rc = draw(s, i);
+        if (rc < 0) {
+            s->cur = -1;
+            return rc;
+        }
+        s->cur = i;
+    }
+    sd__premultiply_bgra(s->C, s->out->pixels, (size_t)d->width * d->height);
+    sd__frame_cache_put(&s->cache, index, s->out);
+    return SD_OK;
+}
+
+/* ---- codec ---- */
+
+static int sdw_init(sd_decoder *d)
+{
+    sd__webp *s = calloc(1, sizeof *s);
+    SD__RETURN_IF(s == NULL, SD_ENOMEM);
+    d->codec_state = s;
+    s->dec = d;
+    s->cur = -1;
+    s->bad_from = UINT32_MAX;
+    s->cache.budget = d->frame_cache_bytes;
+    return SD_OK;
+}
+
+static void sdw_destroy(sd_decoder *d)
+{
+    sd__webp *s = d->codec_state;
+    if (s == NULL)
+        return;
+    if (s->idec != NULL)
+        WebPIDelete(s->idec);
+    sd__bytes_free(&s->in);
+    sd_bitmap_free(s->canvas);
+    sd_bitmap_free(s->out);
+    sd__frame_cache_free(&s->cache);
+    free(s->frames);
+    free(s->C);
+    free(s->F);
+    free(s);
+    d->codec_state = NULL;
+}
+
+static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
+{
+    sd__webp *s = d->codec_state;
+    if (s->idec != NULL)
+        return still_push(s, p, n);
+    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    if (!s->have_header) {
+        WebPBitstreamFeatures f;
+        VP8StatusCode st = WebPGetFeatures(s->in.data, s->in.len, &f);
+        if (st == VP8_STATUS_NOT_ENOUGH_DATA)
+            return SD_OK;
+        if (st != VP8_STATUS_OK)
+            return wp_fail(d, st, "header");
+        SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, (uint32_t)f.width, (uint32_t)f.height, 1, 0, f.has_alpha));
+        s->have_header = 1;
+        s->anim = f.has_animation;
+        d->animated = d->timed = s->anim;
+        if (!s->anim)
+            return still_start(s);
+    }
+    return anim_walk(s);
+}
+
+static int sdw_finish(sd_decoder *d)
+{
+    sd__webp *s = d->codec_state;
+    if (!s->have_header) {
+        sd__decoder_msg(d, "WebP: input ended inside the header");
+        return SD_ETRUNCATED;
+    }
+    if (!s->anim) {
+        int rows = s->still_done ? (int)s->canvas->height : still_rows(s);
+        if (rows <= 0) {
+            sd__decoder_msg(d, "WebP: input ended before any row could be decoded");
+            return SD_ETRUNCATED;
+        }
+        /* rows never decoded stay transparent */
+        for (uint32_t y = (uint32_t)rows; y < s->canvas->height; y++)
+            memset(s->canvas->pixels + (size_t)y * s->canvas->stride, 0, s->canvas->stride);
+        for (uint32_t y = 0; y < s->canvas->height; y++) {
+            uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
+            sd__premultiply_bgra(row, row, s->canvas->width);
+        }
+        d->complete = s->still_done;
+        d->end_reached = 1;
+        return sd__decoder_add_frame(d, 0, 1);
+    }
+    if (!s->demux_done)
+        SD__FORWARD_IF_ERROR(demux_scan(s));
+    if (s->nframes == 0) {
+        sd__decoder_msg(d, "WebP: no complete frame in the file");
+        return SD_ETRUNCATED;
+    }
+    d->complete = s->demux_done && s->bad_from == UINT32_MAX;
+    d->end_reached = 1;
+    return SD_OK;
+}
+
+static int sdw_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
+{
+    sd__webp *s = d->codec_state;
+    *owned = 0;
+    if (!s->anim) {
+        SD__RETURN_IF(s->canvas == NULL, SD_EBADSTATE); /* handed over */
+        *out = s->canvas;
+        return SD_OK;
+    }
+    if (index >= s->bad_from)
+        return SD_ECORRUPT;
+    const sd_bitmap *kept = sd__frame_cache_get(&s->cache, index);
+    if (kept != NULL) {
+        *out = (sd_bitmap *)(uintptr_t)kept;
+        return SD_OK;
+    }
+    int rc = render(s, index);
+    if (rc < 0) {
+        if (rc != SD_ENOMEM && index > 0) { /* the animation ends before this frame */
+            s->bad_from = s->nframes = d->nframes = index;
+            d->complete = 0;
+            d->end_reached = 1;
+        }
+        return rc;
+    }
+    *out = s->out;
+    return SD_OK;
+}
+
+static int sdw_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
+{
+    sd__webp *s = d->codec_state;
+    *owned = 0;
+    if (s->anim) {
+        if (d->nframes == 0)
+            return final ? SD_EBADSTATE : SD_EAGAIN;
+        return sdw_frame(d, 0, out, owned);
+    }
+    SD__RETURN_IF(s->canvas == NULL, final ? SD_EBADSTATE : SD_EAGAIN);
+    if (final) { /* premultiplied by finish; hand it over */
+        *out = s->canvas;
+        *owned = 1;
+        s->canvas = NULL;
+        return SD_OK;
+    }
+    /* a preview: the rows so far, premultiplied, the rest transparent */
+    int rows = still_rows(s);
+    SD__RETURN_IF(rows <= 0, SD_EAGAIN);
+    sd_bitmap *b;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(s->canvas->width, s->canvas->height, 1, &b));
+    for (uint32_t y = 0; y < (uint32_t)rows; y++)
+        sd__premultiply_bgra(s->canvas->pixels + (size_t)y * s->canvas->stride,
+                             b->pixels + (size_t)y * b->stride, b->width);
+    *out = b;
+    *owned = 1;
+    return SD_OK;
+}
+
+static int sniff_webp(const uint8_t *p, size_t n)
+{
+    if (memcmp(p, "RIFF", SD__MIN(n, 4)) != 0)
+        return 0;
+    if (n < 12)
+        return n > 8 && memcmp(p + 8, "WEBP", n - 8) != 0 ? 0 : -1;
+    return memcmp(p + 8, "WEBP", 4) == 0;
+}
+
+const sd__codec sd__webp_codec = {
+    SD_FORMAT_WEBP, "WebP", "image/webp", sniff_webp,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION,
+    sdw_init, sdw_push, sdw_finish, sdw_canvas, sdw_destroy, sdw_frame,
+};
