@@ -48,7 +48,7 @@ void sd_decoder_free(sd_decoder *dec)
  * once finished (and until it is handed out, when it is still counted). */
 static uint32_t sd__frame_count(const sd_decoder *d)
 {
-    if (d->codec != NULL && d->codec->frame != NULL)
+    if (d->framed)
         return d->nframes;
     return d->finished ? 1 : 0;
 }
@@ -378,7 +378,7 @@ static int frame_exists(const sd_decoder *d, uint32_t i)
         return SD_OK;
     if (d->error)
         return SD_EBADSTATE;
-    int still = d->codec != NULL && d->codec->frame == NULL;
+    int still = d->codec != NULL && d->codec->frame == NULL; /* JPEG: never more */
     if (d->finished || (still && i > 0) || (d->first_frame_only && i > 0))
         return SD_EOI;
     return SD_EAGAIN;
@@ -389,7 +389,7 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
     SD__RETURN_IF(d == NULL || v == NULL, SD_EINVAL);
     SD__RETURN_IF(p < SD_FRAME_DURATION_MS || p > SD_FRAME_IS_KEY, SD_EINVAL);
     SD__FORWARD_IF_ERROR(frame_exists(d, i));
-    if (d->codec->frame == NULL || (!d->timed && p != SD_FRAME_IS_KEY)) { /* a still has no timing */
+    if (!d->framed) { /* a still has no timing */
         *v = p == SD_FRAME_IS_KEY;
         return SD_OK;
     }
@@ -412,10 +412,10 @@ int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
     SD__FORWARD_IF_ERROR(frame_exists(d, i));
     sd_bitmap *c;
     int owned, rc;
-    if (d->codec->frame != NULL) {
+    if (d->framed) {
         rc = d->codec->frame(d, i, &c, &owned);
-        if (rc < 0)
-            return rc == SD_ENOMEM ? rc : fail(d, rc);
+        if (rc < 0) /* a later frame that fails ends the animation there */
+            return rc == SD_ENOMEM || (i > 0 && i >= d->nframes) ? rc : fail(d, rc);
         rc = present(d, c, owned, out);
         return rc == SD_OK || rc == SD_ENOMEM ? rc : fail(d, rc);
     }

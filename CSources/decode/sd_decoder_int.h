@@ -34,10 +34,11 @@ typedef struct sd__codec {
      * after finish. *owned says whether the caller now owns *out. */
     int (*canvas)(sd_decoder *dec, int final, sd_bitmap **out, int *owned);
     void (*destroy)(sd_decoder *dec);
-    /* Animated codecs: frame `index` (< dec->nframes, announced with
-     * sd__decoder_add_frame) composited at decode size, stored orientation;
-     * *owned as for canvas. The front end scales, orients and copies.
-     * NULL for still codecs: their one frame is the final canvas. */
+    /* Animated codecs, while dec->framed: frame `index` (< dec->nframes,
+     * announced with sd__decoder_add_frame) composited at decode size,
+     * stored orientation; *owned as for canvas. The front end scales,
+     * orients and copies. NULL for still codecs: their one frame is the
+     * final canvas (so is an unframed file of an animated codec). */
     int (*frame)(sd_decoder *dec, uint32_t index, sd_bitmap **out, int *owned);
 } sd__codec;
 
@@ -88,7 +89,10 @@ struct sd_decoder {
     /* frames: an animated codec sets `animated`/`loop_count` with its
      * header and announces each complete frame; a still has none listed */
     int animated;
-    int timed; /* frames carry durations (GIF always; APNG/WebP when animated) */
+    /* The codec lists its frames (sd__decoder_add_frame) and renders them
+     * (codec->frame), each with a duration: GIF always, WebP and APNG when
+     * animated. Otherwise the front end serves a still's one frame. */
+    int framed;
     int64_t loop_count;
     sd__frame_meta *frames;
     uint32_t nframes, frames_cap;

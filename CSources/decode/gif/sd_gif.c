@@ -230,7 +230,7 @@ static int sdg_init(sd_decoder *d)
     s->gce_disposal = s->gce_transparent = s->gce_delay = -1;
     s->bad_from = UINT32_MAX;
     s->cache.budget = d->frame_cache_bytes;
-    d->timed = 1; /* even a one-image GIF has a delay (browsers: 100 ms) */
+    d->framed = 1; /* even a one-image GIF has a delay (browsers: 100 ms) */
     return SD_OK;
 }
 

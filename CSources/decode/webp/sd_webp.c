@@ -376,7 +376,7 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
         SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, (uint32_t)f.width, (uint32_t)f.height, 1, 0, f.has_alpha));
         s->have_header = 1;
         s->anim = f.has_animation;
-        d->animated = d->timed = s->anim;
+        d->animated = d->framed = s->anim;
         if (!s->anim)
             return still_start(s);
     }
@@ -405,7 +405,7 @@ static int sdw_finish(sd_decoder *d)
         }
         d->complete = s->still_done;
         d->end_reached = 1;
-        return sd__decoder_add_frame(d, 0, 1);
+        return SD_OK;
     }
     if (!s->demux_done)
         SD__FORWARD_IF_ERROR(demux_scan(s));
@@ -422,11 +422,6 @@ static int sdw_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__webp *s = d->codec_state;
     *owned = 0;
-    if (!s->anim) {
-        SD__RETURN_IF(s->canvas == NULL, SD_EBADSTATE); /* handed over */
-        *out = s->canvas;
-        return SD_OK;
-    }
     if (index >= s->bad_from)
         return SD_ECORRUPT;
     const sd_bitmap *kept = sd__frame_cache_get(&s->cache, index);
