@@ -9,13 +9,18 @@ secs=${FUZZ_SECONDS:-10}
 CC=${FUZZ_CC:-clang}
 out=build/fuzz
 corpus=${SD_CORPUS_DIR:-../shared/corpus}
-targets=(decode_whole decode_chunked exif downscale request)
+anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
+targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp)
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
+libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebp -lz -lcurl -lpthread -lm"
 for t in "${targets[@]}"; do
+  src="Tests/Fuzz/fuzz_$t.c"; extra=""
+  case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac
+  [ "$t" = frames_apng ] && extra="-DSD_FUZZ_FORMAT=SD_FORMAT_PNG"
   if [ ! -x "$out/fuzz_$t" ] || [ -n "$(find CSources include Tests/Fuzz -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
-    $CC $flags $lib_srcs "Tests/Fuzz/fuzz_$t.c" -ljpeg -lpng16 -lz -lcurl -lpthread -lm -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
+    $CC $flags $extra $lib_srcs "$src" $libs -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
   fi
 done
 
@@ -32,6 +37,17 @@ seed() { # target prefix-bytes
 seed decode_whole ''
 seed decode_chunked '\x07\x00'
 seed downscale '\x40\x00\x30\x00\x02\x20'
+# the animated corpus, small files, per format (frames_*: chunking + option bytes)
+for f in gif apng webp; do
+  dir="$out/seeds/frames_$f"
+  [ -d "$dir" ] || [ ! -f "$anim/MANIFEST.tsv" ] && continue
+  mkdir -p "$dir"; i=0
+  while IFS=$'\t' read -r file fmt _; do
+    [ "$fmt" = "$f" ] || continue
+    [ "$(stat -c %s "$anim/$file")" -lt 65536 ] || continue
+    i=$((i + 1)); { printf '\x07\x00'; cat "$anim/$file"; } > "$dir/seed$i"
+  done < "$anim/MANIFEST.tsv"
+done
 if [ ! -d "$out/seeds/request" ]; then
   mkdir -p "$out/seeds/request"
   printf 'http://127.0.0.1/a.jpg\0"etag-1"\0X-A: b\0ETag: "v"\0*.example.com' > "$out/seeds/request/s1"

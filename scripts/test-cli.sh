@@ -34,7 +34,7 @@ fi
 # every frame of the animated corpus, through the README's harness protocol
 anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
 if [ -f "$anim/MANIFEST.tsv" ]; then
-  check "decode --frames matches corpus-anim" 'python3 scripts/corpus-anim-harness.py "$bin" "$anim" gif,webp'
+  check "decode --frames matches corpus-anim" 'python3 scripts/corpus-anim-harness.py "$bin" "$anim" gif,webp,apng'
   "$bin" decode "$anim/gif/loop_5.gif" --frames 2>"$tmp/err" >/dev/null
   check "--frames without --raw reports frames and loop" 'grep -c "^frame " "$tmp/err" | grep -q "^3$" && grep -q "^loop 5$" "$tmp/err"'
   "$bin" decode "$anim/gif/loop_5.gif" --raw - 2>"$tmp/err" | wc -c > "$tmp/n"

@@ -326,6 +326,8 @@ static int test_gif_max_frames(void)
     static int test_##fmt##_random(void) { return check_all(#fmt, -1); }
 MODES(gif)
 MODES(webp)
+MODES(apng)
+static int test_apng_no_frame_cache(void) { return no_frame_cache("apng"); }
 
 int main(int argc, char **argv)
 {
@@ -340,6 +342,10 @@ int main(int argc, char **argv)
         {"webp_one_byte", test_webp_one_byte},
         {"webp_random", test_webp_random},
         {"webp_opt_no_frame_cache", test_webp_no_frame_cache},
+        {"apng_whole", test_apng_whole},
+        {"apng_one_byte", test_apng_one_byte},
+        {"apng_random", test_apng_random},
+        {"apng_opt_no_frame_cache", test_apng_no_frame_cache},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

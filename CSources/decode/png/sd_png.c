@@ -18,7 +18,7 @@
 
 #include <png.h>
 
-#include "decode/sd_decoder_int.h"
+#include "decode/png/sd_png_int.h"
 #include "bitmap/sd_pixel.h"
 
 static const uint8_t adam7_x0[7] = {0, 4, 0, 2, 0, 1, 0};
@@ -44,6 +44,10 @@ typedef struct {
     uint32_t acc_rows;  /* 1 (a rolling band) or rh (interlaced) */
     uint32_t *acc;      /* B,G,R,A sums and a count per box */
     uint32_t band;      /* box row being filled (non-interlaced) */
+    /* APNG or not (sd_png_int.h): chunks kept until it is known */
+    sd__apng *apng;
+    int mode;           /* SD__APNG_* */
+    size_t fed;         /* kept bytes libpng has had */
 } sd__png;
 
 static void p_error(png_structp png, png_const_charp msg)
@@ -227,7 +231,7 @@ static int sdp_init(sd_decoder *d)
     png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_ALWAYS, exif, 1);
     png_set_chunk_malloc_max(s->png, 1u << 20); /* an eXIf (or any kept chunk) over 1 MiB is an attack */
     png_set_progressive_read_fn(s->png, s, p_info, p_row, p_end);
-    return SD_OK;
+    return sd__apng_new(d, &s->apng);
 }
 
 static void sdp_destroy(sd_decoder *d)
@@ -239,19 +243,51 @@ static void sdp_destroy(sd_decoder *d)
         png_destroy_read_struct(&s->png, s->info ? &s->info : NULL, NULL);
     sd_bitmap_free(s->canvas);
     free(s->acc);
+    sd__apng_free(s->apng);
     free(s);
     d->codec_state = NULL;
 }
 
-static int sdp_push(sd_decoder *d, const uint8_t *p, size_t n)
+static int feed(sd__png *s, const uint8_t *p, size_t n)
 {
-    sd__png *s = d->codec_state;
-    if (s->ended)
+    if (s->ended || n == 0)
         return SD_OK;
     if (setjmp(png_jmpbuf(s->png)))
         return s->code ? s->code : SD_ECORRUPT;
     png_process_data(s->png, s->info, (png_bytep)(uintptr_t)p, n);
     return SD_OK;
+}
+
+/* libpng gets the kept bytes up to `upto`. */
+static int feed_kept(sd__png *s, int all)
+{
+    size_t len, walked;
+    const uint8_t *b = sd__apng_bytes(s->apng, &len, &walked);
+    size_t upto = all ? len : walked;
+    if (upto <= s->fed)
+        return SD_OK;
+    size_t from = s->fed;
+    s->fed = upto;
+    return feed(s, b + from, upto - from);
+}
+
+static int sdp_push(sd_decoder *d, const uint8_t *p, size_t n)
+{
+    sd__png *s = d->codec_state;
+    if (s->mode == SD__APNG_PLAIN)
+        return feed(s, p, n);
+    int m = sd__apng_push(s->apng, p, n);
+    if (m < 0)
+        return m;
+    s->mode = m;
+    if (m == SD__APNG_ANIMATED)
+        return SD_OK; /* kept whole until the end says animation or still */
+    int rc = feed_kept(s, m == SD__APNG_PLAIN);
+    if (m == SD__APNG_PLAIN) { /* a plain PNG: nothing more is kept */
+        sd__apng_free(s->apng);
+        s->apng = NULL;
+    }
+    return rc;
 }
 
 /* Interlaced box image: every box from its own sums (any pixel order). */
@@ -280,6 +316,15 @@ static int replicate(sd__png *s, int k, sd_bitmap **out)
 static int sdp_finish(sd_decoder *d)
 {
     sd__png *s = d->codec_state;
+    if (s->mode == SD__APNG_ANIMATED) {
+        int valid = sd__apng_finish(s->apng);
+        if (valid != 0)
+            return valid < 0 ? valid : SD_OK;
+    }
+    if (s->mode != SD__APNG_PLAIN) { /* a still after all: libpng reads what was kept */
+        s->mode = SD__APNG_PLAIN;
+        SD__FORWARD_IF_ERROR(feed_kept(s, 1));
+    }
     if (!s->have_info) {
         sd__decoder_msg(d, "PNG: input ended before the image data began");
         return SD_ETRUNCATED;
@@ -292,10 +337,19 @@ static int sdp_finish(sd_decoder *d)
     return SD_OK;
 }
 
+static int sdp_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
+{
+    sd__png *s = d->codec_state;
+    *owned = 0;
+    return sd__apng_frame(s->apng, index, out);
+}
+
 static int sdp_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
 {
     sd__png *s = d->codec_state;
     *owned = 0;
+    if (d->framed) /* an animation shows its first frame */
+        return d->nframes ? sdp_frame(d, 0, out, owned) : final ? SD_EBADSTATE : SD_EAGAIN;
     SD__RETURN_IF(s->canvas == NULL, final ? SD_EBADSTATE : SD_EAGAIN);
     if (final) {
         /* A truncated Adam7 image shows its last complete pass, filled. */
@@ -330,6 +384,6 @@ static int sniff_png(const uint8_t *p, size_t n)
 
 const sd__codec sd__png_codec = {
     SD_FORMAT_PNG, "PNG", "image/png", sniff_png,
-    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ENCODE,
-    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy, NULL, /* a still (APNG: issue 15) */
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION | SD_CAP_ENCODE,
+    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy, sdp_frame,
 };
