@@ -32,6 +32,7 @@ let package = Package(
                 .linkedLibrary("gif"),
                 .linkedLibrary("webpdemux"),
                 .linkedLibrary("webp"),
+                .linkedLibrary("avif"),
                 .linkedLibrary("z"),
                 .linkedLibrary("m"),
             ]

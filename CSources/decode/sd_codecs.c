@@ -54,7 +54,7 @@ static int bmff_brand(const uint8_t *p, size_t n)
     return 0;
 }
 
-static int sniff_avif(const uint8_t *p, size_t n)
+int sd__sniff_avif(const uint8_t *p, size_t n)
 {
     int b = bmff_brand(p, n);
     return b < 0 ? -1 : b == 1;
@@ -121,7 +121,6 @@ static int sniff_svg(const uint8_t *p, size_t n)
 }
 
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL}
-static const sd__codec avif = KNOWN(SD_FORMAT_AVIF, "AVIF", "image/avif", sniff_avif);
 static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
 static const sd__codec jxl = KNOWN(SD_FORMAT_JXL, "JPEG XL", "image/jxl", sniff_jxl);
 static const sd__codec bmp = KNOWN(SD_FORMAT_BMP, "BMP", "image/bmp", sniff_bmp);
@@ -134,6 +133,7 @@ SD__HIDDEN extern const sd__codec sd__jpeg_codec;
 SD__HIDDEN extern const sd__codec sd__png_codec;
 SD__HIDDEN extern const sd__codec sd__gif_codec;
 SD__HIDDEN extern const sd__codec sd__webp_codec;
+SD__HIDDEN extern const sd__codec sd__avif_codec;
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
@@ -142,7 +142,7 @@ static const sd__codec *const registry[] = {
     &sd__png_codec,
     &sd__gif_codec,
     &sd__webp_codec,
-    &avif,
+    &sd__avif_codec,
     &heic,
     &jxl,
     &bmp,

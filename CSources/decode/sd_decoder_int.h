@@ -53,6 +53,8 @@ typedef struct sd__frame_meta {
  * claims the bytes, or -1 while some codec is undecided. */
 SD__HIDDEN const sd__codec *sd__codec_for(sd_format format);
 SD__HIDDEN int sd__sniff(const uint8_t *p, size_t n);
+/* AVIF's ISO BMFF brand check (shared with HEIC's in sd_codecs.c). */
+SD__HIDDEN int sd__sniff_avif(const uint8_t *p, size_t n);
 
 struct sd_decoder {
     /* options */

@@ -320,6 +320,56 @@ static int test_gif_max_frames(void)
     return 0;
 }
 
+/* Bombs: a GIF declaring a 65535x65535 screen with a 1x1 image is refused
+ * before any allocation; a WebP of 100,000 one-pixel frames stops at
+ * SD_DEC_MAX_FRAMES (10,000 by default) with a clear error; frames are
+ * listed, not decoded, so that costs no pixel memory. */
+static void le32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
+static void le24(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); }
+
+static int test_bombs(void)
+{
+    static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0xFF, 0x80, 0, 0, 0, 0, 0, 255, 255, 255,
+                                  0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 0x01, 0, 0x3B};
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_push(d, gif, sizeof gif), SD_ETOOLARGE);
+    ASSERT(strstr(sd_decoder_message(d), "65535x65535") != NULL);
+    sd_decoder_free(d);
+
+    /* the VP8L bitstream of a 1x1 lossless WebP from the corpus */
+    int rc = load();
+    if (rc)
+        return rc;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/webp/lossless_1x1_full.webp", dir);
+    size_t n;
+    unsigned char *one = sd_read_file(path, &n);
+    ASSERT_NOT_NULL(one);
+    ASSERT(n > 20 && memcmp(one + 12, "VP8L", 4) == 0);
+    uint32_t vp8l = (uint32_t)one[16] | (uint32_t)one[17] << 8 | (uint32_t)one[18] << 16 | (uint32_t)one[19] << 24;
+    size_t chunk = 8 + vp8l + (vp8l & 1), anmf = 8 + 16 + chunk, frames = 100000;
+    size_t total = 12 + 18 + 14 + frames * anmf;
+    uint8_t *w = calloc(1, total), *p = w;
+    ASSERT_NOT_NULL(w);
+    memcpy(p, "RIFF", 4); le32(p + 4, (uint32_t)(total - 8)); memcpy(p + 8, "WEBP", 4); p += 12;
+    memcpy(p, "VP8X", 4); le32(p + 4, 10); p[8] = 0x02 | 0x10; le24(p + 12, 0); le24(p + 15, 0); p += 18;
+    memcpy(p, "ANIM", 4); le32(p + 4, 6); p += 14;
+    for (size_t i = 0; i < frames; i++, p += anmf) {
+        memcpy(p, "ANMF", 4); le32(p + 4, (uint32_t)(16 + chunk));
+        le24(p + 20, 20); /* 20 ms; offsets 0, size 1x1 (stored minus one) */
+        p[23] = 0x02;     /* no blending: every frame is a key frame */
+        memcpy(p + 24, one + 12, chunk);
+    }
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_EQ(sd_decoder_push(d, w, total), SD_ETOOLARGE);
+    ASSERT(strstr(sd_decoder_message(d), "10000 frames") != NULL);
+    sd_decoder_free(d);
+    free(w);
+    free(one);
+    return 0;
+}
+
 #define MODES(fmt)                                                          \
     static int test_##fmt##_whole(void) { return check_all(#fmt, 0); }      \
     static int test_##fmt##_one_byte(void) { return check_all(#fmt, 1); }   \
@@ -338,6 +388,7 @@ int main(int argc, char **argv)
         {"gif_opt_no_frame_cache", test_gif_no_frame_cache},
         {"gif_opt_first_frame_only", test_gif_first_frame_only},
         {"gif_opt_max_frames", test_gif_max_frames},
+        {"gif_opt_bombs", test_bombs},
         {"webp_whole", test_webp_whole},
         {"webp_one_byte", test_webp_one_byte},
         {"webp_random", test_webp_random},

@@ -672,7 +672,7 @@ static int test_codec_registry(void)
         ASSERT(sd_format_mime(rows[i].f) != NULL && strncmp(sd_format_mime(rows[i].f), "image/", 6) == 0);
         unsigned caps = sd_format_capabilities(rows[i].f);
         int decodable = rows[i].f == SD_FORMAT_JPEG || rows[i].f == SD_FORMAT_PNG || rows[i].f == SD_FORMAT_GIF ||
-                        rows[i].f == SD_FORMAT_WEBP;
+                        rows[i].f == SD_FORMAT_WEBP || rows[i].f == SD_FORMAT_AVIF;
         ASSERT_EQ(!!(caps & SD_CAP_DECODE), decodable);
         if (decodable)
             continue;

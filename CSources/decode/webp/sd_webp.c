@@ -39,6 +39,7 @@ typedef struct {
     int still_done, taken;
     /* animation */
     size_t at, riff_end; /* chunk walker */
+    size_t scanned;      /* bytes the last demux scan saw */
     int demux_done;
     wp_frame *frames;
     uint32_t nframes, cap, bad_from;
@@ -154,10 +155,10 @@ static int demux_scan(sd__webp *s)
     d->loop_count = WebPDemuxGetI(dmx, WEBP_FF_LOOP_COUNT);
     uint32_t n = WebPDemuxGetI(dmx, WEBP_FF_FRAME_COUNT);
     WebPIterator it;
-    for (uint32_t i = s->nframes + 1; rc == SD_OK && i <= n && s->bad_from == UINT32_MAX; i++) {
-        if (!WebPDemuxGetFrame(dmx, (int)i, &it))
-            break;
-        int complete = it.complete;
+    /* one lookup, then the iterator: GetFrame walks the list from the start */
+    int got = rc == SD_OK && s->nframes < n && s->bad_from == UINT32_MAX &&
+              WebPDemuxGetFrame(dmx, (int)s->nframes + 1, &it);
+    for (int more = got; more;) {
         wp_frame f = {
             .off = (size_t)(it.fragment.bytes - s->in.data), .len = it.fragment.size,
             .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
@@ -165,9 +166,7 @@ static int demux_scan(sd__webp *s)
             .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
             .blend = it.blend_method == WEBP_MUX_BLEND, .has_alpha = (uint8_t)(it.has_alpha != 0),
         };
-        uint32_t duration = (uint32_t)it.duration;
-        WebPDemuxReleaseIterator(&it);
-        if (!complete)
+        if (!it.complete)
             break;
         if (s->nframes == s->cap) {
             uint32_t cap = s->cap ? s->cap * 2 : 16;
@@ -185,10 +184,15 @@ static int demux_scan(sd__webp *s)
             const wp_frame *p = &s->frames[s->nframes - 1];
             key = p->dispose_bg && (covers(d, p) || d->frames[s->nframes - 1].key);
         }
-        rc = sd__decoder_add_frame(d, duration, key);
-        if (rc == SD_OK)
-            s->frames[s->nframes++] = f;
+        rc = sd__decoder_add_frame(d, (uint32_t)it.duration, key);
+        if (rc < 0)
+            break;
+        s->frames[s->nframes++] = f;
+        more = WebPDemuxNextFrame(&it);
     }
+    if (got)
+        WebPDemuxReleaseIterator(&it);
+    s->scanned = s->in.len;
     if (state == WEBP_DEMUX_DONE && rc == SD_OK) {
         s->demux_done = 1;
         d->end_reached = 1;
@@ -218,7 +222,12 @@ static int anim_walk(sd__webp *s)
         s->at = (size_t)next;
         grew = 1;
     }
-    return grew ? demux_scan(s) : SD_OK;
+    /* a scan parses the whole file: scan again once the bytes grew by an
+     * eighth (and for the first frames), so a long animation arriving
+     * chunk by chunk costs O(n log n), not O(n^2) */
+    if (grew && (s->nframes < 16 || s->in.len - s->scanned >= s->scanned / 8 || s->at >= s->riff_end))
+        return demux_scan(s);
+    return SD_OK;
 }
 
 /* libwebp's BlendPixelNonPremult (anim_decode.c), on B,G,R,A bytes. */

@@ -1,0 +1,184 @@
+/*
+ * sd_avif.c — AVIF stills on libavif (Debian 12: 0.11).
+ *
+ * libavif reads through an avifIO of ours over the bytes so far: a read
+ * past them answers AVIF_RESULT_WAITING_ON_IO, so avifDecoderParse gives
+ * the header facts as soon as the boxes are in, and the image is decoded
+ * once input ends. Output: 8-bit BGRA straight, then premultiplied with the
+ * contract's rounding; 10/12-bit samples are truncated to 8 bits (as 16-bit
+ * PNG is). The irot/imir boxes are reported as the EXIF orientation they
+ * equal, so they are applied (or not, SD_DEC_APPLY_ORIENTATION) like a
+ * JPEG's. An image sequence (animated AVIF) gives its first frame only.
+ */
+#include <string.h>
+
+#include <avif/avif.h>
+
+#include "decode/anim/sd_anim_int.h"
+
+typedef struct {
+    sd_decoder *dec;
+    sd__bytes in;
+    int ended, parsed;
+    avifIO io;
+    avifDecoder *avif;
+    sd_bitmap *canvas;
+} sd__avif;
+
+static avifResult io_read(avifIO *io, uint32_t flags, uint64_t offset, size_t size, avifROData *out)
+{
+    sd__avif *s = io->data;
+    if (flags != 0 || offset > s->in.len)
+        return s->ended ? AVIF_RESULT_IO_ERROR : AVIF_RESULT_WAITING_ON_IO;
+    uint64_t avail = s->in.len - offset;
+    if (size > avail && !s->ended)
+        return AVIF_RESULT_WAITING_ON_IO;
+    out->data = s->in.data + offset;
+    out->size = (size_t)SD__MIN((uint64_t)size, avail);
+    return AVIF_RESULT_OK;
+}
+
+static void io_destroy(avifIO *io) { (void)io; /* part of sd__avif */ }
+
+static int av_fail(sd__avif *s, avifResult r, const char *what)
+{
+    const char *diag = s->avif ? s->avif->diag.error : "";
+    sd__decoder_msg(s->dec, "AVIF: %s: %s%s%s", what, avifResultToString(r), diag[0] ? ": " : "", diag);
+    switch (r) {
+    case AVIF_RESULT_OUT_OF_MEMORY: return SD_ENOMEM;
+    case AVIF_RESULT_TRUNCATED_DATA: return SD_ETRUNCATED;
+    case AVIF_RESULT_NO_CODEC_AVAILABLE:
+    case AVIF_RESULT_NOT_IMPLEMENTED: return SD_EUNSUPPORTED;
+    default: return SD_ECORRUPT;
+    }
+}
+
+/* irot (a x 90 degrees anti-clockwise) then imir (0: top-bottom, 1:
+ * left-right), as the EXIF orientation that does the same. */
+static int orientation(const avifImage *im)
+{
+    int rot = (im->transformFlags & AVIF_TRANSFORM_IROT) ? im->irot.angle & 3 : 0;
+    int mir = (im->transformFlags & AVIF_TRANSFORM_IMIR) ? (im->imir.mode ? 1 : 0) : -1;
+    static const int plain[4] = {1, 8, 3, 6};
+    static const int mirrored[4][2] = {{4, 2}, {5, 7}, {2, 4}, {7, 5}}; /* [rot][mode] */
+    return mir < 0 ? plain[rot] : mirrored[rot][mir];
+}
+
+static int parse(sd__avif *s)
+{
+    avifResult r = avifDecoderParse(s->avif);
+    if (r == AVIF_RESULT_WAITING_ON_IO && !s->ended)
+        return SD_OK;
+    if (r != AVIF_RESULT_OK)
+        return av_fail(s, r, "header");
+    const avifImage *im = s->avif->image;
+    s->parsed = 1;
+    s->dec->animated = s->avif->imageCount > 1; /* shown as its first frame */
+    return sd__decoder_set_header(s->dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
+}
+
+static int sda_init(sd_decoder *d)
+{
+    sd__avif *s = calloc(1, sizeof *s);
+    SD__RETURN_IF(s == NULL, SD_ENOMEM);
+    d->codec_state = s;
+    s->dec = d;
+    s->avif = avifDecoderCreate();
+    SD__RETURN_IF(s->avif == NULL, SD_ENOMEM);
+    s->avif->ignoreExif = s->avif->ignoreXMP = 1;
+    /* Our limits are checked with the header (SD_ETOOLARGE and a clear
+     * message); libavif's own stay as a backstop no tighter than ours. */
+    s->avif->imageSizeLimit = (uint32_t)SD__MIN(SD__MAX(d->max_pixels, (int64_t)AVIF_DEFAULT_IMAGE_SIZE_LIMIT),
+                                                (int64_t)UINT32_MAX);
+    s->avif->imageDimensionLimit = 0; /* none: max_dimension is ours */
+    s->avif->maxThreads = 1; /* the caller's thread; the loop runs several decoders */
+    s->io = (avifIO){.destroy = io_destroy, .read = io_read, .persistent = AVIF_FALSE, .data = s};
+    avifDecoderSetIO(s->avif, &s->io);
+    return SD_OK;
+}
+
+static void sda_destroy(sd_decoder *d)
+{
+    sd__avif *s = d->codec_state;
+    if (s == NULL)
+        return;
+    if (s->avif != NULL)
+        avifDecoderDestroy(s->avif);
+    sd__bytes_free(&s->in);
+    sd_bitmap_free(s->canvas);
+    free(s);
+    d->codec_state = NULL;
+}
+
+static int sda_push(sd_decoder *d, const uint8_t *p, size_t n)
+{
+    sd__avif *s = d->codec_state;
+    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    return s->parsed ? SD_OK : parse(s);
+}
+
+static int sda_finish(sd_decoder *d)
+{
+    sd__avif *s = d->codec_state;
+    s->ended = 1;
+    if (!s->parsed)
+        SD__FORWARD_IF_ERROR(parse(s));
+    avifResult r = avifDecoderNextImage(s->avif);
+    if (r != AVIF_RESULT_OK)
+        return av_fail(s, r, "decode");
+    const avifImage *im = s->avif->image;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(im->width, im->height, 0, &s->canvas));
+    avifRGBImage rgb;
+    avifRGBImageSetDefaults(&rgb, im);
+    rgb.format = AVIF_RGB_FORMAT_BGRA;
+    uint16_t *wide = NULL;
+    if (im->depth > 8) { /* 16-bit samples, truncated to 8 below */
+        rgb.depth = im->depth;
+        rgb.rowBytes = im->width * 8;
+        wide = malloc((size_t)rgb.rowBytes * im->height);
+        SD__RETURN_IF(wide == NULL, SD_ENOMEM);
+        rgb.pixels = (uint8_t *)wide;
+    } else {
+        rgb.depth = 8;
+        rgb.rowBytes = (uint32_t)s->canvas->stride;
+        rgb.pixels = s->canvas->pixels;
+    }
+    r = avifImageYUVToRGB(im, &rgb);
+    if (r != AVIF_RESULT_OK) {
+        free(wide);
+        return av_fail(s, r, "colour conversion");
+    }
+    for (uint32_t y = 0; y < im->height; y++) {
+        uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
+        if (wide != NULL) {
+            const uint16_t *w = wide + (size_t)y * im->width * 4;
+            for (size_t i = 0; i < (size_t)im->width * 4; i++)
+                row[i] = (uint8_t)(w[i] >> (im->depth - 8));
+        }
+        sd__premultiply_bgra(row, row, im->width);
+    }
+    free(wide);
+    d->rows = im->height;
+    d->scans = 1;
+    d->complete = 1;
+    d->end_reached = 1;
+    return SD_OK;
+}
+
+static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
+{
+    sd__avif *s = d->codec_state;
+    *owned = 0;
+    if (!final || s->canvas == NULL)
+        return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: decoded at the end */
+    *out = s->canvas;
+    *owned = 1;
+    s->canvas = NULL;
+    return SD_OK;
+}
+
+const sd__codec sd__avif_codec = {
+    SD_FORMAT_AVIF, "AVIF", "image/avif", sd__sniff_avif,
+    SD_CAP_DECODE,
+    sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, NULL,
+};
