@@ -326,10 +326,12 @@ typedef struct {
 static void usage(void)
 {
     fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick]\n"
-                    "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n");
+                    "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n"
+                    "       sdcore-bench anim [--corpus-anim DIR] [--json]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
+int bench_anim_main(int argc, char **argv);  /* bench_anim.c */
 
 int main(int argc, char **argv)
 {
@@ -337,6 +339,8 @@ int main(int argc, char **argv)
     int json = 0;
     if (argc >= 2 && strcmp(argv[1], "fetch") == 0)
         return bench_fetch_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "anim") == 0)
+        return bench_anim_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "decode") != 0) {
         usage();
         return 2;
