@@ -20,6 +20,20 @@
 #define SD__FORWARD_IF_ERROR(expr) \
     do { int sd__rc = (expr); if (sd__rc < 0) return sd__rc; } while (0)
 
+/* Room for element `n` of a doubling array `arr` with capacity `cap`
+ * (uint32_t); returns SD_ENOMEM from the calling function when out. */
+#define SD__RESERVE(arr, n, cap)                                               \
+    do {                                                                       \
+        if ((n) >= (cap)) {                                                    \
+            uint32_t sd__c = (cap) ? (cap) * 2 : 16;                           \
+            void *sd__p = realloc((arr), (size_t)sd__c * sizeof *(arr));       \
+            if (sd__p == NULL)                                                 \
+                return SD_ENOMEM;                                              \
+            (arr) = sd__p;                                                     \
+            (cap) = sd__c;                                                     \
+        }                                                                      \
+    } while (0)
+
 #define SD__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SD__MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -60,13 +60,7 @@ int sd__decoder_add_frame(sd_decoder *d, uint32_t stored_ms, int key)
                         (long long)d->max_frames);
         return SD_ETOOLARGE;
     }
-    if (d->nframes == d->frames_cap) {
-        uint32_t cap = d->frames_cap ? d->frames_cap * 2 : 16;
-        sd__frame_meta *f = realloc(d->frames, (size_t)cap * sizeof *f);
-        SD__RETURN_IF(f == NULL, SD_ENOMEM);
-        d->frames = f;
-        d->frames_cap = cap;
-    }
+    SD__RESERVE(d->frames, d->nframes, d->frames_cap);
     d->frames[d->nframes++] = (sd__frame_meta){stored_ms, (uint8_t)(key != 0)};
     return SD_OK;
 }

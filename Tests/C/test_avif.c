@@ -265,6 +265,45 @@ static int test_damaged_and_thumbnail(void)
     return 0;
 }
 
+/* An image sequence (two images given to avifenc) is reported animated and
+ * decodes as its first image. */
+static int test_sequence_first_frame(void)
+{
+    if (!have_avifenc())
+        return 77;
+    char a[128], b[128], avif[128];
+    snprintf(a, sizeof a, "%s/seq_a.png", dir);
+    snprintf(b, sizeof b, "%s/seq_b.png", dir);
+    snprintf(avif, sizeof avif, "%s/seq.avif", dir);
+    sd_bitmap *first = write_png(a, 16, 12, 1), *second = write_png(b, 16, 12, 0);
+    ASSERT(first != NULL && second != NULL);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "avifenc --lossless -s 10 '%s' '%s' '%s' >/dev/null 2>&1", a, b, avif);
+    ASSERT_EQ(system(cmd), 0);
+    size_t n;
+    unsigned char *data = sd_read_file(avif, &n);
+    ASSERT_NOT_NULL(data);
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    sd_bitmap *got = NULL;
+    ASSERT_OK(sd_decoder_decode(d, data, n, &got));
+    int64_t v = 0;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+    ASSERT_EQ(v, 1);
+    int max;
+    double mean;
+    diff(first, got, &max, &mean);
+    ASSERT_EQ(max, 0);
+    sd_bitmap_free(got);
+    sd_bitmap_free(first);
+    sd_bitmap_free(second);
+    sd_decoder_free(d);
+    free(data);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -272,6 +311,7 @@ int main(int argc, char **argv)
         {"avif_transforms", test_transforms},
         {"avif_lossy_and_deep", test_lossy_and_deep},
         {"avif_damaged_and_thumbnail", test_damaged_and_thumbnail},
+        {"avif_sequence_first_frame", test_sequence_first_frame},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -62,6 +62,26 @@ void sd__frame_cache_free(sd__frame_cache *c)
     c->bytes = 0;
 }
 
+int sd__anim_frame(sd_decoder *d, const sd__frame_cache *c, uint32_t *end, uint32_t index,
+                   sd__anim_render render, void *state, sd_bitmap **out)
+{
+    if (index >= *end)
+        return SD_ECORRUPT;
+    const sd_bitmap *kept = sd__frame_cache_get(c, index);
+    if (kept != NULL) {
+        *out = (sd_bitmap *)(uintptr_t)kept;
+        return SD_OK;
+    }
+    int rc = render(state, index, out);
+    if (rc < 0 && rc != SD_ENOMEM && index > 0) {
+        *end = index;
+        d->nframes = index;
+        d->complete = 0;
+        d->end_reached = 1;
+    }
+    return rc;
+}
+
 void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count)
 {
     uint32_t *out = (uint32_t *)(void *)dst;

@@ -34,6 +34,16 @@ SD__HIDDEN void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd
 SD__HIDDEN const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index);
 SD__HIDDEN void sd__frame_cache_free(sd__frame_cache *c);
 
+/* A codec's way to bring frame `index` onto its canvas (*out: a view). */
+typedef int (*sd__anim_render)(void *codec_state, uint32_t index, sd_bitmap **out);
+
+/* The codec->frame entry of every animated codec: a kept frame, else
+ * `render`. A frame after the first that fails to render (not for want of
+ * memory) ends the animation before it: *end = index, the decoder lists
+ * `index` frames and counts as incomplete; later frames fail at once. */
+SD__HIDDEN int sd__anim_frame(sd_decoder *dec, const sd__frame_cache *c, uint32_t *end, uint32_t index,
+                              sd__anim_render render, void *codec_state, sd_bitmap **out);
+
 /* Straight-alpha B,G,R,A bytes to native premultiplied ARGB32, with the
  * contract's (c*a + 127) / 255; `dst` may be `src`. */
 SD__HIDDEN void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count);

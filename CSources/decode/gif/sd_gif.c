@@ -38,7 +38,6 @@ typedef struct {
     /* walker */
     int state;
     size_t at;         /* next byte the walker reads */
-    size_t rec;        /* start of the record being walked */
     int ext_label;     /* the extension being walked; -1 image data */
     int ext_block;     /* sub-blocks seen in that extension */
     int netscape;      /* the extension is NETSCAPE2.0 / ANIMEXTS1.0 */
@@ -83,13 +82,7 @@ static int restores(const gif_frame *f) { return f->disposal == 3 || f->disposal
 static int add_frame(sd__gif *s)
 {
     sd_decoder *d = s->dec;
-    if (s->nframes == s->cap) {
-        uint32_t cap = s->cap ? s->cap * 2 : 16;
-        gif_frame *f = realloc(s->frames, (size_t)cap * sizeof *f);
-        SD__RETURN_IF(f == NULL, SD_ENOMEM);
-        s->frames = f;
-        s->cap = cap;
-    }
+    SD__RESERVE(s->frames, s->nframes, s->cap);
     gif_frame *f = &s->frames[s->nframes];
     *f = s->pending;
     if (s->nframes == 0) {
@@ -114,6 +107,8 @@ static int walk(sd__gif *s)
     sd_decoder *d = s->dec;
     const uint8_t *p = s->in.data;
     size_t n = s->in.len;
+    if (s->bad_from != UINT32_MAX)
+        s->state = W_DONE; /* a frame failed: the animation ends before it */
     for (;;) {
         switch (s->state) {
         case W_HEADER: {
@@ -137,7 +132,6 @@ static int walk(sd__gif *s)
         case W_RECORD:
             if (s->at >= n)
                 return SD_OK;
-            s->rec = s->at;
             if (p[s->at] == 0x3B) {
                 s->trailer = 1;
                 s->state = W_DONE;
@@ -270,7 +264,7 @@ static int sdg_finish(sd_decoder *d)
             sd__decoder_msg(d, "GIF: no complete image in the file");
         return s->broken ? SD_ECORRUPT : SD_ETRUNCATED;
     }
-    d->complete = s->trailer && !s->broken;
+    d->complete = s->trailer && !s->broken && s->bad_from == UINT32_MAX;
     d->end_reached = 1;
     return SD_OK;
 }
@@ -442,34 +436,19 @@ static int render(sd__gif *s, uint32_t index)
     return SD_OK;
 }
 
+static int render_view(void *state, uint32_t index, sd_bitmap **out)
+{
+    sd__gif *s = state;
+    SD__FORWARD_IF_ERROR(render(s, index));
+    *out = s->canvas;
+    return SD_OK;
+}
+
 static int sdg_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__gif *s = d->codec_state;
     *owned = 0;
-    if (index >= s->bad_from)
-        return SD_ECORRUPT;
-    const sd_bitmap *kept = sd__frame_cache_get(&s->cache, index);
-    if (kept != NULL) {
-        *out = (sd_bitmap *)(uintptr_t)kept;
-        return SD_OK;
-    }
-    int rc = render(s, index);
-    if (rc < 0) {
-        if (rc != SD_ENOMEM && index > 0) {
-            /* The animation ends before this frame: what follows cannot be
-             * composited. The frames before it stand. */
-            s->bad_from = index;
-            s->nframes = index;
-            d->nframes = index;
-            d->complete = 0;
-            s->broken = 1;
-            s->state = W_DONE;
-            d->end_reached = 1;
-        }
-        return rc;
-    }
-    *out = s->canvas;
-    return SD_OK;
+    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out);
 }
 
 /* A still's view of the file: its first frame, once complete. */

@@ -136,13 +136,7 @@ static int add_data(sd__apng *a, size_t off, size_t len)
         a->invalid = 1; /* frame data before any fcTL */
         return SD_OK;
     }
-    if (a->ndata == a->dcap) {
-        uint32_t cap = a->dcap ? a->dcap * 2 : 16;
-        ap_data *p = realloc(a->data, (size_t)cap * sizeof *p);
-        SD__RETURN_IF(p == NULL, SD_ENOMEM);
-        a->data = p;
-        a->dcap = cap;
-    }
+    SD__RESERVE(a->data, a->ndata, a->dcap);
     a->data[a->ndata++] = (ap_data){off, len};
     if (a->nframes > 0) {
         ap_frame *f = &a->frames[a->nframes - 1];
@@ -156,13 +150,7 @@ static int add_data(sd__apng *a, size_t off, size_t len)
 
 static int add_fctl(sd__apng *a, const uint8_t *p, uint32_t len)
 {
-    if (a->nframes == a->fcap) {
-        uint32_t cap = a->fcap ? a->fcap * 2 : 16;
-        ap_frame *f = realloc(a->frames, (size_t)cap * sizeof *f);
-        SD__RETURN_IF(f == NULL, SD_ENOMEM);
-        a->frames = f;
-        a->fcap = cap;
-    }
+    SD__RESERVE(a->frames, a->nframes, a->fcap);
     ap_frame f = {0};
     if (len == 26) {
         f.w = be32(p + 4);
@@ -520,24 +508,15 @@ static int render(sd__apng *a, uint32_t index)
     return SD_OK;
 }
 
-int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out)
+static int render_view(void *state, uint32_t index, sd_bitmap **out)
 {
-    sd_decoder *d = a->dec;
-    if (index >= a->bad_from)
-        return SD_ECORRUPT;
-    const sd_bitmap *kept = sd__frame_cache_get(&a->cache, index);
-    if (kept != NULL) {
-        *out = (sd_bitmap *)(uintptr_t)kept;
-        return SD_OK;
-    }
-    int rc = render(a, index);
-    if (rc < 0) {
-        if (rc != SD_ENOMEM && index > 0) { /* the animation ends before this frame */
-            a->bad_from = d->nframes = index;
-            d->complete = 0;
-        }
-        return rc;
-    }
+    sd__apng *a = state;
+    SD__FORWARD_IF_ERROR(render(a, index));
     *out = a->out;
     return SD_OK;
+}
+
+int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out)
+{
+    return sd__anim_frame(a->dec, &a->cache, &a->bad_from, index, render_view, a, out);
 }

@@ -133,6 +133,12 @@ static int covers(const sd_decoder *d, const wp_frame *f)
     return f->w == d->width && f->h == d->height; /* frames lie inside the canvas */
 }
 
+static int reserve_frame(sd__webp *s)
+{
+    SD__RESERVE(s->frames, s->nframes, s->cap);
+    return SD_OK;
+}
+
 /* Frames libwebpdemux finds complete in the bytes so far. */
 static int demux_scan(sd__webp *s)
 {
@@ -168,16 +174,8 @@ static int demux_scan(sd__webp *s)
         };
         if (!it.complete)
             break;
-        if (s->nframes == s->cap) {
-            uint32_t cap = s->cap ? s->cap * 2 : 16;
-            wp_frame *fr = realloc(s->frames, (size_t)cap * sizeof *fr);
-            if (fr == NULL) {
-                rc = SD_ENOMEM;
-                break;
-            }
-            s->frames = fr;
-            s->cap = cap;
-        }
+        if ((rc = reserve_frame(s)) < 0)
+            break;
         /* WebPAnimDecoder's key frame rule (anim_decode.c IsKeyFrame) */
         int key = s->nframes == 0 || ((!f.has_alpha || !f.blend) && covers(d, &f));
         if (!key) {
@@ -427,28 +425,19 @@ static int sdw_finish(sd_decoder *d)
     return SD_OK;
 }
 
+static int render_view(void *state, uint32_t index, sd_bitmap **out)
+{
+    sd__webp *s = state;
+    SD__FORWARD_IF_ERROR(render(s, index));
+    *out = s->out;
+    return SD_OK;
+}
+
 static int sdw_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__webp *s = d->codec_state;
     *owned = 0;
-    if (index >= s->bad_from)
-        return SD_ECORRUPT;
-    const sd_bitmap *kept = sd__frame_cache_get(&s->cache, index);
-    if (kept != NULL) {
-        *out = (sd_bitmap *)(uintptr_t)kept;
-        return SD_OK;
-    }
-    int rc = render(s, index);
-    if (rc < 0) {
-        if (rc != SD_ENOMEM && index > 0) { /* the animation ends before this frame */
-            s->bad_from = s->nframes = d->nframes = index;
-            d->complete = 0;
-            d->end_reached = 1;
-        }
-        return rc;
-    }
-    *out = s->out;
-    return SD_OK;
+    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out);
 }
 
 static int sdw_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
