@@ -55,6 +55,10 @@ public struct DecodeOptions: Sendable, Equatable {
     public var firstFrameOnly = false
     /// Frames an animation may have (beyond: `.imageTooLarge`).
     public var maxFrames = Int(SD_DEFAULT_MAX_FRAMES)
+    /// Bytes of composited frames an animation keeps to answer `frame(at:)`
+    /// out of order without recompositing (0: only the working canvas, so
+    /// playing forward still costs one frame decode per frame).
+    public var frameCacheBytes = Int(SD_DEFAULT_FRAME_CACHE_BYTES)
 
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
 
@@ -77,6 +81,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.previewIntervalMilliseconds == b.previewIntervalMilliseconds
             && a.maxPixels == b.maxPixels && a.maxDimension == b.maxDimension
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
+            && a.frameCacheBytes == b.frameCacheBytes
     }
 
     /// Every option as the C core's `sd_decoder_param` values: the one
@@ -97,6 +102,7 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_MAX_DIMENSION, Int64(max(0, maxDimension))))
         p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
         p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
+        p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, frameCacheBytes))))
         return p
     }
 }

@@ -113,6 +113,13 @@ public final class DataLoader: @unchecked Sendable {
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
         let handlers = Handlers(events: events, decoded: request.decode)
+        if !request.decode, let observer = request.bodyObserver {
+            // a sink of our own that only watches: the bytes still go to the result
+            let box = BodyObserver(observer)
+            handlers.observer = box
+            _ = sd_request_set_body_sink(req, BodyObserver.sink, Unmanaged.passUnretained(box).toOpaque())
+            _ = sd_request_set(req, SD_REQ_USE_SINK, 1)
+        }
         let user = Unmanaged.passRetained(handlers).toOpaque()
         var ev = sd_transfer_events()
         ev.response = events.response == nil ? nil : { _, response, user in
@@ -314,11 +321,52 @@ private final class Handlers: @unchecked Sendable {
     let decoded: Bool
     /// Set by the response event; read by the completion (both on the loop thread).
     var response: DownloadResponse?
+    /// The body observer's sink context: lives until the completion.
+    var observer: BodyObserver?
 
     init(events: LoaderEvents, decoded: Bool) {
         self.events = events
         self.decoded = decoded
     }
+}
+
+/// A body sink that hands each piece to a Swift closure and is done when the
+/// body is: `DownloadRequest.bodyObserver`.
+final class BodyObserver: @unchecked Sendable {
+    let observe: @Sendable (UnsafeRawBufferPointer) -> Void
+    var port: OpaquePointer?  // the loop thread's only
+
+    init(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { self.observe = observe }
+
+    static func of(_ p: UnsafeMutableRawPointer?) -> BodyObserver { Unmanaged<BodyObserver>.fromOpaque(p!).takeUnretainedValue() }
+
+    /// The vtable; the C request keeps its address, so it lives forever.
+    nonisolated(unsafe) static let sink: UnsafeMutablePointer<sd_body_sink> = {
+        var s = sd_body_sink()
+        s.open = { ctx, _, port, state in
+            BodyObserver.of(ctx).port = port
+            state?.pointee = ctx
+            return 0
+        }
+        s.push = { state, data, length in
+            BodyObserver.of(state).observe(UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        }
+        s.finish = { state in
+            let o = BodyObserver.of(state)
+            sd_sink_port_done(o.port, 0, nil, nil, nil, 0)
+            sd_sink_port_release(o.port)
+            o.port = nil
+        }
+        s.abort = { state in
+            let o = BodyObserver.of(state)
+            sd_sink_port_release(o.port)
+            o.port = nil
+        }
+        let p = UnsafeMutablePointer<sd_body_sink>.allocate(capacity: 1)
+        p.initialize(to: s)
+        return p
+    }()
 }
 
 /// Loop-thread handlers of one transfer (see `DataLoader.submit`).

@@ -164,6 +164,10 @@ public struct DownloadRequest: Sendable {
     public var policy = URLPolicy.none
     /// Redirects followed at most (0: none).
     public var maxRedirects = DownloadRequest.defaultMaxRedirects
+    /// Sees each piece of the body as it arrives, on the loop thread (copy
+    /// and hop; never block), when `decode` is false: for decoders that are
+    /// not the C core's (a progressive coder of the user's).
+    public var bodyObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)?
 
     /// The defaults above, for the layers that carry these settings.
     public static let defaultMaxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)

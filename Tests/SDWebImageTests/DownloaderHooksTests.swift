@@ -168,7 +168,7 @@ struct DownloaderHooksTests {
         let op = SDWebImageDownloaderOperation(request: URLRequest(url: s.url(s.http, "/img/small.jpg")),
                                                options: [], context: nil, environment: env)
         let o = Outcome()
-        var coder = SDImageCoderOptions()
+        var coder = SDImageLoaderDecodeOptions()
         coder.callbackQueue = SDCallbackQueue(dispatchQueue: o.queue, policy: .dispatch)
         _ = op.addHandlers(forProgress: nil, completed: o.completed, decodeOptions: coder)
         #expect(!op.isExecuting && !op.isFinished)
@@ -203,7 +203,7 @@ class ParkedOperation: SDWebImageDownloaderOperationProtocol, @unchecked Sendabl
 
     func addHandlers(forProgress progressBlock: SDWebImageDownloaderProgressBlock?,
                      completed completedBlock: SDWebImageDownloaderCompletedBlock?,
-                     decodeOptions: SDImageCoderOptions) -> (any Sendable)? {
+                     decodeOptions: SDImageLoaderDecodeOptions) -> (any Sendable)? {
         lock.lock()
         defer { lock.unlock() }
         if done { return nil }

@@ -82,13 +82,29 @@ extension SDImageCache {
 
     func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
         let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
-                                     avoidDecode: false, progressive: false, queue: nil)
-        let decoded = data.withUnsafeBytes { try? ImageDecoder.decode($0, options: o.decode) }
+                                     avoidDecode: false, progressive: false, queue: nil,
+                                     firstFrameOnly: options.contains(.decodeFirstFrameOnly),
+                                     preloadAllFrames: options.contains(.preloadAllFrames),
+                                     matchAnimatedImageClass: options.contains(.matchAnimatedImageClass))
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
         // The caller fetches again and the new store replaces it.
-        guard let decoded, decoded.isComplete else { return nil }
-        return SDImage(decoded: decoded, scale: o.scaleFactor)
+        guard case .success(let r) = o.image(from: data), r.complete else { return nil }
+        return r.image
+    }
+
+    /// A memory hit as the query asks for it: a still first frame for
+    /// `.decodeFirstFrameOnly`, a miss when `.matchAnimatedImageClass` wants another class.
+    static func memoryHit(_ hit: SDImage, _ options: SDImageCacheOptions, _ context: SDWebImageContext?) -> SDImage? {
+        if options.contains(.decodeFirstFrameOnly), hit.sd_isAnimated {
+            return SDImage(bitmap: hit.bitmap, format: hit.format, orientation: hit.orientation, scale: hit.scale,
+                           sourcePixelWidth: hit.sourcePixelWidth, sourcePixelHeight: hit.sourcePixelHeight)
+        }
+        if options.contains(.matchAnimatedImageClass), let cls = SDImageLoadRequest.resolve(context).animatedImageClass,
+           type(of: hit) != cls {
+            return nil
+        }
+        return hit
     }
 
     /// Query memory, then disk. Returns nil when it answered at once (a memory
@@ -102,7 +118,9 @@ extension SDImageCache {
             done?(nil, nil, .none)
             return nil
         }
-        let image = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
+        var hit = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
+        if let h = hit, h.sd_isAnimated || type(of: h) != SDImage.self { hit = Self.memoryHit(h, options, context) }
+        let image = hit
         if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
             done?(image, nil, .memory)
             return nil

@@ -6,8 +6,8 @@ import SDCoders
 extension SDImageCache {
     // MARK: - Store
 
-    /// Memory and (by default) disk; without data the image is encoded (PNG
-    /// with alpha, JPEG otherwise). `completion` runs when the disk write is done.
+    /// Memory and (by default) disk; without data the image is encoded
+    /// (`SDImageCache.encodedData(for:)`). `completion` runs when the disk write is done.
     public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?, toDisk: Bool = true,
                       completion: (@Sendable () -> Void)? = nil) {
         store(image, imageData: imageData, forKey: key, cacheType: toDisk ? .all : .memory) { _ in completion?() }
@@ -36,7 +36,7 @@ extension SDImageCache {
         let gen = imageData.map { setPending(key, $0) }
         ioQueue.async { [self] in
             var error: (any Error)?
-            if let data = imageData ?? image?.sd_imageData(as: .undefined, compressionQuality: 0.9) {
+            if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0) }) {
                 do { try writeToDisk(data, key, extendedData) } catch let e { error = e }
             } else {
                 error = SDWebImageError(.badImageData, "the image could not be encoded")
@@ -45,6 +45,17 @@ extension SDImageCache {
             let result = error
             if let completion { queue.async { completion(result) } }
         }
+    }
+
+    /// The bytes stored for an image given without data (SDWebImage's rule):
+    /// an animation's original bytes when it has them; else its own format
+    /// when a listed coder encodes it, else PNG with alpha and JPEG without;
+    /// `options` as `.imageEncodeOptions` (default: quality 1).
+    public static func encodedData(for image: SDImage, options: SDImageCoderOptions? = nil,
+                                   coders: SDImageCodersManager = .shared) -> Data? {
+        if image.sd_isAnimated, let original = image.animatedProvider?.animatedImageData { return original }
+        let format = image.format != .undefined && coders.canEncode(to: image.format) ? image.format : .undefined
+        return coders.encodedData(with: image, format: format, options: options)
     }
 
     public func storeImage(toMemory image: SDImage?, forKey key: String?) {

@@ -23,6 +23,13 @@ public struct SDImageCacheOptions: OptionSet, Sendable, Hashable {
     public static let scaleDownLargeImages = Self(rawValue: 1 << 3)
     /// Bytes only: no image from the disk.
     public static let avoidDecodeImage = Self(rawValue: 1 << 4)
+    /// An animation decodes to its first frame; a memory hit on an animated
+    /// image gives a new still image of its first frame.
+    public static let decodeFirstFrameOnly = Self(rawValue: 1 << 5)
+    /// Decode and keep every frame of an animation read from disk.
+    public static let preloadAllFrames = Self(rawValue: 1 << 6)
+    /// The result is always of `.animatedImageClass` (else a miss).
+    public static let matchAnimatedImageClass = Self(rawValue: 1 << 7)
 }
 
 public typealias SDImageCacheConfigExpireType = DiskCacheExpireType

@@ -37,6 +37,11 @@ struct SDImageLoadRequest: Sendable {
     let originalQueryCacheType: SDImageCacheType
     let originalStoreCacheType: SDImageCacheType
     let callbackQueue: SDCallbackQueue?
+    /// `.imageCoder`, `.imageDecodeOptions`, `.imageEncodeOptions`, `.animatedImageClass`.
+    let coder: (any SDImageCoder)?
+    let decodeOptions: SDImageCoderOptions
+    let encodeOptions: SDImageCoderOptions?
+    let animatedImageClass: SDAnimatedImage.Type?
     /// Known when the manager made it (it knows which entry it asks for).
     private(set) var keys: Keys?
 
@@ -56,6 +61,10 @@ struct SDImageLoadRequest: Sendable {
         originalQueryCacheType = c[.originalQueryCacheType] as? SDImageCacheType ?? .disk
         originalStoreCacheType = c[.originalStoreCacheType] as? SDImageCacheType ?? .disk
         callbackQueue = c.callbackQueue
+        coder = c[.imageCoder] as? any SDImageCoder
+        decodeOptions = c[.imageDecodeOptions] as? SDImageCoderOptions ?? [:]
+        encodeOptions = c[.imageEncodeOptions] as? SDImageCoderOptions
+        animatedImageClass = c[.animatedImageClass] as? SDAnimatedImage.Type
     }
 
     /// The manager's request for `url`, keys included.
@@ -80,8 +89,16 @@ struct SDImageLoadRequest: Sendable {
 
     /// How to decode for an image known by `key` (a URL string or cache key).
     func coderOptions(key: String?, scaleDown: Bool, avoidDecode: Bool, progressive: Bool,
-                      queue: SDCallbackQueue?) -> SDImageCoderOptions {
-        var o = SDImageCoderOptions()
+                      queue: SDCallbackQueue?, firstFrameOnly: Bool = false, preloadAllFrames: Bool = false,
+                      matchAnimatedImageClass: Bool = false) -> SDImageLoaderDecodeOptions {
+        var o = SDImageLoaderDecodeOptions()
+        o.decode = decodeOptions.decodeOptions  // the dictionary's values, then the context's
+        o.extraOptions = decodeOptions
+        o.coder = coder
+        o.animatedImageClass = animatedImageClass
+        o.matchAnimatedImageClass = matchAnimatedImageClass
+        o.preloadAllFrames = preloadAllFrames
+        if firstFrameOnly { o.decode.firstFrameOnly = true }
         if let t = thumbnail {
             o.decode.thumbnailPixelSize = (t.width, t.height)
             o.decode.preserveAspectRatio = t.preserveAspectRatio
@@ -91,7 +108,7 @@ struct SDImageLoadRequest: Sendable {
         } else if scaleDown {
             o.decode.scaleDownLimitBytes = DecodeOptions.defaultScaleDownLimitBytes
         }
-        o.scaleFactor = max(1, scaleFactor ?? SDImageScaleFactorForKey(key))
+        o.scaleFactor = max(1, scaleFactor ?? decodeOptions.double(.decodeScaleFactor) ?? SDImageScaleFactorForKey(key))
         o.decodeImage = !avoidDecode
         o.progressive = progressive
         o.callbackQueue = queue

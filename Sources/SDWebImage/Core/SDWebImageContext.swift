@@ -24,6 +24,17 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     /// `SDCallbackQueue` (queue + policy) or a plain `DispatchQueue` (blocks
     /// dispatched to it) for this request's callbacks; serial keeps them in order.
     public static let callbackQueue: Self = "callbackQueue"
+    /// `SDImageCoder`: decode with this coder only, without asking `canDecode`.
+    public static let imageCoder: Self = "imageCoder"
+    /// `SDImageCoderOptions` handed to the coder; the keys above
+    /// (`.imageScaleFactor`, `.imageThumbnailPixelSize`, …) take precedence.
+    public static let imageDecodeOptions: Self = "imageDecodeOptions"
+    /// `SDImageCoderOptions` for encoding a derived image (thumbnail,
+    /// transformed) when it is stored: format-independent quality, max size.
+    public static let imageEncodeOptions: Self = "imageEncodeOptions"
+    /// `SDAnimatedImage.Type`: the class an image is decoded into (with
+    /// `.matchAnimatedImageClass`, any other result is `badImageData`).
+    public static let animatedImageClass: Self = "animatedImageClass"
 }
 
 /// Per-request knobs beyond the option flags. Values must be `Sendable`.

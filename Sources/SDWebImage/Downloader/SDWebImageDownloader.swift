@@ -188,7 +188,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     }
 
     private func join(_ url: URL, _ options: SDWebImageDownloaderOptions, _ progress: SDWebImageDownloaderProgressBlock?,
-                      _ completed: SDWebImageDownloaderCompletedBlock?, _ coder: SDImageCoderOptions,
+                      _ completed: SDWebImageDownloaderCompletedBlock?, _ coder: SDImageLoaderDecodeOptions,
                       _ slot: OperationSlot?) -> SDWebImageDownloadToken? {
         lock.lock()
         guard let op = operations[url] else { lock.unlock(); return nil }
@@ -270,11 +270,13 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     }
 
     static func coderOptions(url: URL, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
-                             queue: SDCallbackQueue?) -> SDImageCoderOptions {
+                             queue: SDCallbackQueue?) -> SDImageLoaderDecodeOptions {
         SDImageLoadRequest.resolve(context).coderOptions(
             key: url.absoluteString, scaleDown: options.contains(.scaleDownLargeImages),
             avoidDecode: options.contains(.avoidDecodeImage), progressive: options.contains(.progressiveLoad),
-            queue: queue)
+            queue: queue, firstFrameOnly: options.contains(.decodeFirstFrameOnly),
+            preloadAllFrames: options.contains(.preloadAllFrames),
+            matchAnimatedImageClass: options.contains(.matchAnimatedImageClass))
     }
 }
 

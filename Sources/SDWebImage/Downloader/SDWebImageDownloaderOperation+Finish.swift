@@ -11,7 +11,7 @@ extension SDWebImageDownloaderOperation {
 
     /// Ending runs no user code and no decode: it may run on the loop thread.
     func endsLight() -> Bool {
-        !checksInSwift && env.decryptor == nil
+        !checksInSwift && env.decryptor == nil && swiftPreviews == nil
     }
 
     func finish(_ result: Result<DownloadResult, DownloadError>, inline: Bool = false) {
@@ -74,8 +74,11 @@ extension SDWebImageDownloaderOperation {
                 if !h.options.decodeImage {
                     h.queue.async { c(nil, data, nil, true) }
                 } else if decoded, let transfer, let transferImage, h.options.decodesLike(transfer) {
-                    let image = SDImage(decoded: transferImage, scale: h.options.scaleFactor)
-                    h.queue.async { c(image, data, nil, true) }
+                    // the streamed decode, through the coder that answers for its format
+                    switch h.options.image(fromTransfer: transferImage, data: data) {
+                    case .success(let image): h.queue.async { c(image, data, nil, true) }
+                    case .failure(let e): h.queue.async { c(nil, data, e, true) }
+                    }
                 } else {
                     own.append(h)
                 }
@@ -91,38 +94,22 @@ extension SDWebImageDownloaderOperation {
         done?()
     }
 
-    /// One decode per distinct set of options, shared by the subscribers that ask alike.
+    /// One decode per distinct set of options, through the coders manager,
+    /// shared by the subscribers that ask alike.
     static func decodeEach(_ hs: [Handler], _ data: Data) {
-        var done: [(SDImageCoderOptions, Result<DecodedImage, SDWebImageError>)] = []
+        var done: [(SDImageLoaderDecodeOptions, Result<SDImage, SDWebImageError>)] = []
         for h in hs {
             guard let c = h.completed else { continue }
-            let result: Result<DecodedImage, SDWebImageError>
-            if let hit = done.first(where: { $0.0.decodesLike(h.options) }) {
+            let result: Result<SDImage, SDWebImageError>
+            if let hit = done.first(where: { $0.0.decodesLike(h.options) && $0.0.scaleFactor == h.options.scaleFactor }) {
                 result = hit.1
             } else {
-                result = decode(data, h.options.decode)
+                result = h.options.image(from: data).map(\.image)
                 done.append((h.options, result))
             }
             switch result {
-            case .success(let d):
-                let image = SDImage(decoded: d, scale: h.options.scaleFactor)
-                h.queue.async { c(image, data, nil, true) }
-            case .failure(let e):
-                h.queue.async { c(nil, data, e, true) }
-            }
-        }
-    }
-
-    static func decode(_ data: Data, _ options: DecodeOptions) -> Result<DecodedImage, SDWebImageError> {
-        data.withUnsafeBytes { raw in
-            do throws(CoderError) {
-                let d = try ImageDecoder.decode(raw, options: options)
-                guard d.bitmap.width > 0, d.bitmap.height > 0 else {
-                    return .failure(SDWebImageError(.badImageData, "the image has no pixels"))
-                }
-                return .success(d)
-            } catch {
-                return .failure(SDWebImageError(.badImageData, error.message, underlyingError: error))
+            case .success(let image): h.queue.async { c(image, data, nil, true) }
+            case .failure(let e): h.queue.async { c(nil, data, e, true) }
             }
         }
     }

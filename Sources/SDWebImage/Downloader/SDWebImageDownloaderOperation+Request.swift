@@ -18,7 +18,7 @@ extension SDWebImageDownloaderOperation {
         return codes.count != hi - lo + 1
     }
 
-    func makeRequest(_ first: SDImageCoderOptions) -> DownloadRequest? {
+    func makeRequest(_ first: SDImageLoaderDecodeOptions) -> DownloadRequest? {
         guard let r = request, let url = r.url, (r.httpMethod ?? "GET").uppercased() == "GET" else { return nil }
         var d = DownloadRequest(url: url)
         d.priority = options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal

@@ -13,10 +13,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     final class Handler: @unchecked Sendable {
         let progress: SDWebImageDownloaderProgressBlock?
         let completed: SDWebImageDownloaderCompletedBlock?
-        let options: SDImageCoderOptions
+        let options: SDImageLoaderDecodeOptions
         let queue: SDCallbackQueue
         init(_ p: SDWebImageDownloaderProgressBlock?, _ c: SDWebImageDownloaderCompletedBlock?,
-             _ o: SDImageCoderOptions, _ q: SDCallbackQueue) {
+             _ o: SDImageLoaderDecodeOptions, _ q: SDCallbackQueue) {
             progress = p
             completed = c
             options = o
@@ -45,8 +45,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var progressHandlers = 0
     var _metrics: DownloadMetrics?
     var _completionBlock: (@Sendable () -> Void)?
-    var transferOptions: SDImageCoderOptions?
+    var transferOptions: SDImageLoaderDecodeOptions?
     var decodesInTransfer = false
+    /// Previews from a progressive coder of the user's (not the C core's).
+    var swiftPreviews: SwiftPreviews?
     var reported: (received: Int64, fraction: Double)?
     var validators: HTTPValidatorCache.Entry?
 
@@ -77,7 +79,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
 
     public func addHandlers(forProgress progressBlock: SDWebImageDownloaderProgressBlock?,
                             completed completedBlock: SDWebImageDownloaderCompletedBlock?,
-                            decodeOptions: SDImageCoderOptions) -> (any Sendable)? {
+                            decodeOptions: SDImageLoaderDecodeOptions) -> (any Sendable)? {
         let h = Handler(progressBlock, completedBlock, decodeOptions,
                         decodeOptions.callbackQueue ?? SDCallbackQueue(dispatchQueue: env.callbackQueue, policy: .dispatch))
         lock.lock()
@@ -130,12 +132,19 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         lock.lock()
         guard state == .ready, !cancelled else { lock.unlock(); return }
         state = .executing
-        let first = handlers.first?.options ?? SDImageCoderOptions()
+        let first = handlers.first?.options ?? SDImageLoaderDecodeOptions()
         transferOptions = first
-        // A decryptor must see every byte before anything is an image.
-        decodesInTransfer = first.decodeImage && env.decryptor == nil
+        // A decryptor must see every byte before anything is an image; a
+        // coder of the user's decodes in Swift, once the bytes are in.
+        decodesInTransfer = first.decodesInCore && env.decryptor == nil
         if options.contains(.useHTTPCache), let url = request?.url { validators = env.httpCache?.entry(for: url) }
-        let dl = makeRequest(first)
+        var dl = makeRequest(first)
+        if !decodesInTransfer, first.decodeImage, first.progressive, options.contains(.progressiveLoad),
+           env.decryptor == nil {
+            let p = SwiftPreviews(first)
+            swiftPreviews = p
+            dl?.bodyObserver = observeBody(p)
+        }
         lock.unlock()
         post(.SDWebImageDownloadStart, self)
         guard let dl else {

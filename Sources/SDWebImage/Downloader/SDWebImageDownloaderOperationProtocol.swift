@@ -6,27 +6,6 @@ import FoundationNetworking
 import SDCoders
 import SDDownloader
 
-/// What one subscriber wants from a shared transfer: its own decode (thumbnail
-/// size, byte budget), scale, previews and callback queue.
-public struct SDImageCoderOptions: Sendable {
-    public var decode = DecodeOptions()
-    /// Scale stamped on the image (1 = pixels are points).
-    public var scaleFactor: Double = 1
-    /// False: bytes only (`.avoidDecodeImage`).
-    public var decodeImage = true
-    /// Wants previews (`.progressiveLoad`).
-    public var progressive = false
-    /// Where this subscriber's callbacks run (nil: the downloader's queue).
-    public var callbackQueue: SDCallbackQueue?
-
-    public init() {}
-
-    /// Same bitmap would come out.
-    func decodesLike(_ o: SDImageCoderOptions) -> Bool {
-        decodeImage == o.decodeImage && (!decodeImage || decode == o.decode)
-    }
-}
-
 /// Everything an operation needs from its downloader, resolved per request.
 public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     /// The C transfer loop shared by the downloader's operations.
@@ -86,7 +65,7 @@ public protocol SDWebImageDownloaderOperationProtocol: AnyObject, Sendable {
     /// Subscribe; nil once the operation has finished (the caller starts a new one).
     func addHandlers(forProgress progressBlock: SDWebImageDownloaderProgressBlock?,
                      completed completedBlock: SDWebImageDownloaderCompletedBlock?,
-                     decodeOptions: SDImageCoderOptions) -> (any Sendable)?
+                     decodeOptions: SDImageLoaderDecodeOptions) -> (any Sendable)?
     /// Unsubscribe: that subscriber's completion gets `cancelled`. True when it
     /// was the last one and the transfer stopped.
     func cancel(_ token: (any Sendable)?) -> Bool

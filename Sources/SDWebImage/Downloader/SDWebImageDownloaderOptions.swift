@@ -27,6 +27,12 @@ public struct SDWebImageDownloaderOptions: OptionSet, Sendable, Hashable {
     public static let scaleDownLargeImages = Self(rawValue: 1 << 8)
     /// Bytes only: completion gets the data and no image.
     public static let avoidDecodeImage = Self(rawValue: 1 << 9)
+    /// An animation decodes to its first frame, a still image.
+    public static let decodeFirstFrameOnly = Self(rawValue: 1 << 10)
+    /// Decode and keep every frame of an animation before completion.
+    public static let preloadAllFrames = Self(rawValue: 1 << 11)
+    /// The result is always of `.animatedImageClass` (else `badImageData`).
+    public static let matchAnimatedImageClass = Self(rawValue: 1 << 12)
 }
 
 public enum SDWebImageDownloaderExecutionOrder: Sendable {

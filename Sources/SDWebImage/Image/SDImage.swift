@@ -19,8 +19,9 @@ extension ImageFormat {
 
 /// The decoded image used everywhere above the C core: premultiplied ARGB32
 /// in native byte order (B,G,R,A bytes on little-endian, cairo's ARGB32),
-/// immutable and shareable across threads.
-public final class SDImage: Sendable, CustomStringConvertible {
+/// immutable and shareable across threads. `SDAnimatedImage` is the one
+/// subclass in this module; a subclass of yours must stay thread-safe.
+open class SDImage: @unchecked Sendable, CustomStringConvertible {
     /// The pixels (owned; freed with the last reference).
     public let bitmap: Bitmap
     /// The format it was decoded from (`.undefined` for images made in memory).
@@ -36,7 +37,8 @@ public final class SDImage: Sendable, CustomStringConvertible {
     public let sourcePixelHeight: Int
     /// Where the other frames of an animation come from (nil for a still
     /// image; `bitmap` is always frame 0): see `SDImageFrame.swift`.
-    public let animatedProvider: (any SDAnimatedImageProvider)?
+    open var animatedProvider: (any SDAnimatedImageProvider)? { provider }
+    private let provider: (any SDAnimatedImageProvider)?
 
     public init(bitmap: Bitmap, format: SDImageFormat = .undefined, orientation: Int = 1, scale: Double = 1,
                 isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0,
@@ -48,7 +50,7 @@ public final class SDImage: Sendable, CustomStringConvertible {
         self.isIncremental = isIncremental
         self.sourcePixelWidth = sourcePixelWidth
         self.sourcePixelHeight = sourcePixelHeight
-        self.animatedProvider = animatedProvider
+        self.provider = animatedProvider
     }
 
     convenience init(decoded d: DecodedImage, scale: Double, isIncremental: Bool = false) {
@@ -56,21 +58,23 @@ public final class SDImage: Sendable, CustomStringConvertible {
                   isIncremental: isIncremental, sourcePixelWidth: d.sourceWidth, sourcePixelHeight: d.sourceHeight)
     }
 
-    /// Decode encoded JPEG or PNG data (nil when it is not a decodable image),
-    /// like `UIImage(data:scale:)`.
+    /// Decode through `SDImageCodersManager.shared` (nil when no coder
+    /// decodes it), like `UIImage(data:scale:)`. An animation keeps its
+    /// frames (they come from the decoded `SDAnimatedImage`).
     public convenience init?(data: Data, scale: Double = 1, options: DecodeOptions = DecodeOptions()) {
         guard let image = try? SDImage.decode(data, scale: scale, options: options) else { return nil }
         self.init(bitmap: image.bitmap, format: image.format, orientation: image.orientation, scale: image.scale,
-                  sourcePixelWidth: image.sourcePixelWidth, sourcePixelHeight: image.sourcePixelHeight)
+                  sourcePixelWidth: image.sourcePixelWidth, sourcePixelHeight: image.sourcePixelHeight,
+                  animatedProvider: image.animatedProvider)
     }
 
-    /// Decode, saying why it failed.
+    /// Decode through `SDImageCodersManager.shared`, saying why it failed
+    /// (an animation comes back as an `SDAnimatedImage`).
     public static func decode(_ data: Data, scale: Double = 1,
-                              options: DecodeOptions = DecodeOptions()) throws(CoderError) -> SDImage {
-        let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
-            Result { () throws(CoderError) in try ImageDecoder.decode(raw, options: options) }
-        }
-        return SDImage(decoded: try result.get(), scale: scale)
+                              options: DecodeOptions = DecodeOptions()) throws(SDWebImageError) -> SDImage {
+        let o: SDImageCoderOptions = [.decodeCoreOptions: options, .decodeScaleFactor: scale,
+                                      .decodeFirstFrameOnly: options.firstFrameOnly]
+        return try SDImageCodersManager.shared.decode(data, options: o).get().image
     }
 
     public var width: Int { bitmap.width }
@@ -80,7 +84,7 @@ public final class SDImage: Sendable, CustomStringConvertible {
     public var size: CGSize { CGSize(width: Double(width) / scale, height: Double(height) / scale) }
     /// Bytes of decoded pixels: what it costs in a memory cache (every
     /// frame held in memory counts, as SDWebImage's `sd_memoryCost`).
-    public var cost: Int { (animatedProvider as? SDFramesProvider)?.cost ?? bitmap.cost }
+    open var cost: Int { (animatedProvider as? SDFramesProvider)?.cost ?? bitmap.cost }
     public var hasAlpha: Bool { bitmap.hasAlpha }
 
     /// Borrow the pixels without copying; valid only inside `body`.

@@ -247,7 +247,10 @@ final class ManagerLoad: @unchecked Sendable {
                           validators: validators, cache: originalCache) { group.leave() }
                 }
             }
-            let bytes = serializer?.cacheData(with: result, originalData: nil, imageURL: url)
+            var bytes = serializer?.cacheData(with: result, originalData: nil, imageURL: url)
+            if serializer == nil, let encode = request.encodeOptions {
+                bytes = SDImageCache.encodedData(for: result, options: encode)
+            }
             group.enter()
             store(result, bytes, key: key, type: storeType, validators: nil) { group.leave() }
             finish(group, result, nil, cacheType)

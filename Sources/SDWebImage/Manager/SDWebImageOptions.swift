@@ -32,6 +32,15 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
     public static let fromLoaderOnly = Self(rawValue: 1 << 16)
     /// Bytes only: no image is decoded.
     public static let avoidDecodeImage = Self(rawValue: 1 << 18)
+    /// Apply the transformer to every frame of an animation (otherwise: to
+    /// its first frame, which becomes a still image).
+    public static let transformAnimatedImage = Self(rawValue: 1 << 9)
+    /// An animation decodes to its first frame, a still image.
+    public static let decodeFirstFrameOnly = Self(rawValue: 1 << 19)
+    /// Decode and keep every frame of an animation before completion.
+    public static let preloadAllFrames = Self(rawValue: 1 << 20)
+    /// The result is always of `.animatedImageClass` (else `badImageData`).
+    public static let matchAnimatedImageClass = Self(rawValue: 1 << 21)
     /// Complete only after the disk write finished.
     public static let waitStoreCache = Self(rawValue: 1 << 22)
 
@@ -42,6 +51,9 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
         if contains(.queryDiskDataSync) { o.insert(.queryDiskDataSync) }
         if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
         if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
+        if contains(.decodeFirstFrameOnly) { o.insert(.decodeFirstFrameOnly) }
+        if contains(.preloadAllFrames) { o.insert(.preloadAllFrames) }
+        if contains(.matchAnimatedImageClass) { o.insert(.matchAnimatedImageClass) }
         return o
     }
 
@@ -54,6 +66,9 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
         if contains(.allowInvalidSSLCertificates) { o.insert(.allowInvalidSSLCertificates) }
         if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
         if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
+        if contains(.decodeFirstFrameOnly) { o.insert(.decodeFirstFrameOnly) }
+        if contains(.preloadAllFrames) { o.insert(.preloadAllFrames) }
+        if contains(.matchAnimatedImageClass) { o.insert(.matchAnimatedImageClass) }
         return o
     }
 }

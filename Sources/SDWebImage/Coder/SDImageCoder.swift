@@ -1,0 +1,117 @@
+import Foundation
+import SDCoders
+
+/// A coder option key; SDWebImage's `SDImageCoderOption` names.
+public struct SDImageCoderOption: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+
+    // MARK: Decoding
+    /// `Bool`: an animation decodes to its first frame, a still image.
+    public static let decodeFirstFrameOnly: Self = "decodeFirstFrameOnly"
+    /// `Double` ≥ 1: the scale stamped on the image.
+    public static let decodeScaleFactor: Self = "decodeScaleFactor"
+    /// `Bool`, default true: a thumbnail keeps the aspect ratio (false fills the box).
+    public static let decodePreserveAspectRatio: Self = "decodePreserveAspectRatio"
+    /// `CGSize` (or `Int` for a square box): decode no larger than this, in pixels.
+    public static let decodeThumbnailPixelSize: Self = "decodeThumbnailPixelSize"
+    /// `Int`: byte budget of the decoded bitmap (scaled down to fit).
+    public static let decodeScaleDownLimitBytes: Self = "decodeScaleDownLimitBytes"
+    /// `DecodeOptions`: the C core's limits and switches (max pixels, frames,
+    /// frame cache, orientation) as a base; the keys above override it. Ours.
+    public static let decodeCoreOptions: Self = "decodeCoreOptions"
+
+    // MARK: Encoding
+    /// `Double` 0...1, default 1: lossy quality (JPEG, WebP, AVIF); 1 means
+    /// lossless for WebP and AVIF.
+    public static let encodeCompressionQuality: Self = "encodeCompressionQuality"
+    /// `CGSize` (or `Int`): downsize to fit inside before encoding (never upscales).
+    public static let encodeMaxPixelSize: Self = "encodeMaxPixelSize"
+    /// `Int` bytes: the highest quality whose output fits (a bounded search).
+    public static let encodeMaxFileSize: Self = "encodeMaxFileSize"
+    /// `Bool`: an animated image encodes its first frame only.
+    public static let encodeFirstFrameOnly: Self = "encodeFirstFrameOnly"
+    /// `UInt32` 0xRRGGBB, default white: what alpha is composited on for a
+    /// format without alpha (JPEG).
+    public static let encodeBackgroundColor: Self = "encodeBackgroundColor"
+}
+
+/// Options for one decode or encode (SDWebImage's `SDImageCoderOptions`).
+public typealias SDImageCoderOptions = [SDImageCoderOption: any Sendable]
+
+/// Decodes and encodes image data (SDWebImage's `SDImageCoder`). Add yours
+/// to `SDImageCodersManager.shared`: every load, cache read, thumbnail and
+/// transform then asks it before the built-in coders.
+public protocol SDImageCoder: AnyObject, Sendable {
+    /// This coder decodes `data` (usually a magic-byte check).
+    func canDecode(from data: Data?) -> Bool
+    /// The image, or nil when the data cannot be decoded.
+    func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage?
+    func canEncode(to format: SDImageFormat) -> Bool
+    /// Encoded data, or nil when it cannot be encoded.
+    func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data?
+}
+
+/// A coder that decodes as the bytes arrive (SDWebImage's
+/// `SDProgressiveImageCoder`): one instance per download, fed the whole data
+/// so far each time.
+public protocol SDProgressiveImageCoder: SDImageCoder {
+    func canIncrementalDecode(from data: Data?) -> Bool
+    init(incrementalWithOptions options: SDImageCoderOptions?)
+    /// All the data so far (not only the new bytes); `finished` on the last call.
+    func updateIncrementalData(_ data: Data?, finished: Bool)
+    /// What can be shown now, or nil.
+    func incrementalDecodedImage(options: SDImageCoderOptions?) -> SDImage?
+}
+
+/// A coder that is also the frame source of one animation (SDWebImage's
+/// `SDAnimatedImageCoder`): `SDAnimatedImage` asks it for frames on demand.
+public protocol SDAnimatedImageCoder: SDImageCoder, SDAnimatedImageProvider {
+    init?(animatedImageData data: Data?, options: SDImageCoderOptions?)
+}
+
+extension Dictionary where Key == SDImageCoderOption, Value == any Sendable {
+    func bool(_ key: SDImageCoderOption) -> Bool? { self[key] as? Bool }
+
+    func double(_ key: SDImageCoderOption) -> Double? {
+        switch self[key] {
+        case let v as Double: v
+        case let v as CGFloat: Double(v)
+        case let v as Int: Double(v)
+        case let v as Float: Double(v)
+        default: nil
+        }
+    }
+
+    func int(_ key: SDImageCoderOption) -> Int? {
+        switch self[key] {
+        case let v as Int: v
+        case let v as Int64: Int(v)
+        case let v as UInt: Int(v)
+        case let v as Double: Int(v)
+        default: nil
+        }
+    }
+
+    /// A pixel box from a `CGSize`, or a square from a number.
+    func pixelSize(_ key: SDImageCoderOption) -> (width: Int, height: Int)? {
+        if let s = self[key] as? CGSize {
+            return s.width > 0 || s.height > 0 ? (Int(s.width.rounded()), Int(s.height.rounded())) : nil
+        }
+        if let n = int(key), n > 0 { return (n, n) }
+        return nil
+    }
+
+    /// The C core's decode options these coder options ask for.
+    var decodeOptions: DecodeOptions {
+        var o = self[.decodeCoreOptions] as? DecodeOptions ?? DecodeOptions()
+        if let size = pixelSize(.decodeThumbnailPixelSize) { o.thumbnailPixelSize = size }
+        if let keep = bool(.decodePreserveAspectRatio) { o.preserveAspectRatio = keep }
+        if let bytes = int(.decodeScaleDownLimitBytes) { o.scaleDownLimitBytes = Swift.max(0, bytes) }
+        if let first = bool(.decodeFirstFrameOnly) { o.firstFrameOnly = first }
+        return o
+    }
+
+    var scaleFactor: Double { Swift.max(1, double(.decodeScaleFactor) ?? 1) }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import SDCoders
+
+/// The built-in coders: each is the C core's decoder (and encoder) for its
+/// formats, in SDWebImage's three roles — the shared instance decodes whole
+/// data, an incremental instance (`init(incrementalWithOptions:)`) follows a
+/// download, an animated instance (`init?(animatedImageData:options:)`) is
+/// the frame source of one `SDAnimatedImage`, compositing frames on demand.
+///
+/// An animation's frame source keeps only the working canvas (not the C
+/// core's 64 MiB frame cache) unless `.decodeCoreOptions` says otherwise: an
+/// image in a memory cache should cost what `cost` says, and a player keeps
+/// frames ahead itself.
+public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @unchecked Sendable {
+    /// Formats this coder decodes.
+    class var decodableFormats: Set<ImageFormat> { [] }
+    /// Formats this coder encodes.
+    class var encodableFormats: Set<ImageFormat> { [] }
+    /// An animation decodes to all its frames (false: the first frame only).
+    class var decodesAnimation: Bool { false }
+
+    private let lock = NSLock()
+    private let options: SDImageCoderOptions
+    // incremental role
+    private var incremental: ImageDecoder?
+    private var pushed = 0
+    private var incrementalEnded = false
+    // animated role: the bytes, and a decoder fed all of them (made on demand)
+    private let data: Data?
+    private var frames: ImageDecoder?
+    private var frameFacts: (count: Int, loops: Int)?
+
+    /// The shared, stateless instance.
+    public required init() {
+        options = [:]
+        data = nil
+    }
+
+    public required init(incrementalWithOptions options: SDImageCoderOptions?) {
+        self.options = options ?? [:]
+        data = nil
+    }
+
+    public required init?(animatedImageData data: Data?, options: SDImageCoderOptions?) {
+        guard let data, Self.decodableFormats.contains(ImageFormat(data: data)) else { return nil }
+        self.options = options ?? [:]
+        self.data = data
+        lock.lock()
+        defer { lock.unlock() }
+        guard (try? framesDecoder()) != nil else { return nil }
+    }
+
+    /// A frame source whose first frame was already decoded elsewhere (the
+    /// download's streamed decode): nothing is decoded until frame 1 is asked for.
+    required init(animatedImageData data: Data, options: SDImageCoderOptions, frameCount: Int, loopCount: Int) {
+        self.options = options
+        self.data = data
+        frameFacts = (frameCount, loopCount)
+    }
+
+    // MARK: - SDImageCoder
+
+    public func canDecode(from data: Data?) -> Bool {
+        Self.decodableFormats.contains(ImageFormat(data: data))
+    }
+
+    public func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage? {
+        guard let data else { return nil }
+        return try? decode(data, options: options ?? [:]).image
+    }
+
+    public func canEncode(to format: SDImageFormat) -> Bool {
+        Self.encodableFormats.contains(format == .undefined ? .png : format)
+    }
+
+    public func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data? {
+        guard let image, canEncode(to: format) || format == .undefined else { return nil }
+        return try? SDImageEncoding.encode(image, format: format, options: options ?? [:])
+    }
+
+    /// The decode every built-in path uses: the C core's words on failure, and
+    /// whether the data was whole (a cache read treats a short file as a miss).
+    func decode(_ data: Data, options: SDImageCoderOptions) throws(CoderError) -> (image: SDImage, complete: Bool) {
+        let format = ImageFormat(data: data)
+        guard Self.decodableFormats.contains(format) else {
+            throw CoderError(.unsupportedFormat, message: "\(type(of: self)) does not decode \(format) data")
+        }
+        var o = options.decodeOptions
+        let animates = Self.decodesAnimation && !o.firstFrameOnly
+        if !Self.decodesAnimation { o.firstFrameOnly = true }
+        if animates && options[.decodeCoreOptions] == nil { o.frameCacheBytes = 0 }
+        let decoder = try ImageDecoder(options: o)
+        let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
+            Result { () throws(CoderError) in
+                try decoder.push(raw)
+                return try decoder.finish()
+            }
+        }
+        let d = try result.get()
+        guard d.bitmap.width > 0, d.bitmap.height > 0 else { throw CoderError(.corruptData, message: "the image has no pixels") }
+        return (image(from: d, data: data, options: options, decoder: animates ? decoder : nil), d.isComplete)
+    }
+
+    /// The image for a decode already made (streamed during the download, or
+    /// `decode`): an animation becomes an `SDAnimatedImage` whose frames come
+    /// from a new frame source of this coder's class.
+    func image(from d: DecodedImage, data: Data, options: SDImageCoderOptions, decoder: ImageDecoder? = nil) -> SDImage {
+        let scale = options.scaleFactor
+        let still = SDImage(decoded: d, scale: scale)
+        guard Self.decodesAnimation, d.isAnimated, d.frameCount > 1, !options.decodeOptions.firstFrameOnly else {
+            return still
+        }
+        let source = Self(animatedImageData: data, options: options, frameCount: d.frameCount, loopCount: d.loopCount)
+        source.frames = decoder
+        return SDAnimatedImage(animatedCoder: source, first: still)
+    }
+
+    /// The decoder that has all the bytes (caller holds `lock`).
+    private func framesDecoder() throws(CoderError) -> ImageDecoder {
+        if let frames { return frames }
+        guard let data else { throw CoderError(.badState, message: "not a frame source") }
+        var o = options.decodeOptions
+        if !Self.decodesAnimation { o.firstFrameOnly = true }
+        if options[.decodeCoreOptions] == nil { o.frameCacheBytes = 0 }
+        let d = try ImageDecoder(options: o)
+        let r: Result<Void, CoderError> = data.withUnsafeBytes { raw in
+            Result { () throws(CoderError) in
+                try d.push(raw)
+                try d.endInput()
+            }
+        }
+        try r.get()
+        if frameFacts == nil { frameFacts = (max(1, d.frameCount), d.loopCount ?? 1) }
+        frames = d
+        return d
+    }
+
+    // MARK: - SDAnimatedImageProvider
+
+    public var animatedImageData: Data? { data }
+
+    public var animatedImageFrameCount: UInt {
+        lock.lock()
+        defer { lock.unlock() }
+        if let f = frameFacts { return UInt(f.count) }
+        return data == nil ? 0 : UInt((try? framesDecoder())?.frameCount ?? 0)
+    }
+
+    public var animatedImageLoopCount: UInt {
+        lock.lock()
+        defer { lock.unlock() }
+        if let f = frameFacts { return UInt(max(0, f.loops)) }
+        _ = try? framesDecoder()
+        return UInt(max(0, frameFacts?.loops ?? 1))
+    }
+
+    public func animatedImageFrame(at index: UInt) -> SDImage? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard data != nil, let d = try? framesDecoder(), let bitmap = try? d.frame(at: Int(index)) else { return nil }
+        return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1,
+                       scale: options.scaleFactor, sourcePixelWidth: d.sourceSize?.width ?? 0,
+                       sourcePixelHeight: d.sourceSize?.height ?? 0)
+    }
+
+    public func animatedImageDuration(at index: UInt) -> TimeInterval {
+        lock.lock()
+        defer { lock.unlock() }
+        guard data != nil, let d = try? framesDecoder() else { return 0 }
+        return d.frameDuration(at: Int(index)) ?? 0
+    }
+
+    /// Drop the decoder (it is made again from the bytes when a frame is asked for).
+    func releaseDecoder() {
+        lock.lock()
+        frames = nil
+        lock.unlock()
+    }
+
+    // MARK: - SDProgressiveImageCoder
+
+    public func canIncrementalDecode(from data: Data?) -> Bool {
+        canDecode(from: data) && ImageFormat(data: data).capabilities.contains(.incremental)
+    }
+
+    public func updateIncrementalData(_ data: Data?, finished: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let data, !incrementalEnded else { return }
+        if incremental == nil {
+            var o = options.decodeOptions
+            o.firstFrameOnly = true
+            o.progressivePreviews = true
+            o.previewIntervalMilliseconds = 0
+            incremental = try? ImageDecoder(options: o)
+        }
+        guard let d = incremental else { return }
+        if data.count > pushed {
+            let ok: Bool = data.withUnsafeBytes { raw in
+                (try? d.push(UnsafeRawBufferPointer(rebasing: raw[pushed...]))) != nil
+            }
+            pushed = data.count
+            if !ok { incremental = nil; incrementalEnded = true; return }
+        }
+        if finished {
+            incrementalEnded = true
+            if (try? d.endInput()) == nil { incremental = nil }
+        }
+    }
+
+    public func incrementalDecodedImage(options: SDImageCoderOptions?) -> SDImage? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let d = incremental else { return nil }
+        let scale = (options ?? self.options).scaleFactor
+        if incrementalEnded, let bitmap = try? d.frame(at: 0) {
+            return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1, scale: scale,
+                           sourcePixelWidth: d.sourceSize?.width ?? 0, sourcePixelHeight: d.sourceSize?.height ?? 0)
+        }
+        guard let bitmap = try? d.snapshot() else { return nil }
+        return SDImage(bitmap: bitmap, format: d.format ?? .unknown, scale: scale, isIncremental: true)
+    }
+}
+
+/// JPEG and PNG stills (SDWebImage's `SDImageIOCoder`); an APNG's first frame.
+public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
+    public static let shared = SDImageIOCoder()
+    override class var decodableFormats: Set<ImageFormat> { [.jpeg, .png] }
+    override class var encodableFormats: Set<ImageFormat> { [.jpeg, .png] }
+}
+
+/// GIF, animated (SDWebImage's `SDImageGIFCoder`).
+public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
+    public static let shared = SDImageGIFCoder()
+    override class var decodableFormats: Set<ImageFormat> { [.gif] }
+    override class var encodableFormats: Set<ImageFormat> { [] }
+    override class var decodesAnimation: Bool { true }
+}
+
+/// PNG and APNG, animated (SDWebImage's `SDImageAPNGCoder`).
+public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
+    public static let shared = SDImageAPNGCoder()
+    override class var decodableFormats: Set<ImageFormat> { [.png] }
+    override class var encodableFormats: Set<ImageFormat> { [.png] }
+    override class var decodesAnimation: Bool { true }
+}
+
+/// WebP stills and animations (SDWebImage's `SDImageWebPCoder`, libwebp).
+public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
+    public static let shared = SDImageWebPCoder()
+    override class var decodableFormats: Set<ImageFormat> { [.webP] }
+    override class var encodableFormats: Set<ImageFormat> { [] }
+    override class var decodesAnimation: Bool { true }
+}
+
+/// AVIF stills (SDWebImage's `SDImageAVIFCoder`, libavif); an image
+/// sequence shows its first frame.
+public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
+    public static let shared = SDImageAVIFCoder()
+    override class var decodableFormats: Set<ImageFormat> { [.avif] }
+    override class var encodableFormats: Set<ImageFormat> { [] }
+}
