@@ -56,7 +56,9 @@ let package = Package(
         ),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
         // Starts nginx and the fault server for the Swift test targets.
-        .target(name: "SDTestSupport", dependencies: ["SDCoders"], path: "Tests/Support"),
+        .target(name: "SDTestSupport", dependencies: ["SDCoders", "CSDTestSHA"], path: "Tests/Support"),
+        // The C tests' SHA-256, for the corpus oracles' frame hashes.
+        .target(name: "CSDTestSHA", path: "Tests/SHA"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
         // A child process for the disk-cache crash (SIGKILL) and two-process tests.
         .executableTarget(name: "SDCacheStress", dependencies: ["SDWebImage", "SDCache"], path: "Tests/Stress"),

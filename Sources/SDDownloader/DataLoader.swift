@@ -264,7 +264,10 @@ public final class DataLoader: @unchecked Sendable {
                 sourceWidth: info(SD_DEC_INFO_WIDTH), sourceHeight: info(SD_DEC_INFO_HEIGHT),
                 isProgressive: info(SD_DEC_INFO_PROGRESSIVE) != 0,
                 isComplete: info(SD_DEC_INFO_COMPLETE) != 0,
-                warnings: info(SD_DEC_INFO_WARNINGS))
+                warnings: info(SD_DEC_INFO_WARNINGS),
+                frameCount: max(1, info(SD_DEC_INFO_FRAME_COUNT)),
+                loopCount: info(SD_DEC_INFO_LOOP_COUNT),
+                isAnimated: info(SD_DEC_INFO_ANIMATED) != 0)
         }
         func m(_ k: sd_metric) -> Double { sd_result_metric(r, k) }
         let metrics = DownloadMetrics(

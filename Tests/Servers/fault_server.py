@@ -41,6 +41,9 @@ Paths (all serve the image given with --file unless said otherwise):
                     ETag "K-n" on the n-th request for K, body the image
                     (alternately the --file and the --progressive image), so
                     every revalidation finds a changed image; waits MS ms first
+  /drip-file?name=REL[&piece=N][&gap=MS]
+                    the file REL under the web root (the --file image's
+                    folder's parent), N bytes (default 512) every MS ms (default 20)
 A query string is otherwise ignored for routing (distinct URLs, same behaviour).
 """
 import argparse, base64, socket, socketserver, struct, threading, time
@@ -89,6 +92,19 @@ class Handler(socketserver.BaseRequestHandler):
                 for i in range(0, len(IMAGE), 256):
                     sock.sendall(IMAGE[i:i + 256])
                     time.sleep(0.005)
+            elif path == "/drip-file":
+                import os
+                root = os.path.dirname(os.path.dirname(os.path.abspath(args.file)))
+                full = os.path.abspath(os.path.join(root, query.get("name", "")))
+                if not full.startswith(root + os.sep) or not os.path.isfile(full):
+                    self.send_head("404 Not Found", 0)
+                    return
+                body = open(full, "rb").read()
+                piece, gap = int(query.get("piece", "512")), int(query.get("gap", "20")) / 1000
+                self.send_head("200 OK", len(body), ctype="application/octet-stream")
+                for i in range(0, len(body), piece):
+                    sock.sendall(body[i:i + piece])
+                    time.sleep(gap)
             elif path == "/drip-progressive":
                 self.send_head("200 OK", len(PROGRESSIVE))
                 for i in range(0, len(PROGRESSIVE), 2048):

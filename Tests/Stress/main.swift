@@ -13,6 +13,11 @@
 //                                      nothing corrupt, no temporary files
 //   SDCacheStress readonly DIR         the same on a read-only mount (EROFS)
 //   SDCacheStress populate DIR N       store N entries (before a remount ro)
+//   SDCacheStress shared-coder DIR URL a toy coder ("SDTOY" W H, then one
+//                                      grey byte) added to the shared coders
+//                                      manager decodes URL's download; removed,
+//                                      the same download is bad data. Its own
+//                                      process: the shared list is global.
 import Dispatch
 import Foundation
 import SDCache
@@ -145,6 +150,41 @@ case "fill", "readonly":
 case "populate":
     let n = Int(args[3]) ?? 10
     for i in 0..<n { try? c.storeImageData(toDisk: encoded(i, big: true), forKey: "k\(i)") }
+    exit(0)
+case "shared-coder":
+    final class ToyCoder: SDImageCoder, @unchecked Sendable {
+        func canDecode(from data: Data?) -> Bool { data?.starts(with: Array("SDTOY".utf8)) ?? false }
+        func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage? {
+            guard let d = data.map(Array.init), d.count >= 8, canDecode(from: data) else { return nil }
+            let (w, h, grey) = (Int(d[5]), Int(d[6]), UInt32(d[7]))
+            return (try? Bitmap(width: w, height: h) { raw in
+                let p = raw.bindMemory(to: UInt32.self)
+                for i in 0..<(w * h) { p[i] = 0xFF00_0000 | grey << 16 | grey << 8 | grey }
+            }).map { SDImage(bitmap: $0) }
+        }
+        func canEncode(to format: SDImageFormat) -> Bool { false }
+        func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data? { nil }
+    }
+    func load(_ url: URL) -> String {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var line = ""
+        SDWebImageDownloader.shared.downloadImage(with: url, options: [], context: nil, progress: nil) { image, _, error, _ in
+            line = image.map { i in
+                let p = i.withUnsafeBytes { $0.load(as: UInt32.self) }
+                return "image \(i.width)x\(i.height) \(String(p, radix: 16))"
+            }
+                ?? "error \((error as? SDWebImageError)?.code.rawValue ?? -1)"
+            done.signal()
+        }
+        done.wait()
+        return line
+    }
+    let url = URL(string: args[3])!
+    let toy = ToyCoder()
+    SDImageCodersManager.shared.addCoder(toy)
+    print(load(url))
+    SDImageCodersManager.shared.removeCoder(toy)
+    print(load(URL(string: args[3] + "?again")!))
     exit(0)
 default:
     exit(2)

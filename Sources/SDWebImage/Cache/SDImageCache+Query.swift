@@ -119,7 +119,9 @@ extension SDImageCache {
             return nil
         }
         var hit = cacheType.includesMemory ? imageFromMemoryCache(forKey: key) : nil
-        if let h = hit, h.sd_isAnimated || type(of: h) != SDImage.self { hit = Self.memoryHit(h, options, context) }
+        if let h = hit, !options.isDisjoint(with: [.decodeFirstFrameOnly, .matchAnimatedImageClass]) {
+            hit = Self.memoryHit(h, options, context)
+        }
         let image = hit
         if let image, !options.contains(.queryMemoryData) && !options.contains(.queryMemoryDataSync) {
             done?(image, nil, .memory)

@@ -29,6 +29,8 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     private let data: Data?
     private var frames: ImageDecoder?
     private var frameFacts: (count: Int, loops: Int)?
+    /// Frame 0 when it was decoded before this frame source existed.
+    private var firstFrame: SDImage?
 
     /// The shared, stateless instance.
     public required init() {
@@ -112,7 +114,8 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         }
         let source = Self(animatedImageData: data, options: options, frameCount: d.frameCount, loopCount: d.loopCount)
         source.frames = decoder
-        return SDAnimatedImage(animatedCoder: source, first: still)
+        source.firstFrame = still
+        return SDAnimatedImage(animatedCoder: source, scale: scale) ?? still
     }
 
     /// The decoder that has all the bytes (caller holds `lock`).
@@ -157,6 +160,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     public func animatedImageFrame(at index: UInt) -> SDImage? {
         lock.lock()
         defer { lock.unlock() }
+        if index == 0, let firstFrame { return firstFrame }
         guard data != nil, let d = try? framesDecoder(), let bitmap = try? d.frame(at: Int(index)) else { return nil }
         return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1,
                        scale: options.scaleFactor, sourcePixelWidth: d.sourceSize?.width ?? 0,

@@ -94,7 +94,11 @@ struct SDImageLoadRequest: Sendable {
         var o = SDImageLoaderDecodeOptions()
         o.decode = decodeOptions.decodeOptions  // the dictionary's values, then the context's
         o.extraOptions = decodeOptions
-        o.coder = coder
+        if let list = coder as? SDImageCodersManager {
+            o.codersManager = list  // a list of coders: asked in its order
+        } else {
+            o.coder = coder
+        }
         o.animatedImageClass = animatedImageClass
         o.matchAnimatedImageClass = matchAnimatedImageClass
         o.preloadAllFrames = preloadAllFrames

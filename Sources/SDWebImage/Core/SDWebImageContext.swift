@@ -24,7 +24,8 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     /// `SDCallbackQueue` (queue + policy) or a plain `DispatchQueue` (blocks
     /// dispatched to it) for this request's callbacks; serial keeps them in order.
     public static let callbackQueue: Self = "callbackQueue"
-    /// `SDImageCoder`: decode with this coder only, without asking `canDecode`.
+    /// `SDImageCoder`: decode with this coder only, without asking `canDecode`
+    /// (an `SDImageCodersManager` of your own is asked as a list instead).
     public static let imageCoder: Self = "imageCoder"
     /// `SDImageCoderOptions` handed to the coder; the keys above
     /// (`.imageScaleFactor`, `.imageThumbnailPixelSize`, …) take precedence.

@@ -2,29 +2,54 @@ import Foundation
 import SDCoders
 import SDDownloader
 
-/// Previews from a progressive coder of the user's: the loop hands each piece
-/// of the body over (copied, on the loop thread); one coder instance per
-/// download (SDWebImage's test28) is fed all the data so far on `work`, at
-/// most one pending update at a time, and its image goes to the subscribers
-/// that asked for previews. The C core's own previews need none of this.
+/// A download decoded in Swift (a coder of the user's is listed): the loop
+/// hands each piece of the body over (copied, on the loop thread). The first
+/// bytes are sniffed once: when no coder claims them the transfer stops (as
+/// the C decoder refuses a body that is not an image, instead of reading it
+/// to the size limit). With previews asked for, one progressive coder
+/// instance per download (SDWebImage's test28) is fed all the data so far on
+/// `work`, at most one pending update at a time, and its image goes to the
+/// subscribers that asked. The C core's own path needs none of this.
 final class SwiftPreviews: @unchecked Sendable {
+    /// Bytes enough for every coder's magic-number check.
+    static let sniffBytes = 256
     private let lock = NSLock()
     private var data = Data()
     private var scheduled = false
+    private var sniffed = false
+    let previews: Bool
     private var coder: (any SDProgressiveImageCoder)?
     private var noCoder = false
     let options: SDImageLoaderDecodeOptions
 
-    init(_ options: SDImageLoaderDecodeOptions) { self.options = options }
+    init(_ options: SDImageLoaderDecodeOptions, previews: Bool) {
+        self.options = options
+        self.previews = previews
+    }
 
-    /// Loop thread: record; true when an update should be scheduled.
+    /// Loop thread: record; true when an update (a sniff or a preview) should be scheduled.
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        data.append(contentsOf: bytes)
-        if scheduled { return false }
+        if previews || data.count < Self.sniffBytes {
+            data.append(contentsOf: previews ? bytes : UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.sniffBytes - data.count)))
+        }
+        if scheduled || (!previews && (sniffed || data.count < Self.sniffBytes)) { return false }
         scheduled = true
         return true
+    }
+
+    /// `work`, once enough bytes are in: nil, or why no coder will decode them.
+    func refusal() -> SDWebImageError? {
+        lock.lock()
+        if sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
+        sniffed = true
+        let head = data.prefix(Self.sniffBytes)
+        lock.unlock()
+        if options.coder != nil || options.codersManager.canDecode(from: head) { return nil }
+        let format = ImageFormat(data: head)
+        let what = format == .unknown ? "data that is not an image this build knows" : "\(format.name) data"
+        return SDWebImageError(.badImageData, "no coder decodes \(what)")
     }
 
     /// `work`: the coder's image for the data so far.
@@ -33,6 +58,7 @@ final class SwiftPreviews: @unchecked Sendable {
         let now = data
         scheduled = false
         lock.unlock()
+        guard previews else { return nil }
         if coder == nil && !noCoder {
             let o = options.coderOptions
             if let c = options.coder {
@@ -64,7 +90,16 @@ extension SDWebImageDownloaderOperation {
         let live = state == .executing
         let hs = handlers
         lock.unlock()
-        guard live, let image = previews.update() else { return }
+        guard live else { return }
+        if let refused = previews.refusal() {
+            lock.lock()
+            if pendingError == nil { pendingError = refused }
+            let t = task
+            lock.unlock()
+            t?.cancel()
+            return
+        }
+        guard let image = previews.update() else { return }
         let preview = image.isIncremental ? image
             : SDImage(bitmap: image.bitmap, format: image.format, orientation: image.orientation, scale: image.scale,
                       isIncremental: true)

@@ -47,7 +47,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var _completionBlock: (@Sendable () -> Void)?
     var transferOptions: SDImageLoaderDecodeOptions?
     var decodesInTransfer = false
-    /// Previews from a progressive coder of the user's (not the C core's).
+    /// A download decoded in Swift: its sniff and previews (not the C core's).
     var swiftPreviews: SwiftPreviews?
     var reported: (received: Int64, fraction: Double)?
     var validators: HTTPValidatorCache.Entry?
@@ -139,9 +139,8 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         decodesInTransfer = first.decodesInCore && env.decryptor == nil
         if options.contains(.useHTTPCache), let url = request?.url { validators = env.httpCache?.entry(for: url) }
         var dl = makeRequest(first)
-        if !decodesInTransfer, first.decodeImage, first.progressive, options.contains(.progressiveLoad),
-           env.decryptor == nil {
-            let p = SwiftPreviews(first)
+        if !decodesInTransfer, first.decodeImage, env.decryptor == nil {
+            let p = SwiftPreviews(first, previews: first.progressive && options.contains(.progressiveLoad))
             swiftPreviews = p
             dl?.bodyObserver = observeBody(p)
         }

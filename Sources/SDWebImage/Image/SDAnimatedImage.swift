@@ -38,13 +38,6 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
                    sourcePixelWidth: first.sourcePixelWidth, sourcePixelHeight: first.sourcePixelHeight)
     }
 
-    /// Frame 0 already decoded (a download's streamed decode, a coder's decode).
-    init(animatedCoder: any SDAnimatedImageCoder, first: SDImage) {
-        self.animatedCoder = animatedCoder
-        super.init(bitmap: first.bitmap, format: first.format, orientation: first.orientation, scale: first.scale,
-                   sourcePixelWidth: first.sourcePixelWidth, sourcePixelHeight: first.sourcePixelHeight)
-    }
-
     /// Itself, when it has more than one frame (a still image in this class is not animated).
     open override var animatedProvider: (any SDAnimatedImageProvider)? { animatedImageFrameCount > 1 ? self : nil }
 

@@ -1,0 +1,77 @@
+import Foundation
+import SDTestSupport
+import SDWebImage
+import Testing
+
+/// A subclass as `.animatedImageClass` (SDWebImage's custom animated class tests).
+final class MyAnimatedImage: SDAnimatedImage, @unchecked Sendable {}
+
+@Suite("Animated images through the downloader, caches and manager")
+struct AnimatedLoadTests {
+    /// A corpus-anim row served over HTTP.
+    func serve(_ format: String, minFrames: Int) throws -> (URL, AnimRow, Data) {
+        let s = try #require(TestServers.shared)
+        let row = try #require(AnimRow.load().first { $0.format == format && $0.frames >= minFrames })
+        let data = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + row.file))
+        let dir = s.www.appendingPathComponent("anim")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let name = row.file.replacingOccurrences(of: "/", with: "_")
+        try data.write(to: dir.appendingPathComponent(name))
+        return (s.url(s.http, "/anim/" + name), row, data)
+    }
+
+    func frames(_ image: SDImage?) -> [String] {
+        guard let image, let p = image.animatedProvider else { return image.map { [sha($0)] } ?? [] }
+        return (0..<p.animatedImageFrameCount).compactMap { p.animatedImageFrame(at: $0).map(sha) }
+    }
+
+    @Test("An animated GIF and WebP download, then come back from memory (same object) and disk (same animation)")
+    func managerRoundTrip() async throws {
+        for format in ["gif", "webp"] {
+            let (url, row, data) = try serve(format, minFrames: 3)
+            let (m, cache) = makeManager()
+            let net = try #require(await m.load(url).last)
+            let image = try #require(net.image as? SDAnimatedImage)
+            #expect(net.type == .none && frames(image) == row.expected.map(\.sha))
+            #expect(Int(image.animatedImageLoopCount) == row.loop && image.animatedImageData == data)
+            let mem = try #require(await m.load(url).last)
+            #expect(mem.type == .memory && mem.image === image)
+            cache.waitForPendingWrites()
+            #expect(cache.diskImageData(forKey: url.absoluteString) == data)  // the original bytes on disk
+            cache.clearMemory()
+            let disk = try #require(await m.load(url).last)
+            #expect(disk.type == .disk && disk.image is SDAnimatedImage && frames(disk.image) == row.expected.map(\.sha))
+        }
+    }
+
+    @Test("decodeFirstFrameOnly: a still image from the network, and a memory hit on an animation gives a new still one")
+    func firstFrameOnly() async throws {
+        let (url, row, _) = try serve("apng", minFrames: 2)
+        let (m, _) = makeManager()
+        let still = try #require(await m.load(url, [.decodeFirstFrameOnly]).last?.image)
+        #expect(!still.sd_isAnimated && sha(still) == row.expected[0].sha)
+        let (m2, _) = makeManager()
+        let animated = try #require(await m2.load(url).last?.image)
+        #expect(animated.sd_isAnimated)
+        let hit = try #require(await m2.load(url, [.decodeFirstFrameOnly]).last)
+        #expect(hit.type == .memory && hit.image !== animated && hit.image?.sd_isAnimated == false)
+    }
+
+    @Test("animatedImageClass gives the subclass; matchAnimatedImageClass refuses a plain memory hit; preloadAllFrames")
+    func animatedImageClass() async throws {
+        let (url, row, _) = try serve("gif", minFrames: 3)
+        let (m, _) = makeManager()
+        let ctx: SDWebImageContext = [.animatedImageClass: MyAnimatedImage.self]
+        let mine = try #require(await m.load(url, [.preloadAllFrames], ctx).last?.image as? MyAnimatedImage)
+        #expect(mine.isAllFramesLoaded && mine.cost == mine.bitmap.cost * row.frames)
+        // a still image in memory: a hit without match, a miss (then the network) with it
+        let s = try #require(TestServers.shared)
+        let jpegURL = s.url(s.http, "/img/small.jpg?animclass")
+        let (m2, _) = makeManager()
+        let plain = try #require(await m2.load(jpegURL).last?.image)
+        #expect(type(of: plain) == SDImage.self)
+        #expect(await m2.load(jpegURL, [], ctx).last?.type == .memory)
+        let matched = try #require(await m2.load(jpegURL, [.matchAnimatedImageClass], ctx).last)
+        #expect(matched.type != .memory && matched.image is MyAnimatedImage && matched.image?.sd_isAnimated == false)
+    }
+}

@@ -1,0 +1,1 @@
+#include "../../C/sd_sha256.h"
