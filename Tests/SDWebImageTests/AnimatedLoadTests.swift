@@ -74,4 +74,21 @@ struct AnimatedLoadTests {
         let matched = try #require(await m2.load(jpegURL, [.matchAnimatedImageClass], ctx).last)
         #expect(matched.type != .memory && matched.image is MyAnimatedImage && matched.image?.sd_isAnimated == false)
     }
+
+    @Test("A transformer: every frame with transformAnimatedImage, the first frame only (a still image) without")
+    func transformAnimated() async throws {
+        let (url, row, _) = try serve("webp", minFrames: 3)
+        let flip = SDImageFlippingTransformer(horizontal: true, vertical: false)
+        let (m, _) = makeManager()
+        let still = try #require(await m.load(url, [], [.imageTransformer: flip]).last?.image)
+        #expect(!still.sd_isAnimated)
+        let (m2, _) = makeManager()
+        let all = try #require(await m2.load(url, [.transformAnimatedImage], [.imageTransformer: flip]).last?.image)
+        #expect(all.sd_imageFrameCount == row.frames && all.sd_imageLoopCount == row.loop)
+        let original = try #require(SDAnimatedImage(data: try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + row.file))))
+        let f2 = try #require(all.animatedProvider?.animatedImageFrame(at: 2))
+        let o2 = try #require(original.animatedImageFrame(at: 2))
+        #expect(pixel(f2, 0, 0) == pixel(o2, o2.width - 1, 0) && pixel(still, 0, 1) == pixel(original, original.width - 1, 1))
+        #expect(abs(all.duration - original.duration) < 1e-9)
+    }
 }

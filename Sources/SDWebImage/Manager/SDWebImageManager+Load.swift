@@ -226,7 +226,7 @@ final class ManagerLoad: @unchecked Sendable {
         let storeType = request.storeCacheType
         var result = image
         if let t = transformer {
-            guard let transformed = t.transformedImage(with: image, forKey: key ?? "") else {
+            guard let transformed = Self.transform(image, t, key ?? "", animated: options.contains(.transformAnimatedImage)) else {
                 return complete(nil, nil, SDWebImageError(.badImageData, "the transformer returned nil"), .none)
             }
             result = transformed
@@ -260,6 +260,24 @@ final class ManagerLoad: @unchecked Sendable {
             store(result, bytes, key: key, type: storeType, validators: validators) { group.leave() }
             finish(group, result, data, cacheType)
         }
+    }
+
+    /// An animation is transformed frame by frame with `.transformAnimatedImage`;
+    /// otherwise its first frame is, and the result is a still image.
+    static func transform(_ image: SDImage, _ t: any SDImageTransformer, _ key: String, animated: Bool) -> SDImage? {
+        guard image.sd_isAnimated else { return t.transformedImage(with: image, forKey: key) }
+        guard animated, let frames = SDImage.frames(from: image) else {
+            let first = SDImage(bitmap: image.bitmap, format: image.format, orientation: image.orientation,
+                                scale: image.scale, sourcePixelWidth: image.sourcePixelWidth,
+                                sourcePixelHeight: image.sourcePixelHeight)
+            return t.transformedImage(with: first, forKey: key)
+        }
+        var out: [SDImageFrame] = []
+        for f in frames {
+            guard let done = t.transformedImage(with: f.image, forKey: key) else { return nil }
+            out.append(SDImageFrame(image: done, duration: f.duration))
+        }
+        return SDImage.animatedImage(with: out, loopCount: UInt(image.sd_imageLoopCount))
     }
 
     private func finish(_ group: DispatchGroup, _ image: SDImage, _ data: Data?, _ type: SDImageCacheType) {
