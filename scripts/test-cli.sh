@@ -26,6 +26,17 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
   "$bin" decode "$tmp/cut.jpg" --png "$tmp/cut.png" 2>"$tmp/err"; rc=$?
   check "truncated file still decodes" '[ $rc -eq 0 ] && [ -s "$tmp/cut.png" ]'
   check "truncated file says incomplete" 'tail -1 "$tmp/err" | grep -q "incomplete"'
+  # --out converts through the coders manager; the result decodes back
+  "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/c.webp" --quality 80 2>"$tmp/err"
+  check "--out webp" '"$bin" decode "$tmp/c.webp" 2>&1 | grep -q "^200x300 webp"'
+  "$bin" decode "$tmp/c.webp" --out "$tmp/c.avif" --quality 100 2>"$tmp/err"
+  check "--out avif (lossless) decodes to the same pixels" \
+    '[ "$("$bin" decode "$tmp/c.avif" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
+  big=$(stat -c %s "$tmp/c.webp")
+  "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/small.jpg" --max-file-size $((big / 2)) 2>"$tmp/err"
+  check "--max-file-size is honoured" '[ $(stat -c %s "$tmp/small.jpg") -le $((big / 2)) ]'
+  "$bin" decode "$f" --out "$tmp/x.tiff" 2>"$tmp/err"; rc=$?
+  check "--out with an unknown extension fails" '[ $rc -ne 0 ] && grep -q "unknown extension" "$tmp/err"'
   "$bin" decode "$corpus/pngsuite/xc9n2c08.png" 2>"$tmp/err"; rc=$?
   check "corrupt png fails" '[ $rc -ne 0 ] && [ $(wc -l < "$tmp/err") -eq 1 ]'
 else

@@ -87,6 +87,22 @@ public final class Bitmap: @unchecked Sendable {
         return Self.adopt(buf, len)
     }
 
+    /// A still WebP: lossy at `quality` 0...100, or lossless.
+    public func webpData(quality: Int = 90, lossless: Bool = false) throws(CoderError) -> [UInt8] {
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        try CoderError.check(sd_encode_webp(handle, Int32(quality), lossless ? 1 : 0, &buf, &len))
+        return Self.adopt(buf, len)
+    }
+
+    /// A still AVIF: `quality` 0...100 (100: lossless); `speed` 0...10, -1 for libavif's default.
+    public func avifData(quality: Int = 80, speed: Int = -1) throws(CoderError) -> [UInt8] {
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        try CoderError.check(sd_encode_avif(handle, Int32(quality), Int32(speed), &buf, &len))
+        return Self.adopt(buf, len)
+    }
+
     /// C memory enters Swift in exactly one place: copied, then freed.
     private static func adopt(_ buf: UnsafeMutablePointer<UInt8>?, _ len: Int) -> [UInt8] {
         defer { sd_free(buf) }

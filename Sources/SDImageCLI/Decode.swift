@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SDCoders
+import SDWebImage
 
 /// `sdimage decode FILE`: decode a JPEG or PNG the way the library does.
 struct Decode: ParsableCommand {
@@ -41,9 +42,24 @@ struct Decode: ParsableCommand {
     @Flag(help: "Every frame of an animation, composited (with --raw: all of them, in order).")
     var frames = false
 
+    @Option(help: "Convert: write the image encoded as the extension says (.jpg, .png, .webp, .avif).")
+    var out: String?
+
+    @Option(help: "With --out: quality 0...100 (JPEG, WebP, AVIF; AVIF 100 is lossless). Default 90.")
+    var quality: Int?
+
+    @Flag(help: "With --out: lossless WebP.")
+    var lossless = false
+
+    @Option(help: "With --out: the highest quality whose file is at most this many bytes.")
+    var maxFileSize: Int?
+
     func validate() throws {
         if let m = maxPixelSize, m <= 0 { throw ValidationError("--max-pixel-size must be positive") }
         if let m = maxBytes, m <= 0 { throw ValidationError("--max-bytes must be positive") }
+        if let q = quality, !(0...100).contains(q) { throw ValidationError("--quality must be 0...100") }
+        if let m = maxFileSize, m <= 0 { throw ValidationError("--max-file-size must be positive") }
+        if out != nil && frames { throw ValidationError("--out writes one image; drop --frames") }
     }
 
     func run() throws {
@@ -60,6 +76,10 @@ struct Decode: ParsableCommand {
         options.applyOrientation = !noOrientation
         if frames {
             decodeFrames(input, options: options)
+            return
+        }
+        if let out {
+            convert(input, options: options, to: out)
             return
         }
 
@@ -97,6 +117,31 @@ struct Decode: ParsableCommand {
 }
 
 extension Decode {
+    /// `--out`: through the coders manager, as the library stores derived images.
+    func convert(_ input: Data, options: DecodeOptions, to path: String) {
+        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+        let formats: [String: SDImageFormat] = ["jpg": .jpeg, "jpeg": .jpeg, "png": .png, "webp": .webP, "avif": .avif,
+                                                "gif": .gif]
+        guard let format = formats[ext] else { fail("\(path): unknown extension (jpg, png, webp, avif)") }
+        guard SDImageCodersManager.shared.canEncode(to: format) else { fail("no encoder for \(format) in this build") }
+        let image: SDImage
+        do {
+            image = try SDImage.decode(input, options: options)
+        } catch {
+            fail("\(file): \(error.description)")
+        }
+        var o: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality ?? 90) / 100]
+        if lossless { o[.encodeWebPLossless] = true }
+        if let maxFileSize { o[.encodeMaxFileSize] = maxFileSize }
+        guard let data = SDImageCodersManager.shared.encodedData(with: image, format: format, options: o) else {
+            fail("\(path): the image could not be encoded as \(format)")
+        }
+        do { try data.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
+        var animated = image.sd_isAnimated ? " (first of \(image.sd_imageFrameCount) frames)" : ""
+        if let maxFileSize, data.count > maxFileSize { animated += " (over --max-file-size even at the lowest quality)" }
+        FileHandle.standardError.write(Data("\(image.width)x\(image.height) \(image.format) -> \(format) \(data.count) bytes\(animated)\n".utf8))
+    }
+
     /// `--frames`: the corpus-anim protocol (../shared/corpus-anim/README.md).
     func decodeFrames(_ input: Data, options: DecodeOptions) -> Never {
         let err = FileHandle.standardError

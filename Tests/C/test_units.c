@@ -420,6 +420,64 @@ static int test_encoders_roundtrip(void)
     return 0;
 }
 
+/* Largest per-channel difference between two bitmaps of one size. */
+static int max_diff(const sd_bitmap *a, const sd_bitmap *b)
+{
+    int worst = 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
+        for (uint32_t x = 0; x < sd_bitmap_width(a); x++) {
+            uint32_t p = px_at(a, x, y), q = px_at(b, x, y);
+            for (int s = 0; s < 32; s += 8) {
+                int d = abs((int)((p >> s) & 0xFF) - (int)((q >> s) & 0xFF));
+                worst = d > worst ? d : worst;
+            }
+        }
+    return worst;
+}
+
+static int test_encoders_webp_avif(void)
+{
+    sd_bitmap *alpha = synth(64, 48, 1), *opaque = synth(64, 48, 0), *back = NULL;
+    uint8_t *out = NULL;
+    size_t n = 0;
+    /* WebP lossless: the straight pixels come back, so premultiplied within 1 */
+    ASSERT_OK(sd_encode_webp(alpha, 0, 1, &out, &n));
+    ASSERT_EQ(sd_sniff_format(out, n), SD_FORMAT_WEBP);
+    ASSERT_OK(sd_decode(out, n, &back));
+    ASSERT(max_diff(alpha, back) <= 1);
+    sd_bitmap_free(back);
+    sd_free(out);
+    /* WebP lossy: close, and a lower quality is smaller */
+    size_t hi_n, lo_n;
+    uint8_t *hi, *lo;
+    ASSERT_OK(sd_encode_webp(opaque, 95, 0, &hi, &hi_n));
+    ASSERT_OK(sd_encode_webp(opaque, 5, 0, &lo, &lo_n));
+    ASSERT(lo_n < hi_n);
+    ASSERT_OK(sd_decode(hi, hi_n, &back));
+    ASSERT(!sd_bitmap_has_alpha(back) && max_diff(opaque, back) < 64);
+    sd_bitmap_free(back);
+    sd_free(hi);
+    sd_free(lo);
+    ASSERT_EQ(sd_encode_webp(opaque, 101, 0, &out, &n), SD_EINVAL);
+    /* AVIF lossless (identity matrix, 4:4:4): exact on opaque pixels */
+    ASSERT_OK(sd_encode_avif(opaque, 100, 10, &out, &n));
+    ASSERT_EQ(sd_sniff_format(out, n), SD_FORMAT_AVIF);
+    ASSERT_OK(sd_decode(out, n, &back));
+    ASSERT_EQ(max_diff(opaque, back), 0);
+    sd_bitmap_free(back);
+    sd_free(out);
+    /* AVIF lossy with alpha: alpha kept, colours close */
+    ASSERT_OK(sd_encode_avif(alpha, 80, 10, &out, &n));
+    ASSERT_OK(sd_decode(out, n, &back));
+    ASSERT(sd_bitmap_has_alpha(back) && max_diff(alpha, back) < 96);
+    sd_bitmap_free(back);
+    sd_free(out);
+    ASSERT_EQ(sd_encode_avif(opaque, 50, 11, &out, &n), SD_EINVAL);
+    sd_bitmap_free(alpha);
+    sd_bitmap_free(opaque);
+    return 0;
+}
+
 static int test_decoder_state_rules(void)
 {
     sd_decoder *d;
@@ -807,6 +865,7 @@ int main(int argc, char **argv)
         {"upscale_interpolates", test_upscale_interpolates},
         {"orientation_and_downscale_compose", test_orientation_and_downscale_compose},
         {"encoders_roundtrip", test_encoders_roundtrip},
+        {"encoders_webp_avif", test_encoders_webp_avif},
         {"decoder_state_rules", test_decoder_state_rules},
         {"progressive_previews", test_progressive_previews},
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},

@@ -215,6 +215,17 @@ struct CoderTests {
         let onRed = try #require(SDImage(data: redData))
         let p = pixel(onRed, 8, 8)
         #expect((p >> 16) & 0xFF > 0xF0 && p & 0xFF < 0x10)
+        // WebP and AVIF: lossless comes back exact (opaque), lossy fits a size cap
+        let webp = try #require(m.encodedData(with: image, format: .webP, options: [.encodeWebPLossless: true]))
+        let webpBack = try #require(SDImage(data: webp))
+        #expect(webpBack.format == .webP && pixel(webpBack, 77, 55) == pixel(image, 77, 55))
+        let avif = try #require(m.encodedData(with: image, format: .avif, options: [.encodeCompressionQuality: 1.0]))
+        let avifBack = try #require(SDImage(data: avif))
+        #expect(avifBack.format == .avif && pixel(avifBack, 77, 55) == pixel(image, 77, 55))
+        let webpBest = try #require(m.encodedData(with: noisy, format: .webP, options: nil))
+        let webpCapped = try #require(m.encodedData(with: noisy, format: .webP, options: [.encodeMaxFileSize: webpBest.count / 2]))
+        #expect(webpCapped.count <= webpBest.count / 2 && SDImage(data: webpCapped)?.width == 256)
+        #expect(m.canEncode(to: .webP) && m.canEncode(to: .avif) && !m.canEncode(to: .gif))
         // undefined: PNG with alpha, JPEG without
         #expect(SDImageFormat(data: m.encodedData(with: clear, format: .undefined, options: nil)) == .png)
         #expect(SDImageFormat(data: m.encodedData(with: image, format: .undefined, options: nil)) == .jpeg)

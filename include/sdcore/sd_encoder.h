@@ -1,5 +1,5 @@
 /*
- * sd_encoder.h — encode an sd_bitmap to PNG or JPEG in memory.
+ * sd_encoder.h — encode an sd_bitmap to PNG, JPEG, WebP or AVIF in memory.
  *
  * The output buffer is allocated with malloc() and owned by the caller
  * (release it with sd_free()). Pure functions; thread-safe.
@@ -32,6 +32,27 @@ SD_API int sd_encode_png(const sd_bitmap *bitmap, int compression,
 SD_API int sd_encode_jpeg(const sd_bitmap *bitmap, int quality, int progressive,
                           uint8_t **out, size_t *out_length);
 
+/*
+ * Name: sd_encode_webp
+ * Desc: A still WebP (libwebp): lossy at `quality` 0..100, or lossless
+ *       (`lossless` 1: `quality` is ignored). Alpha is kept (straight).
+ * Returns: SD_OK, SD_EINVAL, SD_ETOOLARGE (over 16383 a side), SD_ENOMEM,
+ *          SD_ECORRUPT (libwebp failure).
+ */
+SD_API int sd_encode_webp(const sd_bitmap *bitmap, int quality, int lossless,
+                          uint8_t **out, size_t *out_length);
+
+/*
+ * Name: sd_encode_avif
+ * Desc: A still AVIF (libavif, 8-bit): `quality` 0..100 maps to the AV1
+ *       quantizer 63..0; 100 is lossless (YUV 4:4:4, identity matrix),
+ *       below it 4:2:0. Alpha is kept when there is any. `speed` 0..10
+ *       (slowest..fastest), -1 for libavif's default. One thread.
+ * Returns: SD_OK, SD_EINVAL, SD_ENOMEM, SD_EUNSUPPORTED (libavif was built
+ *          without an AV1 encoder), SD_ECORRUPT (encoder failure).
+ */
+SD_API int sd_encode_avif(const sd_bitmap *bitmap, int quality, int speed,
+                          uint8_t **out, size_t *out_length);
 
 #ifdef __cplusplus
 }

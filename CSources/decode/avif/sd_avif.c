@@ -179,6 +179,6 @@ static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
 
 const sd__codec sd__avif_codec = {
     SD_FORMAT_AVIF, "AVIF", "image/avif", sd__sniff_avif,
-    SD_CAP_DECODE,
+    SD_CAP_DECODE | SD_CAP_ENCODE,
     sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, NULL,
 };

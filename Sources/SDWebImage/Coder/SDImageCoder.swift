@@ -23,8 +23,8 @@ public struct SDImageCoderOption: RawRepresentable, Hashable, Sendable, Expressi
     public static let decodeCoreOptions: Self = "decodeCoreOptions"
 
     // MARK: Encoding
-    /// `Double` 0...1, default 1: lossy quality (JPEG, WebP, AVIF); 1 means
-    /// lossless for WebP and AVIF.
+    /// `Double` 0...1, default 1: quality (JPEG, WebP, AVIF; 1 is lossless
+    /// for AVIF, the best lossy quality for JPEG and WebP).
     public static let encodeCompressionQuality: Self = "encodeCompressionQuality"
     /// `CGSize` (or `Int`): downsize to fit inside before encoding (never upscales).
     public static let encodeMaxPixelSize: Self = "encodeMaxPixelSize"
@@ -32,6 +32,10 @@ public struct SDImageCoderOption: RawRepresentable, Hashable, Sendable, Expressi
     public static let encodeMaxFileSize: Self = "encodeMaxFileSize"
     /// `Bool`: an animated image encodes its first frame only.
     public static let encodeFirstFrameOnly: Self = "encodeFirstFrameOnly"
+    /// `Bool`: WebP lossless (the quality is ignored). SDWebImageWebPCoder's name.
+    public static let encodeWebPLossless: Self = "encodeWebPLossless"
+    /// `Int` 0...10 (slowest...fastest), default 8: the AV1 encoder's speed. Ours.
+    public static let encodeAVIFSpeed: Self = "encodeAVIFSpeed"
     /// `UInt32` 0xRRGGBB, default white: what alpha is composited on for a
     /// format without alpha (JPEG).
     public static let encodeBackgroundColor: Self = "encodeBackgroundColor"

@@ -253,7 +253,7 @@ public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
 public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
     public static let shared = SDImageWebPCoder()
     override class var decodableFormats: Set<ImageFormat> { [.webP] }
-    override class var encodableFormats: Set<ImageFormat> { [] }
+    override class var encodableFormats: Set<ImageFormat> { [.webP] }
     override class var decodesAnimation: Bool { true }
 }
 
@@ -262,5 +262,5 @@ public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
 public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
     public static let shared = SDImageAVIFCoder()
     override class var decodableFormats: Set<ImageFormat> { [.avif] }
-    override class var encodableFormats: Set<ImageFormat> { [] }
+    override class var encodableFormats: Set<ImageFormat> { [.avif] }
 }

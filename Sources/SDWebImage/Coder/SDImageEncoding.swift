@@ -22,6 +22,12 @@ enum SDImageEncoding {
             encodeAt = { q throws(CoderError) in try flat.jpegData(quality: q) }
         case .png:
             return Data(try bitmap.pngData())
+        case .webP where options.bool(.encodeWebPLossless) == true:
+            return Data(try bitmap.webpData(lossless: true))
+        case .webP:
+            encodeAt = { q throws(CoderError) in try bitmap.webpData(quality: q) }
+        case .avif:
+            encodeAt = { q throws(CoderError) in try bitmap.avifData(quality: q, speed: options.int(.encodeAVIFSpeed) ?? 8) }
         default:
             throw CoderError(.unsupportedFormat, message: "no encoder for \(format) in this build")
         }
