@@ -74,6 +74,11 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   check "fetch ok" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "network.:3," "$tmp/out.json"'
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>/dev/null
   check "second run comes from disk" 'grep -q "disk.:3," "$tmp/out.json"'
+  if [ -f "$anim/gif/loop_5.gif" ]; then
+    cp "$anim/gif/loop_5.gif" "$tmp/www/img/anim.gif"
+    "$bin" fetch "$base/img/anim.gif" --no-cache --json >"$tmp/out.json" 2>/dev/null
+    check "fetch reports an animation and its frames" 'grep -q "\"animated\":1," "$tmp/out.json" && grep -q "\"animated_frames\":3," "$tmp/out.json"'
+  fi
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --cold-warm-hot --out "$tmp/png"       --contact-sheet "$tmp/sheet.png" >"$tmp/out.txt" 2>/dev/null; rc=$?
   check "cold-warm-hot summary" '[ $rc -eq 0 ] && grep -q "from memory  *0  *0  *3" "$tmp/out.txt"'
   check "decoded PNGs written" '[ $(ls "$tmp/png" | wc -l) -eq 3 ]'

@@ -165,6 +165,7 @@ struct Fetch: ParsableCommand {
         }
         let rows: [(String, (Pass) -> String)] = [
             ("images ok", { "\($0.ok)" }), ("failed", { "\($0.failures)" }),
+            ("animated", { "\($0.animated)" }), ("their frames", { "\($0.animatedFrames)" }),
             ("from network", { "\($0.network)" }), ("from disk", { "\($0.disk)" }), ("from memory", { "\($0.memory)" }),
             ("MB downloaded", { String(format: "%.1f", Double($0.bytes) / 1e6) }),
             ("wall time (s)", { String(format: "%.2f", $0.wall) }),
@@ -206,6 +207,8 @@ final class Pass: @unchecked Sendable {
     private(set) var errors: [String?]
     private var latencies: [Double] = []
     private(set) var ok = 0, failures = 0, network = 0, disk = 0, memory = 0, bytes = 0, done = 0
+    /// Animations among the images, their frames and seconds per loop.
+    private(set) var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
     private(set) var wall = 0.0
 
     init(manager: SDWebImageManager, targets: [URL?], options: SDWebImageOptions, context: SDWebImageContext,
@@ -260,6 +263,11 @@ final class Pass: @unchecked Sendable {
         if let image {
             ok += 1
             if keepImages { images[i] = image }
+            if image.sd_isAnimated {
+                animated += 1
+                animatedFrames += image.sd_imageFrameCount
+                animatedSeconds += image.duration
+            }
             switch type {
             case .memory: memory += 1
             case .disk: disk += 1
@@ -283,7 +291,8 @@ final class Pass: @unchecked Sendable {
     }
 
     var summary: [String: Any] {
-        ["images": targets.count, "ok": ok, "failed": failures, "network": network, "disk": disk, "memory": memory,
+        ["images": targets.count, "ok": ok, "failed": failures, "animated": animated,
+         "animated_frames": animatedFrames, "animated_duration_s": (animatedSeconds * 1000).rounded() / 1000, "network": network, "disk": disk, "memory": memory,
          "bytes": bytes, "wall_s": (wall * 1000).rounded() / 1000,
          "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
          "failures": errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]

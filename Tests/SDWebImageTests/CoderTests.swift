@@ -11,12 +11,15 @@ final class PPMCoder: SDProgressiveImageCoder, @unchecked Sendable {
     private var data = Data()
     private var finished = false
     private(set) var updates = 0
-    nonisolated(unsafe) static var instances = 0
+    private static let countLock = NSLock()
+    nonisolated(unsafe) private static var made = 0
+    /// Incremental instances made so far.
+    static var instances: Int { countLock.lock(); defer { countLock.unlock() }; return made }
 
     init() {}
     required init(incrementalWithOptions options: SDImageCoderOptions?) {
-        lock.lock(); defer { lock.unlock() }
-        Self.instances += 1
+        Self.countLock.lock(); defer { Self.countLock.unlock() }
+        Self.made += 1
     }
 
     static func encode(width: Int, height: Int, pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> Data {
