@@ -103,6 +103,21 @@ public final class Bitmap: @unchecked Sendable {
         return Self.adopt(buf, len)
     }
 
+    /// A GIF of frames of one size (animated when more than one): delays in
+    /// ms, `loopCount` 0 = forever. Each frame gets its own 255-colour palette.
+    public static func gifData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int) throws(CoderError) -> [UInt8] {
+        guard !frames.isEmpty, delaysMilliseconds.count == frames.count else { throw CoderError(.invalidArgument) }
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        let handles: [OpaquePointer?] = frames.map { $0.handle }
+        let delays = delaysMilliseconds.map { Int32(clamping: $0) }
+        let rc = handles.withUnsafeBufferPointer { h in
+            sd_encode_gif(h.baseAddress, delays, frames.count, Int32(clamping: loopCount), &buf, &len)
+        }
+        try CoderError.check(rc)
+        return adopt(buf, len)
+    }
+
     /// C memory enters Swift in exactly one place: copied, then freed.
     private static func adopt(_ buf: UnsafeMutablePointer<UInt8>?, _ len: Int) -> [UInt8] {
         defer { sd_free(buf) }

@@ -478,6 +478,52 @@ static int test_encoders_webp_avif(void)
     return 0;
 }
 
+static int test_encoder_gif(void)
+{
+    sd_bitmap *f[2] = {synth(40, 30, 0), NULL};
+    ASSERT_OK(sd_bitmap_new(40, 30, &f[1])); /* transparent but for a red square */
+    for (uint32_t y = 10; y < 20; y++)
+        for (uint32_t x = 10; x < 20; x++)
+            memcpy(sd_bitmap_pixels(f[1]) + y * sd_bitmap_stride(f[1]) + x * 4, "\x00\x00\xff\xff", 4);
+    int delays[2] = {70, 200};
+    uint8_t *gif;
+    size_t n;
+    ASSERT_OK(sd_encode_gif((const sd_bitmap *const *)f, delays, 2, 3, &gif, &n));
+    ASSERT_EQ(sd_sniff_format(gif, n), SD_FORMAT_GIF);
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_push(d, gif, n));
+    ASSERT_OK(sd_decoder_finish(d));
+    int64_t v;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+    ASSERT_EQ(v, 2);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
+    ASSERT_EQ(v, 3);
+    ASSERT_OK(sd_decoder_frame_get(d, 1, SD_FRAME_STORED_DURATION_MS, &v));
+    ASSERT_EQ(v, 200);
+    sd_bitmap *b0, *b1;
+    ASSERT_OK(sd_decoder_frame(d, 0, &b0));
+    ASSERT_OK(sd_decoder_frame(d, 1, &b1));
+    /* 255 colours for 1200 distinct ones (median cut, no dither): close on average */
+    uint64_t total = 0;
+    for (uint32_t y = 0; y < 30; y++)
+        for (uint32_t x = 0; x < 40; x++)
+            for (int s = 0; s < 24; s += 8)
+                total += (uint64_t)abs((int)((px_at(f[0], x, y) >> s) & 0xFF) - (int)((px_at(b0, x, y) >> s) & 0xFF));
+    ASSERT(total / 3600.0 < 10.0 && max_diff(f[0], b0) < 64); /* measured: 6.9 and 44 */
+    ASSERT(max_diff(f[1], b1) <= 8); /* giflib quantises at 5 bits a channel; alpha exact */
+    ASSERT_EQ(px_at(b1, 0, 0), 0u);
+    ASSERT_EQ(px_at(b1, 15, 15) >> 24, 255u);
+    sd_bitmap_free(b0);
+    sd_bitmap_free(b1);
+    sd_decoder_free(d);
+    sd_free(gif);
+    ASSERT_EQ(sd_encode_gif((const sd_bitmap *const *)f, NULL, 0, 0, &gif, &n), SD_EINVAL);
+    sd_bitmap_free(f[0]);
+    sd_bitmap_free(f[1]);
+    return 0;
+}
+
 static int test_decoder_state_rules(void)
 {
     sd_decoder *d;
@@ -866,6 +912,7 @@ int main(int argc, char **argv)
         {"orientation_and_downscale_compose", test_orientation_and_downscale_compose},
         {"encoders_roundtrip", test_encoders_roundtrip},
         {"encoders_webp_avif", test_encoders_webp_avif},
+        {"encoder_gif", test_encoder_gif},
         {"decoder_state_rules", test_decoder_state_rules},
         {"progressive_previews", test_progressive_previews},
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},

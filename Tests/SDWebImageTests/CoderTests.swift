@@ -228,7 +228,23 @@ struct CoderTests {
         let webpBest = try #require(m.encodedData(with: noisy, format: .webP, options: nil))
         let webpCapped = try #require(m.encodedData(with: noisy, format: .webP, options: [.encodeMaxFileSize: webpBest.count / 2]))
         #expect(webpCapped.count <= webpBest.count / 2 && SDImage(data: webpCapped)?.width == 256)
-        #expect(m.canEncode(to: .webP) && m.canEncode(to: .avif) && !m.canEncode(to: .gif))
+        #expect(m.canEncode(to: .webP) && m.canEncode(to: .avif) && m.canEncode(to: .gif))
+        // GIF: an animation keeps its frames, durations and loop count (test12 round trip)
+        let frames = try (0..<3).map { i in
+            SDImageFrame(image: try SDImage(bitmap: Bitmap(width: 20, height: 10) { raw in
+                let p = raw.bindMemory(to: UInt32.self)
+                for j in 0..<200 { p[j] = j % 20 < 10 + i ? 0xFF00_00FF << UInt32(8 * i) | 0xFF00_0000 : 0 }
+            }), duration: 0.1 * Double(i + 1))
+        }
+        let anim = try #require(SDImage.animatedImage(with: frames, loopCount: 4))
+        let gif = try #require(m.encodedData(with: anim, format: .gif, options: nil))
+        let gifBack = try #require(SDAnimatedImage(data: gif))
+        #expect(gifBack.animatedImageFrameCount == 3 && gifBack.animatedImageLoopCount == 4)
+        #expect((0..<3).map { gifBack.animatedImageDuration(at: UInt($0)) } == [0.1, 0.2, 0.3])
+        let f2 = try #require(gifBack.animatedImageFrame(at: 2))
+        #expect(pixel(f2, 0, 0) >> 24 == 0xFF && pixel(f2, 19, 0) == 0 && pixel(f2, 11, 5) >> 24 == 0xFF)
+        let firstOnly = try #require(m.encodedData(with: anim, format: .gif, options: [.encodeFirstFrameOnly: true]))
+        #expect(SDAnimatedImage(data: firstOnly)?.animatedImageFrameCount == 1)
         // undefined: PNG with alpha, JPEG without
         #expect(SDImageFormat(data: m.encodedData(with: clear, format: .undefined, options: nil)) == .png)
         #expect(SDImageFormat(data: m.encodedData(with: image, format: .undefined, options: nil)) == .jpeg)

@@ -1,5 +1,5 @@
 /*
- * sd_encoder.h — encode an sd_bitmap to PNG, JPEG, WebP or AVIF in memory.
+ * sd_encoder.h — encode an sd_bitmap to PNG, JPEG, WebP, AVIF or GIF in memory.
  *
  * The output buffer is allocated with malloc() and owned by the caller
  * (release it with sd_free()). Pure functions; thread-safe.
@@ -53,6 +53,20 @@ SD_API int sd_encode_webp(const sd_bitmap *bitmap, int quality, int lossless,
  */
 SD_API int sd_encode_avif(const sd_bitmap *bitmap, int quality, int speed,
                           uint8_t **out, size_t *out_length);
+
+/*
+ * Name: sd_encode_gif
+ * Desc: A GIF of `count` frames of one size (an animation when count > 1):
+ *       each frame full-canvas, quantised to its own palette of 255 colours
+ *       (giflib's median cut, no dithering), alpha below 128 transparent,
+ *       disposal restore-to-background. `delays_ms` (NULL: 0) rounded to
+ *       hundredths; `loop_count` 0 = forever (NETSCAPE2.0, written when
+ *       count > 1).
+ * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, negative delay),
+ *          SD_ETOOLARGE (over 65535 a side), SD_ENOMEM, SD_ECORRUPT.
+ */
+SD_API int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
+                         int loop_count, uint8_t **out, size_t *out_length);
 
 #ifdef __cplusplus
 }

@@ -48,13 +48,16 @@ extension SDImageCache {
     }
 
     /// The bytes stored for an image given without data (SDWebImage's rule):
-    /// an animation's original bytes when it has them; else its own format
+    /// an animation's original bytes when it has them, a GIF when it has
+    /// none (made in memory); else its own format
     /// when a listed coder encodes it, else PNG with alpha and JPEG without;
     /// `options` as `.imageEncodeOptions` (default: quality 1).
     public static func encodedData(for image: SDImage, options: SDImageCoderOptions? = nil,
                                    coders: SDImageCodersManager = .shared) -> Data? {
         if image.sd_isAnimated, let original = image.animatedProvider?.animatedImageData { return original }
-        let format = image.format != .undefined && coders.canEncode(to: image.format) ? image.format : .undefined
+        // an animation made in memory (frames transformed one by one) stays animated: GIF
+        var format = image.format != .undefined && coders.canEncode(to: image.format) ? image.format : .undefined
+        if image.sd_isAnimated && coders.canEncode(to: .gif) { format = .gif }
         return coders.encodedData(with: image, format: format, options: options)
     }
 

@@ -237,7 +237,7 @@ public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
 public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
     public static let shared = SDImageGIFCoder()
     override class var decodableFormats: Set<ImageFormat> { [.gif] }
-    override class var encodableFormats: Set<ImageFormat> { [] }
+    override class var encodableFormats: Set<ImageFormat> { [.gif] }
     override class var decodesAnimation: Bool { true }
 }
 

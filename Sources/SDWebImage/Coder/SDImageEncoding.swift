@@ -22,6 +22,8 @@ enum SDImageEncoding {
             encodeAt = { q throws(CoderError) in try flat.jpegData(quality: q) }
         case .png:
             return Data(try bitmap.pngData())
+        case .gif:
+            return try gif(image, first: bitmap, options: options)
         case .webP where options.bool(.encodeWebPLossless) == true:
             return Data(try bitmap.webpData(lossless: true))
         case .webP:
@@ -34,6 +36,21 @@ enum SDImageEncoding {
         let q = max(1, Int((quality * 100).rounded()))
         guard let limit = options.int(.encodeMaxFileSize), limit > 0 else { return Data(try encodeAt(q)) }
         return Data(try bestFit(limit: limit, highest: q, encodeAt))
+    }
+
+    /// Every frame (unless `.encodeFirstFrameOnly`), each fitted like the first.
+    static func gif(_ image: SDImage, first: Bitmap, options: SDImageCoderOptions) throws(CoderError) -> Data {
+        guard image.sd_isAnimated, options.bool(.encodeFirstFrameOnly) != true, let p = image.animatedProvider else {
+            return Data(try Bitmap.gifData(frames: [first], delaysMilliseconds: [0], loopCount: 0))
+        }
+        var frames: [Bitmap] = [], delays: [Int] = []
+        for i in 0..<p.animatedImageFrameCount {
+            guard let f = p.animatedImageFrame(at: i) else { throw CoderError(.corruptData, message: "frame \(i) is missing") }
+            frames.append(f.width == first.width && f.height == first.height ? f.bitmap
+                          : try f.bitmap.scaled(width: first.width, height: first.height))
+            delays.append(Int((p.animatedImageDuration(at: i) * 1000).rounded()))
+        }
+        return Data(try Bitmap.gifData(frames: frames, delaysMilliseconds: delays, loopCount: Int(p.animatedImageLoopCount)))
     }
 
     /// The output at the highest quality in 1...highest that is at most

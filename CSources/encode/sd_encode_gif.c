@@ -1,0 +1,129 @@
+/* sd_encode_gif.c — frames to a GIF (giflib): each frame is a full canvas,
+ * quantised to its own 255-colour palette (giflib's median cut), alpha below
+ * 128 becomes the transparent index 255; restore-to-background disposal, so
+ * a transparent pixel shows nothing of the frame before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gif_lib.h>
+
+#include "bitmap/sd_bitmap_int.h"
+#include "sdcore.h"
+
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+} sd__gifbuf;
+
+static int gif_write(GifFileType *gif, const GifByteType *p, int n)
+{
+    sd__gifbuf *m = gif->UserData;
+    if (m->oom || n < 0)
+        return 0;
+    if (m->len + (size_t)n > m->cap) {
+        size_t cap = SD__MAX(SD__MAX(m->cap * 2, m->len + (size_t)n), (size_t)16384);
+        uint8_t *nd = realloc(m->data, cap);
+        if (nd == NULL) {
+            m->oom = 1;
+            return 0;
+        }
+        m->data = nd;
+        m->cap = cap;
+    }
+    memcpy(m->data + m->len, p, (size_t)n);
+    m->len += (size_t)n;
+    return n;
+}
+
+/* One frame: straight RGB planes, quantised; transparent pixels -> 255. */
+static int put_frame(GifFileType *gif, const sd_bitmap *b, int delay_ms, uint8_t *rgba, uint8_t *planes,
+                     GifByteType *index)
+{
+    const size_t n = (size_t)b->width * b->height;
+    int transparent = 0;
+    for (uint32_t y = 0; y < b->height; y++)
+        sd_unpremultiply_argb(b->pixels + (size_t)y * b->stride, rgba + (size_t)y * b->width * 4, b->width);
+    for (size_t i = 0; i < n; i++) {
+        planes[i] = rgba[i * 4];
+        planes[n + i] = rgba[i * 4 + 1];
+        planes[2 * n + i] = rgba[i * 4 + 2];
+        transparent |= rgba[i * 4 + 3] < 128;
+    }
+    int colours = 255;
+    GifColorType map[256];
+    memset(map, 0, sizeof map);
+    if (GifQuantizeBuffer(b->width, b->height, &colours, planes, planes + n, planes + 2 * n, index, map) == GIF_ERROR)
+        return SD_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (rgba[i * 4 + 3] < 128)
+            index[i] = 255;
+    GraphicsControlBlock gcb = {
+        .DisposalMode = DISPOSE_BACKGROUND,
+        .UserInputFlag = false,
+        .DelayTime = (delay_ms + 5) / 10,
+        .TransparentColor = transparent ? 255 : NO_TRANSPARENT_COLOR,
+    };
+    GifByteType ext[4];
+    size_t ext_len = EGifGCBToExtension(&gcb, ext);
+    ColorMapObject *cmap = GifMakeMapObject(256, map);
+    if (cmap == NULL)
+        return SD_ENOMEM;
+    int ok = EGifPutExtension(gif, GRAPHICS_EXT_FUNC_CODE, (int)ext_len, ext) == GIF_OK &&
+             EGifPutImageDesc(gif, 0, 0, (int)b->width, (int)b->height, false, cmap) == GIF_OK;
+    for (uint32_t y = 0; ok && y < b->height; y++)
+        ok = EGifPutLine(gif, index + (size_t)y * b->width, (int)b->width) == GIF_OK;
+    GifFreeMapObject(cmap);
+    return ok ? SD_OK : SD_ECORRUPT;
+}
+
+int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int loop_count,
+                  uint8_t **out, size_t *out_len)
+{
+    SD__RETURN_IF(frames == NULL || count == 0 || out == NULL || out_len == NULL || loop_count < 0 ||
+                      loop_count > 65535, SD_EINVAL);
+    *out = NULL;
+    *out_len = 0;
+    const uint32_t w = frames[0]->width, h = frames[0]->height;
+    SD__RETURN_IF(w > 65535 || h > 65535, SD_ETOOLARGE);
+    for (size_t i = 0; i < count; i++)
+        SD__RETURN_IF(frames[i] == NULL || frames[i]->width != w || frames[i]->height != h ||
+                          (delays_ms && delays_ms[i] < 0), SD_EINVAL);
+    const size_t n = (size_t)w * h;
+    uint8_t *rgba = malloc(n * 4), *planes = malloc(n * 3);
+    GifByteType *index = malloc(n);
+    sd__gifbuf m = {0};
+    int err = 0, rc = SD_OK;
+    GifFileType *gif = rgba && planes && index ? EGifOpen(&m, gif_write, &err) : NULL;
+    if (gif == NULL)
+        rc = SD_ENOMEM;
+    if (rc == SD_OK) {
+        EGifSetGifVersion(gif, true);
+        if (EGifPutScreenDesc(gif, (int)w, (int)h, 8, 0, NULL) != GIF_OK)
+            rc = SD_ECORRUPT;
+    }
+    if (rc == SD_OK && count > 1) { /* NETSCAPE2.0: loop count (0 = forever) */
+        GifByteType app[] = "NETSCAPE2.0";
+        GifByteType sub[3] = {1, (GifByteType)(loop_count & 0xFF), (GifByteType)(loop_count >> 8)};
+        if (EGifPutExtensionLeader(gif, APPLICATION_EXT_FUNC_CODE) != GIF_OK ||
+            EGifPutExtensionBlock(gif, 11, app) != GIF_OK || EGifPutExtensionBlock(gif, 3, sub) != GIF_OK ||
+            EGifPutExtensionTrailer(gif) != GIF_OK)
+            rc = SD_ECORRUPT;
+    }
+    for (size_t i = 0; rc == SD_OK && i < count; i++)
+        rc = put_frame(gif, frames[i], delays_ms ? delays_ms[i] : 0, rgba, planes, index);
+    if (gif && EGifCloseFile(gif, &err) != GIF_OK && rc == SD_OK)
+        rc = SD_ECORRUPT;
+    if (rc == SD_OK && m.oom)
+        rc = SD_ENOMEM;
+    free(rgba);
+    free(planes);
+    free(index);
+    if (rc != SD_OK) {
+        free(m.data);
+        return rc;
+    }
+    *out = m.data;
+    *out_len = m.len;
+    return SD_OK;
+}
