@@ -57,8 +57,10 @@ public struct DecodeOptions: Sendable, Equatable {
     public var maxFrames = Int(SD_DEFAULT_MAX_FRAMES)
     /// Bytes of composited frames an animation keeps to answer `frame(at:)`
     /// out of order without recompositing (0: only the working canvas, so
-    /// playing forward still costs one frame decode per frame).
-    public var frameCacheBytes = Int(SD_DEFAULT_FRAME_CACHE_BYTES)
+    /// playing forward still costs one frame decode per frame). nil: the
+    /// C core's default (`SD_DEFAULT_FRAME_CACHE_BYTES`), or the layer
+    /// above's (an animated image's frame source keeps none).
+    public var frameCacheBytes: Int?
 
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
 
@@ -102,7 +104,7 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_MAX_DIMENSION, Int64(max(0, maxDimension))))
         p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
         p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
-        p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, frameCacheBytes))))
+        if let bytes = frameCacheBytes { p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, bytes)))) }
         return p
     }
 }

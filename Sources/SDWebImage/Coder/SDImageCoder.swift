@@ -76,37 +76,6 @@ public protocol SDAnimatedImageCoder: SDImageCoder, SDAnimatedImageProvider {
 }
 
 extension Dictionary where Key == SDImageCoderOption, Value == any Sendable {
-    func bool(_ key: SDImageCoderOption) -> Bool? { self[key] as? Bool }
-
-    func double(_ key: SDImageCoderOption) -> Double? {
-        switch self[key] {
-        case let v as Double: v
-        case let v as CGFloat: Double(v)
-        case let v as Int: Double(v)
-        case let v as Float: Double(v)
-        default: nil
-        }
-    }
-
-    func int(_ key: SDImageCoderOption) -> Int? {
-        switch self[key] {
-        case let v as Int: v
-        case let v as Int64: Int(v)
-        case let v as UInt: Int(v)
-        case let v as Double: Int(v)
-        default: nil
-        }
-    }
-
-    /// A pixel box from a `CGSize`, or a square from a number.
-    func pixelSize(_ key: SDImageCoderOption) -> (width: Int, height: Int)? {
-        if let s = self[key] as? CGSize {
-            return s.width > 0 || s.height > 0 ? (Int(s.width.rounded()), Int(s.height.rounded())) : nil
-        }
-        if let n = int(key), n > 0 { return (n, n) }
-        return nil
-    }
-
     /// The C core's decode options these coder options ask for.
     var decodeOptions: DecodeOptions {
         var o = self[.decodeCoreOptions] as? DecodeOptions ?? DecodeOptions()

@@ -77,15 +77,19 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
         return nil
     }
 
+    /// The error when no listed coder claims data of `format`.
+    static func noCoder(for format: ImageFormat) -> SDWebImageError {
+        let what = format == .unknown ? "data that is not an image this build knows" : "\(format.name) data"
+        return SDWebImageError(.badImageData, "no coder decodes \(what)")
+    }
+
     /// Decode with `coder` (no `canDecode` check, as `.imageCoder`) or the
     /// first listed coder that claims the data; says why when it fails, and
     /// whether the data was whole.
     func decode(_ data: Data, options: SDImageCoderOptions,
                 coder: (any SDImageCoder)? = nil) -> Result<(image: SDImage, complete: Bool), SDWebImageError> {
         guard let c = coder ?? asked.first(where: { $0.canDecode(from: data) }) else {
-            let format = ImageFormat(data: data)
-            let what = format == .unknown ? "data that is not an image this build knows" : "\(format.name) data"
-            return .failure(SDWebImageError(.badImageData, "no coder decodes \(what)"))
+            return .failure(Self.noCoder(for: ImageFormat(data: data)))
         }
         if let core = c as? SDImageCoreCoder {
             do throws(CoderError) {

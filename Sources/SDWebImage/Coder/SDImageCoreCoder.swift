@@ -8,9 +8,8 @@ import SDCoders
 /// the frame source of one `SDAnimatedImage`, compositing frames on demand.
 ///
 /// An animation's frame source keeps only the working canvas (not the C
-/// core's 64 MiB frame cache) unless `.decodeCoreOptions` says otherwise: an
-/// image in a memory cache should cost what `cost` says, and a player keeps
-/// frames ahead itself.
+/// core's 64 MiB frame cache) unless `.decodeCoreOptions` names a frame
+/// cache (`decoderOptions`).
 public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @unchecked Sendable {
     /// Formats this coder decodes.
     class var decodableFormats: Set<ImageFormat> { [] }
@@ -87,10 +86,8 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         guard Self.decodableFormats.contains(format) else {
             throw CoderError(.unsupportedFormat, message: "\(type(of: self)) does not decode \(format) data")
         }
-        var o = options.decodeOptions
-        let animates = Self.decodesAnimation && !o.firstFrameOnly
-        if !Self.decodesAnimation { o.firstFrameOnly = true }
-        if animates && options[.decodeCoreOptions] == nil { o.frameCacheBytes = 0 }
+        let o = Self.decoderOptions(options)
+        let animates = !o.firstFrameOnly
         let decoder = try ImageDecoder(options: o)
         let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
             Result { () throws(CoderError) in
@@ -118,14 +115,25 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         return SDAnimatedImage(animatedCoder: source, scale: scale) ?? still
     }
 
+    /// The C options of a whole-data decode or a frame source: a still coder
+    /// decodes the first frame; an animation keeps only its working canvas
+    /// unless the options name a frame cache (the image is what a memory cache
+    /// holds; a player buffers ahead itself).
+    static func decoderOptions(_ options: SDImageCoderOptions) -> DecodeOptions {
+        var o = options.decodeOptions
+        if !decodesAnimation { o.firstFrameOnly = true }
+        if o.frameCacheBytes == nil { o.frameCacheBytes = 0 }
+        return o
+    }
+
+    /// The frame cache of this frame source's decoder, in bytes.
+    var frameCacheBytes: Int { Self.decoderOptions(options).frameCacheBytes ?? 0 }
+
     /// The decoder that has all the bytes (caller holds `lock`).
     private func framesDecoder() throws(CoderError) -> ImageDecoder {
         if let frames { return frames }
         guard let data else { throw CoderError(.badState, message: "not a frame source") }
-        var o = options.decodeOptions
-        if !Self.decodesAnimation { o.firstFrameOnly = true }
-        if options[.decodeCoreOptions] == nil { o.frameCacheBytes = 0 }
-        let d = try ImageDecoder(options: o)
+        let d = try ImageDecoder(options: Self.decoderOptions(options))
         let r: Result<Void, CoderError> = data.withUnsafeBytes { raw in
             Result { () throws(CoderError) in
                 try d.push(raw)

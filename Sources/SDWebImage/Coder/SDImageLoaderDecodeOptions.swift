@@ -73,7 +73,7 @@ public struct SDImageLoaderDecodeOptions: Sendable {
     func image(fromTransfer d: DecodedImage, data: Data) -> Result<SDImage, SDWebImageError> {
         let core = (coder as? SDImageCoreCoder) ?? codersManager.coreCoder(for: d.format)
         guard let core, type(of: core).decodableFormats.contains(d.format) else {
-            return .failure(SDWebImageError(.badImageData, "no coder decodes \(d.format.name) data"))
+            return .failure(SDImageCodersManager.noCoder(for: d.format))
         }
         return finished(core.image(from: d, data: data, options: coderOptions), data)
     }

@@ -41,8 +41,11 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
 /// Per-request knobs beyond the option flags. Values must be `Sendable`.
 public typealias SDWebImageContext = [SDWebImageContextOption: any Sendable]
 
-extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable {
-    func double(_ key: SDWebImageContextOption) -> Double? {
+/// Typed reads of the string-keyed dictionaries (context, coder options).
+extension Dictionary where Value == any Sendable {
+    func bool(_ key: Key) -> Bool? { self[key] as? Bool }
+
+    func double(_ key: Key) -> Double? {
         switch self[key] {
         case let v as Double: v
         case let v as CGFloat: Double(v)
@@ -52,7 +55,7 @@ extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable
         }
     }
 
-    func int(_ key: SDWebImageContextOption) -> Int? {
+    func int(_ key: Key) -> Int? {
         switch self[key] {
         case let v as Int: v
         case let v as Int64: Int(v)
@@ -63,7 +66,7 @@ extension Dictionary where Key == SDWebImageContextOption, Value == any Sendable
     }
 
     /// A pixel box from a `CGSize`, or a square from a number.
-    func pixelSize(_ key: SDWebImageContextOption) -> (width: Int, height: Int)? {
+    func pixelSize(_ key: Key) -> (width: Int, height: Int)? {
         if let s = self[key] as? CGSize {
             return s.width > 0 || s.height > 0 ? (Int(s.width.rounded()), Int(s.height.rounded())) : nil
         }

@@ -47,9 +47,7 @@ final class SwiftPreviews: @unchecked Sendable {
         let head = data.prefix(Self.sniffBytes)
         lock.unlock()
         if options.coder != nil || options.codersManager.canDecode(from: head) { return nil }
-        let format = ImageFormat(data: head)
-        let what = format == .unknown ? "data that is not an image this build knows" : "\(format.name) data"
-        return SDWebImageError(.badImageData, "no coder decodes \(what)")
+        return SDImageCodersManager.noCoder(for: ImageFormat(data: head))
     }
 
     /// `work`: the coder's image for the data so far.
