@@ -250,3 +250,72 @@ int bench_anim_main(int argc, char **argv)
     free(out_buf);
     return 0;
 }
+
+/*
+ * `sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]`:
+ * the player bench's input, written with giflib: N full-canvas S x S frames
+ * (every pixel changes each frame: diagonal bands that scroll over a fixed
+ * colour field, so each frame costs a whole-canvas LZW decode), one global
+ * 216-colour palette, loop forever. Bands compress well, so 500 frames of
+ * 1000 x 1000 stay a few tens of MB.
+ */
+int bench_make_anim_main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n");
+        return 2;
+    }
+    const char *out = argv[2];
+    int frames = 500, size = 1000, delay = 20;
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--frames") == 0)
+            frames = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--size") == 0)
+            size = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--delay-ms") == 0)
+            delay = atoi(argv[i + 1]);
+    }
+    if (frames < 1 || size < 8 || size > 65535 || delay < 0) {
+        fprintf(stderr, "sdcore-bench make-anim: bad --frames/--size/--delay-ms\n");
+        return 2;
+    }
+    int err = 0;
+    GifFileType *g = EGifOpenFileName(out, 0, &err);
+    if (g == NULL) {
+        fprintf(stderr, "sdcore-bench make-anim: cannot write %s\n", out);
+        return 1;
+    }
+    GifColorType colors[256] = {{0}};
+    for (int i = 0; i < 216; i++)
+        colors[i] = (GifColorType){(GifByteType)(i / 36 * 51), (GifByteType)(i / 6 % 6 * 51), (GifByteType)(i % 6 * 51)};
+    ColorMapObject *map = GifMakeMapObject(256, colors);
+    EGifSetGifVersion(g, 1);
+    int ok = map && EGifPutScreenDesc(g, size, size, 8, 0, map) == GIF_OK;
+    unsigned char loop[] = {'N', 'E', 'T', 'S', 'C', 'A', 'P', 'E', '2', '.', '0'}, sub[] = {1, 0, 0};
+    ok = ok && EGifPutExtensionLeader(g, APPLICATION_EXT_FUNC_CODE) == GIF_OK &&
+         EGifPutExtensionBlock(g, sizeof loop, loop) == GIF_OK && EGifPutExtensionBlock(g, sizeof sub, sub) == GIF_OK &&
+         EGifPutExtensionTrailer(g) == GIF_OK;
+    GifPixelType *line = malloc((size_t)size);
+    for (int f = 0; ok && f < frames; f++) {
+        GraphicsControlBlock gcb = {.DisposalMode = DISPOSE_DO_NOT, .DelayTime = (delay + 5) / 10, .TransparentColor = -1};
+        GifByteType ext[4];
+        EGifGCBToExtension(&gcb, ext);
+        ok = EGifPutExtension(g, GRAPHICS_EXT_FUNC_CODE, 4, ext) == GIF_OK &&
+             EGifPutImageDesc(g, 0, 0, size, size, 0, NULL) == GIF_OK;
+        for (int y = 0; ok && y < size; y++) {
+            for (int x = 0; x < size; x++) {
+                int band = ((x + y + f * 7) / 24) % 6; /* scrolls 7 px a frame */
+                int field = (x * 6 / size) * 36 + (y * 6 / size) * 6;
+                line[x] = (GifPixelType)(field + band);
+            }
+            ok = EGifPutLine(g, line, size) == GIF_OK;
+        }
+    }
+    free(line);
+    GifFreeMapObject(map);
+    if (EGifCloseFile(g, &err) != GIF_OK || !ok) {
+        fprintf(stderr, "sdcore-bench make-anim: giflib failed (%d)\n", err);
+        return 1;
+    }
+    return 0;
+}

@@ -58,7 +58,8 @@ static unsigned rnd(void)
 
 /* Photo-like content: octaves of smooth value noise plus fine grain, so JPEG
  * lands near 2 bits per pixel like real photos. */
-static sd_bitmap *photo(int w, int h, int alpha)
+sd_bitmap *bench_photo(int w, int h, int alpha);
+sd_bitmap *bench_photo(int w, int h, int alpha)
 {
     sd_bitmap *b;
     if (sd_bitmap_new((uint32_t)w, (uint32_t)h, &b) != SD_OK)
@@ -130,7 +131,7 @@ static void generate_corpus(void)
     static const int png_sizes[][3] = {{640, 480, 1}, {1024, 768, 1}, {1600, 1200, 1}, {1600, 1200, 0}};
     char name[64];
     for (size_t i = 0; i < sizeof jpeg_sizes / sizeof jpeg_sizes[0]; i++) {
-        sd_bitmap *b = photo(jpeg_sizes[i][0], jpeg_sizes[i][1], 0);
+        sd_bitmap *b = bench_photo(jpeg_sizes[i][0], jpeg_sizes[i][1], 0);
         uint8_t *out;
         size_t n;
         sd_encode_jpeg(b, 85, 0, &out, &n);
@@ -139,7 +140,7 @@ static void generate_corpus(void)
         sd_bitmap_free(b);
     }
     for (size_t i = 0; i < sizeof prog_sizes / sizeof prog_sizes[0]; i++) {
-        sd_bitmap *b = photo(prog_sizes[i][0], prog_sizes[i][1], 0);
+        sd_bitmap *b = bench_photo(prog_sizes[i][0], prog_sizes[i][1], 0);
         uint8_t *out;
         size_t n;
         sd_encode_jpeg(b, 85, 1, &out, &n);
@@ -148,7 +149,7 @@ static void generate_corpus(void)
         sd_bitmap_free(b);
     }
     for (size_t i = 0; i < sizeof png_sizes / sizeof png_sizes[0]; i++) {
-        sd_bitmap *b = photo(png_sizes[i][0], png_sizes[i][1], png_sizes[i][2]);
+        sd_bitmap *b = bench_photo(png_sizes[i][0], png_sizes[i][1], png_sizes[i][2]);
         uint8_t *out;
         size_t n;
         sd_encode_png(b, 6, &out, &n);
@@ -327,11 +328,15 @@ static void usage(void)
 {
     fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick]\n"
                     "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n"
-                    "       sdcore-bench anim [--corpus-anim DIR] [--json]\n");
+                    "       sdcore-bench anim [--corpus-anim DIR] [--json]\n"
+                    "       sdcore-bench encode [--quick] [--json]\n"
+                    "       sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
 int bench_anim_main(int argc, char **argv);  /* bench_anim.c */
+int bench_encode_main(int argc, char **argv); /* bench_encode.c */
+int bench_make_anim_main(int argc, char **argv); /* bench_anim.c */
 
 int main(int argc, char **argv)
 {
@@ -341,6 +346,10 @@ int main(int argc, char **argv)
         return bench_fetch_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "anim") == 0)
         return bench_anim_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "encode") == 0)
+        return bench_encode_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "make-anim") == 0)
+        return bench_make_anim_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "decode") != 0) {
         usage();
         return 2;

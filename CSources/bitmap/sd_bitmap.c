@@ -105,6 +105,21 @@ void sd_premultiply_rgba(const uint8_t *src, uint8_t *dst, size_t count)
         out[i] = sd__pack_premul(src[i * 4], src[i * 4 + 1], src[i * 4 + 2], src[i * 4 + 3]);
 }
 
+/* (n + a/2) / a without a division: n * ceil(2^32 / a) >> 32 is exact for
+ * every n < 2^16 (the error term n * (m*a - 2^32) stays below 2^32 / a);
+ * checked for all a and c by the unit test unpremultiply_exhaustive. */
+#define SD__INV1(a) ((a) ? ((UINT64_C(1) << 32) + (a)-1) / ((a) ? (a) : 1) : 0)
+#define SD__INV4(a) SD__INV1(a), SD__INV1(a + 1), SD__INV1(a + 2), SD__INV1(a + 3)
+#define SD__INV16(a) SD__INV4(a), SD__INV4(a + 4), SD__INV4(a + 8), SD__INV4(a + 12)
+#define SD__INV64(a) SD__INV16(a), SD__INV16(a + 16), SD__INV16(a + 32), SD__INV16(a + 48)
+static const uint64_t sd__inv_alpha[256] = {SD__INV64(0), SD__INV64(64), SD__INV64(128), SD__INV64(192)};
+
+static inline uint32_t sd__unpremul(uint32_t c, uint32_t a)
+{
+    uint32_t v = (uint32_t)(((uint64_t)(c * 255 + a / 2) * sd__inv_alpha[a]) >> 32);
+    return v > 255 ? 255 : v;
+}
+
 void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++, src += 4, dst += 4) {
@@ -112,9 +127,9 @@ void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
         memcpy(&p, src, 4);
         uint32_t a = p >> 24, r = (p >> 16) & 0xFF, g = (p >> 8) & 0xFF, b = p & 0xFF;
         if (a != 255 && a != 0) {
-            r = SD__MIN(255u, (r * 255 + a / 2) / a);
-            g = SD__MIN(255u, (g * 255 + a / 2) / a);
-            b = SD__MIN(255u, (b * 255 + a / 2) / a);
+            r = sd__unpremul(r, a);
+            g = sd__unpremul(g, a);
+            b = sd__unpremul(b, a);
         } else if (a == 0) {
             r = g = b = 0;
         }

@@ -1,5 +1,8 @@
 /* sd_encode_lossy.c — sd_bitmap to WebP (libwebp) or AVIF (libavif) in
- * memory. Both take straight RGBA, so the bitmap is unpremultiplied once. */
+ * memory. Both take straight alpha: a bitmap with alpha is unpremultiplied
+ * once into R,G,B,A rows; an opaque one is handed over as it is (on
+ * little-endian hosts its bytes are already B,G,R,A), so the encode costs
+ * what the library costs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,32 @@ static uint8_t *straight_rgba(const sd_bitmap *b)
     return rgba;
 }
 
+/* Pixels the libraries can read: the bitmap itself when opaque and laid out
+ * B,G,R,A in memory (*bgra = 1, nothing to free), else straight RGBA. */
+typedef struct {
+    const uint8_t *pixels;
+    uint8_t *owned;
+    size_t stride;
+    int bgra, opaque;
+} sd__straight;
+
+static int straight_pixels(const sd_bitmap *b, sd__straight *s)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const int opaque = !sd_bitmap_has_alpha(b);
+    if (opaque) {
+        *s = (sd__straight){b->pixels, NULL, b->stride, 1, 1};
+        return SD_OK;
+    }
+#else
+    const int opaque = !sd_bitmap_has_alpha(b);
+#endif
+    uint8_t *rgba = straight_rgba(b);
+    SD__RETURN_IF(rgba == NULL, SD_ENOMEM);
+    *s = (sd__straight){rgba, rgba, (size_t)b->width * 4, 0, opaque};
+    return SD_OK;
+}
+
 /* Library-owned output copied into malloc'd memory (released with sd_free). */
 static int hand_over(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len)
 {
@@ -38,18 +67,24 @@ int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out,
     SD__RETURN_IF(b->width > WEBP_MAX_DIMENSION || b->height > WEBP_MAX_DIMENSION, SD_ETOOLARGE);
     *out = NULL;
     *out_len = 0;
-    uint8_t *rgba = straight_rgba(b);
-    SD__RETURN_IF(rgba == NULL, SD_ENOMEM);
+    sd__straight px;
+    int rc = straight_pixels(b, &px);
+    SD__RETURN_IF(rc != SD_OK, rc);
     uint8_t *webp = NULL;
-    const int stride = (int)b->width * 4;
-    size_t len = lossless ? WebPEncodeLosslessRGBA(rgba, (int)b->width, (int)b->height, stride, &webp)
-                          : WebPEncodeRGBA(rgba, (int)b->width, (int)b->height, stride, (float)quality, &webp);
-    free(rgba);
+    const int w = (int)b->width, h = (int)b->height, stride = (int)px.stride;
+    size_t len;
+    if (px.bgra)
+        len = lossless ? WebPEncodeLosslessBGRA(px.pixels, w, h, stride, &webp)
+                       : WebPEncodeBGRA(px.pixels, w, h, stride, (float)quality, &webp);
+    else
+        len = lossless ? WebPEncodeLosslessRGBA(px.pixels, w, h, stride, &webp)
+                       : WebPEncodeRGBA(px.pixels, w, h, stride, (float)quality, &webp);
+    free(px.owned);
     if (len == 0 || webp == NULL) {
         WebPFree(webp);
         return SD_ECORRUPT;
     }
-    int rc = hand_over(webp, len, out, out_len);
+    rc = hand_over(webp, len, out, out_len);
     WebPFree(webp);
     return rc;
 }
@@ -68,21 +103,21 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     if (lossless)
         img->matrixCoefficients = AVIF_MATRIX_COEFFICIENTS_IDENTITY;
     img->yuvRange = AVIF_RANGE_FULL;
-    uint8_t *rgba = straight_rgba(b);
-    if (rgba == NULL) {
+    sd__straight px;
+    int rc = straight_pixels(b, &px);
+    if (rc != SD_OK) {
         avifImageDestroy(img);
-        return SD_ENOMEM;
+        return rc;
     }
     avifRGBImage rgb;
     avifRGBImageSetDefaults(&rgb, img);
-    rgb.format = AVIF_RGB_FORMAT_RGBA;
+    rgb.format = px.bgra ? AVIF_RGB_FORMAT_BGRA : AVIF_RGB_FORMAT_RGBA;
     rgb.depth = 8;
-    rgb.pixels = rgba;
-    rgb.rowBytes = b->width * 4;
-    int rc = SD_OK;
+    rgb.pixels = (uint8_t *)px.pixels; /* read only: avifImageRGBToYUV does not write it */
+    rgb.rowBytes = (uint32_t)px.stride;
     if (avifImageRGBToYUV(img, &rgb) != AVIF_RESULT_OK)
         rc = SD_ECORRUPT;
-    if (rc == SD_OK && !sd_bitmap_has_alpha(b)) {
+    if (rc == SD_OK && px.opaque) {
         avifImageFreePlanes(img, AVIF_PLANES_A); /* opaque: no alpha item */
     }
     avifEncoder *enc = rc == SD_OK ? avifEncoderCreate() : NULL;
@@ -103,6 +138,6 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     if (enc)
         avifEncoderDestroy(enc);
     avifImageDestroy(img);
-    free(rgba);
+    free(px.owned);
     return rc;
 }

@@ -86,6 +86,25 @@ static int test_unpremultiply_roundtrip(void)
     return 0;
 }
 
+/* The division-free unpremultiply equals the formula for every alpha and
+ * every channel value, including values above alpha (malformed input). */
+static int test_unpremultiply_exhaustive(void)
+{
+    for (uint32_t a = 0; a < 256; a++) {
+        for (uint32_t c = 0; c < 256; c++) {
+            uint32_t p = a << 24 | c << 16 | c << 8 | c, want = 0;
+            uint8_t out[4];
+            sd_unpremultiply_argb((const uint8_t *)&p, out, 1);
+            if (a == 255)
+                want = c;
+            else if (a != 0)
+                want = (c * 255 + a / 2) / a > 255 ? 255 : (c * 255 + a / 2) / a;
+            ASSERT(out[0] == want && out[1] == want && out[2] == want && out[3] == a);
+        }
+    }
+    return 0;
+}
+
 /* A 3x2 bitmap whose pixel value encodes its coordinates. */
 static sd_bitmap *coord_bitmap(uint32_t w, uint32_t h)
 {
@@ -445,6 +464,12 @@ static int test_encoders_webp_avif(void)
     ASSERT_EQ(sd_sniff_format(out, n), SD_FORMAT_WEBP);
     ASSERT_OK(sd_decode(out, n, &back));
     ASSERT(max_diff(alpha, back) <= 1);
+    sd_bitmap_free(back);
+    sd_free(out);
+    /* an opaque bitmap is handed to libwebp as it lies in memory: channels in order, exact */
+    ASSERT_OK(sd_encode_webp(opaque, 0, 1, &out, &n));
+    ASSERT_OK(sd_decode(out, n, &back));
+    ASSERT(!sd_bitmap_has_alpha(back) && max_diff(opaque, back) == 0);
     sd_bitmap_free(back);
     sd_free(out);
     /* WebP lossy: close, and a lower quality is smaller */
@@ -904,6 +929,7 @@ int main(int argc, char **argv)
         {"still_frames", test_still_frames},
         {"premultiply_exact", test_premultiply_exact},
         {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},
+        {"unpremultiply_exhaustive", test_unpremultiply_exhaustive},
         {"orientation_transforms", test_orientation_transforms},
         {"exif_parser_hostile", test_exif_parser},
         {"downscale_sizes", test_downscale_sizes},

@@ -129,6 +129,8 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// Bytes of frames decoded ahead now, and the most ever (the budget check).
     public var bufferedBytes: Int { locked { bytes } }
     public var peakBufferedBytes: Int { locked { peak } }
+    /// The budget in force: `maxBufferSize`, or the automatic one when it is 0.
+    public var bufferBudget: Int { locked { _maxBuffer > 0 ? _maxBuffer : Self.automaticBudget } }
 
     /// The shown frames, for `for await frame in player.frames`; ends when the
     /// playback stops (its loops done, `stopPlaying`, the player gone).
@@ -234,9 +236,10 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         let budget = _maxBuffer > 0 ? _maxBuffer : Self.automaticBudget
         let count = frameBytes > 0 ? max(1, budget / frameBytes) : 1
         var out: [UInt] = []
+        var seen = Set<UInt>()  // bounce modes visit a frame twice a loop
         var p = position
         var l = loop
-        if current == nil { out.append(currentIndex) }
+        if current == nil { out.append(currentIndex); seen.insert(currentIndex) }
         while out.count < min(count, Int(totalFrameCount)) {
             p += 1
             if p >= loopLength {
@@ -245,7 +248,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
                 if _totalLoops > 0 && l >= _totalLoops { break }
             }
             let i = index(at: p)
-            if !out.contains(i) { out.append(i) }
+            if seen.insert(i).inserted { out.append(i) }
             if p == position && l > loop { break }
         }
         return out
