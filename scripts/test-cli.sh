@@ -129,6 +129,11 @@ fi
 if [ -x build/release/sdcore-bench ]; then
   SDCORE_BENCH=build/release/sdcore-bench "$bin" bench soak --loads 600 --count 60 --memory-mib 16 --json >"$tmp/soak.json" 2>&1; rc=$?
   check "soak: no failure, fds back to baseline" '[ $rc -eq 0 ] && grep -q "failed.:0," "$tmp/soak.json"'
+  # the media benches run end to end (a smoke run; the numbers are measured by hand, README)
+  TMPDIR="$tmp" SDCORE_BENCH=build/release/sdcore-bench "$bin" bench player --frames 40 --size 300 --buffer-mib 2 --json >"$tmp/player.json" 2>&1; rc=$?
+  check "bench player: every frame shown once, budget honoured" '[ $rc -eq 0 ] && grep -q "\"budget_honoured\":true" "$tmp/player.json" && grep -q "\"distinct_frames\":40," "$tmp/player.json"'
+  SDCORE_BENCH=build/release/sdcore-bench "$bin" bench encode --quick --json >"$tmp/encode.json" 2>&1; rc=$?
+  check "bench encode: same bytes as the library calls, every row" '[ $rc -eq 0 ] && [ "$(grep -c "\"ratio\"" "$tmp/encode.json")" -eq 7 ]'
 else
   echo "build/release/sdcore-bench missing (make build-c): soak check skipped"
 fi
