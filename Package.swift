@@ -31,6 +31,7 @@ let package = Package(
                 .linkedLibrary("png16"),
                 .linkedLibrary("gif"),
                 .linkedLibrary("webpdemux"),
+                .linkedLibrary("webpmux"),
                 .linkedLibrary("webp"),
                 .linkedLibrary("avif"),
                 .linkedLibrary("z"),

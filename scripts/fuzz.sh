@@ -14,7 +14,7 @@ targets=(decode_whole decode_chunked exif downscale request frames_gif frames_ap
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
-libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebp -lavif -lz -lcurl -lpthread -lm"
+libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -lz -lcurl -lpthread -lm"
 for t in "${targets[@]}"; do
   src="Tests/Fuzz/fuzz_$t.c"; extra=""
   case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac

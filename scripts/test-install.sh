@@ -27,7 +27,7 @@ cc -std=c11 -Wall -Wextra -Werror examples/c/decode_file.c $(pkg-config --cflags
 check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$img" | grep -q "^256x171 "'
 # static libsdcore, shared system libraries (Debian's libcurl has no static closure)
 cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libsdcore.a" \
-    $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebp libavif zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
+    $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebpmux libwebp libavif zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
 check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
 cmake -S examples/c -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$prefix/build" >/dev/null
 check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/decode_file" "$img" | grep -q "^256x171 "'

@@ -1,7 +1,9 @@
-/* sd_encode_gif.c — frames to a GIF (giflib): each frame is a full canvas,
- * quantised to its own 255-colour palette (giflib's median cut), alpha below
- * 128 becomes the transparent index 255; restore-to-background disposal, so
- * a transparent pixel shows nothing of the frame before. */
+/* sd_encode_gif.c — frames to a GIF (giflib): each frame is a full canvas
+ * with its own palette — its colours exactly when it has at most 255 (so a
+ * GIF decoded and encoded again keeps its pixels), else 255 from giflib's
+ * median cut; alpha below 128 becomes the transparent index 255;
+ * restore-to-background disposal, so a transparent pixel shows nothing of
+ * the frame before. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +38,42 @@ static int gif_write(GifFileType *gif, const GifByteType *p, int n)
     return n;
 }
 
-/* One frame: straight RGB planes, quantised; transparent pixels -> 255. */
+/* The frame's opaque colours as the palette, if there are at most 255:
+ * an open-addressed table of 512 slots, the last colour remembered (runs). */
+static int exact_palette(const uint8_t *rgba, size_t n, GifByteType *index, GifColorType *map)
+{
+    uint32_t keys[512];
+    int16_t slot[512];
+    memset(slot, 0xFF, sizeof slot); /* -1: empty */
+    int colours = 0;
+    uint32_t last = UINT32_MAX;
+    GifByteType last_index = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = rgba + i * 4;
+        if (p[3] < 128)
+            continue; /* transparent: set by the caller */
+        const uint32_t c = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+        if (c != last) {
+            uint32_t h = (c * 2654435761u) >> 23;
+            while (slot[h] >= 0 && keys[h] != c)
+                h = (h + 1) & 511;
+            if (slot[h] < 0) {
+                if (colours == 255)
+                    return 0;
+                keys[h] = c;
+                slot[h] = (int16_t)colours;
+                map[colours] = (GifColorType){p[0], p[1], p[2]};
+                colours++;
+            }
+            last = c;
+            last_index = (GifByteType)slot[h];
+        }
+        index[i] = last_index;
+    }
+    return 1;
+}
+
+/* One frame: exact palette or straight RGB planes quantised; transparent pixels -> 255. */
 static int put_frame(GifFileType *gif, const sd_bitmap *b, int delay_ms, uint8_t *rgba, uint8_t *planes,
                      GifByteType *index)
 {
@@ -44,20 +81,25 @@ static int put_frame(GifFileType *gif, const sd_bitmap *b, int delay_ms, uint8_t
     int transparent = 0;
     for (uint32_t y = 0; y < b->height; y++)
         sd_unpremultiply_argb(b->pixels + (size_t)y * b->stride, rgba + (size_t)y * b->width * 4, b->width);
-    for (size_t i = 0; i < n; i++) {
-        planes[i] = rgba[i * 4];
-        planes[n + i] = rgba[i * 4 + 1];
-        planes[2 * n + i] = rgba[i * 4 + 2];
-        transparent |= rgba[i * 4 + 3] < 128;
-    }
-    int colours = 255;
     GifColorType map[256];
     memset(map, 0, sizeof map);
-    if (GifQuantizeBuffer(b->width, b->height, &colours, planes, planes + n, planes + 2 * n, index, map) == GIF_ERROR)
-        return SD_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        if (rgba[i * 4 + 3] < 128)
+    if (!exact_palette(rgba, n, index, map)) {
+        for (size_t i = 0; i < n; i++) {
+            planes[i] = rgba[i * 4];
+            planes[n + i] = rgba[i * 4 + 1];
+            planes[2 * n + i] = rgba[i * 4 + 2];
+        }
+        int colours = 255;
+        memset(map, 0, sizeof map);
+        if (GifQuantizeBuffer(b->width, b->height, &colours, planes, planes + n, planes + 2 * n, index, map) == GIF_ERROR)
+            return SD_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rgba[i * 4 + 3] < 128) {
             index[i] = 255;
+            transparent = 1;
+        }
+    }
     GraphicsControlBlock gcb = {
         .DisposalMode = DISPOSE_BACKGROUND,
         .UserInputFlag = false,

@@ -8,6 +8,7 @@
 
 #include <avif/avif.h>
 #include <webp/encode.h>
+#include <webp/mux.h>
 
 #include "bitmap/sd_bitmap_int.h"
 #include "sdcore.h"
@@ -86,6 +87,72 @@ int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out,
     }
     rc = hand_over(webp, len, out, out_len);
     WebPFree(webp);
+    return rc;
+}
+
+/* One frame into a WebPPicture (ARGB, as WebPAnimEncoder wants it). */
+static int import_frame(const sd_bitmap *b, WebPPicture *pic)
+{
+    sd__straight px;
+    int rc = straight_pixels(b, &px);
+    SD__RETURN_IF(rc != SD_OK, rc);
+    pic->use_argb = 1;
+    pic->width = (int)b->width;
+    pic->height = (int)b->height;
+    int ok = px.bgra ? WebPPictureImportBGRA(pic, px.pixels, (int)px.stride)
+                     : WebPPictureImportRGBA(pic, px.pixels, (int)px.stride);
+    free(px.owned);
+    return ok ? SD_OK : SD_ENOMEM;
+}
+
+int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int loop_count,
+                        int quality, int lossless, uint8_t **out, size_t *out_len)
+{
+    SD__RETURN_IF(frames == NULL || count == 0 || out == NULL || out_len == NULL, SD_EINVAL);
+    SD__RETURN_IF(quality < 0 || quality > 100 || loop_count < 0 || loop_count > 65535, SD_EINVAL);
+    *out = NULL;
+    *out_len = 0;
+    const uint32_t w = frames[0] ? frames[0]->width : 0, h = frames[0] ? frames[0]->height : 0;
+    for (size_t i = 0; i < count; i++) {
+        SD__RETURN_IF(frames[i] == NULL || frames[i]->width != w || frames[i]->height != h, SD_EINVAL);
+        SD__RETURN_IF(delays_ms && delays_ms[i] < 0, SD_EINVAL);
+    }
+    SD__RETURN_IF(w > WEBP_MAX_DIMENSION || h > WEBP_MAX_DIMENSION, SD_ETOOLARGE);
+    WebPAnimEncoderOptions opts;
+    WebPConfig config;
+    SD__RETURN_IF(!WebPAnimEncoderOptionsInit(&opts) || !WebPConfigInit(&config), SD_ECORRUPT);
+    opts.anim_params.loop_count = loop_count;
+    opts.anim_params.bgcolor = 0; /* transparent; decoders ignore it anyway */
+    config.lossless = lossless != 0;
+    config.quality = lossless ? 70.0f : (float)quality;
+    WebPAnimEncoder *enc = WebPAnimEncoderNew((int)w, (int)h, &opts);
+    SD__RETURN_IF(enc == NULL, SD_ENOMEM);
+    int rc = SD_OK;
+    int timestamp = 0;
+    for (size_t i = 0; i < count && rc == SD_OK; i++) {
+        WebPPicture pic;
+        if (!WebPPictureInit(&pic)) {
+            rc = SD_ECORRUPT;
+            break;
+        }
+        rc = import_frame(frames[i], &pic);
+        if (rc == SD_OK && !WebPAnimEncoderAdd(enc, &pic, timestamp, &config))
+            rc = pic.error_code == VP8_ENC_ERROR_OUT_OF_MEMORY ? SD_ENOMEM : SD_ECORRUPT;
+        WebPPictureFree(&pic);
+        const int delay = delays_ms ? delays_ms[i] : 0;
+        if (rc == SD_OK && delay > INT32_MAX - timestamp)
+            rc = SD_EINVAL; /* the timeline would overflow */
+        else
+            timestamp += delay;
+    }
+    WebPData data;
+    WebPDataInit(&data);
+    if (rc == SD_OK && (!WebPAnimEncoderAdd(enc, NULL, timestamp, NULL) || !WebPAnimEncoderAssemble(enc, &data)))
+        rc = SD_ECORRUPT;
+    if (rc == SD_OK)
+        rc = hand_over(data.bytes, data.size, out, out_len);
+    WebPDataClear(&data);
+    WebPAnimEncoderDelete(enc);
     return rc;
 }
 

@@ -118,6 +118,23 @@ public final class Bitmap: @unchecked Sendable {
         return adopt(buf, len)
     }
 
+    /// An animated WebP of frames of one size: lossy at `quality` 0...100 or
+    /// lossless; delays in ms, `loopCount` 0 = forever.
+    public static func webpAnimationData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int,
+                                         quality: Int = 90, lossless: Bool = false) throws(CoderError) -> [UInt8] {
+        guard !frames.isEmpty, delaysMilliseconds.count == frames.count else { throw CoderError(.invalidArgument) }
+        var buf: UnsafeMutablePointer<UInt8>?
+        var len = 0
+        let handles: [OpaquePointer?] = frames.map { $0.handle }
+        let delays = delaysMilliseconds.map { Int32(clamping: $0) }
+        let rc = handles.withUnsafeBufferPointer { h in
+            sd_encode_webp_anim(h.baseAddress, delays, frames.count, Int32(clamping: loopCount),
+                                Int32(quality), lossless ? 1 : 0, &buf, &len)
+        }
+        try CoderError.check(rc)
+        return adopt(buf, len)
+    }
+
     /// C memory enters Swift in exactly one place: copied, then freed.
     private static func adopt(_ buf: UnsafeMutablePointer<UInt8>?, _ len: Int) -> [UInt8] {
         defer { sd_free(buf) }

@@ -74,10 +74,7 @@ struct Decode: ParsableCommand {
         if let m = maxPixelSize { options.thumbnailPixelSize = (m, m) }
         if let b = maxBytes { options.scaleDownLimitBytes = b }
         options.applyOrientation = !noOrientation
-        if frames {
-            decodeFrames(input, options: options)
-            return
-        }
+        if frames { decodeFrames(input, options: options) }
         if let out {
             convert(input, options: options, to: out)
             return
@@ -122,22 +119,28 @@ extension Decode {
         let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
         let formats: [String: SDImageFormat] = ["jpg": .jpeg, "jpeg": .jpeg, "png": .png, "webp": .webP, "avif": .avif,
                                                 "gif": .gif]
-        guard let format = formats[ext] else { fail("\(path): unknown extension (jpg, png, webp, avif)") }
+        guard let format = formats[ext] else { fail("\(path): unknown extension (jpg, png, webp, avif, gif)") }
         guard SDImageCodersManager.shared.canEncode(to: format) else { fail("no encoder for \(format) in this build") }
-        let image: SDImage
-        do {
-            image = try SDImage.decode(input, options: options)
-        } catch {
-            fail("\(file): \(error.description)")
-        }
         var o: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality ?? 90) / 100]
+        let image: SDImage
+        if format == .gif || format == .webP, let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
+            image = anim  // GIF and WebP keep every frame; the size limit applies to each
+            if let m = maxPixelSize { o[.encodeMaxPixelSize] = m }
+        } else {
+            do {
+                image = try SDImage.decode(input, options: options)
+            } catch {
+                fail("\(file): \(error.description)")
+            }
+        }
         if lossless { o[.encodeWebPLossless] = true }
         if let maxFileSize { o[.encodeMaxFileSize] = maxFileSize }
         guard let data = SDImageCodersManager.shared.encodedData(with: image, format: format, options: o) else {
             fail("\(path): the image could not be encoded as \(format)")
         }
         do { try data.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
-        var animated = image.sd_isAnimated ? " (first of \(image.sd_imageFrameCount) frames)" : ""
+        var animated = !image.sd_isAnimated ? ""
+            : format == .gif || format == .webP ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
         if let maxFileSize, data.count > maxFileSize { animated += " (over --max-file-size even at the lowest quality)" }
         FileHandle.standardError.write(Data("\(image.width)x\(image.height) \(image.format) -> \(format) \(data.count) bytes\(animated)\n".utf8))
     }

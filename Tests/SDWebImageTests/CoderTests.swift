@@ -245,6 +245,19 @@ struct CoderTests {
         #expect(pixel(f2, 0, 0) >> 24 == 0xFF && pixel(f2, 19, 0) == 0 && pixel(f2, 11, 5) >> 24 == 0xFF)
         let firstOnly = try #require(m.encodedData(with: anim, format: .gif, options: [.encodeFirstFrameOnly: true]))
         #expect(SDAnimatedImage(data: firstOnly)?.animatedImageFrameCount == 1)
+        // WebP: an animation stays one (WebPAnimEncoder); lossless frames come back exact
+        let webpAnim = try #require(m.encodedData(with: anim, format: .webP, options: [.encodeWebPLossless: true]))
+        let webpAnimBack = try #require(SDAnimatedImage(data: webpAnim))
+        #expect(webpAnimBack.format == .webP && webpAnimBack.animatedImageFrameCount == 3 && webpAnimBack.animatedImageLoopCount == 4)
+        #expect((0..<3).map { webpAnimBack.animatedImageDuration(at: UInt($0)) } == [0.1, 0.2, 0.3])
+        for i in 0..<3 {
+            let a = try #require(webpAnimBack.animatedImageFrame(at: UInt(i))), b = frames[i].image
+            #expect((0..<10).allSatisfy { y in (0..<20).allSatisfy { x in pixel(a, x, y) == pixel(b, x, y) } })
+        }
+        let webpLossy = try #require(m.encodedData(with: anim, format: .webP, options: [.encodeCompressionQuality: 0.5]))
+        #expect(SDAnimatedImage(data: webpLossy)?.animatedImageFrameCount == 3)
+        let webpFirst = try #require(m.encodedData(with: anim, format: .webP, options: [.encodeFirstFrameOnly: true]))
+        #expect(SDAnimatedImage(data: webpFirst)?.animatedImageFrameCount == 1)
         // undefined: PNG with alpha, JPEG without
         #expect(SDImageFormat(data: m.encodedData(with: clear, format: .undefined, options: nil)) == .png)
         #expect(SDImageFormat(data: m.encodedData(with: image, format: .undefined, options: nil)) == .jpeg)

@@ -8,5 +8,5 @@ public func sha256Hex(_ message: UnsafeRawBufferPointer) -> String {
     sd_sha256_update(&s, message.baseAddress, message.count)
     var out = [CChar](repeating: 0, count: 65)
     sd_sha256_hex(&s, &out)
-    return String(cString: out)
+    return String(decoding: out.prefix(64).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

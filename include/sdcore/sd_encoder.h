@@ -43,6 +43,21 @@ SD_API int sd_encode_webp(const sd_bitmap *bitmap, int quality, int lossless,
                           uint8_t **out, size_t *out_length);
 
 /*
+ * Name: sd_encode_webp_anim
+ * Desc: An animated WebP (libwebp's WebPAnimEncoder) of `count` frames of
+ *       one size: lossy at `quality` 0..100 or lossless (`lossless` 1);
+ *       the encoder picks sub-rectangles, blending and key frames. Frame i
+ *       shows for `delays_ms[i]` (NULL: 0); `loop_count` 0 = forever
+ *       (0..65535). Alpha is kept (straight).
+ * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
+ *          out-of-range quality/loop), SD_ETOOLARGE (over 16383 a side),
+ *          SD_ENOMEM, SD_ECORRUPT (libwebp failure).
+ */
+SD_API int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
+                               int loop_count, int quality, int lossless,
+                               uint8_t **out, size_t *out_length);
+
+/*
  * Name: sd_encode_avif
  * Desc: A still AVIF (libavif, 8-bit): `quality` 0..100 maps to the AV1
  *       quantizer 63..0; 100 is lossless (YUV 4:4:4, identity matrix),

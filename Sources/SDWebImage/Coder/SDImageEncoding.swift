@@ -24,6 +24,14 @@ enum SDImageEncoding {
             return Data(try bitmap.pngData())
         case .gif:
             return try gif(image, first: bitmap, options: options)
+        case .webP where animates(image, options):
+            let (frames, delays, loops) = try animation(image, first: bitmap)
+            if options.bool(.encodeWebPLossless) == true {
+                return Data(try Bitmap.webpAnimationData(frames: frames, delaysMilliseconds: delays, loopCount: loops, lossless: true))
+            }
+            encodeAt = { q throws(CoderError) in
+                try Bitmap.webpAnimationData(frames: frames, delaysMilliseconds: delays, loopCount: loops, quality: q)
+            }
         case .webP where options.bool(.encodeWebPLossless) == true:
             return Data(try bitmap.webpData(lossless: true))
         case .webP:
@@ -38,11 +46,14 @@ enum SDImageEncoding {
         return Data(try bestFit(limit: limit, highest: q, encodeAt))
     }
 
-    /// Every frame (unless `.encodeFirstFrameOnly`), each fitted like the first.
-    static func gif(_ image: SDImage, first: Bitmap, options: SDImageCoderOptions) throws(CoderError) -> Data {
-        guard image.sd_isAnimated, options.bool(.encodeFirstFrameOnly) != true, let p = image.animatedProvider else {
-            return Data(try Bitmap.gifData(frames: [first], delaysMilliseconds: [0], loopCount: 0))
-        }
+    /// An animation is encoded as one unless `.encodeFirstFrameOnly` (GIF and WebP).
+    static func animates(_ image: SDImage, _ options: SDImageCoderOptions) -> Bool {
+        image.sd_isAnimated && options.bool(.encodeFirstFrameOnly) != true && image.animatedProvider != nil
+    }
+
+    /// Every frame, each fitted like the first; delays in ms; the loop count.
+    static func animation(_ image: SDImage, first: Bitmap) throws(CoderError) -> ([Bitmap], [Int], Int) {
+        guard let p = image.animatedProvider else { return ([first], [0], 0) }
         var frames: [Bitmap] = [], delays: [Int] = []
         for i in 0..<p.animatedImageFrameCount {
             guard let f = p.animatedImageFrame(at: i) else { throw CoderError(.corruptData, message: "frame \(i) is missing") }
@@ -50,7 +61,15 @@ enum SDImageEncoding {
                           : try f.bitmap.scaled(width: first.width, height: first.height))
             delays.append(Int((p.animatedImageDuration(at: i) * 1000).rounded()))
         }
-        return Data(try Bitmap.gifData(frames: frames, delaysMilliseconds: delays, loopCount: Int(p.animatedImageLoopCount)))
+        return (frames, delays, Int(p.animatedImageLoopCount))
+    }
+
+    static func gif(_ image: SDImage, first: Bitmap, options: SDImageCoderOptions) throws(CoderError) -> Data {
+        guard animates(image, options) else {
+            return Data(try Bitmap.gifData(frames: [first], delaysMilliseconds: [0], loopCount: 0))
+        }
+        let (frames, delays, loops) = try animation(image, first: first)
+        return Data(try Bitmap.gifData(frames: frames, delaysMilliseconds: delays, loopCount: loops))
     }
 
     /// The output at the highest quality in 1...highest that is at most
