@@ -70,7 +70,8 @@ check "usage error exits 2" '[ $rc -eq 2 ]'
 
 # samples, fetch and cache against nginx on loopback
 "$bin" samples --out "$tmp/www/img" --count 8 >/dev/null; rc=$?
-check "samples written" '[ $rc -eq 0 ] && [ $(ls "$tmp/www/img" | wc -l) -eq 8 ]'
+check "samples written" '[ $rc -eq 0 ] && [ $(ls "$tmp/www/img" | wc -l) -eq 12 ]'
+check "animated samples: a GIF and a WebP of 16 frames each" '"$bin" decode "$tmp"/www/img/anim-000.gif --frames 2>&1 | grep -c "^frame " | grep -q "^16$" && "$bin" decode "$tmp"/www/img/anim-001.webp --frames 2>&1 | grep -q "^frame 15 280x240 80"'
 check "every sample decodes" 'for f in "$tmp"/www/img/*; do "$bin" decode "$f" 2>/dev/null || exit 1; done'
 check "EXIF samples carry their orientation" '"$bin" decode "$tmp"/www/img/exif*-003.jpg 2>&1 | grep -q "orientation=[68]"'
 cp "$tmp"/www/img/photo-000.jpg "$tmp/www/img/small.jpg"; cp "$tmp"/www/img/progressive-001.jpg "$tmp/www/img/prog.jpg"
@@ -90,6 +91,13 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   check "cold-warm-hot summary" '[ $rc -eq 0 ] && grep -q "from memory  *0  *0  *3" "$tmp/out.txt"'
   check "decoded PNGs written" '[ $(ls "$tmp/png" | wc -l) -eq 3 ]'
   check "contact sheet decodes" '"$bin" decode "$tmp/sheet.png" 2>&1 | grep -q " png "'
+  # an animation's cell carries the badge (its red tag, 24x16 less the triangle), a still's does not
+  "$bin" fetch "$base/img/anim-001.webp" "$base/img/photo-000.jpg" --no-cache --contact-sheet "$tmp/sheet2.png" >/dev/null 2>&1
+  "$bin" decode "$tmp/sheet2.png" --raw "$tmp/sheet2.raw" 2>"$tmp/err"
+  check "contact sheet badges animations only" 'python3 -c "
+import sys; d=open(sys.argv[1],\"rb\").read(); w=int(sys.argv[2])
+red=lambda x0: sum(1 for y in range(8,168) for x in range(x0,x0+160) if d[(y*w+x)*4:(y*w+x)*4+4]==bytes((0x31,0x3c,0xe0,0xff)))
+sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail -1 "$tmp/err" | cut -dx -f1)"'
   "$bin" fetch "$base/img/photo-000.jpg" "$base/img/none.jpg" --cache-dir "$tmp/cache" >/dev/null 2>"$tmp/err"; rc=$?
   check "a failure exits 1 with one line naming it" '[ $rc -eq 1 ] && [ $(grep -c FAILED "$tmp/err") -eq 1 ] && grep -q "none.jpg" "$tmp/err"'
   fault=$(grep '^SD_TEST_FAULT=' "$tmp/env" | cut -d= -f2)

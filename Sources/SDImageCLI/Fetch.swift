@@ -396,8 +396,26 @@ enum ContactSheet {
                         }
                     }
                 }
+                if images[n].sd_isAnimated && t.width >= 32 && t.height >= 24 {
+                    badge(d, width: w, x: x0 + 4, y: y0 + 4)
+                }
             }
         }
         return sheet.map { SDImage(bitmap: $0) }
+    }
+
+    static let badgeColour: UInt32 = 0xFFE0_3C31
+
+    /// The animation badge on a thumbnail's corner: a red tag with a white
+    /// "play" triangle (the sheet shows an animation's first frame).
+    static func badge(_ d: UnsafeMutableBufferPointer<UInt32>, width w: Int, x x0: Int, y y0: Int) {
+        let bw = 24, bh = 16
+        for y in 0..<bh {
+            for x in 0..<bw {
+                // the triangle: from (9, 4) to (9, 12), tip at (16, 8)
+                let inTriangle = x >= 9 && x <= 16 && abs(y - 8) * 7 <= (16 - x) * 4
+                d[(y0 + y) * w + x0 + x] = inTriangle ? 0xFFFF_FFFF : badgeColour
+            }
+        }
     }
 }

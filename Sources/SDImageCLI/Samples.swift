@@ -3,11 +3,11 @@ import Foundation
 import SDWebImage
 
 /// `sdimage samples`: test images of our own (nothing large is committed):
-/// photo-like JPEGs, baseline and progressive, PNGs with alpha, and JPEGs
-/// with an EXIF orientation.
+/// photo-like JPEGs, baseline and progressive, PNGs with alpha, JPEGs
+/// with an EXIF orientation, and animated GIFs and WebPs.
 struct Samples: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Generate sample images: photo-like JPEGs (baseline, progressive), PNGs with alpha, EXIF-rotated JPEGs.")
+        abstract: "Generate sample images: photo-like JPEGs (baseline, progressive), PNGs with alpha, EXIF-rotated JPEGs, animated GIFs and WebPs.")
 
     @Option(help: "Folder to write to (created).")
     var out: String
@@ -18,20 +18,54 @@ struct Samples: ParsableCommand {
     @Option(help: "Longest side of the largest images, in pixels.")
     var maxSize = 1600
 
+    @Option(help: "Animated samples besides them (GIF and WebP in turn).")
+    var animated = 4
+
     func validate() throws {
         if count <= 0 { throw ValidationError("--count must be positive") }
         if maxSize < 64 { throw ValidationError("--max-size must be at least 64") }
+        if animated < 0 { throw ValidationError("--animated must not be negative") }
     }
 
     func run() throws {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         var total = 0
-        for i in 0..<count {
-            let (name, data) = try Self.sample(i, maxSize: maxSize)
+        for i in 0..<count + animated {
+            let (name, data) = i < count ? try Self.sample(i, maxSize: maxSize) : try Self.animation(i - count)
             try data.write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
             total += data.count
         }
-        print("samples: \(count) images, \(total / 1024) KiB in \(out)")
+        print("samples: \(count) images and \(animated) animations, \(total / 1024) KiB in \(out)")
+    }
+
+    /// Animation `i`: a disc circling over a photo-like field, 16 frames of
+    /// 80 ms, looping forever; even i a GIF, odd i a WebP (lossy).
+    static func animation(_ i: Int) throws -> (String, Data) {
+        let w = 320 - (i % 3) * 40, h = 240
+        let field = try photo(width: w, height: h, seed: UInt32(1000 + i), alpha: false)
+        let frames = try (0..<16).map { f in
+            let angle = Double(f) / 16 * 2 * Double.pi
+            let cx = Double(w) / 2 + cos(angle) * Double(w) / 3.5, cy = Double(h) / 2 + sin(angle) * Double(h) / 3.5
+            let radius = Double(h) / 7, colour: UInt32 = i % 2 == 0 ? 0xFFF5_C518 : 0xFF18_A0F5
+            return try Bitmap(width: w, height: h) { raw in
+                let d = raw.bindMemory(to: UInt32.self)
+                field.withUnsafeBytes { src in
+                    let s = src.bindMemory(to: UInt32.self), stride = field.bytesPerRow / 4
+                    for y in 0..<h {
+                        for x in 0..<w {
+                            let dx = Double(x) - cx, dy = Double(y) - cy
+                            d[y * w + x] = dx * dx + dy * dy <= radius * radius ? colour : s[y * stride + x]
+                        }
+                    }
+                }
+            }
+        }
+        let delays = [Int](repeating: 80, count: frames.count)
+        if i % 2 == 0 {
+            return (String(format: "anim-%03d.gif", i), Data(try Bitmap.gifData(frames: frames, delaysMilliseconds: delays, loopCount: 0)))
+        }
+        return (String(format: "anim-%03d.webp", i),
+                Data(try Bitmap.webpAnimationData(frames: frames, delaysMilliseconds: delays, loopCount: 0, quality: 80)))
     }
 
     /// Sample `i`: kind and size cycle so any count gets a mix.
