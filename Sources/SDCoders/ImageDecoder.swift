@@ -1,13 +1,35 @@
 import CSDCore
 
-/// Every format the C core recognises (`sd_format`, mirrored once): some it
-/// decodes, the others it names when it refuses them (`capabilities`).
-public enum ImageFormat: Int, Sendable, CustomStringConvertible, CaseIterable {
-    case unknown = 0, jpeg = 1, png = 2, gif = 3, webP = 4, avif = 5, heic = 6, jpegXL = 7, bmp = 8, tiff = 9,
-         svg = 10, ico = 11
+/// An image format: the ones the C core recognises (`sd_format`, mirrored
+/// once: some it decodes, the others it names when it refuses them), and
+/// any a user's coder brings — like SDWebImage's extensible `SDImageFormat`,
+/// a format is a number: `ImageFormat(rawValue: 1000)` and up are yours
+/// (`ImageFormat.firstCustomRawValue`); the core's stay below 1000.
+public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible, CaseIterable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let unknown = ImageFormat(rawValue: 0)
+    public static let jpeg = ImageFormat(rawValue: 1)
+    public static let png = ImageFormat(rawValue: 2)
+    public static let gif = ImageFormat(rawValue: 3)
+    public static let webP = ImageFormat(rawValue: 4)
+    public static let avif = ImageFormat(rawValue: 5)
+    public static let heic = ImageFormat(rawValue: 6)
+    public static let jpegXL = ImageFormat(rawValue: 7)
+    public static let bmp = ImageFormat(rawValue: 8)
+    public static let tiff = ImageFormat(rawValue: 9)
+    public static let svg = ImageFormat(rawValue: 10)
+    public static let ico = ImageFormat(rawValue: 11)
+    /// The core's formats (custom ones are not listed).
+    public static let allCases: [ImageFormat] = (0...11).map { ImageFormat(rawValue: $0) }
+    /// Where formats of your own start.
+    public static let firstCustomRawValue = 1000
+    /// One of the core's formats (else a custom one, or an unassigned number).
+    public var isCore: Bool { (0...11).contains(rawValue) }
 
     public init(sniffing bytes: UnsafeRawBufferPointer) {
-        self = ImageFormat(rawValue: Int(sd_sniff_format(bytes.baseAddress, bytes.count).rawValue)) ?? .unknown
+        self.init(rawValue: Int(sd_sniff_format(bytes.baseAddress, bytes.count).rawValue))
     }
 
     /// What this build can do with the format (`sd_capability`).
@@ -23,11 +45,12 @@ public enum ImageFormat: Int, Sendable, CustomStringConvertible, CaseIterable {
     }
 
     private var c: sd_format { sd_format(rawValue: UInt32(rawValue)) }
-    public var capabilities: Capabilities { Capabilities(rawValue: sd_format_capabilities(c)) }
-    /// "JPEG", "PNG", "GIF", … as the core names it.
-    public var name: String { String(cString: sd_format_name(c)) }
-    /// "image/jpeg", …; nil for `.unknown`.
-    public var mimeType: String? { sd_format_mime(c).map { String(cString: $0) } }
+    /// What the C core can do with it (none for a custom format: its coder says).
+    public var capabilities: Capabilities { isCore ? Capabilities(rawValue: sd_format_capabilities(c)) : [] }
+    /// "JPEG", "PNG", "GIF", … as the core names it; "format N" for a custom one.
+    public var name: String { isCore ? String(cString: sd_format_name(c)) : "format \(rawValue)" }
+    /// "image/jpeg", …; nil for `.unknown` and custom formats.
+    public var mimeType: String? { isCore ? sd_format_mime(c).map { String(cString: $0) } : nil }
     /// Lowercase name ("jpeg", "webp"), as logs and keys print it.
     public var description: String { self == .unknown ? "unknown" : String(name.lowercased().filter { $0 != " " }) }
 }

@@ -259,7 +259,7 @@ public final class DataLoader: @unchecked Sendable {
             }
             image = DecodedImage(
                 bitmap: Bitmap(adopting: bitmap),
-                format: ImageFormat(rawValue: info(SD_DEC_INFO_FORMAT)) ?? .unknown,
+                format: ImageFormat(rawValue: info(SD_DEC_INFO_FORMAT)),
                 orientation: max(1, info(SD_DEC_INFO_ORIENTATION)),
                 sourceWidth: info(SD_DEC_INFO_WIDTH), sourceHeight: info(SD_DEC_INFO_HEIGHT),
                 isProgressive: info(SD_DEC_INFO_PROGRESSIVE) != 0,

@@ -3,9 +3,14 @@ import SDTestSupport
 import SDWebImage
 import Testing
 
+extension SDImageFormat {
+    /// A format of the user's own, numbered as SDWebImage's custom formats are.
+    static let ppm = SDImageFormat(rawValue: SDImageFormat.firstCustomRawValue)
+}
+
 /// A toy format of our own, as a user would write one: binary PPM ("P6"),
-/// decoded in Swift. Progressive: rows that arrived are shown, the rest
-/// transparent. Honours the thumbnail and scale options.
+/// decoded and encoded in Swift. Progressive: rows that arrived are shown,
+/// the rest transparent. Honours the thumbnail and scale options.
 final class PPMCoder: SDProgressiveImageCoder, @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
@@ -63,15 +68,24 @@ final class PPMCoder: SDProgressiveImageCoder, @unchecked Sendable {
             result = (try? bitmap.scaled(width: max(1, Int(Double(w) * s)), height: max(1, Int(Double(h) * s)))) ?? bitmap
         }
         let scale = options?[.decodeScaleFactor] as? Double ?? 1
-        return SDImage(bitmap: result, scale: scale, isIncremental: partial && rows < h)
+        return SDImage(bitmap: result, format: .ppm, scale: scale, isIncremental: partial && rows < h)
     }
 
     func canDecode(from data: Data?) -> Bool { data.map { Self.header($0) != nil } ?? false }
     func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage? {
         data.flatMap { Self.image($0, options, partial: false) }
     }
-    func canEncode(to format: SDImageFormat) -> Bool { false }
-    func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data? { nil }
+    func canEncode(to format: SDImageFormat) -> Bool { format == .ppm }
+    func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data? {
+        guard let image, format == .ppm else { return nil }
+        return image.bitmap.withUnsafeBytes { raw in  // opaque test images: premultiplied = straight
+            let p = raw.bindMemory(to: UInt32.self), stride = image.bitmap.bytesPerRow / 4
+            return Self.encode(width: image.width, height: image.height) { x, y in
+                let v = p[y * stride + x]
+                return (UInt8(v >> 16 & 255), UInt8(v >> 8 & 255), UInt8(v & 255))
+            }
+        }
+    }
 
     func canIncrementalDecode(from data: Data?) -> Bool { data.map { $0.starts(with: Array("P6".utf8)) } ?? false }
     func updateIncrementalData(_ data: Data?, finished: Bool) {
@@ -323,6 +337,31 @@ struct CoderTests {
         flipped[.imageTransformer] = SDImageFlippingTransformer(horizontal: true, vertical: false)
         let t = try #require(await m.load(url, [.fromCacheOnly], flipped).last?.image)
         #expect(pixel(t, 0, 0) == pixel(image, 39, 0))
+    }
+
+    @Test("test41: a store without data encodes with the context's custom coder, in its own format; the disk read decodes with it")
+    func customCoderForImageCache() async throws {
+        let ppm = PPMCoder()
+        let image = try #require(ppm.decodedImage(with: PPMCoder.encode(width: 6, height: 4) { x, y in
+            (UInt8(x * 40), UInt8(y * 60), 9) }, options: nil))
+        #expect(image.format == .ppm && image.format.description == "format1000" && !image.format.isCore)
+        #expect(image.format.capabilities.isEmpty && image.format.mimeType == nil)
+        // the shared list does not know the format: its fallback (opaque: JPEG)
+        let cache = makeCache("coder41")
+        #expect(SDImageFormat(data: SDImageCache.encodedData(for: image)) == .jpeg)
+        let context: SDWebImageContext = [.imageCoder: ppm]
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            cache.store(image, imageData: nil, forKey: "k41", context: context, cacheType: .disk) { error in
+                #expect(error == nil)
+                c.resume()
+            }
+        }
+        let bytes = try #require(cache.diskImageData(forKey: "k41"))
+        #expect(bytes.starts(with: Array("P6".utf8)))
+        let back = try #require(await cache.query("k41", .disk, context: context).image)
+        #expect(back.format == .ppm && back.width == 6 && pixel(back, 5, 3) == pixel(image, 5, 3))
+        // without the coder the bytes are not an image we know
+        #expect(await cache.query("k41", .disk).image == nil)
     }
 
     @Test("With a user's coder listed, a body no coder claims stops after its first bytes (not read to the limit)")

@@ -21,6 +21,25 @@ extension SDImageCache {
     /// Store with extended data kept beside the bytes (e.g. HTTP validators).
     public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
                       extendedData: Data?, completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: extendedData,
+              coder: SDImageCodersManager.shared, encodeOptions: nil, completion: completion)
+    }
+
+    /// SDWebImage's full form: an image given without data is encoded by the
+    /// context's `.imageCoder` (else the shared coders manager) with its
+    /// `.imageEncodeOptions` — so a format only a user's coder knows is
+    /// stored in that format, and read back by the same coder.
+    public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, options: SDWebImageOptions = [],
+                      context: SDWebImageContext?, cacheType: SDImageCacheType,
+                      completion: (@Sendable ((any Error)?) -> Void)?) {
+        store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil,
+              coder: context?[.imageCoder] as? any SDImageCoder ?? SDImageCodersManager.shared,
+              encodeOptions: context?[.imageEncodeOptions] as? SDImageCoderOptions, completion: completion)
+    }
+
+    private func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
+                       extendedData: Data?, coder: any SDImageCoder, encodeOptions: SDImageCoderOptions?,
+                       completion: (@Sendable ((any Error)?) -> Void)?) {
         let queue = config.callbackQueue
         guard let key, image != nil || imageData != nil else {
             if let completion { queue.async { completion(nil) } }
@@ -36,7 +55,7 @@ extension SDImageCache {
         let gen = imageData.map { setPending(key, $0) }
         ioQueue.async { [self] in
             var error: (any Error)?
-            if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0) }) {
+            if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0, options: encodeOptions, coder: coder) }) {
                 do { try writeToDisk(data, key, extendedData) } catch let e { error = e }
             } else {
                 error = SDWebImageError(.badImageData, "the image could not be encoded")
@@ -50,15 +69,19 @@ extension SDImageCache {
     /// The bytes stored for an image given without data (SDWebImage's rule):
     /// an animation's original bytes when it has them, a GIF when it has
     /// none (made in memory); else its own format
-    /// when a listed coder encodes it, else PNG with alpha and JPEG without;
-    /// `options` as `.imageEncodeOptions` (default: quality 1).
+    /// when the coder (a coders manager: any listed coder) encodes it, else
+    /// PNG with alpha and JPEG without; `options` as `.imageEncodeOptions`
+    /// (default: quality 1).
     public static func encodedData(for image: SDImage, options: SDImageCoderOptions? = nil,
-                                   coders: SDImageCodersManager = .shared) -> Data? {
+                                   coder: any SDImageCoder = SDImageCodersManager.shared) -> Data? {
         if image.sd_isAnimated, let original = image.animatedProvider?.animatedImageData { return original }
         // an animation made in memory (frames transformed one by one) stays animated: GIF
-        var format = image.format != .undefined && coders.canEncode(to: image.format) ? image.format : .undefined
-        if image.sd_isAnimated && coders.canEncode(to: .gif) { format = .gif }
-        return coders.encodedData(with: image, format: format, options: options)
+        var format = image.format != .undefined && coder.canEncode(to: image.format) ? image.format : .undefined
+        if image.sd_isAnimated && coder.canEncode(to: .gif) { format = .gif }
+        if let data = coder.encodedData(with: image, format: format, options: options) { return data }
+        // a single coder that knows only its own format: the built-ins take the rest
+        return coder is SDImageCodersManager ? nil
+            : SDImageCodersManager.shared.encodedData(with: image, format: format, options: options)
     }
 
     public func storeImage(toMemory image: SDImage?, forKey key: String?) {

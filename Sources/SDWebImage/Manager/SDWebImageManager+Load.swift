@@ -248,8 +248,9 @@ final class ManagerLoad: @unchecked Sendable {
                 }
             }
             var bytes = serializer?.cacheData(with: result, originalData: nil, imageURL: url)
-            if serializer == nil, let encode = request.encodeOptions {
-                bytes = SDImageCache.encodedData(for: result, options: encode)
+            if serializer == nil, request.encodeOptions != nil || request.coder != nil {
+                bytes = SDImageCache.encodedData(for: result, options: request.encodeOptions,
+                                                 coder: request.coder ?? SDImageCodersManager.shared)
             }
             group.enter()
             store(result, bytes, key: key, type: storeType, validators: nil) { group.leave() }
