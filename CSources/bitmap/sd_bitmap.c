@@ -120,6 +120,21 @@ static inline uint32_t sd__unpremul(uint32_t c, uint32_t a)
     return v > 255 ? 255 : v;
 }
 
+void sd__unpremultiply_to_argb32(const uint8_t *src, uint32_t *dst, size_t count)
+{
+    for (size_t i = 0; i < count; i++, src += 4) {
+        uint32_t p;
+        memcpy(&p, src, 4);
+        const uint32_t a = p >> 24;
+        if (a == 0)
+            p = 0;
+        else if (a != 255)
+            p = a << 24 | sd__unpremul((p >> 16) & 0xFF, a) << 16 | sd__unpremul((p >> 8) & 0xFF, a) << 8 |
+                sd__unpremul(p & 0xFF, a);
+        dst[i] = p;
+    }
+}
+
 void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++, src += 4, dst += 4) {

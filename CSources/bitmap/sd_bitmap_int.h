@@ -19,5 +19,8 @@ struct sd_bitmap {
 SD__HIDDEN int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed,
                                 sd_bitmap **out);
 SD__HIDDEN int sd__bitmap_copy(const sd_bitmap *src, sd_bitmap **out);
+/* Premultiplied ARGB32 to straight ARGB32 words (0xAARRGGBB), the layout
+ * libwebp's ARGB pictures hold: the encoders' unpremultiply, one pass. */
+SD__HIDDEN void sd__unpremultiply_to_argb32(const uint8_t *src, uint32_t *dst, size_t count);
 
 #endif

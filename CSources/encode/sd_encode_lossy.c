@@ -61,6 +61,26 @@ static int hand_over(const uint8_t *data, size_t len, uint8_t **out, size_t *out
     return SD_OK;
 }
 
+/* Into a memory writer, with the settings of libwebp's one-call API
+ * (WebPEncodeRGBA / WebPEncodeLosslessRGBA: quality, or lossless at 70). */
+static int webp_encode_picture(WebPPicture *pic, int quality, int lossless, uint8_t **out, size_t *out_len)
+{
+    WebPConfig config;
+    SD__RETURN_IF(!WebPConfigInit(&config), SD_ECORRUPT);
+    config.lossless = lossless != 0;
+    config.quality = lossless ? 70.0f : (float)quality;
+    WebPMemoryWriter wr;
+    WebPMemoryWriterInit(&wr);
+    pic->writer = WebPMemoryWrite;
+    pic->custom_ptr = &wr;
+    int rc = WebPEncode(&config, pic) ? SD_OK
+             : pic->error_code == VP8_ENC_ERROR_OUT_OF_MEMORY ? SD_ENOMEM : SD_ECORRUPT;
+    if (rc == SD_OK)
+        rc = hand_over(wr.mem, wr.size, out, out_len);
+    WebPMemoryWriterClear(&wr);
+    return rc;
+}
+
 int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out, size_t *out_len)
 {
     SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
@@ -68,25 +88,29 @@ int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out,
     SD__RETURN_IF(b->width > WEBP_MAX_DIMENSION || b->height > WEBP_MAX_DIMENSION, SD_ETOOLARGE);
     *out = NULL;
     *out_len = 0;
-    sd__straight px;
-    int rc = straight_pixels(b, &px);
-    SD__RETURN_IF(rc != SD_OK, rc);
-    uint8_t *webp = NULL;
-    const int w = (int)b->width, h = (int)b->height, stride = (int)px.stride;
-    size_t len;
-    if (px.bgra)
-        len = lossless ? WebPEncodeLosslessBGRA(px.pixels, w, h, stride, &webp)
-                       : WebPEncodeBGRA(px.pixels, w, h, stride, (float)quality, &webp);
-    else
-        len = lossless ? WebPEncodeLosslessRGBA(px.pixels, w, h, stride, &webp)
-                       : WebPEncodeRGBA(px.pixels, w, h, stride, (float)quality, &webp);
-    free(px.owned);
-    if (len == 0 || webp == NULL) {
-        WebPFree(webp);
-        return SD_ECORRUPT;
+    WebPPicture pic;
+    SD__RETURN_IF(!WebPPictureInit(&pic), SD_ECORRUPT);
+    pic.width = (int)b->width;
+    pic.height = (int)b->height;
+    int ok;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!sd_bitmap_has_alpha(b)) {
+        /* opaque: the bytes are B,G,R,A already; libwebp reads them in place */
+        pic.use_argb = lossless != 0;
+        ok = WebPPictureImportBGRA(&pic, b->pixels, (int)b->stride);
+    } else
+#endif
+    {
+        /* with alpha: unpremultiply straight into the picture's ARGB plane
+         * (no buffer of our own); lossy converts it to YUV as an import would */
+        pic.use_argb = 1;
+        ok = WebPPictureAlloc(&pic);
+        for (uint32_t y = 0; ok && y < b->height; y++)
+            sd__unpremultiply_to_argb32(b->pixels + (size_t)y * b->stride, pic.argb + (size_t)y * pic.argb_stride,
+                                        b->width);
     }
-    rc = hand_over(webp, len, out, out_len);
-    WebPFree(webp);
+    int rc = ok ? webp_encode_picture(&pic, quality, lossless, out, out_len) : SD_ENOMEM;
+    WebPPictureFree(&pic);
     return rc;
 }
 
