@@ -67,17 +67,18 @@ extension SDImageCache {
     }
 
     /// The bytes stored for an image given without data (SDWebImage's rule):
-    /// an animation's original bytes when it has them, a GIF when it has
-    /// none (made in memory); else its own format
+    /// an animation's original bytes when it has them; made in memory, its
+    /// own format when that is GIF or WebP, else a GIF; a still image its own format
     /// when the coder (a coders manager: any listed coder) encodes it, else
     /// PNG with alpha and JPEG without; `options` as `.imageEncodeOptions`
     /// (default: quality 1).
     public static func encodedData(for image: SDImage, options: SDImageCoderOptions? = nil,
                                    coder: any SDImageCoder = SDImageCodersManager.shared) -> Data? {
         if image.sd_isAnimated, let original = image.animatedProvider?.animatedImageData { return original }
-        // an animation made in memory (frames transformed one by one) stays animated: GIF
         var format = image.format != .undefined && coder.canEncode(to: image.format) ? image.format : .undefined
-        if image.sd_isAnimated && coder.canEncode(to: .gif) { format = .gif }
+        // an animation made in memory (frames transformed one by one) stays animated: in its
+        // source's format when that encodes animations (GIF, WebP), else as a GIF
+        if image.sd_isAnimated && format != .gif && format != .webP && coder.canEncode(to: .gif) { format = .gif }
         if let data = coder.encodedData(with: image, format: format, options: options) { return data }
         // a single coder that knows only its own format: the built-ins take the rest
         return coder is SDImageCodersManager ? nil
