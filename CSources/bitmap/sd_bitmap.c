@@ -120,18 +120,24 @@ static inline uint32_t sd__unpremul(uint32_t c, uint32_t a)
     return v > 255 ? 255 : v;
 }
 
+/* One premultiplied ARGB32 pixel to straight 0xAARRGGBB (alpha 0: all 0). */
+static inline uint32_t sd__unpremul_pixel(uint32_t p)
+{
+    const uint32_t a = p >> 24;
+    if (a == 255)
+        return p;
+    if (a == 0)
+        return 0;
+    return a << 24 | sd__unpremul((p >> 16) & 0xFF, a) << 16 | sd__unpremul((p >> 8) & 0xFF, a) << 8 |
+           sd__unpremul(p & 0xFF, a);
+}
+
 void sd__unpremultiply_to_argb32(const uint8_t *src, uint32_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++, src += 4) {
         uint32_t p;
         memcpy(&p, src, 4);
-        const uint32_t a = p >> 24;
-        if (a == 0)
-            p = 0;
-        else if (a != 255)
-            p = a << 24 | sd__unpremul((p >> 16) & 0xFF, a) << 16 | sd__unpremul((p >> 8) & 0xFF, a) << 8 |
-                sd__unpremul(p & 0xFF, a);
-        dst[i] = p;
+        dst[i] = sd__unpremul_pixel(p);
     }
 }
 
@@ -140,18 +146,11 @@ void sd_unpremultiply_argb(const uint8_t *src, uint8_t *dst, size_t count)
     for (size_t i = 0; i < count; i++, src += 4, dst += 4) {
         uint32_t p;
         memcpy(&p, src, 4);
-        uint32_t a = p >> 24, r = (p >> 16) & 0xFF, g = (p >> 8) & 0xFF, b = p & 0xFF;
-        if (a != 255 && a != 0) {
-            r = sd__unpremul(r, a);
-            g = sd__unpremul(g, a);
-            b = sd__unpremul(b, a);
-        } else if (a == 0) {
-            r = g = b = 0;
-        }
-        dst[0] = (uint8_t)r;
-        dst[1] = (uint8_t)g;
-        dst[2] = (uint8_t)b;
-        dst[3] = (uint8_t)a;
+        p = sd__unpremul_pixel(p);
+        dst[0] = (uint8_t)(p >> 16);
+        dst[1] = (uint8_t)(p >> 8);
+        dst[2] = (uint8_t)p;
+        dst[3] = (uint8_t)(p >> 24);
     }
 }
 

@@ -1,7 +1,8 @@
-/* sd_encode_lossy.c — sd_bitmap to WebP (libwebp) or AVIF (libavif) in
- * memory. Both take straight alpha: a bitmap with alpha is unpremultiplied
- * once into R,G,B,A rows; an opaque one is handed over as it is (on
- * little-endian hosts its bytes are already B,G,R,A), so the encode costs
+/* sd_encode_lossy.c — sd_bitmap to WebP (libwebp, still or animated) or
+ * AVIF (libavif) in memory. Both take straight alpha: an opaque bitmap is
+ * handed over as it is (on little-endian hosts its bytes are already
+ * B,G,R,A), one with alpha is unpremultiplied once (WebP: into the
+ * picture's own ARGB plane; AVIF: into R,G,B,A rows), so the encode costs
  * what the library costs. */
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,31 @@ static int webp_encode_picture(WebPPicture *pic, int quality, int lossless, uint
     return rc;
 }
 
+/* The bitmap into a WebPPicture (use_argb as the encoder wants it): an
+ * opaque one is read in place (its bytes are B,G,R,A already); one with
+ * alpha is unpremultiplied straight into the picture's ARGB plane (no
+ * buffer of our own; lossy converts it to YUV as an import would). */
+static int import_picture(const sd_bitmap *b, int use_argb, WebPPicture *pic)
+{
+    pic->width = (int)b->width;
+    pic->height = (int)b->height;
+    int ok;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!sd_bitmap_has_alpha(b)) {
+        pic->use_argb = use_argb;
+        ok = WebPPictureImportBGRA(pic, b->pixels, (int)b->stride);
+    } else
+#endif
+    {
+        pic->use_argb = 1;
+        ok = WebPPictureAlloc(pic);
+        for (uint32_t y = 0; ok && y < b->height; y++)
+            sd__unpremultiply_to_argb32(b->pixels + (size_t)y * b->stride, pic->argb + (size_t)y * pic->argb_stride,
+                                        b->width);
+    }
+    return ok ? SD_OK : SD_ENOMEM;
+}
+
 int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out, size_t *out_len)
 {
     SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
@@ -90,43 +116,11 @@ int sd_encode_webp(const sd_bitmap *b, int quality, int lossless, uint8_t **out,
     *out_len = 0;
     WebPPicture pic;
     SD__RETURN_IF(!WebPPictureInit(&pic), SD_ECORRUPT);
-    pic.width = (int)b->width;
-    pic.height = (int)b->height;
-    int ok;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (!sd_bitmap_has_alpha(b)) {
-        /* opaque: the bytes are B,G,R,A already; libwebp reads them in place */
-        pic.use_argb = lossless != 0;
-        ok = WebPPictureImportBGRA(&pic, b->pixels, (int)b->stride);
-    } else
-#endif
-    {
-        /* with alpha: unpremultiply straight into the picture's ARGB plane
-         * (no buffer of our own); lossy converts it to YUV as an import would */
-        pic.use_argb = 1;
-        ok = WebPPictureAlloc(&pic);
-        for (uint32_t y = 0; ok && y < b->height; y++)
-            sd__unpremultiply_to_argb32(b->pixels + (size_t)y * b->stride, pic.argb + (size_t)y * pic.argb_stride,
-                                        b->width);
-    }
-    int rc = ok ? webp_encode_picture(&pic, quality, lossless, out, out_len) : SD_ENOMEM;
+    int rc = import_picture(b, lossless != 0, &pic);
+    if (rc == SD_OK)
+        rc = webp_encode_picture(&pic, quality, lossless, out, out_len);
     WebPPictureFree(&pic);
     return rc;
-}
-
-/* One frame into a WebPPicture (ARGB, as WebPAnimEncoder wants it). */
-static int import_frame(const sd_bitmap *b, WebPPicture *pic)
-{
-    sd__straight px;
-    int rc = straight_pixels(b, &px);
-    SD__RETURN_IF(rc != SD_OK, rc);
-    pic->use_argb = 1;
-    pic->width = (int)b->width;
-    pic->height = (int)b->height;
-    int ok = px.bgra ? WebPPictureImportBGRA(pic, px.pixels, (int)px.stride)
-                     : WebPPictureImportRGBA(pic, px.pixels, (int)px.stride);
-    free(px.owned);
-    return ok ? SD_OK : SD_ENOMEM;
 }
 
 int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int loop_count,
@@ -159,7 +153,7 @@ int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, si
             rc = SD_ECORRUPT;
             break;
         }
-        rc = import_frame(frames[i], &pic);
+        rc = import_picture(frames[i], 1, &pic); /* WebPAnimEncoder wants ARGB */
         if (rc == SD_OK && !WebPAnimEncoderAdd(enc, &pic, timestamp, &config))
             rc = pic.error_code == VP8_ENC_ERROR_OUT_OF_MEMORY ? SD_ENOMEM : SD_ECORRUPT;
         WebPPictureFree(&pic);

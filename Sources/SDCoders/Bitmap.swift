@@ -106,30 +106,33 @@ public final class Bitmap: @unchecked Sendable {
     /// A GIF of frames of one size (animated when more than one): delays in
     /// ms, `loopCount` 0 = forever. Each frame gets its own 255-colour palette.
     public static func gifData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int) throws(CoderError) -> [UInt8] {
-        guard !frames.isEmpty, delaysMilliseconds.count == frames.count else { throw CoderError(.invalidArgument) }
-        var buf: UnsafeMutablePointer<UInt8>?
-        var len = 0
-        let handles: [OpaquePointer?] = frames.map { $0.handle }
-        let delays = delaysMilliseconds.map { Int32(clamping: $0) }
-        let rc = handles.withUnsafeBufferPointer { h in
-            sd_encode_gif(h.baseAddress, delays, frames.count, Int32(clamping: loopCount), &buf, &len)
+        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
+            sd_encode_gif(h, delays, frames.count, Int32(clamping: loopCount), out, len)
         }
-        try CoderError.check(rc)
-        return adopt(buf, len)
     }
 
     /// An animated WebP of frames of one size: lossy at `quality` 0...100 or
     /// lossless; delays in ms, `loopCount` 0 = forever.
     public static func webpAnimationData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int,
                                          quality: Int = 90, lossless: Bool = false) throws(CoderError) -> [UInt8] {
+        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
+            sd_encode_webp_anim(h, delays, frames.count, Int32(clamping: loopCount), Int32(quality), lossless ? 1 : 0, out, len)
+        }
+    }
+
+    /// The frame handles and delays as the C encoders take them; the output adopted.
+    private static func encodeFrames(
+        _ frames: [Bitmap], _ delaysMilliseconds: [Int],
+        _ encode: (UnsafePointer<OpaquePointer?>?, UnsafePointer<Int32>?, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
+                   UnsafeMutablePointer<Int>) -> Int32
+    ) throws(CoderError) -> [UInt8] {
         guard !frames.isEmpty, delaysMilliseconds.count == frames.count else { throw CoderError(.invalidArgument) }
         var buf: UnsafeMutablePointer<UInt8>?
         var len = 0
         let handles: [OpaquePointer?] = frames.map { $0.handle }
         let delays = delaysMilliseconds.map { Int32(clamping: $0) }
         let rc = handles.withUnsafeBufferPointer { h in
-            sd_encode_webp_anim(h.baseAddress, delays, frames.count, Int32(clamping: loopCount),
-                                Int32(quality), lossless ? 1 : 0, &buf, &len)
+            delays.withUnsafeBufferPointer { d in encode(h.baseAddress, d.baseAddress, &buf, &len) }
         }
         try CoderError.check(rc)
         return adopt(buf, len)

@@ -503,15 +503,24 @@ static int test_encoders_webp_avif(void)
     return 0;
 }
 
+/* Transparent but for an opaque red square at (10,10)-(19,19). */
+static sd_bitmap *red_square(uint32_t w, uint32_t h)
+{
+    sd_bitmap *b = NULL;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    for (uint32_t y = 10; y < 20; y++)
+        for (uint32_t x = 10; x < 20; x++)
+            memcpy(sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, "\x00\x00\xff\xff", 4);
+    return b;
+}
+
 /* Animated WebP: frames, loop, delays; lossless comes back exact (the
  * encoder's sub-rectangles and blending composite to the same canvas). */
 static int test_encoder_webp_anim(void)
 {
-    sd_bitmap *f[3] = {synth(40, 30, 1), synth(40, 30, 0), NULL};
-    ASSERT_OK(sd_bitmap_new(40, 30, &f[2])); /* transparent but for a red square */
-    for (uint32_t y = 10; y < 20; y++)
-        for (uint32_t x = 10; x < 20; x++)
-            memcpy(sd_bitmap_pixels(f[2]) + y * sd_bitmap_stride(f[2]) + x * 4, "\x00\x00\xff\xff", 4);
+    sd_bitmap *f[3] = {synth(40, 30, 1), synth(40, 30, 0), red_square(40, 30)};
+    ASSERT(f[2] != NULL);
     int delays[3] = {70, 200, 40};
     for (int lossless = 1; lossless >= 0; lossless--) {
         uint8_t *webp;
@@ -556,11 +565,8 @@ static int test_encoder_webp_anim(void)
 
 static int test_encoder_gif(void)
 {
-    sd_bitmap *f[2] = {synth(40, 30, 0), NULL};
-    ASSERT_OK(sd_bitmap_new(40, 30, &f[1])); /* transparent but for a red square */
-    for (uint32_t y = 10; y < 20; y++)
-        for (uint32_t x = 10; x < 20; x++)
-            memcpy(sd_bitmap_pixels(f[1]) + y * sd_bitmap_stride(f[1]) + x * 4, "\x00\x00\xff\xff", 4);
+    sd_bitmap *f[2] = {synth(40, 30, 0), red_square(40, 30)};
+    ASSERT(f[1] != NULL);
     int delays[2] = {70, 200};
     uint8_t *gif;
     size_t n;
