@@ -13,10 +13,10 @@ SAN_CC ?= clang
 # Debian packages the project needs: build, tests, benchmarks.
 APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
                 libgif-dev libwebp-dev libavif-dev libavif-bin \
-                libturbojpeg0-dev valgrind nginx-light openssl
+                libturbojpeg0-dev valgrind nginx-light openssl abigail-tools
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
+        test-cli test-abi abi-baseline test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -48,6 +48,17 @@ test: deps
 
 test-c: build-c
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)
+
+# The C ABI as programs link it: exported symbols = cmake/sdcore.map, all
+# versioned and declared; abidiff against the committed cmake/libsdcore.abi;
+# every public function documented (Returns, ownership).
+test-abi: build-c
+	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so
+	python3 scripts/check-header-docs.py
+
+# Refresh the ABI baseline (when a release adds functions on purpose).
+abi-baseline: build-c
+	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so --update
 
 test-asan: deps
 	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \

@@ -14,6 +14,7 @@ run() {
 layering() { bash scripts/check-layering.sh; }
 run "layering" layering
 run "c (ctest)" make --no-print-directory test-c
+run "c abi (abidiff baseline, symbol versions, header docs)" make --no-print-directory test-abi
 run "c install (pkg-config, find_package)" bash scripts/test-install.sh
 run "c asan+ubsan (ctest)" make --no-print-directory test-asan
 run "c tsan (loop races)" make --no-print-directory test-tsan

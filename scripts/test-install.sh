@@ -13,6 +13,12 @@ check "headers installed" '[ -f "$prefix/include/sdcore.h" ] && [ -f "$prefix/in
 check "module map not installed" '[ ! -e "$prefix/include/module.modulemap" ]'
 libdir=$(ls -d "$prefix"/lib*/ | head -1)
 check "only sd_ symbols exported" '[ -z "$(nm -D --defined-only "$libdir"/libsdcore.so | awk "\$2 ~ /[TDB]/ {print \$3}" | grep -v "^sd_")" ]'
+# the version from its one place (sd_common.h) everywhere it is installed
+hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
+check "version $hv in sdcore.pc, sdcoreConfigVersion.cmake and the soname" \
+  '[ "$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --modversion sdcore)" = "$hv" ] &&
+   grep -q "PACKAGE_VERSION \"$hv\"" "$libdir/cmake/sdcore/sdcoreConfigVersion.cmake" &&
+   [ -e "$libdir/libsdcore.so.$hv" ]'
 img=$prefix/t.png  # a 300x200 RGB PNG made here
 python3 - "$img" <<'PY'
 import struct, sys, zlib

@@ -222,7 +222,7 @@ static double run_loop(int conc, int rounds, int decode, int threads)
     sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, conc);
     sd_loop_use_decoder(l, threads);
     sd_loop_start(l);
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = on_done;
     atomic_store(&completed, 0);
     atomic_store(&connections, 0);

@@ -18,11 +18,11 @@ int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed, sd_bitmap **ou
     uint64_t stride = (uint64_t)width * 4;
     uint64_t bytes = stride * height;
     SD__RETURN_IF(bytes > ((uint64_t)SIZE_MAX >> 1), SD_ETOOLARGE);
-    sd_bitmap *b = malloc(sizeof *b);
+    sd_bitmap *b = sd__malloc(sizeof *b);
     SD__RETURN_IF(b == NULL, SD_ENOMEM);
     b->pixels = sd__pixels_alloc((size_t)bytes, zeroed, &b->capacity);
     if (b->pixels == NULL) {
-        free(b);
+        sd__free(b);
         return SD_ENOMEM;
     }
     b->width = width;
@@ -51,7 +51,7 @@ void sd_bitmap_free(sd_bitmap *bitmap)
     if (bitmap == NULL)
         return;
     sd__pixels_free(bitmap->pixels, bitmap->capacity);
-    free(bitmap);
+    sd__free(bitmap);
 }
 
 uint32_t sd_bitmap_width(const sd_bitmap *b) { return b ? b->width : 0; }
@@ -175,11 +175,11 @@ static int sd__axis_weights(uint32_t n, uint32_t m, sd__span **spans_out, uint32
 {
     int enlarge = m > n;
     uint32_t per = enlarge ? 2 : (uint32_t)((n + m - 1) / m) + 1;
-    sd__span *spans = malloc(sizeof *spans * m);
-    uint32_t *w = malloc(sizeof *w * (size_t)per * m);
+    sd__span *spans = sd__malloc(sizeof *spans * m);
+    uint32_t *w = sd__malloc(sizeof *w * (size_t)per * m);
     if (spans == NULL || w == NULL) {
-        free(spans);
-        free(w);
+        sd__free(spans);
+        sd__free(w);
         return SD_ENOMEM;
     }
     uint32_t off = 0;
@@ -238,7 +238,7 @@ int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bi
     if (rc == SD_OK)
         rc = sd__axis_weights(src->height, height, &vs, &vw, &vn);
     if (rc == SD_OK) {
-        tmp = malloc((size_t)width * 4 * src->height);
+        tmp = sd__malloc((size_t)width * 4 * src->height);
         rc = tmp ? SD_OK : SD_ENOMEM;
     }
     if (rc == SD_OK)
@@ -262,7 +262,7 @@ int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bi
         }
     }
     /* Vertical pass: rows of tmp into dst. */
-    uint32_t *acc = calloc((size_t)width * 4, sizeof *acc);
+    uint32_t *acc = sd__calloc((size_t)width * 4, sizeof *acc);
     if (acc == NULL) {
         rc = SD_ENOMEM;
         goto done;
@@ -279,13 +279,13 @@ int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bi
         for (uint32_t i = 0; i < width * 4; i++)
             d[i] = (uint8_t)((acc[i] + vn / 2) / vn);
     }
-    free(acc);
+    sd__free(acc);
 done:
-    free(hs);
-    free(hw);
-    free(vs);
-    free(vw);
-    free(tmp);
+    sd__free(hs);
+    sd__free(hw);
+    sd__free(vs);
+    sd__free(vw);
+    sd__free(tmp);
     if (rc != SD_OK) {
         sd_bitmap_free(dst);
         return rc;

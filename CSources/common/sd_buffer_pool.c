@@ -42,7 +42,7 @@ static void release(void *p, size_t cap)
     if (cap >= SD__HUGE_MIN)
         munmap(p, cap);
     else
-        free(p);
+        sd__free(p);
 }
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +57,8 @@ static uint64_t pool_clock;
 static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)
 {
     *cap = bytes;
+    if (sd__alloc_is_custom()) /* every byte through the program's allocator: no pool, no mmap */
+        return zeroed ? sd__calloc(1, bytes) : sd__malloc(bytes);
     if (bytes >= SD__POOL_MIN) {
         int best = -1;
         pthread_mutex_lock(&pool_mu);
@@ -81,7 +83,7 @@ static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)
     if (bytes >= SD__HUGE_MIN && !heap_only)
         return map_pixels(bytes, cap); /* fresh anonymous pages are zero */
     /* calloc of a large block maps zero pages: zeroing is free where it matters */
-    return zeroed ? calloc(1, bytes) : malloc(bytes);
+    return zeroed ? sd__calloc(1, bytes) : sd__malloc(bytes);
 }
 
 void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
@@ -90,7 +92,7 @@ void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *cap)
 }
 
 /* Response bodies: recycled like canvases, but always plain heap blocks, since
- * a caller who takes a body frees it with free() (sd_free). */
+ * a caller who takes a body frees it with sd_free. */
 void *sd__body_alloc(size_t bytes, size_t *cap)
 {
     return pool_alloc(bytes, 0, cap, 1);
@@ -98,8 +100,8 @@ void *sd__body_alloc(size_t bytes, size_t *cap)
 
 void sd__body_free(void *p, size_t cap)
 {
-    if (cap >= SD__HUGE_MIN)
-        free(p); /* a big heap block: never pooled (the pool would unmap it) */
+    if (cap >= SD__HUGE_MIN || sd__alloc_is_custom())
+        sd__free(p); /* a big heap block: never pooled (the pool would unmap it) */
     else
         sd__pixels_free(p, cap);
 }
@@ -108,6 +110,10 @@ void sd__pixels_free(void *p, size_t cap)
 {
     if (p == NULL)
         return;
+    if (sd__alloc_is_custom()) {
+        sd__free(p);
+        return;
+    }
     void *evict[SD__POOL_SLOTS];
     size_t evict_cap[SD__POOL_SLOTS];
     int nevict = 0;
@@ -171,4 +177,10 @@ size_t sd_bitmap_pool_bytes(void)
     size_t n = pool_bytes;
     pthread_mutex_unlock(&pool_mu);
     return n;
+}
+
+void sd__pool_drain(void)
+{
+    size_t limit = sd_bitmap_pool_limit(0); /* a zero limit empties every slot */
+    sd_bitmap_pool_limit(limit);
 }

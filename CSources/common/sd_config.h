@@ -5,7 +5,13 @@
 #ifndef SD_CONFIG_H
 #define SD_CONFIG_H
 
-#define SD__VERSION_STRING "0.1.0"
+#include "sdcore/sd_common.h"
+
+/* "MAJOR.MINOR.PATCH", from sd_common.h (the one place the version is). */
+#define SD__STR2(x) #x
+#define SD__STR(x) SD__STR2(x)
+#define SD__VERSION_STRING \
+    SD__STR(SD_VERSION_MAJOR) "." SD__STR(SD_VERSION_MINOR) "." SD__STR(SD_VERSION_PATCH)
 
 /* Cache line size used to pad shared counters. */
 #define SD__CACHE_LINE 64

@@ -26,7 +26,7 @@
     do {                                                                       \
         if ((n) >= (cap)) {                                                    \
             uint32_t sd__c = (cap) ? (cap) * 2 : 16;                           \
-            void *sd__p = realloc((arr), (size_t)sd__c * sizeof *(arr));       \
+            void *sd__p = sd__realloc((arr), (size_t)sd__c * sizeof *(arr));       \
             if (sd__p == NULL)                                                 \
                 return SD_ENOMEM;                                              \
             (arr) = sd__p;                                                     \
@@ -45,10 +45,29 @@
 #define SD__UNLIKELY(x) (x)
 #endif
 
+/* libsdcore's own allocations (common/sd_alloc.c): the allocator set with
+ * sd_set_allocator, else the C library's. Never mixed with free(). */
+SD__HIDDEN void *sd__malloc(size_t bytes);
+SD__HIDDEN void *sd__calloc(size_t count, size_t bytes);
+SD__HIDDEN void *sd__realloc(void *p, size_t bytes);
+SD__HIDDEN void sd__free(void *p);
+SD__HIDDEN char *sd__strdup(const char *s);
+SD__HIDDEN int sd__alloc_is_custom(void);
+/* Drop the pool's recycled blocks (before the allocator changes). */
+SD__HIDDEN void sd__pool_drain(void);
+
+/* Versioned public structs start with `size_t size` (the caller's sizeof):
+ * copy the caller's version into ours, zero what it does not have; SD_EINVAL
+ * below `min_size`, SD_EUNSUPPORTED when a newer caller set fields this
+ * library does not know. */
+SD__HIDDEN int sd__copy_sized(void *dst, size_t dst_size, const void *src, size_t min_size);
+/* Bytes of `type` up to and including `member`: a struct version's size. */
+#define SD__SIZE_THROUGH(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
+
 /* Buffers recycled through a small pool (common/sd_buffer_pool.c). */
 SD__HIDDEN void *sd__pixels_alloc(size_t bytes, int zeroed, size_t *capacity);
 SD__HIDDEN void sd__pixels_free(void *pixels, size_t capacity);
-/* Response bodies from the same pool; always heap blocks (free() is valid). */
+/* Response bodies from the same pool; always heap blocks (sd_free is valid). */
 SD__HIDDEN void *sd__body_alloc(size_t bytes, size_t *capacity);
 SD__HIDDEN void sd__body_free(void *body, size_t capacity);
 

@@ -64,4 +64,4 @@ int sd__cpu_count(void)
     return n > 0 ? (int)SD__MIN(n, 256) : 2;
 }
 
-void sd_free(void *buffer) { free(buffer); }
+void sd_free(void *buffer) { sd__free(buffer); }

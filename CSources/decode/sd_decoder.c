@@ -17,7 +17,7 @@ void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
 int sd_decoder_new(sd_decoder **out)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
-    sd_decoder *d = calloc(1, sizeof *d);
+    sd_decoder *d = sd__calloc(1, sizeof *d);
     *out = d;
     SD__RETURN_IF(d == NULL, SD_ENOMEM);
     d->apply_orientation = 1;
@@ -40,8 +40,8 @@ void sd_decoder_free(sd_decoder *dec)
     if (dec->codec != NULL)
         dec->codec->destroy(dec);
     sd_bitmap_free(dec->still);
-    free(dec->frames);
-    free(dec);
+    sd__free(dec->frames);
+    sd__free(dec);
 }
 
 /* Frames renderable now: an animated codec's announced ones; a still's one

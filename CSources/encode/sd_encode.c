@@ -22,7 +22,7 @@ static void membuf_put(sd__membuf *m, const void *p, size_t n)
     if (m->len + n > m->cap) {
         size_t cap = SD__MAX(m->cap * 2, m->len + n);
         cap = SD__MAX(cap, 16384);
-        uint8_t *nd = realloc(m->data, cap);
+        uint8_t *nd = sd__realloc(m->data, cap);
         if (nd == NULL) {
             m->oom = 1;
             return;
@@ -55,19 +55,19 @@ int sd_encode_png(const sd_bitmap *b, int level, uint8_t **out, size_t *out_len)
     *out_len = 0;
     const int alpha = sd_bitmap_has_alpha(b);
     sd__membuf m = {0};
-    uint8_t *row = malloc(b->width * (size_t)4);
+    uint8_t *row = sd__malloc(b->width * (size_t)4);
     SD__RETURN_IF(row == NULL, SD_ENOMEM);
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, png_err_cb, png_warn_cb);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (png == NULL || info == NULL) {
         png_destroy_write_struct(&png, NULL);
-        free(row);
+        sd__free(row);
         return SD_ENOMEM;
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
-        free(row);
-        free(m.data);
+        sd__free(row);
+        sd__free(m.data);
         return SD_ECORRUPT;
     }
     png_set_write_fn(png, &m, png_write_cb, png_flush_cb);
@@ -87,9 +87,9 @@ int sd_encode_png(const sd_bitmap *b, int level, uint8_t **out, size_t *out_len)
     }
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    free(row);
+    sd__free(row);
     if (m.oom) {
-        free(m.data);
+        sd__free(m.data);
         return SD_ENOMEM;
     }
     *out = m.data;
@@ -142,15 +142,15 @@ int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **o
     *out_len = 0;
     struct jpeg_compress_struct c;
     sd__jencerr err;
-    sd__jdest *dest = calloc(1, sizeof *dest);
+    sd__jdest *dest = sd__calloc(1, sizeof *dest);
     SD__RETURN_IF(dest == NULL, SD_ENOMEM);
     c.err = jpeg_std_error(&err.pub);
     err.pub.error_exit = jenc_error_exit;
     err.pub.output_message = jenc_output;
     if (setjmp(err.jb)) {
         jpeg_destroy_compress(&c);
-        free(dest->m.data);
-        free(dest);
+        sd__free(dest->m.data);
+        sd__free(dest);
         return SD_ECORRUPT;
     }
     jpeg_create_compress(&c);
@@ -180,9 +180,9 @@ int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **o
     int oom = dest->m.oom;
     *out = dest->m.data;
     *out_len = dest->m.len;
-    free(dest);
+    sd__free(dest);
     if (oom) {
-        free(*out);
+        sd__free(*out);
         *out = NULL;
         *out_len = 0;
         return SD_ENOMEM;

@@ -25,7 +25,7 @@ static int gif_write(GifFileType *gif, const GifByteType *p, int n)
         return 0;
     if (m->len + (size_t)n > m->cap) {
         size_t cap = SD__MAX(SD__MAX(m->cap * 2, m->len + (size_t)n), (size_t)16384);
-        uint8_t *nd = realloc(m->data, cap);
+        uint8_t *nd = sd__realloc(m->data, cap);
         if (nd == NULL) {
             m->oom = 1;
             return 0;
@@ -132,8 +132,8 @@ int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t c
         SD__RETURN_IF(frames[i] == NULL || frames[i]->width != w || frames[i]->height != h ||
                           (delays_ms && delays_ms[i] < 0), SD_EINVAL);
     const size_t n = (size_t)w * h;
-    uint8_t *rgba = malloc(n * 4), *planes = malloc(n * 3);
-    GifByteType *index = malloc(n);
+    uint8_t *rgba = sd__malloc(n * 4), *planes = sd__malloc(n * 3);
+    GifByteType *index = sd__malloc(n);
     sd__gifbuf m = {0};
     int err = 0, rc = SD_OK;
     GifFileType *gif = rgba && planes && index ? EGifOpen(&m, gif_write, &err) : NULL;
@@ -158,11 +158,11 @@ int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t c
         rc = SD_ECORRUPT;
     if (rc == SD_OK && m.oom)
         rc = SD_ENOMEM;
-    free(rgba);
-    free(planes);
-    free(index);
+    sd__free(rgba);
+    sd__free(planes);
+    sd__free(index);
     if (rc != SD_OK) {
-        free(m.data);
+        sd__free(m.data);
         return rc;
     }
     *out = m.data;

@@ -17,7 +17,7 @@
 /* The whole bitmap as straight R,G,B,A rows without padding. */
 static uint8_t *straight_rgba(const sd_bitmap *b)
 {
-    uint8_t *rgba = malloc((size_t)b->width * b->height * 4);
+    uint8_t *rgba = sd__malloc((size_t)b->width * b->height * 4);
     if (rgba == NULL)
         return NULL;
     for (uint32_t y = 0; y < b->height; y++)
@@ -54,7 +54,7 @@ static int straight_pixels(const sd_bitmap *b, sd__straight *s)
 /* Library-owned output copied into malloc'd memory (released with sd_free). */
 static int hand_over(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len)
 {
-    uint8_t *copy = malloc(len ? len : 1);
+    uint8_t *copy = sd__malloc(len ? len : 1);
     SD__RETURN_IF(copy == NULL, SD_ENOMEM);
     memcpy(copy, data, len);
     *out = copy;
@@ -223,6 +223,6 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     if (enc)
         avifEncoderDestroy(enc);
     avifImageDestroy(img);
-    free(px.owned);
+    sd__free(px.owned);
     return rc;
 }

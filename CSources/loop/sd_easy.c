@@ -117,11 +117,11 @@ int sd__check_response(sd__xfer *x)
     x->resp->expected = cl > 0 ? (uint64_t)cl : 0;
     if (x->req->resume_len > 0 && code == 206 && resume(x) != 0)
         return x->abort_status;
-    free(x->resp->content_type);
-    free(x->resp->effective_url);
-    x->resp->content_type = ct ? strdup(ct) : NULL;
+    sd__free(x->resp->content_type);
+    sd__free(x->resp->effective_url);
+    x->resp->content_type = ct ? sd__strdup(ct) : NULL;
     /* a file:// transfer reads /proc/self/fd/N: report the URL asked for */
-    x->resp->effective_url = x->file_fd >= 0 ? strdup(x->req->url) : url ? strdup(url) : NULL;
+    x->resp->effective_url = x->file_fd >= 0 ? sd__strdup(x->req->url) : url ? sd__strdup(url) : NULL;
     int is_http = scheme && (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
     const int64_t *p = x->req->params;
     if (is_http && code == 304) {
@@ -292,7 +292,7 @@ static int map_curl(CURLcode c)
 static int add_header(struct curl_slist **h, const char *name, const char *value)
 {
     size_t n = strlen(name) + strlen(value) + 3;
-    char stack[512], *line = n <= sizeof stack ? stack : malloc(n); /* long validators are not cut */
+    char stack[512], *line = n <= sizeof stack ? stack : sd__malloc(n); /* long validators are not cut */
     SD__RETURN_IF(line == NULL, SD_ENOMEM);
     size_t nl = strlen(name);
     memcpy(line, name, nl);
@@ -300,7 +300,7 @@ static int add_header(struct curl_slist **h, const char *name, const char *value
     memcpy(line + nl + 2, value, n - nl - 2); /* with the NUL */
     struct curl_slist *l = curl_slist_append(*h, line);
     if (line != stack)
-        free(line);
+        sd__free(line);
     SD__RETURN_IF(l == NULL, SD_ENOMEM);
     *h = l;
     return SD_OK;

@@ -30,7 +30,7 @@ int sd__needs_wake(int *wake_pending)
 
 sd__inbox *sd__inbox_new(CURLM *multi)
 {
-    sd__inbox *in = calloc(1, sizeof *in);
+    sd__inbox *in = sd__calloc(1, sizeof *in);
     if (in == NULL)
         return NULL;
     pthread_mutex_init(&in->mu, NULL);
@@ -47,7 +47,7 @@ static void inbox_unref_locked(sd__inbox *in, int *free_it)
 static void inbox_free(sd__inbox *in)
 {
     pthread_mutex_destroy(&in->mu);
-    free(in);
+    sd__free(in);
 }
 
 /* The port's memory goes with its last reference; it holds one on the inbox. */
@@ -63,7 +63,7 @@ static void port_free(sd_sink_port *p)
 {
     if (p->output_free)
         p->output_free(p->output);
-    free(p);
+    sd__free(p);
 }
 
 void sd__port_unref(sd_sink_port *p)
@@ -83,7 +83,7 @@ void sd__port_unref(sd_sink_port *p)
 
 sd_sink_port *sd__port_new(sd__inbox *in, sd_transfer_id id, int wants_partials)
 {
-    sd_sink_port *p = calloc(1, sizeof *p);
+    sd_sink_port *p = sd__calloc(1, sizeof *p);
     if (p == NULL)
         return NULL;
     p->inbox = in;
@@ -110,7 +110,7 @@ void sd__inbox_close(sd__inbox *in)
         n = pv->next;
         if (pv->item_free)
             pv->item_free(pv->item);
-        free(pv);
+        sd__free(pv);
     }
     for (sd_sink_port *n; dn; dn = n) {
         n = dn->next_done;
@@ -134,7 +134,7 @@ int sd_sink_port_wants_partials(const sd_sink_port *p) { return p ? p->wants_par
 
 void sd_sink_port_partial(sd_sink_port *p, void *item, void (*item_free)(void *))
 {
-    sd__partial *e = p ? calloc(1, sizeof *e) : NULL;
+    sd__partial *e = p ? sd__calloc(1, sizeof *e) : NULL;
     if (e == NULL) {
         if (item_free)
             item_free(item); /* a partial may be skipped; the end may not */
@@ -149,7 +149,7 @@ void sd_sink_port_partial(sd_sink_port *p, void *item, void (*item_free)(void *)
         pthread_mutex_unlock(&in->mu);
         if (item_free)
             item_free(item);
-        free(e);
+        sd__free(e);
         return;
     }
     SD__FIFO_PUSH(in->pv_head, in->pv_tail, e, next);
@@ -231,7 +231,7 @@ void sd__inbox_dispatch(sd_loop *l)
         } else if (pv->item_free) {
             pv->item_free(pv->item); /* completed or cancelled meanwhile */
         }
-        free(pv);
+        sd__free(pv);
     }
     for (sd_sink_port *n; rs; rs = n) {
         n = rs->next_resume;

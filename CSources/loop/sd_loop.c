@@ -65,7 +65,7 @@ static void *loop_main(void *arg)
         l->wake_pending = 0; /* we take everything queued so far */
         int n = l->ncmds;
         if (n > cap) {
-            sd__cmd *nb = realloc(batch, sizeof *nb * (size_t)n);
+            sd__cmd *nb = sd__realloc(batch, sizeof *nb * (size_t)n);
             if (nb) {
                 batch = nb;
                 cap = n;
@@ -122,7 +122,7 @@ static void *loop_main(void *arg)
             continue; /* a slot opened: fill it before sleeping */
         curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
     }
-    free(batch);
+    sd__free(batch);
     pthread_mutex_lock(&l->mu);
     l->pub_queued = l->pub_running = 0;
     int self_free = l->self_free;
@@ -141,7 +141,7 @@ int sd_loop_new(sd_loop **out)
     SD__RETURN_IF(out == NULL, SD_EINVAL);
     *out = NULL;
     pthread_once(&curl_once, curl_init_once);
-    sd_loop *l = calloc(1, sizeof *l);
+    sd_loop *l = sd__calloc(1, sizeof *l);
     SD__RETURN_IF(l == NULL, SD_ENOMEM);
     pthread_mutex_init(&l->mu, NULL);
     l->max_concurrent = SD_DEFAULT_MAX_CONCURRENT;
@@ -149,7 +149,7 @@ int sd_loop_new(sd_loop **out)
     l->default_backlog = 4 * sd__cpu_count(); /* a few bodies per core */
     l->multi = curl_multi_init();
     l->share = curl_share_init();
-    l->spare = calloc(SD__SPARE_EASY, sizeof *l->spare);
+    l->spare = sd__calloc(SD__SPARE_EASY, sizeof *l->spare);
     l->inbox = l->multi ? sd__inbox_new(l->multi) : NULL;
     if (l->multi == NULL || l->share == NULL || l->spare == NULL || l->inbox == NULL) {
         sd_loop_free(l);
@@ -210,12 +210,13 @@ int sd_loop_get(sd_loop *l, sd_loop_param p, int64_t *v)
 
 int sd_loop_set_body_sink(sd_loop *l, const sd_body_sink *sink, void *ctx)
 {
-    SD__RETURN_IF(l == NULL || sink == NULL || sink->open == NULL || sink->push == NULL || sink->finish == NULL
-                  || sink->abort == NULL, SD_EINVAL);
+    SD__RETURN_IF(l == NULL || sink == NULL, SD_EINVAL);
+    sd_body_sink copy;
+    SD__FORWARD_IF_ERROR(sd__body_sink_copy(&copy, sink));
     pthread_mutex_lock(&l->mu);
     int bad = l->started || l->shutting_down || l->has_sink;
     if (!bad) {
-        l->sink = *sink;
+        l->sink = copy;
         l->sink_ctx = ctx;
         l->has_sink = 1;
     }
@@ -254,7 +255,7 @@ static int push_cmd(sd_loop *l, sd__cmd c, sd_transfer_id *new_id)
     }
     if (l->ncmds == l->capcmds) {
         int cap = l->capcmds ? l->capcmds * 2 : 64;
-        sd__cmd *n = realloc(l->cmds, sizeof *n * (size_t)cap);
+        sd__cmd *n = sd__realloc(l->cmds, sizeof *n * (size_t)cap);
         if (n == NULL) {
             pthread_mutex_unlock(&l->mu);
             return SD_ENOMEM;
@@ -280,15 +281,19 @@ int sd_loop_submit(sd_loop *l, const sd_request *req, const sd_transfer_events *
                    sd_transfer_id *id)
 {
     SD__RETURN_IF(l == NULL || req == NULL || ev == NULL, SD_EINVAL);
-    sd__xfer *x = calloc(1, sizeof *x);
+    sd_transfer_events events;
+    SD__FORWARD_IF_ERROR(sd__copy_sized(&events, sizeof events, ev, SD__SIZE_THROUGH(sd_transfer_events, complete)));
+    sd__xfer *x = sd__calloc(1, sizeof *x);
     SD__RETURN_IF(x == NULL, SD_ENOMEM);
     x->file_fd = -1;
-    int rc = sd__request_copy(req, &x->req);
+    x->result = sd__calloc(1, sizeof *x->result);
+    int rc = x->result ? sd__request_copy(req, &x->req) : SD_ENOMEM;
     if (rc != SD_OK) {
-        free(x);
+        sd__free(x->result);
+        sd__free(x);
         return rc;
     }
-    x->ev = *ev;
+    x->ev = events;
     x->user = user;
     x->priority = (int)req->params[SD_REQ_PRIORITY];
     x->t_submit = sd__now_msf();
@@ -364,9 +369,9 @@ static void loop_destroy(sd_loop *l)
         curl_multi_cleanup(l->multi);
     if (l->share)
         curl_share_cleanup(l->share);
-    free(l->spare);
-    free(l->table);
-    free(l->cmds);
+    sd__free(l->spare);
+    sd__free(l->table);
+    sd__free(l->cmds);
     pthread_mutex_destroy(&l->mu);
-    free(l);
+    sd__free(l);
 }

@@ -42,7 +42,8 @@ struct sd_request {
     int nsink;                         /* sink parameters, carried only */
     int sink_keys[SD__REQ_NSINK_PARAMS];
     int64_t sink_values[SD__REQ_NSINK_PARAMS];
-    const sd_body_sink *sink;          /* sd_request_set_body_sink */
+    sd_body_sink sink;                 /* sd_request_set_body_sink (a copy) */
+    int has_sink;
     void *sink_ctx;
     uint8_t *resume;        /* sd_request_set_resume: bytes we have, */
     size_t resume_len;
@@ -122,6 +123,7 @@ struct sd__xfer {
     sd_request *req;
     sd_transfer_events ev;
     void *user;
+    sd_result *result; /* allocated with the transfer: the end needs no memory */
     int priority;
     int state;
     sd__xfer *prev, *next; /* queue list (per priority) */
@@ -201,6 +203,7 @@ struct sd_loop {
 /* 1 when `s` holds a control character other than tab (CR, LF, DEL, …). */
 SD__HIDDEN int sd__has_control(const char *s);
 SD__HIDDEN int sd__request_copy(const sd_request *src, sd_request **out);
+SD__HIDDEN int sd__body_sink_copy(sd_body_sink *dst, const sd_body_sink *src);
 SD__HIDDEN sd_response *sd__response_new(void);
 SD__HIDDEN void sd__response_free(sd_response *r);
 SD__HIDDEN void sd__response_reset(sd_response *r);

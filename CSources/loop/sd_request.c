@@ -10,7 +10,7 @@ static char *dup_str(const char *s)
     if (s == NULL)
         return NULL;
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = sd__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -48,11 +48,11 @@ int sd_request_new(const char *url, sd_request **out)
     SD__RETURN_IF(sd__has_control(url), SD_EURL);
     SD__RETURN_IF(strlen(url) > SD__MAX_URL_LENGTH, SD_EURL); /* curl's own input limit */
     SD__RETURN_IF(!has_scheme(url), SD_EURL); /* relative: curl would guess http:// */
-    sd_request *r = calloc(1, sizeof *r);
+    sd_request *r = sd__calloc(1, sizeof *r);
     SD__RETURN_IF(r == NULL, SD_ENOMEM);
     r->url = dup_str(url);
     if (r->url == NULL) {
-        free(r);
+        sd__free(r);
         return SD_ENOMEM;
     }
     r->params[SD_REQ_PRIORITY] = SD_PRIORITY_NORMAL;
@@ -72,15 +72,15 @@ void sd_request_free(sd_request *r)
 {
     if (r == NULL)
         return;
-    free(r->url);
+    sd__free(r->url);
     for (int i = 0; i < SD__REQ_NSTRINGS; i++)
-        free(r->strings[i]);
+        sd__free(r->strings[i]);
     for (int i = 0; i < r->nheaders; i++)
-        free(r->headers[i]);
-    free(r->headers);
-    free(r->resume);
-    free(r->resume_validator);
-    free(r);
+        sd__free(r->headers[i]);
+    sd__free(r->headers);
+    sd__free(r->resume);
+    sd__free(r->resume_validator);
+    sd__free(r);
 }
 
 int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const char *validator)
@@ -90,17 +90,17 @@ int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const 
     uint8_t *d = NULL;
     char *v = NULL;
     if (len > 0) {
-        d = malloc(len);
+        d = sd__malloc(len);
         v = dup_str(validator);
         if (d == NULL || v == NULL) {
-            free(d);
-            free(v);
+            sd__free(d);
+            sd__free(v);
             return SD_ENOMEM;
         }
         memcpy(d, data, len);
     }
-    free(r->resume);
-    free(r->resume_validator);
+    sd__free(r->resume);
+    sd__free(r->resume_validator);
     r->resume = d;
     r->resume_len = len;
     r->resume_validator = v;
@@ -125,7 +125,7 @@ int sd_request_set_string(sd_request *r, sd_request_string p, const char *v)
     SD__RETURN_IF(v != NULL && sd__has_control(v), SD_EINVAL); /* no header injection */
     char *d = dup_str(v);
     SD__RETURN_IF(v != NULL && d == NULL, SD_ENOMEM);
-    free(r->strings[p]);
+    sd__free(r->strings[p]);
     r->strings[p] = d;
     return SD_OK;
 }
@@ -134,7 +134,7 @@ int sd_request_add_header(sd_request *r, const char *line)
 {
     SD__RETURN_IF(r == NULL || line == NULL || strchr(line, ':') == NULL, SD_EINVAL);
     SD__RETURN_IF(sd__has_control(line), SD_EINVAL); /* no header injection */
-    char **h = realloc(r->headers, sizeof *h * (size_t)(r->nheaders + 1));
+    char **h = sd__realloc(r->headers, sizeof *h * (size_t)(r->nheaders + 1));
     SD__RETURN_IF(h == NULL, SD_ENOMEM);
     r->headers = h;
     h[r->nheaders] = dup_str(line);
@@ -166,13 +166,27 @@ int sd_request_sink_param_at(const sd_request *r, int i, int *key, int64_t *v)
     return SD_OK;
 }
 
+int sd__body_sink_copy(sd_body_sink *dst, const sd_body_sink *src)
+{
+    SD__FORWARD_IF_ERROR(sd__copy_sized(dst, sizeof *dst, src, SD__SIZE_THROUGH(sd_body_sink, release)));
+    SD__RETURN_IF(dst->open == NULL || dst->push == NULL || dst->finish == NULL || dst->abort == NULL, SD_EINVAL);
+    return SD_OK;
+}
+
 int sd_request_set_body_sink(sd_request *r, const sd_body_sink *sink, void *ctx)
 {
     SD__RETURN_IF(r == NULL, SD_EINVAL);
-    SD__RETURN_IF(sink && (sink->open == NULL || sink->push == NULL || sink->finish == NULL || sink->abort == NULL),
-                  SD_EINVAL);
-    r->sink = sink;
-    r->sink_ctx = sink ? ctx : NULL;
+    if (sink == NULL) {
+        memset(&r->sink, 0, sizeof r->sink);
+        r->has_sink = 0;
+        r->sink_ctx = NULL;
+        return SD_OK;
+    }
+    sd_body_sink copy;
+    SD__FORWARD_IF_ERROR(sd__body_sink_copy(&copy, sink));
+    r->sink = copy;
+    r->has_sink = 1;
+    r->sink_ctx = ctx;
     return SD_OK;
 }
 
@@ -185,6 +199,7 @@ int sd__request_copy(const sd_request *src, sd_request **out)
     memcpy(r->sink_keys, src->sink_keys, sizeof r->sink_keys);
     memcpy(r->sink_values, src->sink_values, sizeof r->sink_values);
     r->sink = src->sink;
+    r->has_sink = src->has_sink;
     r->sink_ctx = src->sink_ctx;
     int rc = SD_OK;
     for (int i = 1; i < SD__REQ_NSTRINGS && rc == SD_OK; i++)
@@ -204,13 +219,13 @@ int sd__request_copy(const sd_request *src, sd_request **out)
 
 /* ---- responses ---- */
 
-sd_response *sd__response_new(void) { return calloc(1, sizeof(sd_response)); }
+sd_response *sd__response_new(void) { return sd__calloc(1, sizeof(sd_response)); }
 
 void sd__response_reset(sd_response *r)
 {
     for (int i = 0; i < r->nheaders; i++) {
-        free(r->headers[i].name);
-        free(r->headers[i].value);
+        sd__free(r->headers[i].name);
+        sd__free(r->headers[i].value);
     }
     r->nheaders = 0;
     r->status = 0;
@@ -221,10 +236,10 @@ void sd__response_free(sd_response *r)
     if (r == NULL)
         return;
     sd__response_reset(r);
-    free(r->headers);
-    free(r->content_type);
-    free(r->effective_url);
-    free(r);
+    sd__free(r->headers);
+    sd__free(r->content_type);
+    sd__free(r->effective_url);
+    sd__free(r);
 }
 
 int sd__response_add_header(sd_response *r, const char *line, size_t len)
@@ -248,7 +263,7 @@ int sd__response_add_header(sd_response *r, const char *line, size_t len)
         return SD_OK; /* a hostile server's thousandth header is not kept */
     if (r->nheaders == r->cap) {
         int cap = r->cap ? r->cap * 2 : 16;
-        sd__header *h = realloc(r->headers, sizeof *h * (size_t)cap);
+        sd__header *h = sd__realloc(r->headers, sizeof *h * (size_t)cap);
         SD__RETURN_IF(h == NULL, SD_ENOMEM);
         r->headers = h;
         r->cap = cap;
@@ -260,10 +275,10 @@ int sd__response_add_header(sd_response *r, const char *line, size_t len)
         v++, vlen--;
     while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
         vlen--;
-    char *name = malloc(nlen + 1), *value = malloc(vlen + 1);
+    char *name = sd__malloc(nlen + 1), *value = sd__malloc(vlen + 1);
     if (name == NULL || value == NULL) {
-        free(name);
-        free(value);
+        sd__free(name);
+        sd__free(value);
         return SD_ENOMEM;
     }
     memcpy(name, line, nlen);
@@ -356,5 +371,5 @@ void sd_result_free(sd_result *r)
     sd__body_free(r->body, r->body_cap);
     if (r->output_free)
         r->output_free(r->output);
-    free(r);
+    sd__free(r);
 }

@@ -20,7 +20,7 @@ int sd__table_put(sd_loop *l, sd__xfer *x)
             ncap *= 2;
         if (ncap == l->tcap && l->ttomb == 0)
             ncap *= 2;
-        sd__xfer **nt = calloc(ncap, sizeof *nt);
+        sd__xfer **nt = sd__calloc(ncap, sizeof *nt);
         SD__RETURN_IF(nt == NULL, SD_ENOMEM);
         for (size_t i = 0; i < l->tcap; i++) {
             sd__xfer *e = l->table[i];
@@ -31,7 +31,7 @@ int sd__table_put(sd_loop *l, sd__xfer *x)
                 nt[s] = e;
             }
         }
-        free(l->table);
+        sd__free(l->table);
         l->table = nt;
         l->tcap = ncap;
         l->ttomb = 0;
@@ -121,7 +121,8 @@ void sd__xfer_free(sd__xfer *x)
     sd__response_free(x->resp);
     sd__body_free(x->body, x->cap);
     sd__port_unref(x->port);
-    free(x);
+    sd_result_free(x->result);
+    sd__free(x);
 }
 
 void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_port *done)
@@ -141,8 +142,9 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
         x->sink_state = NULL;
     }
     table_del(l, x->id);
-    sd_result *r = calloc(1, sizeof *r);
-    if (r != NULL) {
+    sd_result *r = x->result; /* allocated at submit: every transfer gets its end */
+    x->result = NULL;
+    {
         r->status = status;
         snprintf(r->message, sizeof r->message, "%s", msg && *msg ? msg : sd_strerror(status));
         r->response = x->resp;
@@ -159,7 +161,7 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
             r->metrics[SD_METRIC_SINK_MS] = done->work_ms;
         }
     }
-    if (x->ev.complete && r)
+    if (x->ev.complete)
         x->ev.complete(x->id, r, x->user);
     else
         sd_result_free(r);
@@ -182,9 +184,9 @@ static const sd_body_sink *sink_of(sd_loop *l, const sd_request *r, void **ctx)
 {
     if (!r->params[SD_REQ_USE_SINK])
         return NULL;
-    if (r->sink) {
+    if (r->has_sink) {
         *ctx = r->sink_ctx;
-        return r->sink;
+        return &r->sink;
     }
     *ctx = l->sink_ctx;
     return l->has_sink ? &l->sink : NULL;

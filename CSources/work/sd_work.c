@@ -39,12 +39,12 @@ static void *worker_main(void *arg)
 
 int sd__work_pool_new(int threads, const char *name, sd__work_pool **out)
 {
-    sd__work_pool *p = calloc(1, sizeof *p);
+    sd__work_pool *p = sd__calloc(1, sizeof *p);
     SD__RETURN_IF(p == NULL, SD_ENOMEM);
     threads = SD__MAX(1, threads);
-    p->threads = calloc((size_t)threads, sizeof *p->threads);
+    p->threads = sd__calloc((size_t)threads, sizeof *p->threads);
     if (p->threads == NULL) {
-        free(p);
+        sd__free(p);
         return SD_ENOMEM;
     }
     snprintf(p->name, sizeof p->name, "%s", name ? name : "sd-work");
@@ -75,8 +75,8 @@ void sd__work_pool_free(sd__work_pool *p)
         pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
-    free(p->threads);
-    free(p);
+    sd__free(p->threads);
+    sd__free(p);
 }
 
 void sd__work_post(sd__work_pool *p, sd__task *t)

@@ -122,6 +122,7 @@ public final class DataLoader: @unchecked Sendable {
         }
         let user = Unmanaged.passRetained(handlers).toOpaque()
         var ev = sd_transfer_events()
+        ev.size = MemoryLayout<sd_transfer_events>.size  // the version of the struct we were built with
         ev.response = events.response == nil ? nil : { _, response, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
             let converted = DataLoader.response(of: response!)
@@ -343,9 +344,10 @@ final class BodyObserver: @unchecked Sendable {
 
     static func of(_ p: UnsafeMutableRawPointer?) -> BodyObserver { Unmanaged<BodyObserver>.fromOpaque(p!).takeUnretainedValue() }
 
-    /// The vtable; the C request keeps its address, so it lives forever.
+    /// The vtable (the C request copies it when set).
     nonisolated(unsafe) static let sink: UnsafeMutablePointer<sd_body_sink> = {
         var s = sd_body_sink()
+        s.size = MemoryLayout<sd_body_sink>.size
         s.open = { ctx, _, port, state in
             BodyObserver.of(ctx).port = port
             state?.pointee = ctx

@@ -2,7 +2,7 @@ import CSDCore
 import Foundation
 import SDCoders
 
-/// The C core's version ("0.1.0"), for User-Agent strings and logs.
+/// The C core's version ("MAJOR.MINOR.PATCH", as linked), for User-Agent strings and logs.
 public let sdCoreVersion = String(cString: sd_version_string())
 
 /// A failed download: the stable C status, its detail, and the HTTP status

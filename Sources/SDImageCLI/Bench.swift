@@ -179,6 +179,7 @@ struct BenchFetch: ParsableCommand {
         let done = Counter(signalAt: total)
         let user = Unmanaged.passUnretained(done).toOpaque()
         var events = sd_transfer_events()
+        events.size = MemoryLayout<sd_transfer_events>.size
         events.complete = { _, result, user in
             sd_result_free(result)
             Unmanaged<Counter>.fromOpaque(user!).takeUnretainedValue().add()

@@ -121,7 +121,7 @@ static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
     pthread_mutex_unlock(&c->mu);
 }
 
-static const sd_transfer_events all_events = {ev_response, ev_progress, ev_preview, ev_complete};
+static const sd_transfer_events all_events = {sizeof(sd_transfer_events), ev_response, ev_progress, ev_preview, ev_complete};
 
 static void wait_complete(collect *c)
 {
@@ -1047,7 +1047,7 @@ static int run_host_limit(int64_t limit, int *connections)
     atomic_store(&hc_done, 0);
     atomic_store(&hc_ok, 0);
     atomic_store(&hc_connections, 0);
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = ev_hc_complete;
     /* queued while suspended, so all 8 start in one go (a slow submitter,
      * e.g. under valgrind, would otherwise let one finish before the next) */
@@ -1127,7 +1127,7 @@ static int run_order(int64_t order, const int *prio, int n, int bump, int *out)
     pthread_cond_init(&o.cv, NULL);
     intptr_t ctx[32][2];
     sd_transfer_id ids[32];
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = ev_order_complete;
     ev.response = ev_order_response;
     for (int i = 0; i < n; i++) {
@@ -1256,7 +1256,7 @@ typedef struct {
 static void *race_thread(void *p)
 {
     race_arg *a = p;
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = ev_race_complete;
     ev.progress = NULL;
     for (int i = 0; i < a->count; i++) {
@@ -1326,7 +1326,7 @@ static int test_shutdown_completes_everything(void)
     atomic_store(&race_total, 0);
     for (int i = 0; i < 60; i++)
         atomic_store(&race_completes[i], 0);
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = ev_race_complete;
     for (int i = 0; i < 60; i++) {
         sd_request *r;
@@ -1389,7 +1389,7 @@ static int test_free_from_callback(void)
     self_free_loop = l;
     atomic_store(&self_free_total, 0);
     atomic_store(&self_free_cancelled, 0);
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = ev_self_free_complete;
     /* all 20 in before any starts: the first can complete (and free the
      * loop) faster than the submits go in */
@@ -1449,7 +1449,7 @@ static int test_decode_backpressure(void)
     atomic_store(&bp_done, 0);
     atomic_store(&bp_peak, 0);
     atomic_store(&bp_failed, 0);
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.response = ev_bp_response;
     ev.complete = ev_bp_complete;
     enum { N = 40 };
@@ -1584,7 +1584,7 @@ static void tsink_abort(void *state)
 
 static void tsink_release(void *ctx) { ((tsink *)ctx)->releases++; }
 
-static const sd_body_sink tsink_vtable = {tsink_open, tsink_push, tsink_room, tsink_finish, tsink_abort, tsink_release};
+static const sd_body_sink tsink_vtable = {sizeof(sd_body_sink), tsink_open, tsink_push, tsink_room, tsink_finish, tsink_abort, tsink_release};
 
 typedef struct {
     collect c;
@@ -1624,7 +1624,7 @@ static int sink_fetch(sd_loop *l, const char *u, tsink *t, sink_collect *s)
     ASSERT_OK(sd_request_set_sink_param(r, 42, 2048));
     if (t)
         ASSERT_OK(sd_request_set_body_sink(r, &tsink_vtable, t));
-    sd_transfer_events ev = {NULL, NULL, ev_sink_partial, ev_sink_complete};
+    sd_transfer_events ev = {sizeof(sd_transfer_events), NULL, NULL, ev_sink_partial, ev_sink_complete};
     ASSERT_OK(sd_loop_submit(l, r, &ev, s, NULL));
     sd_request_free(r);
     wait_complete(&s->c);
@@ -1691,7 +1691,7 @@ static int test_body_sink(void)
     sd_request *r;
     ASSERT_OK(sd_request_new(url(FAULT, "/slow-drip?total=3000&gap=50"), &r));
     sd_transfer_id id;
-    sd_transfer_events ev = {NULL, NULL, NULL, ev_complete};
+    sd_transfer_events ev = {sizeof(sd_transfer_events), NULL, NULL, NULL, ev_complete};
     ASSERT_OK(sd_loop_submit(l, r, &ev, &c, &id));
     sd_request_free(r);
     usleep(300000);
@@ -1702,6 +1702,166 @@ static int test_body_sink(void)
     collect_free(&c);
     sd_loop_free(l);
     ASSERT_EQ(t.releases, 1);
+    return 0;
+}
+
+/* ---- out of memory: every accepted transfer still completes exactly once ----
+ * libsdcore's allocations go through an allocator that fails the Nth call
+ * (sd_set_allocator); for N over the first calls of a run and then spread
+ * over the rest, the loop, a few fetches (decoded, progressive, 404, one
+ * cancelled by shutdown) either are refused up front (no callback) or end
+ * with one complete each, and every block is given back (no leak, no block
+ * freed by the wrong allocator). */
+
+static atomic_long oom_calls, oom_live, oom_fail_at;
+
+static int oom_fail(void)
+{
+    long k = atomic_fetch_add(&oom_calls, 1) + 1;
+    return k == atomic_load(&oom_fail_at);
+}
+
+static void *oom_malloc(size_t n, void *u)
+{
+    (void)u;
+    void *p = oom_fail() ? NULL : malloc(n);
+    if (p)
+        atomic_fetch_add(&oom_live, 1);
+    return p;
+}
+
+static void *oom_realloc(void *p, size_t n, void *u)
+{
+    if (p == NULL)
+        return oom_malloc(n, u);
+    return oom_fail() ? NULL : realloc(p, n); /* a failed realloc keeps p */
+}
+
+static void oom_free(void *p, void *u)
+{
+    (void)u;
+    if (p) {
+        atomic_fetch_sub(&oom_live, 1);
+        free(p);
+    }
+}
+
+#define OOM_N 4
+static atomic_int oom_completes[OOM_N];
+
+static void ev_oom_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    sd_bitmap_free(sd_result_take_bitmap(r));
+    sd_result_free(r);
+    atomic_fetch_add(&oom_completes[(intptr_t)u], 1);
+}
+
+/* One run with the Nth allocation failing (0: none). Returns -1 on a broken
+ * promise, else the allocations the run made. */
+static long oom_run(long fail_at)
+{
+    static const sd_allocator counting = {sizeof(sd_allocator), oom_malloc, oom_realloc, NULL, oom_free, NULL};
+    atomic_store(&oom_calls, 0);
+    atomic_store(&oom_live, 0);
+    atomic_store(&oom_fail_at, fail_at);
+    ASSERT_OK(sd_set_allocator(&counting));
+    const char *paths[OOM_N] = {url(HTTP, "/img/photo.jpg"), url(HTTP, "/img/prog.jpg"), url(HTTP, "/img/none.jpg"),
+                                url(FAULT, "/stall")};
+    int accepted[OOM_N] = {0};
+    sd_loop *l = NULL;
+    if (sd_loop_new(&l) == SD_OK) {
+        if (sd_loop_use_decoder(l, 2) == SD_OK && sd_loop_start(l) == SD_OK) {
+            sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
+            ev.complete = ev_oom_complete;
+            for (int i = 0; i < OOM_N; i++) {
+                atomic_store(&oom_completes[i], 0);
+                sd_request *r;
+                if (sd_request_new(paths[i], &r) != SD_OK)
+                    continue;
+                sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
+                accepted[i] = sd_loop_submit(l, r, &ev, (void *)(intptr_t)i, NULL) == SD_OK;
+                sd_request_free(r);
+            }
+            /* everything but the stall ends by itself */
+            for (int t = 0; t < 1000; t++) {
+                int pending = 0;
+                for (int i = 0; i < OOM_N - 1; i++)
+                    pending += accepted[i] && atomic_load(&oom_completes[i]) == 0;
+                if (!pending)
+                    break;
+                usleep(10000);
+            }
+        }
+        sd_loop_free(l); /* cancels the stall */
+    }
+    long calls = atomic_load(&oom_calls);
+    sd_set_allocator(NULL);
+    for (int i = 0; i < OOM_N; i++) {
+        if (atomic_load(&oom_completes[i]) != accepted[i]) {
+            fprintf(stderr, "fail at %ld: transfer %d accepted %d, completed %d times\n", fail_at, i, accepted[i],
+                    atomic_load(&oom_completes[i]));
+            return -1;
+        }
+        atomic_store(&oom_completes[i], 0);
+    }
+    if (atomic_load(&oom_live) != 0) {
+        fprintf(stderr, "fail at %ld: %ld blocks not given back\n", fail_at, atomic_load(&oom_live));
+        return -1;
+    }
+    return calls;
+}
+
+static int test_out_of_memory(void)
+{
+    long total = oom_run(0);
+    ASSERT(total > 0);
+    int runs = 0;
+    for (long n = 1; n <= total; n = n < 150 ? n + 1 : n + (total / 60 > 1 ? total / 60 : 1), runs++)
+        ASSERT(oom_run(n) >= 0);
+    printf("  out of memory: %d runs, each failing one of ~%ld allocations\n", runs, total);
+    return 0;
+}
+
+/* ---- versioned structs: a caller built against older or newer headers ---- */
+
+static int test_versioned_structs(void)
+{
+    sd_loop *l = new_loop();
+    sd_request *r;
+    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    sd_transfer_events ev = all_events;
+    ev.size = 0; /* {0}: the size was never set */
+    ASSERT_EQ(sd_loop_submit(l, r, &ev, NULL, NULL), SD_EINVAL);
+    /* newer headers, one unknown callback set: refused, not ignored */
+    struct { sd_transfer_events ev; void (*later)(void); } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.ev = all_events;
+    newer.ev.size = sizeof newer;
+    newer.later = (void (*)(void))abort;
+    ASSERT_EQ(sd_loop_submit(l, r, &newer.ev, NULL, NULL), SD_EUNSUPPORTED);
+    /* newer headers that leave the new callback NULL: accepted */
+    newer.later = NULL;
+    collect c;
+    collect_init(&c);
+    ASSERT_OK(sd_loop_submit(l, r, &newer.ev, &c, NULL));
+    wait_complete(&c);
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 64);
+    collect_free(&c);
+    /* a sink without its size is refused where it is set */
+    sd_body_sink sink = SD_BODY_SINK_INIT;
+    ASSERT_EQ(sd_request_set_body_sink(r, &sink, NULL), SD_EINVAL); /* no callbacks */
+    sd_request_free(r);
+    sd_loop_free(l);
+    sd_allocator a = {0};
+    ASSERT_EQ(sd_set_allocator(&a), SD_EINVAL);
+    ASSERT(SD_VERSION_AT_LEAST(0, 1, 0) && SD_VERSION_AT_LEAST(SD_VERSION_MAJOR, SD_VERSION_MINOR, SD_VERSION_PATCH));
+    ASSERT(!SD_VERSION_AT_LEAST(SD_VERSION_MAJOR, SD_VERSION_MINOR, SD_VERSION_PATCH + 1));
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", SD_VERSION_MAJOR, SD_VERSION_MINOR, SD_VERSION_PATCH);
+    ASSERT(strcmp(sd_version_string(), v) == 0);
+    ASSERT_EQ(sd_version_number(), SD_VERSION_NUMBER);
     return 0;
 }
 
@@ -1741,6 +1901,8 @@ int main(int argc, char **argv)
         {"cookies_only_when_asked", test_cookies_only_when_asked},
         {"decode_backpressure", test_decode_backpressure},
         {"body_sink", test_body_sink},
+        {"versioned_structs", test_versioned_structs},
+        {"out_of_memory", test_out_of_memory},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -52,7 +52,7 @@ static int test_unresolvable_host(void)
     ASSERT_OK(sd_request_new("http://sdcore-resolve-test.invalid/a.jpg", &req));
     ASSERT_OK(sd_request_set(req, SD_REQ_TIMEOUT_MS, 10000));
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, ""};
-    sd_transfer_events ev = {0};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = on_complete;
     ASSERT_OK(sd_loop_submit(l, req, &ev, &w, NULL));
     sd_request_free(req);

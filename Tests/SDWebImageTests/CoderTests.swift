@@ -317,7 +317,7 @@ struct CoderTests {
         #expect(image.width == 40 && image.height == 120 && pixel(image, 39, 119) == 0xFF_27_77_C8)
         // incremental: previews while the bytes drip in, one coder instance for the download
         let before = PPMCoder.instances
-        let drip = await d.load(s.url(s.fault, "/drip-file?name=ppm/a.ppm&piece=1500&gap=30"), .progressiveLoad, context)
+        let drip = await d.load(s.url(s.fault, "/drip-file?name=ppm/a.ppm&piece=1500&gap=80"), .progressiveLoad, context)
         #expect(drip.image?.height == 120 && drip.finished == 1)
         #expect(drip.previews.count >= 2 && drip.previews.allSatisfy { $0.isIncremental })
         #expect(PPMCoder.instances == before + 1)

@@ -34,7 +34,8 @@ int main(int argc, char **argv)
         || sd_request_new(argv[1], &req) != SD_OK)
         return 1;
     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, 512); /* thumbnail, aspect kept */
-    sd_transfer_events ev = {.complete = on_complete};
+    sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
+    ev.complete = on_complete;
     int rc = sd_loop_submit(loop, req, &ev, NULL, NULL); /* a refused submit calls nothing */
     sd_request_free(req);
     while (rc == SD_OK && !done)

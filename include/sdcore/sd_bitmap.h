@@ -49,21 +49,24 @@ SD_API void sd_bitmap_free(sd_bitmap *bitmap);
  */
 #define SD_DEFAULT_PIXEL_POOL_BYTES 67108864LL /* 64 MiB */
 SD_API size_t sd_bitmap_pool_limit(size_t bytes);
-/* Bytes the pool holds idle right now. */
+/* Returns the bytes the pool holds idle right now. */
 SD_API size_t sd_bitmap_pool_bytes(void);
 
-/* Accessors. NULL yields 0 / NULL. */
+/* Accessors. Returns the width and height in pixels, and the bytes from
+ * one row to the next (width * 4 or more); 0 for NULL. */
 SD_API uint32_t sd_bitmap_width(const sd_bitmap *bitmap);
 SD_API uint32_t sd_bitmap_height(const sd_bitmap *bitmap);
 SD_API size_t sd_bitmap_stride(const sd_bitmap *bitmap);
-/* Pointer to the first byte of the top row; valid until sd_bitmap_free. */
+/* Returns a pointer to the first byte of the top row (the bitmap's: valid
+ * until sd_bitmap_free); NULL for NULL. */
 SD_API uint8_t *sd_bitmap_pixels(const sd_bitmap *bitmap);
-/* stride * height: the number of bytes behind sd_bitmap_pixels(). */
+/* Returns stride * height: the number of bytes behind sd_bitmap_pixels(). */
 SD_API size_t sd_bitmap_size(const sd_bitmap *bitmap);
 
 /*
  * Name: sd_bitmap_has_alpha
- * Desc: 1 if any pixel has alpha < 255, else 0 (scans the pixels).
+ * Desc: Whether any pixel is not opaque (scans the pixels).
+ * Returns: 1 if any pixel has alpha < 255, else 0 (also for NULL).
  */
 SD_API int sd_bitmap_has_alpha(const sd_bitmap *bitmap);
 

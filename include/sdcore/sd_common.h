@@ -22,12 +22,20 @@ extern "C" {
 #define SD_API
 #endif
 
+/* The version, in this one place: CMake reads these three lines (project
+ * version, soname, sdcore.pc, sdcoreConfigVersion.cmake) and the library's
+ * version string is made from them (sd_config.h). */
 #define SD_VERSION_MAJOR 0
-#define SD_VERSION_MINOR 1
+#define SD_VERSION_MINOR 2
 #define SD_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH */
 #define SD_VERSION_NUMBER \
     (SD_VERSION_MAJOR * 10000 + SD_VERSION_MINOR * 100 + SD_VERSION_PATCH)
+/* True when the headers compiled against are x.y.z or newer:
+ *     #if SD_VERSION_AT_LEAST(0, 2, 0)  ...  #endif
+ * (sd_version_number() tells the version linked at run time.) */
+#define SD_VERSION_AT_LEAST(x, y, z) \
+    (SD_VERSION_NUMBER >= ((x) * 10000 + (y) * 100 + (z)))
 
 typedef enum sd_status {
     SD_OK = 0,
@@ -65,8 +73,9 @@ typedef enum sd_status {
 
 /*
  * Name: sd_strerror
- * Desc: A static English description of a status code. Never NULL; an
- *       unknown code yields "unknown error". Thread-safe.
+ * Desc: A static English description of a status code. Thread-safe.
+ * Returns: a static string, never NULL; "unknown error" for an unknown
+ *          code.
  */
 SD_API const char *sd_strerror(int status);
 
@@ -74,9 +83,41 @@ SD_API const char *sd_strerror(int status);
  * image, a taken body); NULL accepted. */
 SD_API void sd_free(void *buffer);
 
+/* An allocator (sd_set_allocator). Versioned like sd_transfer_events:
+ * `size` is the caller's sizeof(sd_allocator). `user` is passed to every
+ * call; the functions may be called from any libsdcore thread. */
+typedef struct sd_allocator {
+    size_t size;
+    void *(*malloc_fn)(size_t bytes, void *user);
+    void *(*realloc_fn)(void *ptr, size_t bytes, void *user);
+    void *(*calloc_fn)(size_t count, size_t bytes, void *user);
+    void (*free_fn)(void *ptr, void *user);
+    void *user;
+} sd_allocator;
+
+/*
+ * Name: sd_set_allocator
+ * Desc: The allocator for every block libsdcore allocates itself (handles,
+ *       bitmaps, bodies, encoded images, queues), libspng's spng_alloc
+ *       shape: for tracking, arenas, or tests that fail the Nth call. The
+ *       libraries under libsdcore (libcurl, libjpeg, libpng, giflib,
+ *       libwebp, libavif) keep their own. Process-wide, copied: call it
+ *       before any other libsdcore call, or when no libsdcore object or
+ *       buffer is alive (a block is always freed by the allocator that
+ *       made it); not concurrently with other calls. With an allocator set,
+ *       bitmaps are not recycled through the pixel pool and big canvases
+ *       are not mmap'd: every byte goes through it. `size` is the caller's
+ *       sizeof(sd_allocator); calloc_fn may be NULL (malloc_fn + memset).
+ *       NULL restores the C library's malloc.
+ * Returns: SD_OK; SD_EINVAL (size too small, or malloc/realloc/free NULL).
+ */
+SD_API int sd_set_allocator(const sd_allocator *allocator);
+
 /*
  * Name: sd_version_number / sd_version_string
- * Desc: The library's version, as linked (not as compiled against).
+ * Desc: The library's version, as linked (not as compiled against:
+ *       SD_VERSION_NUMBER, SD_VERSION_AT_LEAST).
+ * Returns: MAJOR*10000 + MINOR*100 + PATCH; "MAJOR.MINOR.PATCH" (static).
  */
 SD_API int sd_version_number(void);
 SD_API const char *sd_version_string(void);

@@ -40,13 +40,14 @@ extern "C" {
  *          SD_ENOMEM.
  */
 SD_API int sd_loop_use_decoder(sd_loop *loop, int threads);
-/* The decode sink as a vtable and a context, for sd_request_set_body_sink
- * or a sink of your own that wraps it; free with sd_decode_sink_free once
- * no transfer uses it. */
+/* The decode sink as a vtable (static, never freed) and a context, for
+ * sd_request_set_body_sink or a sink of your own that wraps it; the context
+ * is the caller's: free it with sd_decode_sink_free once no transfer uses
+ * it (NULL accepted). Returns: SD_OK; SD_EINVAL; SD_ENOMEM (no threads). */
 SD_API int sd_decode_sink_new(int threads, const sd_body_sink **sink, void **ctx);
 SD_API void sd_decode_sink_free(void *ctx);
 /* Decoder option for this transfer's decoder (sd_decoder_set semantics; a
- * sink parameter of the request). */
+ * sink parameter of the request). Returns: SD_OK, SD_EINVAL. */
 SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param param, int64_t value);
 /*
  * Name: sd_request_use_server_preset
@@ -60,10 +61,12 @@ SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param pa
  * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
  */
 SD_API int sd_request_use_server_preset(sd_request *request);
-/* Take the decoded bitmap (NULL without decoding or on failure). */
+/* Take the decoded bitmap. Returns it, the caller's (sd_bitmap_free); NULL
+ * without decoding, on failure, or when taken already. */
 SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);
-/* Decoder facts: SD_DEC_INFO_* values of the transfer's decoder; SD_EAGAIN
- * when not known, SD_EINVAL when the transfer had no decode sink. */
+/* Decoder facts: SD_DEC_INFO_* values of the transfer's decoder.
+ * Returns: SD_OK and *value; SD_EAGAIN when not known; SD_EINVAL when the
+ * transfer had no decode sink. */
 SD_API int sd_result_decoder_info(const sd_result *result, sd_decoder_param param, int64_t *value);
 
 #ifdef __cplusplus

@@ -88,11 +88,13 @@ typedef enum sd_capability {
     SD_CAP_ENCODE = 32        /* sd_encode writes it */
 } sd_capability;
 
-/* "JPEG", "PNG", "GIF", …; "unknown" for SD_FORMAT_UNKNOWN or a bad value. */
+/* Returns a static name: "JPEG", "PNG", "GIF", …; "unknown" for
+ * SD_FORMAT_UNKNOWN or a bad value. */
 SD_API const char *sd_format_name(sd_format format);
-/* "image/jpeg", …; NULL for an unknown format. */
+/* Returns a static MIME type: "image/jpeg", …; NULL for an unknown format. */
 SD_API const char *sd_format_mime(sd_format format);
-/* sd_capability bits of this build for `format`; 0 = recognised only. */
+/* Returns the sd_capability bits of this build for `format`; 0 =
+ * recognised only. */
 SD_API unsigned sd_format_capabilities(sd_format format);
 
 /* Defaults for the limits below (plain literals so Swift imports them). */
@@ -273,29 +275,34 @@ SD_API int sd_decoder_frame(sd_decoder *dec, uint32_t index, sd_bitmap **out);
 /*
  * Name: sd_decoder_message
  * Desc: Detail of the last failure or warning, e.g. libjpeg's or libpng's
- *       own message; "" when there is none. Valid until the next call on
- *       `dec`.
+ *       own message. Valid until the next call on `dec`.
+ * Returns: the decoder's string, "" when there is none; never NULL.
  */
 SD_API const char *sd_decoder_message(const sd_decoder *dec);
 
 /*
  * Name: sd_decoder_decode
  * Desc: One-shot: push the whole buffer, finish, take the bitmap, using the
- *       options already set on `dec` (a fresh decoder).
+ *       options already set on `dec` (a fresh decoder). *out is the
+ *       caller's (sd_bitmap_free).
+ * Returns: SD_OK and *out; otherwise what push, finish or take returned
+ *          (*out NULL); sd_decoder_message says more.
  */
 SD_API int sd_decoder_decode(sd_decoder *dec, const void *data, size_t length,
                              sd_bitmap **out);
 
 /*
  * Name: sd_decode
- * Desc: One-shot with default options (upright, full size).
+ * Desc: One-shot with default options (upright, full size); *out is the
+ *       caller's (sd_bitmap_free).
+ * Returns: as sd_decoder_decode, and SD_ENOMEM.
  */
 SD_API int sd_decode(const void *data, size_t length, sd_bitmap **out);
 
 /*
  * Name: sd_sniff_format
- * Desc: The format named by the magic bytes at the start of `data`
- *       (SD_FORMAT_UNKNOWN when too short or unrecognised).
+ * Desc: The format named by the magic bytes at the start of `data`.
+ * Returns: the format; SD_FORMAT_UNKNOWN when too short or unrecognised.
  */
 SD_API sd_format sd_sniff_format(const void *data, size_t length);
 

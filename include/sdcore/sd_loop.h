@@ -11,7 +11,8 @@
  *     sd_request *req;
  *     sd_request_new("https://example.com/a.jpg", &req);
  *     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, 256);
- *     sd_transfer_events ev = { .complete = on_complete };
+ *     sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
+ *     ev.complete = on_complete;
  *     sd_loop_submit(loop, req, &ev, my_data, &id);   // req may be freed now
  *     ...
  *     sd_loop_free(loop);     // cancels what is left, joins the threads
@@ -190,10 +191,18 @@ typedef enum sd_metric {
 
 /* ---- the loop ---- */
 
+/* A new loop, not started: *out is the caller's (sd_loop_free).
+ * Returns: SD_OK; SD_EINVAL (out NULL); SD_ENOMEM (*out is NULL then). */
 SD_API int sd_loop_new(sd_loop **out);
+/* Set or read an sd_loop_param (each says when it may change); read-only
+ * ones only with sd_loop_get. Safe from any thread.
+ * Returns: SD_OK; SD_EINVAL (unknown or read-only parameter, or a value out
+ * of its range). */
 SD_API int sd_loop_set(sd_loop *loop, sd_loop_param param, int64_t value);
 SD_API int sd_loop_get(sd_loop *loop, sd_loop_param param, int64_t *value);
-/* Start the loop thread and the decode workers. */
+/* Start the loop thread (and the sink's workers, which start with it).
+ * Returns: SD_OK; SD_EINVAL; SD_EBADSTATE (started already, or shutting
+ * down); SD_ENOMEM (no thread could be created). */
 SD_API int sd_loop_start(sd_loop *loop);
 /*
  * Name: sd_loop_free
@@ -207,8 +216,16 @@ SD_API int sd_loop_start(sd_loop *loop);
  */
 SD_API void sd_loop_free(sd_loop *loop);
 
+/* The callbacks of one transfer. Versioned: `size` is the caller's
+ * sizeof(sd_transfer_events), so a later version can append callbacks and
+ * binaries built against this one keep working (the library treats what
+ * they lack as NULL). Set it with SD_TRANSFER_EVENTS_INIT or by hand.
+ * Pointers passed to a callback are valid during that call only, unless
+ * the line says the callee owns them. */
 typedef struct sd_transfer_events {
-    /* Response headers arrived (final response after redirects). */
+    size_t size;
+    /* Response headers arrived (final response after redirects); `response`
+     * is valid during this call (the result carries it later). */
     void (*response)(sd_transfer_id id, const sd_response *response, void *user);
     /* Body progress: bytes so far and expected total (0 = unknown). */
     void (*progress)(sd_transfer_id id, uint64_t received, uint64_t expected, void *user);
@@ -219,6 +236,7 @@ typedef struct sd_transfer_events {
     /* The end, exactly once; the callee owns `result` (sd_result_free). */
     void (*complete)(sd_transfer_id id, sd_result *result, void *user);
 } sd_transfer_events;
+#define SD_TRANSFER_EVENTS_INIT {sizeof(sd_transfer_events), NULL, NULL, NULL, NULL}
 
 /* ---- body sinks ----
  *
@@ -236,9 +254,12 @@ typedef struct sd_transfer_events {
  * reading, and the done completes the transfer.
  */
 typedef struct sd_body_sink {
+    /* sizeof(sd_body_sink) as the caller compiled it (SD_BODY_SINK_INIT):
+     * versioned like sd_transfer_events. The sink is copied when set. */
+    size_t size;
     /* A transfer starts. `request` is the transfer's copy (its sink
-     * parameters: sd_request_sink_param_at); `port` is the sink's until it
-     * calls sd_sink_port_release. *state is passed to the calls below.
+     * parameters: sd_request_sink_param_at), valid during this call only;
+     * `port` is the sink's until it calls sd_sink_port_release. *state is passed to the calls below.
      * Returns SD_OK, or an error that fails the transfer (then no other
      * call, and the port is released by the loop). */
     int (*open)(void *ctx, const sd_request *request, sd_sink_port *port, void **state);
@@ -260,6 +281,7 @@ typedef struct sd_body_sink {
      * for a sink set with sd_loop_set_body_sink. May be NULL. */
     void (*release)(void *ctx);
 } sd_body_sink;
+#define SD_BODY_SINK_INIT {sizeof(sd_body_sink), NULL, NULL, NULL, NULL, NULL, NULL}
 
 /*
  * Name: sd_loop_set_body_sink
@@ -269,17 +291,22 @@ typedef struct sd_body_sink {
  * Returns: SD_OK, SD_EINVAL, SD_EBADSTATE (started, or a sink was set).
  */
 SD_API int sd_loop_set_body_sink(sd_loop *loop, const sd_body_sink *sink, void *ctx);
-/* The same for one request: `ctx` stays the caller's and must outlive the
- * transfer's complete callback (release is not called). NULL clears. */
+/* The same for one request: `sink` is copied; `ctx` stays the caller's and
+ * must outlive the complete callback of every transfer submitted with it
+ * (release is not called). NULL clears.
+ * Returns: SD_OK; SD_EINVAL (no request, sink->size unset, or open, push,
+ * finish or abort missing); SD_EUNSUPPORTED (newer sink, unknown calls set). */
 SD_API int sd_request_set_body_sink(sd_request *request, const sd_body_sink *sink, void *ctx);
 /* Parameters for the sink (the decode sink: sd_decoder_param), at most 32:
- * the loop only carries them. Setting a key again replaces its value. */
+ * the loop only carries them. Setting a key again replaces its value.
+ * Returns: SD_OK, or SD_EINVAL (no request, or 32 keys already). */
 SD_API int sd_request_set_sink_param(sd_request *request, int key, int64_t value);
 /* The i-th sink parameter (0-based). Returns SD_OK, or SD_EINVAL past the end. */
 SD_API int sd_request_sink_param_at(const sd_request *request, int index, int *key, int64_t *value);
 
 /* Port functions: safe from any thread, until sd_sink_port_release. */
-/* 1 when the transfer has a partial callback (worth making previews for). */
+/* Returns 1 when the transfer has a partial callback (worth making
+ * previews for), else 0 (also for NULL). */
 SD_API int sd_sink_port_wants_partials(const sd_sink_port *port);
 /* Hand a partial to the transfer's partial callback (on the loop thread);
  * `item` is freed with `item_free` if it cannot be delivered (the transfer
@@ -301,26 +328,49 @@ SD_API void sd_sink_port_release(sd_sink_port *port);
 
 /*
  * Name: sd_loop_submit
- * Desc: Queue a transfer. `request` is copied and may be freed at once.
- * Returns: SD_OK and *id; SD_EINVAL; SD_ESHUTDOWN once sd_loop_free began;
- *          SD_EBADSTATE before sd_loop_start. On failure no callback fires.
+ * Desc: Queue a transfer. `request` and `events` are copied and may be
+ *       freed at once; `user` is the caller's and is passed to every
+ *       callback until `complete` (after which the loop forgets it). The
+ *       transfer's result is allocated here, so an accepted transfer gets
+ *       its `complete` even when memory runs out later.
+ * Returns: SD_OK and *id; SD_EINVAL (also: events->size smaller than the
+ *          first version's); SD_EUNSUPPORTED (events from newer headers
+ *          that set a callback this library does not have); SD_ENOMEM;
+ *          SD_ESHUTDOWN once sd_loop_free began; SD_EBADSTATE before
+ *          sd_loop_start. On failure no callback fires.
  */
 SD_API int sd_loop_submit(sd_loop *loop, const sd_request *request,
                           const sd_transfer_events *events, void *user,
                           sd_transfer_id *id);
 /* Cancel one transfer: it completes with SD_ECANCELLED unless it already
- * completed (then nothing happens). Returns SD_OK or SD_EINVAL. */
+ * completed (then nothing happens). Returns: SD_OK; SD_EINVAL (id 0);
+ * SD_ENOMEM; SD_ESHUTDOWN; SD_EBADSTATE before sd_loop_start. */
 SD_API int sd_loop_cancel(sd_loop *loop, sd_transfer_id id);
-/* Change the priority of a queued transfer (no effect once running). */
+/* Change the priority of a queued transfer (no effect once running, or
+ * once completed). Returns: SD_OK; SD_EINVAL (id 0, priority out of range);
+ * SD_ENOMEM; SD_ESHUTDOWN; SD_EBADSTATE before sd_loop_start. */
 SD_API int sd_loop_set_priority(sd_loop *loop, sd_transfer_id id, sd_priority priority);
-/* Cancel every queued and running transfer. */
+/* Cancel every queued and running transfer: each completes with
+ * SD_ECANCELLED. Returns: SD_OK; SD_EINVAL; SD_ENOMEM; SD_ESHUTDOWN;
+ * SD_EBADSTATE before sd_loop_start. */
 SD_API int sd_loop_cancel_all(sd_loop *loop);
 
 /* ---- requests (caller-owned values) ---- */
 
+/* A request for an absolute URL (`url` is copied): *out is the caller's
+ * (sd_request_free), reusable for any number of submits.
+ * Returns: SD_OK; SD_EINVAL (NULL or empty); SD_EURL (relative, control
+ * characters, longer than curl takes); SD_ENOMEM. */
 SD_API int sd_request_new(const char *url, sd_request **out);
+/* Free a request (NULL accepted); transfers submitted with it keep their
+ * own copies. */
 SD_API void sd_request_free(sd_request *request);
+/* Set an sd_request_param. Returns: SD_OK, or SD_EINVAL (unknown parameter,
+ * or a value out of its range). */
 SD_API int sd_request_set(sd_request *request, sd_request_param param, int64_t value);
+/* Set an sd_request_string (copied; NULL restores the default). Returns:
+ * SD_OK; SD_EINVAL (unknown string, or a control character in it: no
+ * header injection); SD_ENOMEM. */
 SD_API int sd_request_set_string(sd_request *request, sd_request_string param, const char *value);
 /*
  * Name: sd_request_set_resume
@@ -341,41 +391,59 @@ SD_API int sd_request_set_string(sd_request *request, sd_request_string param, c
  */
 SD_API int sd_request_set_resume(sd_request *request, const uint8_t *data, size_t length,
                                  const char *validator);
-/* Extra header line "Name: value" (replaces a default of the same name). */
+/* Extra header line "Name: value" (copied; replaces a default of the same
+ * name). Returns: SD_OK; SD_EINVAL (no colon, control characters);
+ * SD_ENOMEM. */
 SD_API int sd_request_add_header(sd_request *request, const char *line);
 
-/* ---- responses and results (valid as documented by their owner) ---- */
+/* ---- responses and results ----
+ * A response is its owner's: the one passed to the `response` callback is
+ * valid during that call; the one of a result (sd_result_response) until
+ * sd_result_free. Every string returned is the response's (copy to keep). */
 
+/* Returns the HTTP status (200, 206, 304, ...); 0 for NULL. */
 SD_API long sd_response_status(const sd_response *response);
-/* Last value of a header, case-insensitive name; NULL if absent. */
+/* Returns the last value of a header (case-insensitive name), NULL if
+ * absent. */
 SD_API const char *sd_response_header(const sd_response *response, const char *name);
-/* Headers in arrival order: count, then the i-th name and value. */
+/* Headers in arrival order. Returns: the count (0 for NULL); the i-th
+ * name and value: SD_OK, or SD_EINVAL past the end. */
 SD_API int sd_response_header_count(const sd_response *response);
 SD_API int sd_response_header_at(const sd_response *response, int index,
                                  const char **name, const char **value);
-/* Content-Length of the body, 0 when unknown. */
+/* Returns the Content-Length of the body, 0 when unknown. */
 SD_API uint64_t sd_response_expected_length(const sd_response *response);
+/* Returns the Content-Type, and the URL after redirects; NULL when none. */
 SD_API const char *sd_response_content_type(const sd_response *response);
 SD_API const char *sd_response_effective_url(const sd_response *response);
 
-/* sd_status of the transfer: SD_OK, or why it failed. */
+/* A result is the `complete` callback's to keep or free (sd_result_free);
+ * what these return is the result's unless taken. */
+
+/* Returns the sd_status of the transfer: SD_OK, or why it failed. */
 SD_API int sd_result_status(const sd_result *result);
-/* Detail text (curl's, the decoder's, or the status line); never NULL. */
+/* Returns the detail text (curl's, the decoder's, or the status line);
+ * never NULL. */
 SD_API const char *sd_result_message(const sd_result *result);
-/* The final response, or NULL when none was received. */
+/* Returns the final response, or NULL when none was received. */
 SD_API const sd_response *sd_result_response(const sd_result *result);
-/* The raw body (kept for disk caches); valid until sd_result_free. */
+/* Returns the raw body (kept for disk caches) and *length; NULL when there
+ * is none or it was taken. Valid until sd_result_free. */
 SD_API const uint8_t *sd_result_body(const sd_result *result, size_t *length);
 /* Take the body: the caller owns *data (sd_free). A failed transfer keeps
- * what arrived before the failure (a start for sd_request_set_resume). */
+ * what arrived before the failure (a start for sd_request_set_resume).
+ * Returns: SD_OK (*data NULL when there was no body); SD_EINVAL. */
 SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length);
-/* The sink's output (sd_sink_port_done) and, if `output_free` is not NULL,
- * its destructor, which tells whose it is. NULL when there is none. The
- * result keeps it (sd_result_free frees it). */
+/* Returns the sink's output (sd_sink_port_done) and, if `output_free` is
+ * not NULL, its destructor, which tells whose it is. NULL when there is
+ * none. The result keeps it (sd_result_free frees it). */
 SD_API void *sd_result_output(const sd_result *result, void (**output_free)(void *));
-/* Take the sink's output: the caller frees it with *output_free. */
+/* Take the sink's output. Returns it (NULL when none); the caller frees it
+ * with *output_free. */
 SD_API void *sd_result_take_output(sd_result *result, void (**output_free)(void *));
+/* Returns an sd_metric of the transfer; 0 when unknown or not measured. */
 SD_API double sd_result_metric(const sd_result *result, sd_metric metric);
+/* Free a result and whatever it still holds (body, output); NULL accepted. */
 SD_API void sd_result_free(sd_result *result);
 
 #ifdef __cplusplus

@@ -40,7 +40,8 @@ SD_API int sd_exif_orientation(const uint8_t *data, size_t length);
 
 /*
  * Name: sd_orientation_swaps_axes
- * Desc: 1 if applying `orientation` exchanges width and height (5..8).
+ * Desc: Whether applying `orientation` exchanges width and height.
+ * Returns: 1 for 5..8, else 0.
  */
 SD_API int sd_orientation_swaps_axes(int orientation);
 

@@ -12,7 +12,7 @@ int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n)
             SD__RETURN_IF(cap > SIZE_MAX / 2, SD_ENOMEM);
             cap *= 2;
         }
-        uint8_t *d = realloc(b->data, cap);
+        uint8_t *d = sd__realloc(b->data, cap);
         SD__RETURN_IF(d == NULL, SD_ENOMEM);
         b->data = d;
         b->cap = cap;
@@ -24,7 +24,7 @@ int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n)
 
 void sd__bytes_free(sd__bytes *b)
 {
-    free(b->data);
+    sd__free(b->data);
     *b = (sd__bytes){0};
 }
 
@@ -36,7 +36,7 @@ void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd_bitmap *fr
     if (index >= c->nslots) {
         uint32_t n = SD__MAX(index + 1, c->nslots * 2);
         n = SD__MAX(n, 16u);
-        sd_bitmap **s = realloc(c->slot, (size_t)n * sizeof *s);
+        sd_bitmap **s = sd__realloc(c->slot, (size_t)n * sizeof *s);
         if (s == NULL)
             return;
         memset(s + c->nslots, 0, (size_t)(n - c->nslots) * sizeof *s);
@@ -56,7 +56,7 @@ void sd__frame_cache_free(sd__frame_cache *c)
 {
     for (uint32_t i = 0; i < c->nslots; i++)
         sd_bitmap_free(c->slot[i]);
-    free(c->slot);
+    sd__free(c->slot);
     c->slot = NULL;
     c->nslots = 0;
     c->bytes = 0;

@@ -79,7 +79,7 @@ static int parse(sd__avif *s)
 
 static int sda_init(sd_decoder *d)
 {
-    sd__avif *s = calloc(1, sizeof *s);
+    sd__avif *s = sd__calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     d->codec_state = s;
     s->dec = d;
@@ -106,7 +106,7 @@ static void sda_destroy(sd_decoder *d)
         avifDecoderDestroy(s->avif);
     sd__bytes_free(&s->in);
     sd_bitmap_free(s->canvas);
-    free(s);
+    sd__free(s);
     d->codec_state = NULL;
 }
 
@@ -135,7 +135,7 @@ static int sda_finish(sd_decoder *d)
     if (im->depth > 8) { /* 16-bit samples, truncated to 8 below */
         rgb.depth = im->depth;
         rgb.rowBytes = im->width * 8;
-        wide = malloc((size_t)rgb.rowBytes * im->height);
+        wide = sd__malloc((size_t)rgb.rowBytes * im->height);
         SD__RETURN_IF(wide == NULL, SD_ENOMEM);
         rgb.pixels = (uint8_t *)wide;
     } else {
@@ -145,7 +145,7 @@ static int sda_finish(sd_decoder *d)
     }
     r = avifImageYUVToRGB(im, &rgb);
     if (r != AVIF_RESULT_OK) {
-        free(wide);
+        sd__free(wide);
         return av_fail(s, r, "colour conversion");
     }
     for (uint32_t y = 0; y < im->height; y++) {
@@ -157,7 +157,7 @@ static int sda_finish(sd_decoder *d)
         }
         sd__premultiply_bgra(row, row, im->width);
     }
-    free(wide);
+    sd__free(wide);
     d->rows = im->height;
     d->scans = 1;
     d->complete = 1;

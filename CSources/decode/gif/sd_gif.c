@@ -216,7 +216,7 @@ static int walk(sd__gif *s)
 
 static int sdg_init(sd_decoder *d)
 {
-    sd__gif *s = calloc(1, sizeof *s);
+    sd__gif *s = sd__calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     d->codec_state = s;
     s->dec = d;
@@ -238,10 +238,10 @@ static void sdg_destroy(sd_decoder *d)
     sd__bytes_free(&s->in);
     sd_bitmap_free(s->canvas);
     sd__frame_cache_free(&s->cache);
-    free(s->frames);
-    free(s->saved);
-    free(s->line);
-    free(s);
+    sd__free(s->frames);
+    sd__free(s->saved);
+    sd__free(s->line);
+    sd__free(s);
     d->codec_state = NULL;
 }
 
@@ -304,7 +304,7 @@ static int save_under(sd__gif *s, const gif_frame *f)
         return SD_OK;
     size_t w = x1 - x0, need = w * (y1 - y0);
     if (need > s->saved_cap) {
-        uint32_t *p = realloc(s->saved, need * 4);
+        uint32_t *p = sd__realloc(s->saved, need * 4);
         SD__RETURN_IF(p == NULL, SD_ENOMEM);
         s->saved = p;
         s->saved_cap = need;
@@ -351,7 +351,7 @@ static int draw(sd__gif *s, uint32_t index)
             pal[i] = 0xFF000000u; /* an index past the table: black */
     }
     if (f->w > s->line_cap) {
-        uint8_t *l = realloc(s->line, f->w);
+        uint8_t *l = sd__realloc(s->line, f->w);
         SD__RETURN_IF(l == NULL, SD_ENOMEM);
         s->line = l;
         s->line_cap = f->w;

@@ -150,7 +150,7 @@ static void src_skip(j_decompress_ptr c, long n)
 
 static int sdj_init(sd_decoder *d)
 {
-    sd__jpeg *j = calloc(1, sizeof *j);
+    sd__jpeg *j = sd__calloc(1, sizeof *j);
     SD__RETURN_IF(j == NULL, SD_ENOMEM);
     d->codec_state = j;
     j->cinfo.err = jpeg_std_error(&j->err.pub);
@@ -180,10 +180,10 @@ static void sdj_destroy(sd_decoder *d)
         return;
     if (j->created)
         jpeg_destroy_decompress(&j->cinfo);
-    free(j->buf);
-    free(j->rows);
+    sd__free(j->buf);
+    sd__free(j->rows);
     sd_bitmap_free(j->canvas);
-    free(j);
+    sd__free(j);
     d->codec_state = NULL;
 }
 
@@ -223,7 +223,7 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
      * those are cleared then (sdj_canvas). Zeroing each canvas up front cost
      * ~3% of a fetch-and-decode run (memset in perf). */
     SD__FORWARD_IF_ERROR(sd__bitmap_alloc(c->output_width, c->output_height, 0, &j->canvas));
-    j->rows = malloc(sizeof *j->rows * c->output_height);
+    j->rows = sd__malloc(sizeof *j->rows * c->output_height);
     SD__RETURN_IF(j->rows == NULL, SD_ENOMEM);
     for (JDIMENSION y = 0; y < c->output_height; y++)
         j->rows[y] = j->canvas->pixels + (size_t)y * j->canvas->stride;
@@ -387,12 +387,12 @@ static int ensure_cap(sd__jpeg *j, size_t need)
         return SD_OK;
     size_t cap = SD__MAX(need, j->cap * 2);
     cap = SD__MAX(cap, 4096);
-    uint8_t *nb = malloc(cap);
+    uint8_t *nb = sd__malloc(cap);
     SD__RETURN_IF(nb == NULL, SD_ENOMEM);
     /* pending bytes may live in the old buffer */
     if (j->src.bytes_in_buffer)
         memcpy(nb, j->src.next_input_byte, j->src.bytes_in_buffer);
-    free(j->buf);
+    sd__free(j->buf);
     j->buf = nb;
     j->cap = cap;
     j->src.next_input_byte = nb;

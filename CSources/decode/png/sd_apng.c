@@ -82,7 +82,7 @@ static void put32(uint8_t *p, uint32_t v)
 
 int sd__apng_new(sd_decoder *d, sd__apng **out)
 {
-    sd__apng *a = calloc(1, sizeof *a);
+    sd__apng *a = sd__calloc(1, sizeof *a);
     SD__RETURN_IF(a == NULL, SD_ENOMEM);
     a->dec = d;
     a->at = 8; /* after the signature (the sniffer saw it) */
@@ -98,15 +98,15 @@ void sd__apng_free(sd__apng *a)
     if (a == NULL)
         return;
     sd__bytes_free(&a->in);
-    free(a->frames);
-    free(a->data);
-    free(a->C);
-    free(a->F);
-    free(a->saved);
-    free(a->png);
+    sd__free(a->frames);
+    sd__free(a->data);
+    sd__free(a->C);
+    sd__free(a->F);
+    sd__free(a->saved);
+    sd__free(a->png);
     sd_bitmap_free(a->out);
     sd__frame_cache_free(&a->cache);
-    free(a);
+    sd__free(a);
 }
 
 const uint8_t *sd__apng_bytes(const sd__apng *a, size_t *len, size_t *walked)
@@ -337,7 +337,7 @@ static int decode_frame(sd__apng *a, uint32_t i)
     const ap_frame *f = &a->frames[i];
     size_t need = 8 + 25 + a->plte_len + a->trns_len + 12 + f->bytes + 12;
     if (need > a->png_cap) {
-        uint8_t *p = realloc(a->png, need);
+        uint8_t *p = sd__realloc(a->png, need);
         SD__RETURN_IF(p == NULL, SD_ENOMEM);
         a->png = p;
         a->png_cap = need;
@@ -371,12 +371,12 @@ static int decode_frame(sd__apng *a, uint32_t i)
 
     size_t fbytes = (size_t)f->w * f->h * 4;
     if (fbytes > a->F_cap) {
-        uint8_t *F = realloc(a->F, fbytes);
+        uint8_t *F = sd__realloc(a->F, fbytes);
         SD__RETURN_IF(F == NULL, SD_ENOMEM);
         a->F = F;
         a->F_cap = fbytes;
     }
-    png_bytep *rows = malloc((size_t)f->h * sizeof *rows);
+    png_bytep *rows = sd__malloc((size_t)f->h * sizeof *rows);
     SD__RETURN_IF(rows == NULL, SD_ENOMEM);
     for (uint32_t y = 0; y < f->h; y++)
         rows[y] = a->F + (size_t)y * f->w * 4;
@@ -404,7 +404,7 @@ static int decode_frame(sd__apng *a, uint32_t i)
         png_read_image(png, rows);
     }
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
-    free(rows);
+    sd__free(rows);
     if (rc == SD_ECORRUPT) {
         char msg[sizeof a->dec->message];
         memcpy(msg, a->dec->message, sizeof msg);
@@ -442,7 +442,7 @@ static int draw(sd__apng *a, uint32_t i)
     if (f->dispose == DISPOSE_PREVIOUS) {
         size_t need = row * f->h;
         if (need > a->saved_cap) {
-            uint8_t *s = realloc(a->saved, need);
+            uint8_t *s = sd__realloc(a->saved, need);
             SD__RETURN_IF(s == NULL, SD_ENOMEM);
             a->saved = s;
             a->saved_cap = need;
@@ -479,7 +479,7 @@ static int render(sd__apng *a, uint32_t index)
 {
     sd_decoder *d = a->dec;
     if (a->C == NULL) {
-        a->C = malloc((size_t)a->W * a->H * 4);
+        a->C = sd__malloc((size_t)a->W * a->H * 4);
         SD__RETURN_IF(a->C == NULL, SD_ENOMEM);
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(a->W, a->H, 0, &a->out));
     }

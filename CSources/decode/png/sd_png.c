@@ -129,7 +129,7 @@ static void p_info(png_structp png, png_infop info)
     rc = sd__bitmap_alloc(s->rw, s->rh, 1, &s->canvas);
     if (rc == SD_OK && (s->fx > 1 || s->fy > 1)) {
         s->acc_rows = s->interlaced ? s->rh : 1;
-        s->acc = calloc((size_t)s->rw * s->acc_rows * 5, sizeof *s->acc);
+        s->acc = sd__calloc((size_t)s->rw * s->acc_rows * 5, sizeof *s->acc);
         if (s->acc == NULL)
             rc = SD_ENOMEM;
     }
@@ -211,7 +211,7 @@ static void p_end(png_structp png, png_infop info)
 
 static int sdp_init(sd_decoder *d)
 {
-    sd__png *s = calloc(1, sizeof *s);
+    sd__png *s = sd__calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     d->codec_state = s;
     s->dec = d;
@@ -242,9 +242,9 @@ static void sdp_destroy(sd_decoder *d)
     if (s->png != NULL)
         png_destroy_read_struct(&s->png, s->info ? &s->info : NULL, NULL);
     sd_bitmap_free(s->canvas);
-    free(s->acc);
+    sd__free(s->acc);
     sd__apng_free(s->apng);
-    free(s);
+    sd__free(s);
     d->codec_state = NULL;
 }
 

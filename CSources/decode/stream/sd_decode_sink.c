@@ -63,7 +63,7 @@ static void output_free(void *p)
     sd__decode_output *o = p;
     if (o) {
         sd_bitmap_free(o->bitmap);
-        free(o);
+        sd__free(o);
     }
 }
 
@@ -73,7 +73,7 @@ static void free_chunks(sd__chunk *c)
 {
     while (c) {
         sd__chunk *n = c->next;
-        free(c);
+        sd__free(c);
         c = n;
     }
 }
@@ -87,7 +87,7 @@ static void unref_locked(sd__job *j)
     sd_decoder_free(j->dec);
     output_free(j->out);
     sd_sink_port_release(j->port);
-    free(j);
+    sd__free(j);
 }
 
 static void schedule_locked(sd__job *j)
@@ -218,9 +218,9 @@ static void job_task(sd__task *t)
 
 static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void **state)
 {
-    sd__job *j = calloc(1, sizeof *j);
+    sd__job *j = sd__calloc(1, sizeof *j);
     SD__RETURN_IF(j == NULL, SD_ENOMEM);
-    j->out = calloc(1, sizeof *j->out);
+    j->out = sd__calloc(1, sizeof *j->out);
     int rc = j->out ? sd_decoder_new(&j->dec) : SD_ENOMEM;
     int key;
     int64_t v, previews = 0;
@@ -238,8 +238,8 @@ static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void 
         rc = sd_decoder_set(j->dec, SD_DEC_PREVIEWS, 0);
     if (rc != SD_OK) {
         sd_decoder_free(j->dec);
-        free(j->out);
-        free(j);
+        sd__free(j->out);
+        sd__free(j);
         return rc;
     }
     j->task.run = job_task;
@@ -255,7 +255,7 @@ static int sink_push(void *state, const uint8_t *data, size_t len)
     sd__job *j = state;
     if (len == 0)
         return SD_OK;
-    sd__chunk *c = malloc(sizeof *c + len);
+    sd__chunk *c = sd__malloc(sizeof *c + len);
     SD__RETURN_IF(c == NULL, SD_ENOMEM);
     c->next = NULL;
     c->len = len;
@@ -313,6 +313,7 @@ static void sink_abort(void *state)
 }
 
 static const sd_body_sink decode_sink = {
+    .size = sizeof(sd_body_sink),
     .open = sink_open,
     .push = sink_push,
     .room = sink_room,
@@ -328,11 +329,11 @@ int sd_decode_sink_new(int threads, const sd_body_sink **sink, void **ctx)
     SD__RETURN_IF(sink == NULL || ctx == NULL || threads < 0 || threads > 256, SD_EINVAL);
     if (threads == 0)
         threads = sd__cpu_count();
-    sd__dsink *s = calloc(1, sizeof *s);
+    sd__dsink *s = sd__calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     int rc = sd__work_pool_new(threads, "sd-decode", &s->pool);
     if (rc != SD_OK) {
-        free(s);
+        sd__free(s);
         return rc;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -348,7 +349,7 @@ void sd_decode_sink_free(void *ctx)
         return;
     sd__work_pool_free(s->pool); /* workers finish the chunk in hand, then stop */
     pthread_mutex_destroy(&s->mu);
-    free(s);
+    sd__free(s);
 }
 
 int sd_loop_use_decoder(sd_loop *loop, int threads)

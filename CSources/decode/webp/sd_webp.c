@@ -249,7 +249,7 @@ static int draw(sd__webp *s, uint32_t i)
     const wp_frame *f = &s->frames[i];
     size_t need = (size_t)f->w * f->h * 4;
     if (need > s->F_cap) {
-        uint8_t *F = realloc(s->F, need);
+        uint8_t *F = sd__realloc(s->F, need);
         SD__RETURN_IF(F == NULL, SD_ENOMEM);
         s->F = F;
         s->F_cap = need;
@@ -307,7 +307,7 @@ static int render(sd__webp *s, uint32_t index)
 {
     sd_decoder *d = s->dec;
     if (s->C == NULL) {
-        s->C = malloc((size_t)d->width * d->height * 4);
+        s->C = sd__malloc((size_t)d->width * d->height * 4);
         SD__RETURN_IF(s->C == NULL, SD_ENOMEM);
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->out));
     }
@@ -339,7 +339,7 @@ static int render(sd__webp *s, uint32_t index)
 
 static int sdw_init(sd_decoder *d)
 {
-    sd__webp *s = calloc(1, sizeof *s);
+    sd__webp *s = sd__calloc(1, sizeof *s);
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     d->codec_state = s;
     s->dec = d;
@@ -360,10 +360,10 @@ static void sdw_destroy(sd_decoder *d)
     sd_bitmap_free(s->canvas);
     sd_bitmap_free(s->out);
     sd__frame_cache_free(&s->cache);
-    free(s->frames);
-    free(s->C);
-    free(s->F);
-    free(s);
+    sd__free(s->frames);
+    sd__free(s->C);
+    sd__free(s->F);
+    sd__free(s);
     d->codec_state = NULL;
 }
 
