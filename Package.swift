@@ -14,6 +14,12 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The library logs and counts through the server-side Swift APIs only
+        // (no backends): no-ops until the program bootstraps them.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
+        // `make docs`: swift package generate-documentation (a plugin; nothing linked)
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.3.0"),
     ],
     targets: [
         .target(
@@ -40,12 +46,20 @@ let package = Package(
         ),
         .target(name: "SDCoders", dependencies: ["CSDCore"]),
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
-        .target(name: "SDDownloader", dependencies: ["CSDCore", "SDCoders"]),
+        .target(name: "SDDownloader", dependencies: [
+            "CSDCore", "SDCoders",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+        ]),
         // The SDWebImage-named API: image type, downloader, (cache, manager).
         // Memory LRU and disk store: keys and values only, no images.
         .target(name: "CSDSystem", linkerSettings: [.linkedLibrary("z")]),
         .target(name: "SDCache", dependencies: ["CSDSystem"]),
-        .target(name: "SDWebImage", dependencies: ["CSDCore", "SDCoders", "SDDownloader", "SDCache"]),
+        .target(name: "SDWebImage", dependencies: [
+            "CSDCore", "SDCoders", "SDDownloader", "SDCache",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+        ]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
@@ -53,6 +67,7 @@ let package = Package(
                 "SDCoders",
                 "SDWebImage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
@@ -62,7 +77,12 @@ let package = Package(
         .target(name: "CSDTestSHA", path: "Tests/SHA"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
         // A child process for the disk-cache crash (SIGKILL) and two-process tests.
-        .executableTarget(name: "SDCacheStress", dependencies: ["SDWebImage", "SDCache"], path: "Tests/Stress"),
+        .executableTarget(name: "SDCacheStress", dependencies: [
+            "SDWebImage", "SDCache", "SDDownloader",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ], path: "Tests/Stress"),
         .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
     ],

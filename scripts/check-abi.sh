@@ -52,7 +52,7 @@ if ! abidiff_ok cmake/libsdcore.abi "$tmp/now.abi"; then
   cat "$tmp/diff"
   fail "incompatible change against cmake/libsdcore.abi (a new major version, or undo it)"
 fi
-added=$(grep -oE "[1-9][0-9]* Added function" "$tmp/diff" || true)
+added=$(grep -oE "[1-9][0-9]* Added function" "$tmp/diff" | head -1 || true)
 
 # 3. the check can fail: the same library against a baseline that had one more function
 python3 - "$tmp/now.abi" "$tmp/doctored.abi" <<'PY'

@@ -56,6 +56,11 @@ SD__HIDDEN int sd__alloc_is_custom(void);
 /* Drop the pool's recycled blocks (before the allocator changes). */
 SD__HIDDEN void sd__pool_drain(void);
 
+/* Diagnostics to the program's log callback (common/sd_log.c); nothing is
+ * formatted unless a callback wants `level`. */
+SD__HIDDEN int sd__log_enabled(sd_log_level level);
+SD__HIDDEN void sd__log(sd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Versioned public structs start with `size_t size` (the caller's sizeof):
  * copy the caller's version into ours, zero what it does not have; SD_EINVAL
  * below `min_size`, SD_EUNSUPPORTED when a newer caller set fields this

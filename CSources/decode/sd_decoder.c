@@ -12,6 +12,7 @@ void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dec->message, sizeof dec->message, fmt, ap);
     va_end(ap);
+    sd__log(SD_LOG_DEBUG, "decoder (%s): %s", sd_format_name(dec->format), dec->message);
 }
 
 int sd_decoder_new(sd_decoder **out)

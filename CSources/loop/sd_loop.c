@@ -109,7 +109,9 @@ static void *loop_main(void *arg)
         }
         sd__start_queued(l, max, order, suspended, backlog);
         int still = 0;
-        curl_multi_perform(l->multi, &still);
+        CURLMcode mc = curl_multi_perform(l->multi, &still);
+        if (mc != CURLM_OK)
+            sd__log(SD_LOG_ERROR, "loop: curl_multi_perform: %s", curl_multi_strerror(mc));
         int before = l->running;
         sd__read_done(l);
 
@@ -120,7 +122,9 @@ static void *loop_main(void *arg)
 
         if (l->running < before && l->queued > 0 && !suspended)
             continue; /* a slot opened: fill it before sleeping */
-        curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
+        mc = curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK)
+            sd__log(SD_LOG_ERROR, "loop: curl_multi_poll: %s", curl_multi_strerror(mc));
     }
     sd__free(batch);
     pthread_mutex_lock(&l->mu);

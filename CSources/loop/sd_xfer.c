@@ -142,6 +142,11 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
         x->sink_state = NULL;
     }
     table_del(l, x->id);
+    if (status != SD_OK && status != SD_ECANCELLED && status != SD_ENOTMODIFIED) {
+        sd_log_level level = status == SD_ENOMEM ? SD_LOG_WARNING : status == SD_EPOLICY ? SD_LOG_INFO : SD_LOG_DEBUG;
+        sd__log(level, "transfer %llu (%s) failed: %s: %s", (unsigned long long)x->id, x->req->url,
+                sd_strerror(status), msg && *msg ? msg : "-");
+    }
     sd_result *r = x->result; /* allocated at submit: every transfer gets its end */
     x->result = NULL;
     {

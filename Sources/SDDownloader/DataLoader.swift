@@ -13,6 +13,7 @@ public final class DataLoader: @unchecked Sendable {
     private let loop: OpaquePointer
 
     public init(maxConcurrentDownloads: Int = 6, decodeThreads: Int? = nil) throws(DownloadError) {
+        Telemetry.coreBridge  // the C core's diagnostics into swift-log, once
         var out: OpaquePointer?
         try Self.check(sd_loop_new(&out))
         loop = out!
@@ -112,7 +113,7 @@ public final class DataLoader: @unchecked Sendable {
                 : String(cString: sd_strerror(rc))
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
-        let handlers = Handlers(events: events, decoded: request.decode)
+        let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString)
         if !request.decode, let observer = request.bodyObserver {
             // a sink of our own that only watches: the bytes still go to the result
             let box = BodyObserver(observer)
@@ -142,14 +143,18 @@ public final class DataLoader: @unchecked Sendable {
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
             let outcome = DataLoader.outcome(of: result!, decoded: h.decoded, response: h.response)
             sd_result_free(result)
+            Telemetry.finished(h.url, outcome)
             h.events.completion(outcome)
         }
         var id: sd_transfer_id = 0
+        Telemetry.started()  // before: the completion may run before submit returns
         rc = sd_loop_submit(loop, req, &ev, user, &id)
         if rc < 0 {
+            Telemetry.refused()
             Unmanaged<Handlers>.fromOpaque(user).release() // refused: no callback will run
             return .failure(DownloadError(DownloadError.Code(rawValue: rc)))
         }
+        Telemetry.accepted()
         return .success(DownloadTask(loader: self, id: id, url: request.url))
     }
 
@@ -323,14 +328,16 @@ public final class DownloadTask: @unchecked Sendable {
 private final class Handlers: @unchecked Sendable {
     let events: LoaderEvents
     let decoded: Bool
+    let url: String
     /// Set by the response event; read by the completion (both on the loop thread).
     var response: DownloadResponse?
     /// The body observer's sink context: lives until the completion.
     var observer: BodyObserver?
 
-    init(events: LoaderEvents, decoded: Bool) {
+    init(events: LoaderEvents, decoded: Bool, url: String) {
         self.events = events
         self.decoded = decoded
+        self.url = url
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 
 @main
 struct SDImageCommand: ParsableCommand {
@@ -9,7 +10,17 @@ struct SDImageCommand: ParsableCommand {
         subcommands: [Fetch.self, Decode.self, Cache.self, Samples.self, Bench.self])
 
     /// Exit codes: 0 all ok, 1 some images failed, 2 usage error.
+    /// The library's log goes to stderr (stdout is the tool's output), at
+    /// `SDIMAGE_LOG_LEVEL` (trace, debug, info, notice, warning, error;
+    /// default warning).
     static func main() {
+        let level = ProcessInfo.processInfo.environment["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            ?? .warning
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
         do {
             var command = try parseAsRoot()
             try command.run()

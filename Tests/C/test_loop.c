@@ -1823,6 +1823,53 @@ static int test_out_of_memory(void)
     return 0;
 }
 
+/* ---- diagnostics through the log callback ---- */
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_lines[8][1100];
+static int log_levels[8], log_count;
+
+static void on_log(sd_log_level level, const char *message, void *user)
+{
+    (void)user;
+    pthread_mutex_lock(&log_mu);
+    if (log_count < 8) {
+        log_levels[log_count] = level;
+        snprintf(log_lines[log_count++], sizeof log_lines[0], "%s", message);
+    }
+    pthread_mutex_unlock(&log_mu);
+}
+
+static int test_log_callback(void)
+{
+    ASSERT_EQ(sd_set_log_callback(on_log, (sd_log_level)9, NULL), SD_EINVAL);
+    ASSERT_OK(sd_set_log_callback(on_log, SD_LOG_INFO, NULL));
+    sd_loop *l = new_loop();
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/none.jpg"), NULL, NULL, &c)); /* a 404: debug, not wanted at INFO */
+    collect_free(&c);
+    ASSERT_EQ(log_count, 0);
+    ASSERT_OK(sd_set_log_callback(on_log, SD_LOG_DEBUG, NULL));
+    ASSERT_OK(fetch(l, url(HTTP, "/img/none.jpg"), NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+    collect_free(&c);
+    int64_t no_loopback[] = {SD_REQ_BLOCK_ADDRESSES, SD_ADDRESS_LOOPBACK, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg"), set_param, no_loopback, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    collect_free(&c);
+    ASSERT_OK(sd_set_log_callback(NULL, SD_LOG_DEBUG, NULL));
+    ASSERT_OK(fetch(l, url(HTTP, "/img/none.jpg"), NULL, NULL, &c)); /* off again */
+    collect_free(&c);
+    sd_loop_free(l);
+    ASSERT_EQ(log_count, 2);
+    ASSERT_EQ(log_levels[0], SD_LOG_DEBUG);
+    ASSERT(strstr(log_lines[0], "/img/none.jpg") && strstr(log_lines[0], "404"));
+    ASSERT_EQ(log_levels[1], SD_LOG_INFO);
+    ASSERT(strstr(log_lines[1], "refused by policy"));
+    log_count = 0;
+    return 0;
+}
+
 /* ---- versioned structs: a caller built against older or newer headers ---- */
 
 static int test_versioned_structs(void)
@@ -1902,6 +1949,7 @@ int main(int argc, char **argv)
         {"decode_backpressure", test_decode_backpressure},
         {"body_sink", test_body_sink},
         {"versioned_structs", test_versioned_structs},
+        {"log_callback", test_log_callback},
         {"out_of_memory", test_out_of_memory},
         {NULL, NULL},
     };

@@ -382,7 +382,9 @@ struct CoderTests {
         // in a child process: the shared list is global, and other tests run alongside
         let s = try #require(TestServers.shared)
         try Data("SDTOY".utf8 + [5, 3, 0x42]).write(to: s.www.appendingPathComponent("img/toy.bin"))
-        let child = try Child.start(["shared-coder", "-", s.url(s.http, "/img/toy.bin").absoluteString])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sd-toy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let child = try Child.start(["shared-coder", dir.path, s.url(s.http, "/img/toy.bin").absoluteString])
         let out = child.output()
         #expect(child.wait() == 0)
         #expect(out == "image 5x3 ff424242\nerror 1001\n")

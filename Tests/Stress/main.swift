@@ -18,9 +18,20 @@
 //                                      manager decodes URL's download; removed,
 //                                      the same download is bad data. Its own
 //                                      process: the shared list is global.
+//   SDCacheStress observability DIR URL MISSING
+//                                      swift-log and swift-metrics bootstrapped
+//                                      with in-memory handlers; URL loaded from
+//                                      the network, memory and disk, MISSING
+//                                      (a 404); prints every log line and the
+//                                      metrics. Its own process: bootstrapping
+//                                      is once per process.
 import Dispatch
 import Foundation
+import Logging
+import Metrics
+import MetricsTestKit
 import SDCache
+import SDDownloader
 import SDWebImage
 
 /// The image of key `i`: a size and colour only `i` gives.
@@ -185,6 +196,61 @@ case "shared-coder":
     print(load(url))
     SDImageCodersManager.shared.removeCoder(toy)
     print(load(URL(string: args[3] + "?again")!))
+    exit(0)
+case "observability":
+    final class Lines: @unchecked Sendable {
+        let lock = NSLock()
+        var all: [String] = []
+        func add(_ s: String) { lock.lock(); all.append(s); lock.unlock() }
+    }
+    struct MemoryLog: LogHandler {
+        let label: String
+        let lines: Lines
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let (level, message) = (event.level, event.message)
+            let m = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            lines.add("log \(label) \(level) \(message) \(m)")
+        }
+    }
+    let lines = Lines()
+    LoggingSystem.bootstrap { MemoryLog(label: $0, lines: lines) }
+    let metrics = TestMetrics()
+    MetricsSystem.bootstrap(metrics)
+    let imageCache = cacheWithMemory(args[2])
+    let m = SDWebImageManager(cache: imageCache, loader: SDWebImageDownloader())
+    func load(_ s: String) {
+        let done = DispatchSemaphore(value: 0)
+        m.loadImage(with: URL(string: s)!, options: [.waitStoreCache], context: nil, progress: nil) { _, _, _, _, finished, _ in
+            if finished { done.signal() }
+        }
+        done.wait()
+    }
+    load(args[3])  // network
+    load(args[3])  // memory
+    imageCache.clearMemory()
+    load(args[3])  // disk
+    load(args[4])  // 404
+    Telemetry.queue.sync {}  // what was recorded has arrived
+    for l in lines.all { print(l) }
+    func counter(_ label: String, _ dims: [(String, String)] = []) -> Int64 {
+        (try? metrics.expectCounter(label, dims).totalValue) ?? -1
+    }
+    print("metric downloads \(counter("sdwebimage_downloads_total"))")
+    print("metric bytes \(counter("sdwebimage_download_bytes_total"))")
+    print("metric errors.http_status \(counter("sdwebimage_download_errors_total", [("kind", "http_status")]))")
+    print("metric hits.memory \(counter("sdwebimage_cache_hits_total", [("tier", "memory")]))")
+    print("metric hits.disk \(counter("sdwebimage_cache_hits_total", [("tier", "disk")]))")
+    print("metric misses \(counter("sdwebimage_cache_misses_total"))")
+    print("metric download_timer \((try? metrics.expectTimer("sdwebimage_download_duration_seconds").values.count) ?? -1)")
+    print("metric decode_timer \((try? metrics.expectTimer("sdwebimage_decode_duration_seconds").values.count) ?? -1)")
+    let gauge = (try? metrics.expectGauge("sdwebimage_downloads_in_flight").lastValue) ?? nil
+    print("metric in_flight \(gauge.map { Int($0) } ?? -1)")
     exit(0)
 default:
     exit(2)

@@ -113,6 +113,30 @@ typedef struct sd_allocator {
  */
 SD_API int sd_set_allocator(const sd_allocator *allocator);
 
+/* Severity of a diagnostic, most severe first (syslog's order). */
+typedef enum sd_log_level {
+    SD_LOG_ERROR = 1,   /* something failed that should not (the loop's poll) */
+    SD_LOG_WARNING = 2, /* work lost to a resource limit (out of memory) */
+    SD_LOG_INFO = 3,    /* a request refused by its policy */
+    SD_LOG_DEBUG = 4    /* every failed transfer, every decoder warning */
+} sd_log_level;
+/* A diagnostic: `message` is one line without a newline, valid during the
+ * call only. Called from any libsdcore thread (the loop's, the decode
+ * workers'), possibly at once from several: keep it short and thread-safe;
+ * it must not call sd_set_log_callback. */
+typedef void (*sd_log_fn)(sd_log_level level, const char *message, void *user);
+
+/*
+ * Name: sd_set_log_callback
+ * Desc: Where libsdcore's diagnostics go (by default nowhere: libsdcore
+ *       never prints). Messages at `max_level` or more severe are formatted
+ *       and passed with `user`; NULL turns logging off. Process-wide; may
+ *       be called at any time (a message being delivered on another thread
+ *       may still reach the previous callback).
+ * Returns: SD_OK; SD_EINVAL (max_level out of range).
+ */
+SD_API int sd_set_log_callback(sd_log_fn fn, sd_log_level max_level, void *user);
+
 /*
  * Name: sd_version_number / sd_version_string
  * Desc: The library's version, as linked (not as compiled against:

@@ -56,7 +56,13 @@ extension SDImageCache {
         ioQueue.async { [self] in
             var error: (any Error)?
             if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0, options: encodeOptions, coder: coder) }) {
-                do { try writeToDisk(data, key, extendedData) } catch let e { error = e }
+                do {
+                    try writeToDisk(data, key, extendedData)
+                    Telemetry.diskWrite(nil, self)
+                } catch let e {
+                    error = e
+                    Telemetry.diskWrite(e, self)
+                }
             } else {
                 error = SDWebImageError(.badImageData, "the image could not be encoded")
             }
