@@ -16,7 +16,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libturbojpeg0-dev valgrind nginx-light openssl abigail-tools
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-abi abi-baseline test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
+        test-cli test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -89,6 +89,18 @@ test-valgrind: build-c
 test-swift: deps
 	$(SWIFT) build --build-tests --explicit-target-dependency-import-check error
 	$(SWIFT) test
+
+# API documentation: the DocC archive of the SDWebImage module (articles in
+# Sources/SDWebImage/SDWebImage.docc), with every DocC warning an error.
+docs: deps
+	$(SWIFT) package generate-documentation --target SDWebImage --warnings-as-errors
+	@echo "docs: .build/plugins/Swift-DocC/outputs/SDWebImage.doccarchive"
+
+# The docs build, then doc coverage of the public Swift API against the list
+# of what is still undocumented (docs/undocumented-symbols.txt only shrinks).
+test-docs: docs
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public >/dev/null
+	python3 scripts/check-doc-coverage.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
 test-swift-tsan: deps
