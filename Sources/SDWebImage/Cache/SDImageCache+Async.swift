@@ -4,6 +4,7 @@ import SDCache
 import SDCoders
 
 extension SDImageCache {
+    /// The image for `key`, from memory or disk (decoded as `options` and `context` say), or nil.
     public func image(forKey key: String?, options: SDImageCacheOptions = [], context: SDWebImageContext? = nil,
                       cacheType: SDImageCacheType = .all) async -> (image: SDImage?, data: Data?, cacheType: SDImageCacheType) {
         await awaitCallback { done in
@@ -23,10 +24,12 @@ extension SDImageCache {
         if let error { throw error }
     }
 
+    /// Remove every disk entry; returns when they are gone.
     public func clearDisk() async {
         await awaitCallback { c in clearDisk { c(()) } }
     }
 
+    /// Remove expired entries and trim to `maxDiskSize`; returns when done.
     public func deleteOldFiles() async {
         await awaitCallback { c in deleteOldFiles { c(()) } }
     }

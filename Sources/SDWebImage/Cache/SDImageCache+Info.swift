@@ -8,12 +8,15 @@ extension SDImageCache {
 
     /// Bytes of decoded pixels held in memory, and how many images.
     public var memoryCost: Int { memoryCache.totalCost }
+    /// Images in the memory cache now.
     public var memoryCount: Int { memoryCache.totalCount }
 
     /// Bytes on disk (allocated), synchronously.
     public func totalDiskSize() -> Int { ioQueue.sync { disk?.totalSize() ?? 0 } }
+    /// Entries in the disk cache now (waits for queued writes).
     public func totalDiskCount() -> Int { ioQueue.sync { disk?.totalCount() ?? 0 } }
 
+    /// `completion` gets how many entries the disk cache holds, and their bytes.
     public func calculateSize(completion: @escaping @Sendable (_ fileCount: Int, _ totalSize: Int) -> Void) {
         let queue = config.callbackQueue
         ioQueue.async { [self] in

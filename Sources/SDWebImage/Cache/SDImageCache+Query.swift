@@ -6,6 +6,7 @@ import SDCoders
 extension SDImageCache {
     // MARK: - Read
 
+    /// The image in the memory cache for `key`, or nil; never touches the disk.
     public func imageFromMemoryCache(forKey key: String?) -> SDImage? {
         guard let key else { return nil }
         if let image = memoryCache.object(forKey: key) { return image }
@@ -37,12 +38,14 @@ extension SDImageCache {
         return disk?.data(forKey: key)
     }
 
+    /// Whether the disk cache has an entry for `key` (synchronous).
     public func diskImageDataExists(withKey key: String?) -> Bool {
         guard let key else { return false }
         if let p = pendingData(key) { return p != nil }
         return disk?.containsData(forKey: key) ?? false
     }
 
+    /// Whether the disk cache has an entry for `key`, answered on the cache's queue.
     public func diskImageExists(withKey key: String?, completion: @escaping @Sendable (Bool) -> Void) {
         let queue = config.callbackQueue
         readQueue.async { [self] in
@@ -165,6 +168,8 @@ extension SDImageCache {
         return token
     }
 
+    /// Memory, then disk (as `cacheType` allows): the image, its bytes when read from disk, and where it was.
+    /// The returned operation cancels a disk query that has not answered yet.
     public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
                            cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
         queryCacheOperation(forKey: key, options: options.cacheOptions, context: context, cacheType: cacheType,

@@ -6,10 +6,12 @@ import SDCoders
 extension SDImageCache {
     // MARK: - Remove
 
+    /// Remove `key` from memory and, unless `fromDisk` is false, from disk.
     public func removeImage(forKey key: String?, fromDisk: Bool = true, completion: (@Sendable () -> Void)? = nil) {
         removeImage(forKey: key, cacheType: fromDisk ? .all : .memory, completion: completion)
     }
 
+    /// Remove `key` from the caches `cacheType` names; `completion` after.
     public func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
         let queue = config.callbackQueue
         guard let key else {
@@ -29,6 +31,7 @@ extension SDImageCache {
         }
     }
 
+    /// Remove `key` from the memory cache only.
     public func removeImageFromMemory(forKey key: String?) {
         guard let key else { return }
         memoryCache.removeObject(forKey: key)
@@ -41,11 +44,13 @@ extension SDImageCache {
         ioQueue.sync { disk?.removeData(forKey: key) }
     }
 
+    /// Empty the memory cache.
     public func clearMemory() {
         memoryCache.removeAllObjects()
         weakImages.removeAll()
     }
 
+    /// Remove every disk entry; `completion` after.
     public func clearDisk(completion: (@Sendable () -> Void)? = nil) {
         let queue = config.callbackQueue
         ioQueue.async { [self] in
@@ -64,6 +69,7 @@ extension SDImageCache {
         }
     }
 
+    /// Where `key` is (`.memory`, `.disk`) among the caches `cacheType` names; `.none` if nowhere.
     public func containsImage(forKey key: String?, cacheType: SDImageCacheType,
                               completion: @escaping @Sendable (SDImageCacheType) -> Void) {
         if cacheType.includesMemory, imageFromMemoryCache(forKey: key) != nil {
@@ -77,6 +83,7 @@ extension SDImageCache {
         diskImageExists(withKey: key) { completion($0 ? .disk : .none) }
     }
 
+    /// Empty the caches `cacheType` names; `completion` after.
     public func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?) {
         if cacheType.includesMemory { clearMemory() }
         if cacheType.includesDisk { clearDisk(completion: completion) } else if let completion {

@@ -13,6 +13,8 @@ extension SDImageCache {
         store(image, imageData: imageData, forKey: key, cacheType: toDisk ? .all : .memory) { _ in completion?() }
     }
 
+    /// Store `image` (and `imageData`, else bytes encoded from the image) in the
+    /// caches `cacheType` names; `completion` gets the disk write's error.
     public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
                       completion: (@Sendable ((any Error)?) -> Void)?) {
         store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil, completion: completion)
@@ -91,6 +93,7 @@ extension SDImageCache {
             : SDImageCodersManager.shared.encodedData(with: image, format: format, options: options)
     }
 
+    /// Put `image` in the memory cache only (its cost is its bitmap's bytes).
     public func storeImage(toMemory image: SDImage?, forKey key: String?) {
         guard let image, let key, config.shouldCacheImagesInMemory else { return }
         memoryCache.setObject(image, forKey: key, cost: image.cost)

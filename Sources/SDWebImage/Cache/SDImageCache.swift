@@ -7,8 +7,10 @@ import SDCoders
 /// SDWebImage 5's API. Disk writes run in order on one queue; reads run
 /// concurrently and see writes still in flight, so a store is readable at once.
 public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
+    /// The cache the shared manager uses (namespace "default").
     public static let shared = SDImageCache(namespace: "default")
 
+    /// Limits and behaviour; changes apply from the next operation.
     public let config: SDImageCacheConfig
     /// The folder holding this cache's files.
     public let diskCachePath: String

@@ -3,7 +3,14 @@ import SDCache
 
 /// Where a result came from / where to look or store.
 public enum SDImageCacheType: Int, Sendable {
-    case none = 0, disk = 1, memory = 2, all = 3
+    /// Not from a cache (the network), or: no cache.
+    case none = 0
+    /// The disk cache.
+    case disk = 1
+    /// The memory cache.
+    case memory = 2
+    /// Both: memory first, then disk.
+    case all = 3
 
     var includesMemory: Bool { self == .memory || self == .all }
     var includesDisk: Bool { self == .disk || self == .all }

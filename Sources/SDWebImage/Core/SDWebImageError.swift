@@ -53,23 +53,37 @@ public struct SDWebImageError: Error, CustomNSError, CustomStringConvertible, @u
         }
     }
 
+    /// ``Code/invalidURL`` (1000), as `SDWebImageError.invalidURL` in SDWebImage.
     public static let invalidURL = Code.invalidURL
+    /// ``Code/badImageData`` (1001).
     public static let badImageData = Code.badImageData
+    /// ``Code/cacheNotModified`` (1002).
     public static let cacheNotModified = Code.cacheNotModified
+    /// ``Code/blackListed`` (1003).
     public static let blackListed = Code.blackListed
+    /// ``Code/invalidDownloadOperation`` (2000).
     public static let invalidDownloadOperation = Code.invalidDownloadOperation
+    /// ``Code/invalidDownloadStatusCode`` (2001).
     public static let invalidDownloadStatusCode = Code.invalidDownloadStatusCode
+    /// ``Code/cancelled`` (2002).
     public static let cancelled = Code.cancelled
+    /// ``Code/invalidDownloadResponse`` (2003).
     public static let invalidDownloadResponse = Code.invalidDownloadResponse
+    /// ``Code/invalidDownloadContentType`` (2004).
     public static let invalidDownloadContentType = Code.invalidDownloadContentType
 
+    /// The error domain, SDWebImage's string.
     public static let errorDomain = "SDWebImageErrorDomain"
-    /// userInfo keys, as in SDWebImage.
+    /// userInfo key of the response, as in SDWebImage.
     public static let downloadResponseKey = "SDWebImageErrorDownloadResponseKey"
+    /// userInfo key of the HTTP status, as in SDWebImage.
     public static let downloadStatusCodeKey = "SDWebImageErrorDownloadStatusCodeKey"
+    /// userInfo key of the rejected Content-Type, as in SDWebImage.
     public static let downloadContentTypeKey = "SDWebImageErrorDownloadContentTypeKey"
 
+    /// What went wrong, SDWebImage's code.
     public let code: Code
+    /// A sentence for people: the code's name unless something more precise was known.
     public let message: String
     /// The HTTP status, for `invalidDownloadStatusCode`.
     public let statusCode: Int?
@@ -80,6 +94,7 @@ public struct SDWebImageError: Error, CustomNSError, CustomStringConvertible, @u
     /// What went wrong underneath (e.g. the decoder's own words).
     public let underlyingError: (any Error)?
 
+    /// An error with its code and, when known, a message and what came with it.
     public init(_ code: Code, _ message: String? = nil, statusCode: Int? = nil, response: HTTPURLResponse? = nil,
                 contentType: String? = nil, underlyingError: (any Error)? = nil) {
         self.code = code
