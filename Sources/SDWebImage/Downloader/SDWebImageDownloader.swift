@@ -11,6 +11,7 @@ import SDDownloader
 /// arrive. Thread-safe; callbacks run on the config's (or context's) queue,
 /// never on the loop thread.
 public final class SDWebImageDownloader: @unchecked Sendable {
+    /// The downloader the shared manager uses (``SDWebImageDownloaderConfig/default``).
     public static let shared = SDWebImageDownloader(config: .default)
 
     /// This downloader's own copy of the config it was made with.
@@ -23,6 +24,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     private var priorities: [ObjectIdentifier: Priorities] = [:]
     private var headers: [String: String]
 
+    /// A downloader with its own transfer loop, configured by a copy of `config`.
     public init(config: SDWebImageDownloaderConfig? = .default) {
         let config = (config ?? .default).copy()
         self.config = config

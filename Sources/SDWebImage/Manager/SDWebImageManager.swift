@@ -32,9 +32,12 @@ public struct SDWebImageLoadResult: Sendable {
 
 /// Cache, then network, then cache again: SDWebImage 5's manager.
 public final class SDWebImageManager: @unchecked Sendable {
+    /// The manager over ``SDImageCache/shared`` and ``SDWebImageDownloader/shared``.
     public static let shared = SDWebImageManager(cache: SDImageCache.shared, loader: SDWebImageDownloader.shared)
 
+    /// The cache every load asks first and stores into (unless the context names another).
     public let imageCache: any SDImageCacheProtocol
+    /// What fetches on a cache miss (unless the context names another).
     public let imageLoader: any SDImageLoader
     private let lock = NSLock()
     /// The settings, under `lock` with the tables below.
@@ -51,6 +54,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
     private var queries: [String: SharedQuery] = [:]
 
+    /// A manager over `cache` and `loader`.
     public init(cache: any SDImageCacheProtocol, loader: any SDImageLoader) {
         imageCache = cache
         imageLoader = loader
@@ -63,10 +67,12 @@ public final class SDWebImageManager: @unchecked Sendable {
         set { lock.lock(); settings[keyPath: key] = newValue; lock.unlock() }
     }
 
+    /// Makes the cache key of a URL (default: its absolute string); the `.cacheKeyFilter` context key overrides it.
     public var cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)? {
         get { self[\.cacheKeyFilter] }
         set { self[\.cacheKeyFilter] = newValue }
     }
+    /// Turns a downloaded image into the bytes stored on disk (default: the downloaded bytes).
     public var cacheSerializer: (any SDWebImageCacheSerializerProtocol)? {
         get { self[\.cacheSerializer] }
         set { self[\.cacheSerializer] = newValue }
@@ -76,6 +82,7 @@ public final class SDWebImageManager: @unchecked Sendable {
         get { self[\.transformer] }
         set { self[\.transformer] = newValue }
     }
+    /// Rewrites every load's options and context before it starts.
     public var optionsProcessor: (any SDWebImageOptionsProcessorProtocol)? {
         get { self[\.optionsProcessor] }
         set { self[\.optionsProcessor] = newValue }
@@ -86,6 +93,7 @@ public final class SDWebImageManager: @unchecked Sendable {
         get { self[\.retryPolicy] }
         set { self[\.retryPolicy] = newValue }
     }
+    /// Asked whether to download a URL and whether a failure blocks it.
     public var delegate: (any SDWebImageManagerDelegate)? {
         get { self[\.delegate] }
         set { self[\.delegate] = newValue }
@@ -98,13 +106,17 @@ public final class SDWebImageManager: @unchecked Sendable {
         return !running.isEmpty
     }
 
+    /// Cancel every load: each completes once, with `.cancelled`.
     public func cancelAll() {
         let ops = get { Array(running.values) }
         for op in ops { op.cancel() }
     }
 
+    /// Let `url` be tried again (bad data blocks a URL until then).
     public func removeFailedURL(_ url: URL) { set { failedURLs.remove(url) } }
+    /// Let every blocked URL be tried again.
     public func removeAllFailedURLs() { set { failedURLs.removeAll() } }
+    /// Whether `url` is blocked because its data was bad.
     public func isFailedURL(_ url: URL) -> Bool { get { failedURLs.contains(url) } }
 
     func finished(_ op: SDWebImageCombinedOperation, keepingLoader: Bool = false) {
@@ -128,6 +140,13 @@ public final class SDWebImageManager: @unchecked Sendable {
 
     // MARK: - Load
 
+    /// Load an image: memory cache, disk cache, then the loader, storing what it fetched.
+    ///
+    /// `completed` runs on the `.callbackQueue` of the context (default: one serial
+    /// queue of the library, not the main queue, which most Linux programs never drain), once with
+    /// `finished == true` (image or error), after any previews (`.progressiveLoad`) or
+    /// the cached image of `.refreshCached`. Returns the operation to cancel (nil when
+    /// the load ended at once).
     @discardableResult
     public func loadImage(with url: URL?, options: SDWebImageOptions = [], context: SDWebImageContext? = nil,
                           progress: SDImageLoaderProgressBlock? = nil,

@@ -42,8 +42,10 @@ public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Send
 /// Warms the cache with images the user will probably want, a few at a time
 /// at low priority (SDWebImage: 3 concurrent, `.lowPriority`).
 public final class SDWebImagePrefetcher: @unchecked Sendable {
+    /// The prefetcher over ``SDWebImageManager/shared``.
     public static let shared = SDWebImagePrefetcher(imageManager: .shared)
 
+    /// The manager that loads (and caches) what is prefetched.
     public let manager: SDWebImageManager
     private let lock = NSLock()
     private var _maxConcurrent = 3
@@ -62,22 +64,27 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
         let completed: (@Sendable (_ finished: Int, _ skipped: Int) -> Void)?
     }
 
+    /// A prefetcher that loads through `imageManager`.
     public init(imageManager: SDWebImageManager) { manager = imageManager }
 
     private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
 
+    /// Loads at once at most (default 3).
     public var maxConcurrentPrefetchCount: Int {
         get { get { _maxConcurrent } }
         set { lock.lock(); _maxConcurrent = max(1, newValue); lock.unlock(); pump() }
     }
+    /// Options of every prefetch load (default `.lowPriority`).
     public var options: SDWebImageOptions {
         get { get { _options } }
         set { lock.lock(); _options = newValue; lock.unlock() }
     }
+    /// Context of every prefetch load.
     public var context: SDWebImageContext? {
         get { get { _context } }
         set { lock.lock(); _context = newValue; lock.unlock() }
     }
+    /// Told of each finished URL and of the end of a batch.
     public var delegate: (any SDWebImagePrefetcherDelegate)? {
         get { get { _delegate } }
         set { lock.lock(); _delegate = newValue; lock.unlock() }
