@@ -517,6 +517,22 @@ static sd_bitmap *red_square(uint32_t w, uint32_t h)
 
 /* Animated WebP: frames, loop, delays; lossless comes back exact (the
  * encoder's sub-rectangles and blending composite to the same canvas). */
+/* Decode a whole encoded animation; its frame and loop counts must be these. */
+static int open_anim(const uint8_t *data, size_t n, int64_t frames, int64_t loops, sd_decoder **out)
+{
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    *out = d;
+    ASSERT_OK(sd_decoder_push(d, data, n));
+    ASSERT_OK(sd_decoder_finish(d));
+    int64_t v;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+    ASSERT_EQ(v, frames);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
+    ASSERT_EQ(v, loops);
+    return 0;
+}
+
 static int test_encoder_webp_anim(void)
 {
     sd_bitmap *f[3] = {synth(40, 30, 1), synth(40, 30, 0), red_square(40, 30)};
@@ -528,14 +544,8 @@ static int test_encoder_webp_anim(void)
         ASSERT_OK(sd_encode_webp_anim((const sd_bitmap *const *)f, delays, 3, 2, 90, lossless, &webp, &n));
         ASSERT_EQ(sd_sniff_format(webp, n), SD_FORMAT_WEBP);
         sd_decoder *d;
-        ASSERT_OK(sd_decoder_new(&d));
-        ASSERT_OK(sd_decoder_push(d, webp, n));
-        ASSERT_OK(sd_decoder_finish(d));
+        ASSERT_OK(open_anim(webp, n, 3, 2, &d));
         int64_t v;
-        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
-        ASSERT_EQ(v, 3);
-        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
-        ASSERT_EQ(v, 2);
         for (uint32_t i = 0; i < 3; i++) {
             ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_STORED_DURATION_MS, &v));
             ASSERT_EQ(v, delays[i]);
@@ -573,14 +583,8 @@ static int test_encoder_gif(void)
     ASSERT_OK(sd_encode_gif((const sd_bitmap *const *)f, delays, 2, 3, &gif, &n));
     ASSERT_EQ(sd_sniff_format(gif, n), SD_FORMAT_GIF);
     sd_decoder *d;
-    ASSERT_OK(sd_decoder_new(&d));
-    ASSERT_OK(sd_decoder_push(d, gif, n));
-    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(open_anim(gif, n, 2, 3, &d));
     int64_t v;
-    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
-    ASSERT_EQ(v, 2);
-    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
-    ASSERT_EQ(v, 3);
     ASSERT_OK(sd_decoder_frame_get(d, 1, SD_FRAME_STORED_DURATION_MS, &v));
     ASSERT_EQ(v, 200);
     sd_bitmap *b0, *b1;
