@@ -2,27 +2,40 @@
  * so a program (or a test) can supply its own allocator: sd_set_allocator,
  * libspng's spng_alloc / curl_global_init_mem shape. The libraries under us
  * (libcurl, libjpeg, libpng, giflib, libwebp, libavif) keep their own. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "common/sd_internal.h"
 
 static sd_allocator g_alloc;
 static int g_custom;
+/* Blocks libsdcore holds (heap and mapped): the allocator may change only at
+ * zero, so a block is always freed by the allocator that made it. The release
+ * on every free pairs with the acquire in sd_set_allocator: a thread that let
+ * go of its last block (a self-freed loop's, say) is done reading g_custom. */
+static atomic_long g_live;
+
+static void *counted(void *p)
+{
+    if (p)
+        atomic_fetch_add_explicit(&g_live, 1, memory_order_relaxed);
+    return p;
+}
+
+void sd__alloc_track(long delta) { atomic_fetch_add_explicit(&g_live, delta, memory_order_release); }
 
 int sd_set_allocator(const sd_allocator *a)
 {
-    if (a == NULL) {
-        sd__pool_drain();
-        g_custom = 0;
-        memset(&g_alloc, 0, sizeof g_alloc);
-        return SD_OK;
-    }
     sd_allocator copy;
-    SD__FORWARD_IF_ERROR(sd__copy_sized(&copy, sizeof copy, a, SD__SIZE_THROUGH(sd_allocator, user)));
-    SD__RETURN_IF(copy.malloc_fn == NULL || copy.realloc_fn == NULL || copy.free_fn == NULL, SD_EINVAL);
+    memset(&copy, 0, sizeof copy);
+    if (a != NULL) {
+        SD__FORWARD_IF_ERROR(sd__copy_sized(&copy, sizeof copy, a, SD__SIZE_THROUGH(sd_allocator, user)));
+        SD__RETURN_IF(copy.malloc_fn == NULL || copy.realloc_fn == NULL || copy.free_fn == NULL, SD_EINVAL);
+    }
     sd__pool_drain(); /* recycled blocks came from the allocator before */
+    SD__RETURN_IF(atomic_load_explicit(&g_live, memory_order_acquire) != 0, SD_EBADSTATE);
     g_alloc = copy;
-    g_custom = 1;
+    g_custom = a != NULL;
     return SD_OK;
 }
 
@@ -31,21 +44,21 @@ int sd__alloc_is_custom(void) { return g_custom; }
 void *sd__malloc(size_t n)
 {
     if (SD__LIKELY(!g_custom))
-        return malloc(n);
-    return g_alloc.malloc_fn(n ? n : 1, g_alloc.user);
+        return counted(malloc(n));
+    return counted(g_alloc.malloc_fn(n ? n : 1, g_alloc.user));
 }
 
 void *sd__calloc(size_t count, size_t n)
 {
     if (SD__LIKELY(!g_custom))
-        return calloc(count, n);
+        return counted(calloc(count, n));
     SD__RETURN_IF(n && count > SIZE_MAX / n, NULL);
     size_t bytes = count * n;
     if (bytes == 0)
         bytes = 1;
     if (g_alloc.calloc_fn)
-        return g_alloc.calloc_fn(1, bytes, g_alloc.user);
-    void *p = g_alloc.malloc_fn(bytes, g_alloc.user);
+        return counted(g_alloc.calloc_fn(1, bytes, g_alloc.user));
+    void *p = counted(g_alloc.malloc_fn(bytes, g_alloc.user));
     if (p)
         memset(p, 0, bytes);
     return p;
@@ -53,9 +66,9 @@ void *sd__calloc(size_t count, size_t n)
 
 void *sd__realloc(void *p, size_t n)
 {
-    if (SD__LIKELY(!g_custom))
-        return realloc(p, n);
-    return g_alloc.realloc_fn(p, n ? n : 1, g_alloc.user);
+    /* never 0 bytes: realloc(p, 0) may free p, which the count would miss */
+    void *q = SD__LIKELY(!g_custom) ? realloc(p, n ? n : 1) : g_alloc.realloc_fn(p, n ? n : 1, g_alloc.user);
+    return p ? q : counted(q);
 }
 
 void sd__free(void *p)
@@ -66,6 +79,7 @@ void sd__free(void *p)
         free(p);
     else
         g_alloc.free_fn(p, g_alloc.user);
+    sd__alloc_track(-1);
 }
 
 char *sd__strdup(const char *s)

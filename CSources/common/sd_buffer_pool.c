@@ -33,15 +33,17 @@ static void *map_pixels(size_t bytes, size_t *cap)
     madvise(p, len, MADV_HUGEPAGE); /* advice only: ignored where THP is off */
 #endif
     *cap = len;
+    sd__alloc_track(1);
     return p;
 }
 
 /* Release a block for good (not to the pool). */
 static void release(void *p, size_t cap)
 {
-    if (cap >= SD__HUGE_MIN)
+    if (cap >= SD__HUGE_MIN) {
         munmap(p, cap);
-    else
+        sd__alloc_track(-1);
+    } else
         sd__free(p);
 }
 

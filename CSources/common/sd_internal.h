@@ -53,6 +53,8 @@ SD__HIDDEN void *sd__realloc(void *p, size_t bytes);
 SD__HIDDEN void sd__free(void *p);
 SD__HIDDEN char *sd__strdup(const char *s);
 SD__HIDDEN int sd__alloc_is_custom(void);
+/* Count blocks libsdcore holds outside sd__malloc (mapped canvases). */
+SD__HIDDEN void sd__alloc_track(long delta);
 /* Drop the pool's recycled blocks (before the allocator changes). */
 SD__HIDDEN void sd__pool_drain(void);
 

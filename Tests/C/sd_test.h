@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sdcore.h>
 
@@ -55,6 +56,19 @@ static inline int sd_test_run(const sd_test_case *tests, int argc, char **argv)
             printf("FAILED %s\n", t->name);
         }
         fflush(stdout);
+    }
+    /* Every block libsdcore made came back (sd_set_allocator refuses while
+     * one is held): a leak check in every build, and proof the tests free
+     * what the library gives them with sd_free, never free(). Loops freed
+     * from their own callbacks end on their own threads, so wait a moment. */
+    if (failed == 0 && passed > 0) {
+        int rc, waited = 0;
+        while ((rc = sd_set_allocator(NULL)) == SD_EBADSTATE && waited++ < 500)
+            usleep(10000);
+        if (rc != SD_OK) {
+            failed++;
+            printf("FAILED blocks_returned (libsdcore still holds blocks after the last test)\n");
+        }
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;

@@ -48,7 +48,7 @@ static sd_bitmap *write_png(const char *png, uint32_t w, uint32_t h, int alpha)
     fwrite(bytes, 1, n, f);
     fclose(f);
     sd_decode(bytes, n, &ref);
-    free(bytes);
+    sd_free(bytes);
     sd_bitmap_free(src);
     return ref;
 }

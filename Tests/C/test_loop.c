@@ -55,7 +55,7 @@ static void collect_init(collect *c)
 
 static void collect_free(collect *c)
 {
-    free(c->body);
+    sd_free(c->body); /* a taken body is libsdcore's: sd_free, never free() */
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
 }
@@ -1014,7 +1014,7 @@ static int test_resume(void)
     ASSERT_OK(sd_request_set_resume(r, whole, 10, etag));
     ASSERT_OK(sd_request_set_resume(r, NULL, 0, NULL)); /* cleared */
     sd_request_free(r);
-    free(whole);
+    sd_free(whole);
     sd_loop_free(l);
     return 0;
 }
@@ -1757,6 +1757,17 @@ static void ev_oom_complete(sd_transfer_id id, sd_result *r, void *u)
     atomic_fetch_add(&oom_completes[(intptr_t)u], 1);
 }
 
+/* A loop freed from its own callback (an earlier test) ends on its own
+ * thread: its blocks go back a moment later, and until then a switch of
+ * allocator is refused. */
+static int set_allocator_when_idle(const sd_allocator *a)
+{
+    int rc, waited = 0;
+    while ((rc = sd_set_allocator(a)) == SD_EBADSTATE && waited++ < 500)
+        usleep(10000);
+    return rc;
+}
+
 /* One run with the Nth allocation failing (0: none). Returns -1 on a broken
  * promise, else the allocations the run made. */
 static long oom_run(long fail_at)
@@ -1765,7 +1776,10 @@ static long oom_run(long fail_at)
     atomic_store(&oom_calls, 0);
     atomic_store(&oom_live, 0);
     atomic_store(&oom_fail_at, fail_at);
-    ASSERT_OK(sd_set_allocator(&counting));
+    if (set_allocator_when_idle(&counting) != SD_OK) { /* -1, not ASSERT's 1: a count */
+        fprintf(stderr, "fail at %ld: the allocator switch was refused\n", fail_at);
+        return -1;
+    }
     const char *paths[OOM_N] = {url(HTTP, "/img/photo.jpg"), url(HTTP, "/img/prog.jpg"), url(HTTP, "/img/none.jpg"),
                                 url(FAULT, "/stall")};
     int accepted[OOM_N] = {0};
@@ -1796,7 +1810,10 @@ static long oom_run(long fail_at)
         sd_loop_free(l); /* cancels the stall */
     }
     long calls = atomic_load(&oom_calls);
-    sd_set_allocator(NULL);
+    if (sd_set_allocator(NULL) != SD_OK) {
+        fprintf(stderr, "fail at %ld: blocks still held after the run\n", fail_at);
+        return -1;
+    }
     for (int i = 0; i < OOM_N; i++) {
         if (atomic_load(&oom_completes[i]) != accepted[i]) {
             fprintf(stderr, "fail at %ld: transfer %d accepted %d, completed %d times\n", fail_at, i, accepted[i],
@@ -1903,6 +1920,22 @@ static int test_versioned_structs(void)
     sd_loop_free(l);
     sd_allocator a = {0};
     ASSERT_EQ(sd_set_allocator(&a), SD_EINVAL);
+    /* no switch while a block is alive: it would be freed by the wrong allocator */
+    sd_allocator libc = {sizeof(sd_allocator), oom_malloc, oom_realloc, NULL, oom_free, NULL};
+    ASSERT_OK(set_allocator_when_idle(NULL));
+    sd_bitmap *bm;
+    ASSERT_OK(sd_bitmap_new(3000, 2000, &bm)); /* big enough to be a mapped canvas */
+    ASSERT_OK(sd_request_new("http://127.0.0.1/x", &r));
+    ASSERT_EQ(sd_set_allocator(&libc), SD_EBADSTATE);
+    sd_bitmap_free(bm);
+    ASSERT_EQ(sd_set_allocator(&libc), SD_EBADSTATE);
+    sd_request_free(r);
+    atomic_store(&oom_fail_at, 0);
+    ASSERT_OK(sd_set_allocator(&libc));
+    ASSERT_OK(sd_bitmap_new(8, 8, &bm));
+    ASSERT_EQ(sd_set_allocator(NULL), SD_EBADSTATE);
+    sd_bitmap_free(bm);
+    ASSERT_OK(sd_set_allocator(NULL));
     ASSERT(SD_VERSION_AT_LEAST(0, 1, 0) && SD_VERSION_AT_LEAST(SD_VERSION_MAJOR, SD_VERSION_MINOR, SD_VERSION_PATCH));
     ASSERT(!SD_VERSION_AT_LEAST(SD_VERSION_MAJOR, SD_VERSION_MINOR, SD_VERSION_PATCH + 1));
     char v[32];

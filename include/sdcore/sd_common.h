@@ -104,12 +104,16 @@ typedef struct sd_allocator {
  *       libwebp, libavif) keep their own. Process-wide, copied: call it
  *       before any other libsdcore call, or when no libsdcore object or
  *       buffer is alive (a block is always freed by the allocator that
- *       made it); not concurrently with other calls. With an allocator set,
+ *       made it; libsdcore counts its blocks and refuses otherwise); not
+ *       concurrently with other calls. With an allocator set,
  *       bitmaps are not recycled through the pixel pool and big canvases
  *       are not mmap'd: every byte goes through it. `size` is the caller's
  *       sizeof(sd_allocator); calloc_fn may be NULL (malloc_fn + memset).
  *       NULL restores the C library's malloc.
- * Returns: SD_OK; SD_EINVAL (size too small, or malloc/realloc/free NULL).
+ * Returns: SD_OK; SD_EINVAL (size too small, or malloc/realloc/free NULL);
+ *          SD_EBADSTATE (a block libsdcore made is still alive: a handle, a
+ *          bitmap, a body or buffer not yet given back to sd_free, or a loop
+ *          freed from its own callback whose thread is still ending).
  */
 SD_API int sd_set_allocator(const sd_allocator *allocator);
 
