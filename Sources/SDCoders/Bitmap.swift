@@ -24,8 +24,11 @@ public final class Bitmap: @unchecked Sendable {
         sd_bitmap_free(handle)
     }
 
+    /// Width in pixels.
     public var width: Int { Int(sd_bitmap_width(handle)) }
+    /// Height in pixels.
     public var height: Int { Int(sd_bitmap_height(handle)) }
+    /// Bytes from one row to the next (at least 4 × width).
     public var bytesPerRow: Int { Int(sd_bitmap_stride(handle)) }
     /// Bytes of pixel memory: what the image costs in a memory cache.
     public var cost: Int { Int(sd_bitmap_size(handle)) }

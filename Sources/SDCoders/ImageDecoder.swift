@@ -9,17 +9,29 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
 
+    /// Not recognised (or not sniffed yet).
     public static let unknown = ImageFormat(rawValue: 0)
+    /// JPEG (baseline and progressive; decoded).
     public static let jpeg = ImageFormat(rawValue: 1)
+    /// PNG, APNG included (decoded).
     public static let png = ImageFormat(rawValue: 2)
+    /// GIF, still or animated (decoded).
     public static let gif = ImageFormat(rawValue: 3)
+    /// WebP, still or animated (decoded).
     public static let webP = ImageFormat(rawValue: 4)
+    /// AVIF (decoded when the build has libavif).
     public static let avif = ImageFormat(rawValue: 5)
+    /// HEIC/HEIF: named, not decoded by the core.
     public static let heic = ImageFormat(rawValue: 6)
+    /// JPEG XL: named, not decoded by the core.
     public static let jpegXL = ImageFormat(rawValue: 7)
+    /// BMP: named, not decoded by the core.
     public static let bmp = ImageFormat(rawValue: 8)
+    /// TIFF: named, not decoded by the core.
     public static let tiff = ImageFormat(rawValue: 9)
+    /// SVG: named, not decoded by the core.
     public static let svg = ImageFormat(rawValue: 10)
+    /// ICO: named, not decoded by the core.
     public static let ico = ImageFormat(rawValue: 11)
     /// The core's formats (custom ones are not listed).
     public static let allCases: [ImageFormat] = (0...11).map { ImageFormat(rawValue: $0) }
@@ -28,6 +40,7 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// One of the core's formats (else a custom one, or an unassigned number).
     public var isCore: Bool { (0...11).contains(rawValue) }
 
+    /// The format the first bytes of a file say (`sd_sniff_format`); `.unknown` if none.
     public init(sniffing bytes: UnsafeRawBufferPointer) {
         self.init(rawValue: Int(sd_sniff_format(bytes.baseAddress, bytes.count).rawValue))
     }
@@ -36,11 +49,17 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public struct Capabilities: OptionSet, Sendable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Decodes whole files.
         public static let decode = Capabilities(rawValue: SD_CAP_DECODE.rawValue)
+        /// Decodes as bytes arrive, without buffering the file first.
         public static let incremental = Capabilities(rawValue: SD_CAP_INCREMENTAL.rawValue)
+        /// Renders previews of a partial file (progressive JPEG scans, Adam7 passes).
         public static let scanPreviews = Capabilities(rawValue: SD_CAP_SCAN_PREVIEWS.rawValue)
+        /// Decodes straight to a smaller size (JPEG's DCT scaling) rather than scaling afterwards.
         public static let downscale = Capabilities(rawValue: SD_CAP_DOWNSCALE.rawValue)
+        /// Decodes every frame of an animation.
         public static let animation = Capabilities(rawValue: SD_CAP_ANIMATION.rawValue)
+        /// Encodes (`Bitmap`'s encoders).
         public static let encode = Capabilities(rawValue: SD_CAP_ENCODE.rawValue)
     }
 
@@ -73,6 +92,7 @@ public struct DecodeOptions: Sendable, Equatable {
     public var previewIntervalMilliseconds = Int(SD_DEFAULT_PREVIEW_INTERVAL_MS)
     /// Limits on the source image: beyond them decoding fails with `.imageTooLarge`.
     public var maxPixels = Int(SD_DEFAULT_MAX_PIXELS)
+    /// Longest side the source may have (beyond: `.imageTooLarge`).
     public var maxDimension = Int(SD_DEFAULT_MAX_DIMENSION)
     /// An animation decodes its first frame only (SDWebImage's `.decodeFirstFrameOnly`).
     public var firstFrameOnly = false
@@ -85,8 +105,10 @@ public struct DecodeOptions: Sendable, Equatable {
     /// above's (an animated image's frame source keeps none).
     public var frameCacheBytes: Int?
 
+    /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
 
+    /// Every default: full size, orientation applied, the core's limits.
     public init() {}
 
     /// Longest side at most `size`, aspect kept.
@@ -96,6 +118,7 @@ public struct DecodeOptions: Sendable, Equatable {
         return o
     }
 
+    /// Equal when every option is.
     public static func == (a: DecodeOptions, b: DecodeOptions) -> Bool {
         a.thumbnailPixelSize?.width == b.thumbnailPixelSize?.width
             && a.thumbnailPixelSize?.height == b.thumbnailPixelSize?.height
@@ -134,12 +157,15 @@ public struct DecodeOptions: Sendable, Equatable {
 
 /// A finished decode: the bitmap plus what the file said about itself.
 public struct DecodedImage: Sendable {
+    /// The pixels: premultiplied ARGB32 in native byte order.
     public let bitmap: Bitmap
+    /// The source's format.
     public let format: ImageFormat
     /// The EXIF orientation of the source (applied unless told otherwise).
     public let orientation: Int
     /// Source size as stored in the file.
     public let sourceWidth: Int
+    /// Source height as stored in the file.
     public let sourceHeight: Int
     /// Progressive JPEG or Adam7 PNG.
     public let isProgressive: Bool
@@ -154,6 +180,7 @@ public struct DecodedImage: Sendable {
     /// The file is an animation (GIF, APNG, animated WebP), whatever its frame count.
     public let isAnimated: Bool
 
+    /// A decode result from its parts (for coders of your own).
     public init(bitmap: Bitmap, format: ImageFormat, orientation: Int, sourceWidth: Int, sourceHeight: Int,
                 isProgressive: Bool, isComplete: Bool, warnings: Int,
                 frameCount: Int = 1, loopCount: Int = 1, isAnimated: Bool = false) {
@@ -178,6 +205,7 @@ public struct DecodedImage: Sendable {
 public final class ImageDecoder {
     private let handle: OpaquePointer
 
+    /// A decoder with `options`; throws if the core refuses one of them.
     public init(options: DecodeOptions = DecodeOptions()) throws(CoderError) {
         var out: OpaquePointer?
         try CoderError.check(sd_decoder_new(&out))
@@ -203,6 +231,7 @@ public final class ImageDecoder {
         try CoderError.check(sd_decoder_push(handle, bytes.baseAddress, bytes.count), message)
     }
 
+    /// Feed the next bytes (any chunk size, in order).
     public func push(_ bytes: [UInt8]) throws(CoderError) {
         let rc = bytes.withUnsafeBytes { sd_decoder_push(handle, $0.baseAddress, $0.count) }
         try CoderError.check(rc, message)
@@ -220,7 +249,9 @@ public final class ImageDecoder {
         guard let w = info(SD_DEC_INFO_OUTPUT_WIDTH), let h = info(SD_DEC_INFO_OUTPUT_HEIGHT) else { return nil }
         return (w, h)
     }
+    /// The EXIF orientation (1–8), once it is known.
     public var orientation: Int? { info(SD_DEC_INFO_ORIENTATION) }
+    /// Progressive JPEG or Adam7 PNG, once the header was parsed.
     public var isProgressive: Bool? { info(SD_DEC_INFO_PROGRESSIVE).map { $0 != 0 } }
     /// Completed progressive scans (JPEG) or Adam7 passes (PNG).
     public var completedScans: Int { info(SD_DEC_INFO_SCANS) ?? 0 }
@@ -232,6 +263,7 @@ public final class ImageDecoder {
     public var frameCount: Int { info(SD_DEC_INFO_FRAME_COUNT) ?? 0 }
     /// Times the animation plays (0 = forever; 1 for a still image), once the header is known.
     public var loopCount: Int? { info(SD_DEC_INFO_LOOP_COUNT) }
+    /// The file is an animation, once the header says so.
     public var isAnimated: Bool? { info(SD_DEC_INFO_ANIMATED).map { $0 != 0 } }
 
     /// How long frame `index` is shown, in seconds (browsers' rule: 10 ms or
@@ -311,6 +343,7 @@ public final class ImageDecoder {
         return try d.finish()
     }
 
+    /// One-shot decode of a whole buffer.
     public static func decode(_ bytes: [UInt8], options: DecodeOptions = DecodeOptions()) throws(CoderError) -> DecodedImage {
         let d = try ImageDecoder(options: options)
         try d.push(bytes)

@@ -12,6 +12,8 @@ import SDCoders
 public final class DataLoader: @unchecked Sendable {
     private let loop: OpaquePointer
 
+    /// A loop with its own thread and a decode pool of `decodeThreads` workers
+    /// (nil or 0: one per core); throws when the C core cannot start one.
     public init(maxConcurrentDownloads: Int = 6, decodeThreads: Int? = nil) throws(DownloadError) {
         Telemetry.coreBridge  // the C core's diagnostics into swift-log, once
         var out: OpaquePointer?
@@ -43,6 +45,7 @@ public final class DataLoader: @unchecked Sendable {
         return v
     }
 
+    /// Network transfers at most (at least 1); changeable at any time.
     public var maxConcurrentDownloads: Int {
         get { Int(get(SD_LOOP_MAX_CONCURRENT)) }
         set { _ = sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(max(1, newValue))) }
@@ -54,6 +57,7 @@ public final class DataLoader: @unchecked Sendable {
         set { _ = sd_loop_set(loop, SD_LOOP_MAX_HOST_CONNECTIONS, Int64(min(100_000, max(0, newValue)))) }
     }
 
+    /// The order queued downloads of equal priority start in.
     public var executionOrder: DownloadExecutionOrder {
         get { DownloadExecutionOrder(rawValue: get(SD_LOOP_ORDER)) ?? .fifo }
         set { _ = sd_loop_set(loop, SD_LOOP_ORDER, newValue.rawValue) }
@@ -65,9 +69,12 @@ public final class DataLoader: @unchecked Sendable {
         set { _ = sd_loop_set(loop, SD_LOOP_SUSPENDED, newValue ? 1 : 0) }
     }
 
+    /// Downloads waiting to start.
     public var queuedCount: Int { Int(get(SD_LOOP_INFO_QUEUED)) }
+    /// Downloads transferring now.
     public var runningCount: Int { Int(get(SD_LOOP_INFO_RUNNING)) }
 
+    /// Cancel every download: each completes with `.cancelled`, once.
     public func cancelAll() {
         _ = sd_loop_cancel_all(loop)
     }
@@ -310,6 +317,7 @@ public final class DataLoader: @unchecked Sendable {
 public final class DownloadTask: @unchecked Sendable {
     private let loader: DataLoader
     let id: sd_transfer_id
+    /// The URL requested.
     public let url: URL
 
     fileprivate init(loader: DataLoader, id: sd_transfer_id, url: URL) {
@@ -321,6 +329,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// Completes the download with `.cancelled` unless it already completed.
     public func cancel() { loader.cancel(id) }
 
+    /// Move the download in the queue while it waits (no effect once it runs).
     public func setPriority(_ priority: DownloadPriority) { loader.setPriority(id, priority) }
 }
 

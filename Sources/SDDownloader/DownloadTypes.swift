@@ -11,7 +11,9 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     /// The C status (`SDStatus`, SDCoders' one mapping of `sd_status`).
     public typealias Code = SDStatus
 
+    /// What went wrong, as the C core classifies it (timeout, TLS, HTTP status, too big…).
     public let code: Code
+    /// A readable detail: the core's message for this transfer, or the code's description.
     public let message: String
     /// The HTTP status, when a response arrived.
     public let statusCode: Int?
@@ -20,21 +22,35 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     /// request's `resume`.
     public var resumable: ResumableData?
 
+    /// An error with `code`; `message` defaults to the code's description.
     public init(_ code: Code, message: String? = nil, statusCode: Int? = nil) {
         self.code = code
         self.message = message ?? code.description
         self.statusCode = statusCode
     }
 
+    /// The message.
     public var description: String { message }
 }
 
+/// Where a request waits in the loop's queue: higher first, then by the
+/// loop's execution order (SDWebImage's low/high priority options).
 public enum DownloadPriority: Int32, Sendable {
-    case low = -1, normal = 0, high = 1
+    /// After every queued normal and high request.
+    case low = -1
+    /// The default.
+    case normal = 0
+    /// Before every queued normal and low request.
+    case high = 1
 }
 
+/// The order queued requests of equal priority start in (SDWebImage's
+/// `SDWebImageDownloaderExecutionOrder`).
 public enum DownloadExecutionOrder: Int64, Sendable {
-    case fifo = 0, lifo = 1
+    /// First in, first out: the default.
+    case fifo = 0
+    /// Last in, first out: the newest request starts first (a scrolling list).
+    case lifo = 1
 }
 
 /// Well-formed HTTP validators (RFC 9110 §8.8): what a server sends is kept
@@ -64,9 +80,13 @@ public enum HTTPValidator {
 /// The start of a body and the validator (strong ETag, else Last-Modified)
 /// of the response it came from: enough to ask for the rest.
 public struct ResumableData: Sendable, Equatable {
+    /// The body bytes received so far.
     public let data: Data
+    /// The strong ETag (or Last-Modified date) sent as `If-Range`: a changed
+    /// resource is sent whole instead of the rest.
     public let validator: String
 
+    /// Bytes already received and the validator of the response they came from.
     public init(data: Data, validator: String) {
         self.data = data
         self.validator = validator
@@ -93,23 +113,34 @@ public struct URLPolicy: Sendable, Equatable {
     public struct Addresses: OptionSet, Sendable, Hashable {
         public let rawValue: Int64
         public init(rawValue: Int64) { self.rawValue = rawValue }
+        /// 127/8 and ::1.
         public static let loopback = Self(rawValue: Int64(SD_ADDRESS_LOOPBACK.rawValue))
+        /// 10/8, 172.16/12, 192.168/16, carrier-grade NAT (100.64/10), IPv6 unique-local (fc00::/7).
         public static let `private` = Self(rawValue: Int64(SD_ADDRESS_PRIVATE.rawValue))
+        /// 169.254/16 (cloud metadata endpoints live here) and fe80::/10.
         public static let linkLocal = Self(rawValue: Int64(SD_ADDRESS_LINK_LOCAL.rawValue))
+        /// 224/4, 240/4, 255.255.255.255 and ff00::/8.
         public static let multicast = Self(rawValue: Int64(SD_ADDRESS_MULTICAST.rawValue))
+        /// 0.0.0.0/8 and ::, which many stacks route to the local host.
         public static let unspecified = Self(rawValue: Int64(SD_ADDRESS_UNSPECIFIED.rawValue))
+        /// Every class that is not the public internet (the `.server` preset's choice).
         public static let nonPublic = Self(rawValue: Int64(SD_ADDRESS_NON_PUBLIC.rawValue))
     }
     /// nil: http, https and file.
     public var allowedSchemes: [String]?
     /// Patterns: "host", "*.domain", an IP literal. Non-empty: only these.
     public var allowedHosts: [String] = []
+    /// Patterns refused even when `allowedHosts` would let them through.
     public var blockedHosts: [String] = []
     /// Exempt from `blockedAddresses` (an internal CDN; test servers).
     public var trustedHosts: [String] = []
+    /// Address classes no connection may reach, checked on the address
+    /// actually connected to (DNS rebinding cannot slip past).
     public var blockedAddresses: Addresses = []
+    /// false: a redirect from https to http fails with `.refusedByPolicy`.
     public var allowsHTTPSToHTTPRedirect = true
 
+    /// A policy from its parts; every default lets everything through.
     public init(allowedSchemes: [String]? = nil, allowedHosts: [String] = [], blockedHosts: [String] = [],
                 trustedHosts: [String] = [], blockedAddresses: Addresses = [], allowsHTTPSToHTTPRedirect: Bool = true) {
         self.allowedSchemes = allowedSchemes
@@ -129,7 +160,9 @@ public struct URLPolicy: Sendable, Equatable {
 
 /// What to fetch and how; a plain value.
 public struct DownloadRequest: Sendable {
+    /// What to fetch: http, https or file (see `policy`).
     public var url: URL
+    /// Where it waits in the loop's queue.
     public var priority = DownloadPriority.normal
     /// Idle timeout: fail when no byte arrived for this long (SDWebImage's
     /// downloadTimeout, 15 s: URLSession's timeoutInterval is an idle
@@ -138,22 +171,31 @@ public struct DownloadRequest: Sendable {
     /// Whole-transfer timeout (ours): a drip that never idles long enough
     /// still ends. 120 s by default; 0: none.
     public var totalTimeout: TimeInterval = DownloadRequest.defaultTotalTimeout
+    /// Extra request headers; a value or name with a control character is refused.
     public var headers: [String: String] = [:]
     /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).
     public var decode = true
+    /// How the C core decodes (thumbnail size, orientation, limits).
     public var decodeOptions = DecodeOptions()
     /// Deliver previews while loading (SDWebImage's progressiveLoad).
     public var progressivePreviews = false
+    /// HTTP Basic authentication user.
     public var username: String?
+    /// HTTP Basic authentication password, with `username`.
     public var password: String?
+    /// Skip TLS certificate verification (SDWebImage's allowInvalidSSLCertificates); never for untrusted hosts.
     public var allowsInvalidCertificates = false
+    /// Send and keep cookies (SDWebImage's handleCookies); off: no cookie engine at all.
     public var handlesCookies = false
+    /// Statuses that count as success; any other fails with `.badStatus`.
     public var acceptableStatusCodes: ClosedRange<Int> = 200...299
     /// Content-type prefixes, e.g. ["image/"]; nil accepts any.
     public var acceptableContentTypes: [String]?
     /// Conditional request for revalidation: a match completes with `.notModified`.
     public var ifNoneMatch: String?
+    /// Conditional request by date (an HTTP-date): a 304 completes with `.notModified`.
     public var ifModifiedSince: String?
+    /// Bodies larger than this fail with `.tooLarge` as soon as that is known.
     public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
     /// Minimum seconds between two progress calls.
     public var minimumProgressInterval: TimeInterval = 0
@@ -171,18 +213,24 @@ public struct DownloadRequest: Sendable {
 
     /// The defaults above, for the layers that carry these settings.
     public static let defaultMaxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
+    /// Redirects followed by default (`sd_request`'s default).
     public static let defaultMaxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
+    /// The whole-transfer timeout by default, in seconds.
     public static let defaultTotalTimeout: TimeInterval = 120
 
+    /// A request for `url` with every default.
     public init(url: URL) { self.url = url }
 }
 
 /// The final response's status line and headers.
 public struct DownloadResponse: Sendable {
+    /// The HTTP status (0 when the URL is not HTTP).
     public let statusCode: Int
+    /// The URL that answered, after redirects.
     public let url: URL?
     /// Content-Length, 0 when unknown.
     public let expectedContentLength: Int64
+    /// The Content-Type header as sent, when there is one.
     public let mimeType: String?
     /// Headers in arrival order (names as sent).
     public let headers: [(name: String, value: String)]
@@ -195,10 +243,25 @@ public struct DownloadResponse: Sendable {
 
 /// Timing and size of one transfer (milliseconds from its start).
 public struct DownloadMetrics: Sendable {
-    public let dnsMs, connectMs, tlsMs, firstByteMs, totalMs, queuedMs, decodeMs: Double
+    /// Name resolution done.
+    public let dnsMs: Double
+    /// TCP connected.
+    public let connectMs: Double
+    /// TLS handshake done (0 without TLS).
+    public let tlsMs: Double
+    /// First response byte arrived.
+    public let firstByteMs: Double
+    /// The whole transfer, redirects included.
+    public let totalMs: Double
+    /// Waiting in the loop's queue before it started.
+    public let queuedMs: Double
+    /// Decoding on the loop's workers, summed over the pieces.
+    public let decodeMs: Double
+    /// Body bytes received over the network.
     public let bytes: Int
     /// 10, 11 or 20.
     public let httpVersion: Int
+    /// Redirects followed.
     public let redirects: Int
     /// New connections opened (0: an existing one was reused).
     public let newConnections: Int
@@ -206,11 +269,14 @@ public struct DownloadMetrics: Sendable {
     public var resumedBytes = 0
 }
 
+/// A finished download: the body, its image, the response and timings.
 public struct DownloadResult: Sendable {
     /// The raw body (what a disk cache stores).
     public let data: Data
     /// The decoded image, unless decoding was off.
     public let image: DecodedImage?
+    /// The final response; nil when none arrived (the connection failed).
     public let response: DownloadResponse?
+    /// Timings and sizes.
     public let metrics: DownloadMetrics
 }

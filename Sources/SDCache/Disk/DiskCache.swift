@@ -8,6 +8,7 @@ import Glibc
 public enum DiskCacheExpireType: Sendable {
     /// Last read or write (kept explicitly: atime updates are off on most mounts).
     case accessDate
+    /// Last write (SDWebImage's default).
     case modificationDate
     /// Birth time where the file system records it, else modification.
     case creationDate
@@ -17,9 +18,13 @@ public enum DiskCacheExpireType: Sendable {
 
 /// A failed disk operation: the errno and what was being done.
 public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    /// The errno.
     public let code: Int32
+    /// The system call or step that failed ("open", "rename", "setxattr"…).
     public let operation: String
+    /// The file or folder it was done on.
     public let path: String
+    /// An error from its parts.
     public init(code: Int32, operation: String, path: String) {
         self.code = code
         self.operation = operation
@@ -44,6 +49,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
 /// metadata writes never follow links; a folder that others can write to is
 /// made private (0700) and one owned by another user is refused.
 public final class DiskCache: @unchecked Sendable {
+    /// The folder holding the entries.
     public let directory: String
     private static let xattrName = "user.sdwebimage.extended"
     /// CRC-32 of the bytes, written with them: a flipped bit on disk makes
@@ -60,13 +66,20 @@ public final class DiskCache: @unchecked Sendable {
     }
     private let limit = Limit(256 << 20)
 
+    /// One stored entry, as `entries()` lists it.
     public struct Entry: Sendable {
+        /// The file name (not the key: keys are hashed).
         public let name: String
+        /// Bytes the file occupies on disk (allocated blocks).
         public let bytes: Int
+        /// Last read or write, as the cache records it.
         public let accessDate: Date
+        /// Last write of the bytes.
         public let modificationDate: Date
+        /// Last change of the file's data or metadata.
         public let changeDate: Date
 
+        /// An entry from its parts (for backends of your own).
         public init(name: String, bytes: Int, accessDate: Date, modificationDate: Date, changeDate: Date) {
             self.name = name
             self.bytes = bytes
@@ -187,8 +200,11 @@ public final class DiskCache: @unchecked Sendable {
     }
 
 
+    /// The path an entry for `key` has: the MD5 of the key plus the extension of the
+    /// key's URL path, as SDWebImage names it. The file may not exist.
     public func cachePath(forKey key: String) -> String { directory + "/" + Self.fileName(forKey: key) }
 
+    /// Whether an entry for `key` exists (a regular file; a link or FIFO is not one).
     public func containsData(forKey key: String) -> Bool { isEntry(cachePath(forKey: key)) }
 
     /// A regular file (not a link, FIFO or folder) under that name.
@@ -283,6 +299,7 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
+    /// The extended data stored beside `key`'s entry; nil when none (or over 64 KiB).
     public func extendedData(forKey key: String) -> Data? {
         let path = cachePath(forKey: key)
         guard let (fd, _) = openEntry(path) else { return nil }
@@ -326,6 +343,7 @@ public final class DiskCache: @unchecked Sendable {
         _ = utimensat(AT_FDCWD, cachePath(forKey: key), nil, AT_SYMLINK_NOFOLLOW)  // a link's target is not ours
     }
 
+    /// Remove `key`'s entry and its extended data; a missing entry is fine.
     public func removeData(forKey key: String) {
         let path = cachePath(forKey: key)
         unlink(path)
@@ -349,7 +367,9 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
+    /// Bytes the entries occupy on disk.
     public func totalSize() -> Int { entries().reduce(0) { $0 + $1.bytes } }
+    /// How many entries there are.
     public func totalCount() -> Int { entries().count }
 
     /// Age out entries older than `maxAge` (< 0: never; 0: all), then, when

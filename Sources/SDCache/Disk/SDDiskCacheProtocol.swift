@@ -12,16 +12,22 @@ import Foundation
 public protocol SDDiskCacheProtocol: AnyObject, Sendable {
     /// Open (or create) the storage at `cachePath`; throw when it cannot be used.
     init(cachePath: String) throws
+    /// Whether an entry for `key` exists (without reading it).
     func containsData(forKey key: String) -> Bool
     /// The bytes, or nil on a miss (an entry that fails its own checks is a miss).
     func data(forKey key: String) -> Data?
     /// Store (replacing) bytes and, when given, their extended data.
     func setData(_ data: Data, forKey key: String, extendedData: Data?) throws
+    /// The extended data stored with `key`'s entry, or nil.
     func extendedData(forKey key: String) -> Data?
+    /// Replace the extended data of an existing entry (nil removes it); throws when
+    /// there is no entry.
     func setExtendedData(_ data: Data?, forKey key: String) throws
     /// Make the entry new again (access time) without rewriting it.
     func touch(forKey key: String)
+    /// Remove `key`'s entry; a missing one is fine.
     func removeData(forKey key: String)
+    /// Remove every entry.
     func removeAllData()
     /// Age out entries older than `maxAge` (< 0: never; 0: all), then, when
     /// `maxSize` > 0 is exceeded, drop the oldest until half of it is left.
@@ -30,7 +36,9 @@ public protocol SDDiskCacheProtocol: AnyObject, Sendable {
     func removeExpiredData(maxAge: TimeInterval, maxSize: Int, expireType: DiskCacheExpireType) -> Int
     /// Every entry with its size and dates (tools, size accounting).
     func entries() -> [DiskCache.Entry]
+    /// Bytes the entries occupy.
     func totalSize() -> Int
+    /// How many entries there are.
     func totalCount() -> Int
     /// The file holding the key's bytes, when the backend has files (nil otherwise).
     func filePath(forKey key: String) -> String?
@@ -51,11 +59,17 @@ extension DiskCache: SDDiskCacheProtocol {
 /// when it is over the size limit or `interval` has passed since the last
 /// sweep. Confined to the tier's writer queue.
 public final class DiskSweeper {
+    /// When to sweep, and what: the tier's expiry and size settings.
     public struct Policy: Sendable {
+        /// Entries older than this go (< 0: never; 0: all).
         public var maxAge: TimeInterval
+        /// Over this many bytes, the oldest go until half is left (0: no limit).
         public var maxSize: Int
+        /// Which date ages an entry.
         public var expireType: DiskCacheExpireType
+        /// Sweep at least this often, in seconds, even under the size limit.
         public var interval: TimeInterval
+        /// A policy from its parts.
         public init(maxAge: TimeInterval, maxSize: Int, expireType: DiskCacheExpireType, interval: TimeInterval) {
             self.maxAge = maxAge
             self.maxSize = maxSize
@@ -68,6 +82,7 @@ public final class DiskSweeper {
     private var writesSinceScan = 0
     private var lastSweep = Date()
 
+    /// A sweeper that has seen no writes yet (its clock starts now).
     public init() {}
 
     /// After a write of `count` bytes: sweep if the policy says so.
@@ -86,6 +101,7 @@ public final class DiskSweeper {
         }
     }
 
+    /// Sweep now, and start counting again.
     public func sweep(_ disk: any SDDiskCacheProtocol, policy: Policy) {
         disk.removeExpiredData(maxAge: policy.maxAge, maxSize: policy.maxSize, expireType: policy.expireType)
         bytes = policy.maxSize > 0 ? disk.totalSize() : nil

@@ -43,15 +43,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         return body()
     }
 
+    /// Total cost kept at most (0: no limit); lowering it evicts at once.
     public var costLimit: Int {
         get { locked { _costLimit } }
         set { locked { _costLimit = max(0, newValue); trim() } }
     }
+    /// Entries kept at most (0: no limit); lowering it evicts at once.
     public var countLimit: Int {
         get { locked { _countLimit } }
         set { locked { _countLimit = max(0, newValue); trim() } }
     }
+    /// The summed cost of the entries held.
     public var totalCost: Int { locked { _totalCost } }
+    /// Entries held.
     public var totalCount: Int { locked { map.count } }
 
     /// The value, made most recently used.
@@ -91,6 +95,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         }
     }
 
+    /// Remove `key`'s entry; returns its value, if there was one.
     @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
         locked {
@@ -102,6 +107,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         }
     }
 
+    /// Remove every entry.
     public func removeAll() {
         locked {
             head = nil
@@ -113,6 +119,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     /// Drop least recently used entries until within these limits.
     public func trim(toCost cost: Int) { locked { trim(cost: cost, count: _countLimit) } }
+    /// Drop least recently used entries until at most `count` are left.
     public func trim(toCount count: Int) { locked { trim(cost: _costLimit, count: count) } }
 
     // MARK: - list (lock held)

@@ -16,6 +16,8 @@ extension SDImageCache {
         }
     }
 
+    /// Store in the tiers `cacheType` names; returns once it is stored and throws the
+    /// disk error if the disk write failed.
     public func store(_ image: SDImage?, imageData: Data? = nil, forKey key: String?,
                       cacheType: SDImageCacheType = .all) async throws {
         let error: (any Error)? = await awaitCallback { c in

@@ -39,11 +39,13 @@ public struct SDImageCacheOptions: OptionSet, Sendable, Hashable {
     public static let matchAnimatedImageClass = Self(rawValue: 1 << 7)
 }
 
+/// SDWebImage's name for the date that ages a disk entry.
 public typealias SDImageCacheConfigExpireType = DiskCacheExpireType
 
 /// Limits and behaviour of an `SDImageCache`. Thread-safe: every setting
 /// lives in one locked `State`.
 public final class SDImageCacheConfig: @unchecked Sendable {
+    /// The config `SDImageCache.shared` and caches made without one use.
     public static let `default` = SDImageCacheConfig()
 
     private struct State {
@@ -72,6 +74,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         return min(ram / 4, 512 << 20)
     }()
 
+    /// A config with every default.
     public init() {}
 
     private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
@@ -85,6 +88,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         }
     }
 
+    /// Keep decoded images in the memory tier (default true).
     public var shouldCacheImagesInMemory: Bool {
         get { self[\.shouldCacheImagesInMemory] }
         set { self[\.shouldCacheImagesInMemory] = newValue }
@@ -125,6 +129,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         get { self[\.diskSweepInterval] }
         set { self[\.diskSweepInterval] = max(0, newValue) }
     }
+    /// Which file date ages a disk entry (default `.accessDate`, kept explicitly on reads).
     public var diskCacheExpireType: SDImageCacheConfigExpireType {
         get { self[\.diskCacheExpireType] }
         set { self[\.diskCacheExpireType] = newValue }
@@ -155,6 +160,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
                                   expireType: state.diskCacheExpireType, interval: state.diskSweepInterval)
     }
 
+    /// An independent config with the same settings (a cache copies the one it is given).
     public func copy() -> SDImageCacheConfig {
         let c = SDImageCacheConfig()
         lock.lock()

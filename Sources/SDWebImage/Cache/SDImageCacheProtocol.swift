@@ -9,6 +9,7 @@ public typealias SDImageCacheQueryCompletionBlock = @Sendable (_ image: SDImage?
 /// A cancellable cache query. Cancelling a pending query calls its `done`
 /// at once (nil, nil, `.none`), on the cancelling thread, exactly once.
 public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
+    /// The key queried.
     public let key: String?
     private let lock = NSLock()
     private var done: SDImageCacheQueryCompletionBlock?
@@ -19,8 +20,10 @@ public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
         self.done = done
     }
 
+    /// Cancelled before its answer was delivered.
     public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
 
+    /// Cancel: the completion runs now with a miss, unless it already ran.
     public func cancel() {
         lock.lock()
         guard let d = done else { lock.unlock(); return }
@@ -48,14 +51,21 @@ public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
 
 /// The image cache SDWebImage's manager talks to.
 public protocol SDImageCacheProtocol: AnyObject, Sendable {
+    /// Look `key` up in the tiers `cacheType` names; `completion` gets the image (and
+    /// the data, when asked for or found on disk) and where it was found. Returns what
+    /// cancels the query (nil when it answered synchronously).
     func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
                     cacheType: SDImageCacheType, completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)?
     /// `completion` gets the disk error, if storing to disk failed.
     func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
                completion: (@Sendable ((any Error)?) -> Void)?)
+    /// Remove `key` from the tiers `cacheType` names; `completion` once it is gone.
     func removeImage(forKey key: String?, cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
+    /// Where `key` is stored (`.memory`, `.disk`, or `.none`), checking the tiers
+    /// `cacheType` names, memory first.
     func containsImage(forKey key: String?, cacheType: SDImageCacheType,
                        completion: @escaping @Sendable (SDImageCacheType) -> Void)
+    /// Empty the tiers `cacheType` names; `completion` once they are empty.
     func clear(with cacheType: SDImageCacheType, completion: (@Sendable () -> Void)?)
 
     // Revalidation hooks: the manager keeps an entry's HTTP validators (ETag,

@@ -19,6 +19,7 @@ public enum SDImageCachesManagerOperationPolicy: Int, Sendable {
 /// Several caches behind one `SDImageCacheProtocol`: e.g. a small fast cache
 /// over a big shared one, or a read-only bundled cache under the user's.
 public final class SDImageCachesManager: SDImageCacheProtocol, @unchecked Sendable {
+    /// A manager over the shared cache; add more tiers to it.
     public static let shared = SDImageCachesManager(caches: [SDImageCache.shared])
 
     private let lock = NSLock()
@@ -31,6 +32,7 @@ public final class SDImageCachesManager: SDImageCacheProtocol, @unchecked Sendab
         SDImageCachesManagerOperationPolicy.concurrent.rawValue,   // clear
     ]
 
+    /// A manager over `caches`, lowest priority first.
     public init(caches: [any SDImageCacheProtocol] = []) { _caches = caches }
 
     /// Lowest priority first.
@@ -39,10 +41,12 @@ public final class SDImageCachesManager: SDImageCacheProtocol, @unchecked Sendab
         set { lock.lock(); _caches = newValue; lock.unlock() }
     }
 
+    /// Add `cache` with the highest priority.
     public func addCache(_ cache: any SDImageCacheProtocol) {
         lock.lock(); _caches.append(cache); lock.unlock()
     }
 
+    /// Remove `cache` (by identity).
     public func removeCache(_ cache: any SDImageCacheProtocol) {
         lock.lock(); _caches.removeAll { $0 === cache }; lock.unlock()
     }

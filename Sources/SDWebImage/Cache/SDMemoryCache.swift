@@ -7,13 +7,17 @@ import SDCache
 public protocol SDMemoryCacheProtocol: AnyObject, Sendable {
     /// A tier with the config's limits (`maxMemoryCost`, `maxMemoryCount`).
     init(config: SDImageCacheConfig)
+    /// The image stored under `key`, or nil.
     func object(forKey key: String) -> SDImage?
     /// `cost`: bytes of decoded pixels (`SDImage.cost`).
     func setObject(_ object: SDImage, forKey key: String, cost: Int)
+    /// Drop `key`'s image.
     func removeObject(forKey key: String)
+    /// Drop every image.
     func removeAllObjects()
     /// Bytes and images held (ours: `SDImageCache.memoryCost`/`memoryCount`).
     var totalCost: Int { get }
+    /// Images held.
     var totalCount: Int { get }
     /// The config's limits changed. Default: nothing.
     func configDidChange(_ config: SDImageCacheConfig)

@@ -52,6 +52,7 @@ public protocol SDImageCoder: AnyObject, Sendable {
     func canDecode(from data: Data?) -> Bool
     /// The image, or nil when the data cannot be decoded.
     func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage?
+    /// This coder writes `format`.
     func canEncode(to format: SDImageFormat) -> Bool
     /// Encoded data, or nil when it cannot be encoded.
     func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data?
@@ -61,7 +62,9 @@ public protocol SDImageCoder: AnyObject, Sendable {
 /// `SDProgressiveImageCoder`): one instance per download, fed the whole data
 /// so far each time.
 public protocol SDProgressiveImageCoder: SDImageCoder {
+    /// This coder decodes `data`'s format as it arrives (the first bytes are enough to tell).
     func canIncrementalDecode(from data: Data?) -> Bool
+    /// A fresh progressive decoder for one download.
     init(incrementalWithOptions options: SDImageCoderOptions?)
     /// All the data so far (not only the new bytes); `finished` on the last call.
     func updateIncrementalData(_ data: Data?, finished: Bool)
@@ -72,6 +75,7 @@ public protocol SDProgressiveImageCoder: SDImageCoder {
 /// A coder that is also the frame source of one animation (SDWebImage's
 /// `SDAnimatedImageCoder`): `SDAnimatedImage` asks it for frames on demand.
 public protocol SDAnimatedImageCoder: SDImageCoder, SDAnimatedImageProvider {
+    /// A frame source over `data`; nil when it is not this coder's format or does not decode.
     init?(animatedImageData data: Data?, options: SDImageCoderOptions?)
 }
 

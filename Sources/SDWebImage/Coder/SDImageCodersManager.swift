@@ -11,11 +11,13 @@ import SDCoders
 /// yours in the list, it decodes through the list once the bytes are in
 /// (previews from a progressive coder as they arrive).
 public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
+    /// The manager the library decodes and encodes through; add your coders here.
     public static let shared = SDImageCodersManager()
 
     private let lock = NSLock()
     private var _coders: [any SDImageCoder]
 
+    /// A manager with the built-in coders: JPEG/PNG, GIF, APNG, WebP, AVIF.
     public init() {
         _coders = [SDImageIOCoder.shared, SDImageGIFCoder.shared, SDImageAPNGCoder.shared,
                    SDImageWebPCoder.shared, SDImageAVIFCoder.shared]
@@ -27,6 +29,7 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
         set { lock.lock(); _coders = newValue; lock.unlock() }
     }
 
+    /// Add `coder` as the first one asked (moved there if it was listed).
     public func addCoder(_ coder: any SDImageCoder) {
         lock.lock()
         _coders.removeAll { $0 === coder }
@@ -34,6 +37,7 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Remove `coder` (by identity).
     public func removeCoder(_ coder: any SDImageCoder) {
         lock.lock()
         _coders.removeAll { $0 === coder }
@@ -54,6 +58,7 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
         return asked.first { $0.canDecode(from: data) }?.decodedImage(with: data, options: options)
     }
 
+    /// Whether any coder writes `format`.
     public func canEncode(to format: SDImageFormat) -> Bool {
         asked.contains { $0.canEncode(to: format) }
     }

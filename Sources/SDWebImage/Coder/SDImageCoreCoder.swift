@@ -37,11 +37,14 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         data = nil
     }
 
+    /// A progressive decoder: feed it with `updateIncrementalData(_:finished:)`.
     public required init(incrementalWithOptions options: SDImageCoderOptions?) {
         self.options = options ?? [:]
         data = nil
     }
 
+    /// A frame source over `data`; nil when the bytes are not one of this coder's
+    /// formats or do not decode.
     public required init?(animatedImageData data: Data?, options: SDImageCoderOptions?) {
         guard let data, Self.decodableFormats.contains(ImageFormat(data: data)) else { return nil }
         self.options = options ?? [:]
@@ -70,6 +73,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         return try? decode(data, options: options ?? [:]).image
     }
 
+    /// Whether this coder writes `format` (`.undefined` means PNG).
     public func canEncode(to format: SDImageFormat) -> Bool {
         Self.encodableFormats.contains(format == .undefined ? .png : format)
     }
@@ -150,6 +154,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     public var animatedImageData: Data? { data }
 
+    /// Frames in the animation (1 for a still image; 0 without data).
     public var animatedImageFrameCount: UInt {
         lock.lock()
         defer { lock.unlock() }
@@ -191,6 +196,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     // MARK: - SDProgressiveImageCoder
 
+    /// Whether the bytes are a format this coder decodes as they arrive.
     public func canIncrementalDecode(from data: Data?) -> Bool {
         canDecode(from: data) && ImageFormat(data: data).capabilities.contains(.incremental)
     }
@@ -236,6 +242,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
 /// JPEG and PNG stills (SDWebImage's `SDImageIOCoder`); an APNG's first frame.
 public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
+    /// The instance the coders manager lists.
     public static let shared = SDImageIOCoder()
     override class var decodableFormats: Set<ImageFormat> { [.jpeg, .png] }
     override class var encodableFormats: Set<ImageFormat> { [.jpeg, .png] }
@@ -243,6 +250,7 @@ public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
 
 /// GIF, animated (SDWebImage's `SDImageGIFCoder`).
 public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
+    /// The instance the coders manager lists.
     public static let shared = SDImageGIFCoder()
     override class var decodableFormats: Set<ImageFormat> { [.gif] }
     override class var encodableFormats: Set<ImageFormat> { [.gif] }
@@ -251,6 +259,7 @@ public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
 
 /// PNG and APNG, animated (SDWebImage's `SDImageAPNGCoder`).
 public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
+    /// The instance the coders manager lists.
     public static let shared = SDImageAPNGCoder()
     override class var decodableFormats: Set<ImageFormat> { [.png] }
     override class var encodableFormats: Set<ImageFormat> { [.png] }
@@ -259,6 +268,7 @@ public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
 
 /// WebP stills and animations (SDWebImage's `SDImageWebPCoder`, libwebp).
 public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
+    /// The instance the coders manager lists.
     public static let shared = SDImageWebPCoder()
     override class var decodableFormats: Set<ImageFormat> { [.webP] }
     override class var encodableFormats: Set<ImageFormat> { [.webP] }
@@ -268,6 +278,7 @@ public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
 /// AVIF stills (SDWebImage's `SDImageAVIFCoder`, libavif); an image
 /// sequence shows its first frame.
 public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
+    /// The instance the coders manager lists.
     public static let shared = SDImageAVIFCoder()
     override class var decodableFormats: Set<ImageFormat> { [.avif] }
     override class var encodableFormats: Set<ImageFormat> { [.avif] }

@@ -6,6 +6,7 @@ import SDCoders
 /// image class, scale, previews and callback queue. Downloads, cache reads
 /// and the manager decode through it, so through the coders manager.
 public struct SDImageLoaderDecodeOptions: Sendable {
+    /// The C core's decode options (thumbnail, scale-down budget, orientation, limits).
     public var decode = DecodeOptions()
     /// Scale stamped on the image (1 = pixels are points).
     public var scaleFactor: Double = 1
@@ -21,12 +22,14 @@ public struct SDImageLoaderDecodeOptions: Sendable {
     public var extraOptions: SDImageCoderOptions = [:]
     /// `.animatedImageClass`, and whether the result must be of it.
     public var animatedImageClass: SDAnimatedImage.Type?
+    /// `.matchAnimatedImageClass`: fail the load unless the result is of that class.
     public var matchAnimatedImageClass = false
     /// Keep every frame of an animation before completing (`.preloadAllFrames`).
     public var preloadAllFrames = false
     /// The coders asked (tests and embedders may use a manager of their own).
     public var codersManager = SDImageCodersManager.shared
 
+    /// The defaults: decode full size, no previews, the shared coders.
     public init() {}
 
     /// Same image would come out (so one decode serves both).

@@ -15,12 +15,14 @@ public enum SDCallbackPolicy: Int, Sendable {
 /// policy. The `.callbackQueue` context key takes one (or a plain
 /// `DispatchQueue`, which means `.dispatch` on it).
 public final class SDCallbackQueue: @unchecked Sendable {
+    /// The dispatch queue blocks go to.
     public let queue: DispatchQueue
     private let lock = NSLock()
     private var _policy: SDCallbackPolicy
     private let isMain: Bool
     private static let key = DispatchSpecificKey<ObjectIdentifier>()
 
+    /// Blocks on `queue` by `policy`.
     public init(dispatchQueue queue: DispatchQueue, policy: SDCallbackPolicy = .safeExecute) {
         self.queue = queue
         _policy = policy
@@ -38,9 +40,12 @@ public final class SDCallbackQueue: @unchecked Sendable {
         }
     }
 
+    /// The main queue, safe-execute: only useful in a program that runs the main loop.
     public static let main = SDCallbackQueue(dispatchQueue: .main)
+    /// The default global queue (always dispatched to: global queues cannot be told apart).
     public static let global = SDCallbackQueue(dispatchQueue: .global())
 
+    /// How blocks run; changeable at any time.
     public var policy: SDCallbackPolicy {
         get { lock.lock(); defer { lock.unlock() }; return _policy }
         set {

@@ -3,6 +3,8 @@ import Foundation
 
 /// Anything that can be cancelled: cache queries, downloads, manager loads.
 public protocol SDWebImageOperation: AnyObject, Sendable {
+    /// Cancel it, if it has not completed: a cache query then answers a miss, a
+    /// download or a manager load fails with `cancelled` (once).
     func cancel()
 }
 

@@ -8,8 +8,11 @@ import SDDownloader
 public struct SDWebImageDownloaderResult: Sendable {
     /// Nil only with `.avoidDecodeImage`.
     public let image: SDImage?
+    /// The downloaded bytes (decrypted, when a decryptor was set).
     public let data: Data
+    /// The final response.
     public let response: URLResponse?
+    /// Timings and sizes.
     public let metrics: DownloadMetrics?
 }
 

@@ -51,6 +51,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         headers[key] = value
     }
 
+    /// The value of a header sent with every download (case-insensitive name), or nil.
     public func value(forHTTPHeaderField field: String) -> String? {
         lock.lock()
         defer { lock.unlock() }
@@ -171,11 +172,13 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         return token
     }
 
+    /// Download `url` with default options; see `downloadImage(with:options:context:progress:completed:)`.
     @discardableResult
     public func downloadImage(with url: URL?, completed: SDWebImageDownloaderCompletedBlock?) -> SDWebImageDownloadToken? {
         downloadImage(with: url, options: [], context: nil, progress: nil, completed: completed)
     }
 
+    /// Download `url` with `options` and progress, without a context.
     @discardableResult
     public func downloadImage(with url: URL?, options: SDWebImageDownloaderOptions,
                               progress: SDWebImageDownloaderProgressBlock?,
@@ -183,6 +186,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         downloadImage(with: url, options: options, context: nil, progress: progress, completed: completed)
     }
 
+    /// Download `url` with `options` and `context`, without progress.
     @discardableResult
     public func downloadImage(with url: URL?, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
                               completed: SDWebImageDownloaderCompletedBlock?) -> SDWebImageDownloadToken? {
@@ -299,6 +303,7 @@ final class OperationSlot: @unchecked Sendable {
 
 /// One subscriber's handle on a download.
 public final class SDWebImageDownloadToken: @unchecked Sendable {
+    /// The URL downloaded.
     public let url: URL?
     private let operation: any SDWebImageDownloaderOperationProtocol
     private let token: (any Sendable)?
@@ -331,8 +336,11 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
         }
     }
 
+    /// The request as sent.
     public var request: URLRequest? { operation.request }
+    /// The response, once its headers arrived.
     public var response: URLResponse? { operation.response }
+    /// Timings and sizes, once the download finished.
     public var metrics: DownloadMetrics? { operation.metrics }
 
     /// This subscriber gets `cancelled` (once); the transfer stops when it was

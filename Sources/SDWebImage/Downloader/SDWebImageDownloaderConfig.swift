@@ -45,6 +45,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// programs never run a main loop that would drain it).
     public static let defaultCallbackQueue = DispatchQueue(label: "SDWebImage.callbacks", qos: .userInitiated)
 
+    /// A config with every default.
     public init() {}
 
     private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
@@ -95,7 +96,6 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         return c
     }
 
-    /// At most this many transfers at once (default 6); changeable at runtime.
     /// Connections to one host at most (URLSession's
     /// `httpMaximumConnectionsPerHost`; default 6 as there, so a long list
     /// from one host does not open dozens of connections to it; 0: no limit
@@ -104,6 +104,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         get { self[\.maxConnectionsPerHost] }
         set { setNotifying(\.maxConnectionsPerHost, max(0, newValue)) }
     }
+    /// At most this many transfers at once (default 6); changeable at runtime.
     public var maxConcurrentDownloads: Int {
         get { self[\.maxConcurrentDownloads] }
         set { setNotifying(\.maxConcurrentDownloads, max(1, newValue)) }
@@ -128,6 +129,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         get { self[\.minimumProgressInterval] }
         set { self[\.minimumProgressInterval] = min(1, max(0, newValue)) }
     }
+    /// The order queued downloads start in (default `.fifo`).
     public var executionOrder: SDWebImageDownloaderExecutionOrder {
         get { self[\.executionOrder] }
         set { setNotifying(\.executionOrder, newValue) }
@@ -142,10 +144,12 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         get { self[\.urlCredential] }
         set { self[\.urlCredential] = newValue }
     }
+    /// HTTP Basic user, with `password` (`urlCredential` wins).
     public var username: String? {
         get { self[\.username] }
         set { self[\.username] = newValue }
     }
+    /// HTTP Basic password, with `username`.
     public var password: String? {
         get { self[\.password] }
         set { self[\.password] = newValue }
@@ -161,14 +165,17 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         get { self[\.acceptableContentTypes] }
         set { self[\.acceptableContentTypes] = newValue }
     }
+    /// Rewrites every request (the context's `downloadRequestModifier` wins).
     public var requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)? {
         get { self[\.requestModifier] }
         set { self[\.requestModifier] = newValue }
     }
+    /// Inspects or rewrites every response (the context's `downloadResponseModifier` wins).
     public var responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)? {
         get { self[\.responseModifier] }
         set { self[\.responseModifier] = newValue }
     }
+    /// Turns every download's bytes into image bytes (the context's `downloadDecryptor` wins).
     public var decryptor: (any SDWebImageDownloaderDecryptorProtocol)? {
         get { self[\.decryptor] }
         set { self[\.decryptor] = newValue }
@@ -193,6 +200,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         set { self[\.resumableDataCapacity] = max(0, newValue) }
     }
 
+    /// An independent config with the same settings (a downloader copies the one it is given).
     public func copy() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
         lock.lock()

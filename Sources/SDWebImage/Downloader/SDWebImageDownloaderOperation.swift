@@ -26,8 +26,11 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
 
     enum State { case ready, executing, finished }
 
+    /// The request as sent.
     public let request: URLRequest?
+    /// The options of the download (its first subscriber's).
     public let options: SDWebImageDownloaderOptions
+    /// The context of the download (its first subscriber's).
     public let context: SDWebImageContext?
     let env: SDWebImageDownloaderOperationEnvironment
     let checksInSwift: Bool
@@ -52,6 +55,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var reported: (received: Int64, fraction: Double)?
     var validators: HTTPValidatorCache.Entry?
 
+    /// An operation for `request`; nothing is sent until `start()`.
     public required init(request: URLRequest, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
                          environment: SDWebImageDownloaderOperationEnvironment) {
         self.request = request
@@ -62,15 +66,20 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         work = DispatchQueue(label: "SDWebImageDownloaderOperation", target: .global(qos: .userInitiated))
     }
 
+    /// The response, once its headers arrived (an `HTTPURLResponse` for http and https).
     public var response: URLResponse? {
         lock.lock()
         defer { lock.unlock() }
         if _response == nil, let raw = rawResponse { _response = makeResponse(raw) }
         return _response
     }
+    /// Timings and sizes, once the transfer finished.
     public var metrics: DownloadMetrics? { lock.lock(); defer { lock.unlock() }; return _metrics }
+    /// Started and not yet finished.
     public var isExecuting: Bool { lock.lock(); defer { lock.unlock() }; return state == .executing }
+    /// Finished, whatever the outcome.
     public var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return state == .finished }
+    /// Cancelled, by `cancel()` or by its last subscriber leaving.
     public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return cancelled }
     public var completionBlock: (@Sendable () -> Void)? {
         get { lock.lock(); defer { lock.unlock() }; return _completionBlock }
@@ -128,6 +137,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         t?.setPriority(p)
     }
 
+    /// Submit the transfer to the loop; a second call, or one after `cancel()`, does nothing.
     public func start() {
         lock.lock()
         guard state == .ready, !cancelled else { lock.unlock(); return }

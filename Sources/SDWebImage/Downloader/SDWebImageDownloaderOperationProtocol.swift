@@ -10,23 +10,35 @@ import SDDownloader
 public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     /// The C transfer loop shared by the downloader's operations.
     public let loader: DataLoader
+    /// Minimum seconds between two progress calls (the config's `minimumProgressInterval`).
     public let minimumProgressInterval: Double
+    /// HTTP Basic user (the config's `username`).
     public let username: String?
+    /// HTTP Basic password (the config's `password`).
     public let password: String?
+    /// Statuses that count as success; nil: any.
     public let acceptableStatusCodes: IndexSet?
+    /// Content types that count as success; nil: any.
     public let acceptableContentTypes: Set<String>?
+    /// Sees the response first and may replace or refuse it.
     public let responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
+    /// Turns the downloaded bytes into image bytes before decoding.
     public let decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
+    /// Where progress and completion blocks run.
     public let callbackQueue: DispatchQueue
     let httpCache: HTTPValidatorCache?
     var resumable: ResumableDataStore?
     /// The config's `urlPolicy`, `maxResponseBytes`, `maxRedirects`.
     public var urlPolicy = URLPolicy.none
+    /// Largest body accepted, in bytes.
     public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
+    /// Redirects followed at most.
     public var maxRedirects = DownloadRequest.defaultMaxRedirects
     /// The config's `downloadTotalTimeout`.
     public var totalTimeout = DownloadRequest.defaultTotalTimeout
 
+    /// An environment for operations of your own (tests, custom downloaders); the
+    /// downloader builds one per request from its config.
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
                 password: String? = nil, acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300),
                 acceptableContentTypes: Set<String>? = nil,
@@ -60,6 +72,7 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
 /// An operation downloads one URL for any number of subscribers. Plug your
 /// own in with `SDWebImageDownloaderConfig.operationClass`.
 public protocol SDWebImageDownloaderOperationProtocol: AnyObject, Sendable {
+    /// An operation for `request`; it does nothing until `start()`.
     init(request: URLRequest, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
          environment: SDWebImageDownloaderOperationEnvironment)
     /// Subscribe; nil once the operation has finished (the caller starts a new one).
@@ -69,14 +82,21 @@ public protocol SDWebImageDownloaderOperationProtocol: AnyObject, Sendable {
     /// Unsubscribe: that subscriber's completion gets `cancelled`. True when it
     /// was the last one and the transfer stopped.
     func cancel(_ token: (any Sendable)?) -> Bool
+    /// Begin the transfer (the downloader calls it once).
     func start()
     /// Stop the transfer; every subscriber gets `cancelled`.
     func cancel()
+    /// The request as sent (after the request modifier).
     var request: URLRequest? { get }
+    /// The response, once its headers arrived.
     var response: URLResponse? { get }
+    /// Timings and sizes, once the transfer finished.
     var metrics: DownloadMetrics? { get }
+    /// Started and not yet finished.
     var isExecuting: Bool { get }
+    /// Finished, whatever the outcome.
     var isFinished: Bool { get }
+    /// Cancelled (by `cancel()` or by its last subscriber leaving).
     var isCancelled: Bool { get }
     /// Called once when the operation finished (the downloader forgets it then).
     var completionBlock: (@Sendable () -> Void)? { get set }
@@ -87,6 +107,7 @@ public protocol SDWebImageDownloaderOperationProtocol: AnyObject, Sendable {
 }
 
 extension SDWebImageDownloaderOperationProtocol {
+    /// Ignored: an operation of your own need not reorder anything.
     public func setPriority(_ priority: DownloadPriority) {}
 }
 

@@ -35,6 +35,7 @@ public struct SDWebImageDownloaderOptions: OptionSet, Sendable, Hashable {
     public static let matchAnimatedImageClass = Self(rawValue: 1 << 12)
 }
 
+/// The order queued downloads start in (the config's `executionOrder`).
 public enum SDWebImageDownloaderExecutionOrder: Sendable {
     /// Oldest queued download first (default).
     case fifo
@@ -50,23 +51,28 @@ public typealias SDWebImageDownloaderCompletedBlock = @Sendable (_ image: SDImag
 /// Rewrites the request before it is sent; nil fails the download with
 /// `invalidDownloadOperation`. Only GET is supported (images are fetched).
 public protocol SDWebImageDownloaderRequestModifierProtocol: Sendable {
+    /// The request to send instead of `request`; nil fails the download.
     func modifiedRequest(with request: URLRequest) -> URLRequest?
 }
 
 /// Inspects or rewrites the response; nil fails it with `invalidDownloadResponse`.
 /// Status and content type are checked on the modified response.
 public protocol SDWebImageDownloaderResponseModifierProtocol: Sendable {
+    /// The response to go on with instead of `response`; nil fails the download.
     func modifiedResponse(with response: URLResponse) -> URLResponse?
 }
 
 /// Turns the downloaded bytes into image bytes; nil fails with `badImageData`.
 /// A decryptor turns progressive decoding off (the bytes are not an image yet).
 public protocol SDWebImageDownloaderDecryptorProtocol: Sendable {
+    /// The image bytes hidden in `data`; nil fails the download.
     func decryptedData(with data: Data, response: URLResponse?) -> Data?
 }
 
+/// A request modifier from a closure (or a set of headers).
 public struct SDWebImageDownloaderRequestModifier: SDWebImageDownloaderRequestModifierProtocol {
     private let block: @Sendable (URLRequest) -> URLRequest?
+    /// A modifier that asks `block`.
     public init(block: @escaping @Sendable (URLRequest) -> URLRequest?) { self.block = block }
     /// Adds (or replaces) these header fields.
     public init(headers: [String: String]) {
@@ -76,11 +82,14 @@ public struct SDWebImageDownloaderRequestModifier: SDWebImageDownloaderRequestMo
             return r
         }
     }
+    /// What the block answers.
     public func modifiedRequest(with request: URLRequest) -> URLRequest? { block(request) }
 }
 
+/// A response modifier from a closure (or a replacement status).
 public struct SDWebImageDownloaderResponseModifier: SDWebImageDownloaderResponseModifierProtocol {
     private let block: @Sendable (URLResponse) -> URLResponse?
+    /// A modifier that asks `block`.
     public init(block: @escaping @Sendable (URLResponse) -> URLResponse?) { self.block = block }
     /// Replaces the status code (and optionally the HTTP version and headers).
     public init(statusCode: Int, version: String? = nil, headers: [String: String]? = nil) {
@@ -91,12 +100,16 @@ public struct SDWebImageDownloaderResponseModifier: SDWebImageDownloaderResponse
                                    headerFields: headers ?? old)
         }
     }
+    /// What the block answers.
     public func modifiedResponse(with response: URLResponse) -> URLResponse? { block(response) }
 }
 
+/// A decryptor from a closure.
 public struct SDWebImageDownloaderDecryptor: SDWebImageDownloaderDecryptorProtocol {
     private let block: @Sendable (Data, URLResponse?) -> Data?
+    /// A decryptor that asks `block` (the bytes and the response).
     public init(block: @escaping @Sendable (Data, URLResponse?) -> Data?) { self.block = block }
+    /// What the block answers.
     public func decryptedData(with data: Data, response: URLResponse?) -> Data? { block(data, response) }
 
     /// Bytes that arrive base64-encoded.

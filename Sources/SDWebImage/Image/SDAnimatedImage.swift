@@ -51,6 +51,7 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
     // MARK: - SDAnimatedImageProvider
 
     public var animatedImageData: Data? { animatedCoder.animatedImageData }
+    /// Frames in the animation, as its coder reports.
     public var animatedImageFrameCount: UInt { animatedCoder.animatedImageFrameCount }
     public var animatedImageLoopCount: UInt { animatedCoder.animatedImageLoopCount }
 
@@ -93,6 +94,7 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
         (animatedCoder as? SDImageCoreCoder)?.releaseDecoder()
     }
 
+    /// Every frame is decoded and held (`preloadAllFrames()`).
     public var isAllFramesLoaded: Bool { lock.lock(); defer { lock.unlock() }; return allLoaded }
 
     public override var description: String {

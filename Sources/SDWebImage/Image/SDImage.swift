@@ -34,12 +34,15 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
     public let isIncremental: Bool
     /// Pixel size of the source before any thumbnailing (0 when unknown).
     public let sourcePixelWidth: Int
+    /// Pixel height of the source before any thumbnailing (0 when unknown).
     public let sourcePixelHeight: Int
     /// Where the other frames of an animation come from (nil for a still
     /// image; `bitmap` is always frame 0): see `SDImageFrame.swift`.
     open var animatedProvider: (any SDAnimatedImageProvider)? { provider }
     private let provider: (any SDAnimatedImageProvider)?
 
+    /// An image over `bitmap` (not copied). `orientation` is what the source said
+    /// (the pixels are upright already); a `scale` below 1 counts as 1.
     public init(bitmap: Bitmap, format: SDImageFormat = .undefined, orientation: Int = 1, scale: Double = 1,
                 isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0,
                 animatedProvider: (any SDAnimatedImageProvider)? = nil) {
@@ -77,14 +80,18 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
         return try SDImageCodersManager.shared.decode(data, options: o).get().image
     }
 
+    /// Width in pixels.
     public var width: Int { bitmap.width }
+    /// Height in pixels.
     public var height: Int { bitmap.height }
+    /// Bytes from one row of pixels to the next (at least 4 × width).
     public var bytesPerRow: Int { bitmap.bytesPerRow }
     /// Size in points (pixels / scale), as `UIImage.size`.
     public var size: CGSize { CGSize(width: Double(width) / scale, height: Double(height) / scale) }
     /// Bytes of decoded pixels: what it costs in a memory cache (every
     /// frame held in memory counts, as SDWebImage's `sd_memoryCost`).
     open var cost: Int { (animatedProvider as? SDFramesProvider)?.cost ?? bitmap.cost }
+    /// True if any pixel is not fully opaque.
     public var hasAlpha: Bool { bitmap.hasAlpha }
 
     /// Borrow the pixels without copying; valid only inside `body`.

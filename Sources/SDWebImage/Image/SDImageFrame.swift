@@ -2,15 +2,18 @@ import Foundation
 
 /// One frame of an animation and how long it shows (SDWebImage's `SDImageFrame`).
 public final class SDImageFrame: Sendable {
+    /// The frame's pixels, composited (what shows on screen).
     public let image: SDImage
     /// Seconds, the effective duration (browsers' rule already applied).
     public let duration: TimeInterval
 
+    /// A frame shown for `duration` seconds (negative counts as 0).
     public init(image: SDImage, duration: TimeInterval) {
         self.image = image
         self.duration = max(0, duration)
     }
 
+    /// SDWebImage's spelling of `init(image:duration:)`.
     public static func frame(with image: SDImage, duration: TimeInterval) -> SDImageFrame {
         SDImageFrame(image: image, duration: duration)
     }
@@ -25,6 +28,7 @@ public final class SDImageFrame: Sendable {
 public protocol SDAnimatedImageProvider: AnyObject, Sendable {
     /// The encoded bytes the frames come from (nil when made in memory).
     var animatedImageData: Data? { get }
+    /// Frames in the animation (frame 0 included).
     var animatedImageFrameCount: UInt { get }
     /// Times the animation plays; 0 = forever.
     var animatedImageLoopCount: UInt { get }

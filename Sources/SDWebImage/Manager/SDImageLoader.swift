@@ -3,12 +3,18 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// `(receivedSize, expectedSize, targetURL)`: a loader's progress (the downloader's block).
 public typealias SDImageLoaderProgressBlock = SDWebImageDownloaderProgressBlock
+/// `(image, data, error, finished)`: a loader's completion (the downloader's block);
+/// `finished == false` for a progressive preview.
 public typealias SDImageLoaderCompletedBlock = SDWebImageDownloaderCompletedBlock
 
 /// What the manager loads through (SDWebImageDownloader by default).
 public protocol SDImageLoader: AnyObject, Sendable {
+    /// Whether this loader handles `url` (its scheme, say).
     func canRequestImage(for url: URL?) -> Bool
+    /// Load `url`: progress as bytes arrive, then completion once with `finished == true`
+    /// (earlier calls with `finished == false` carry previews). Returns what cancels it.
     func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                       progress: SDImageLoaderProgressBlock?,
                       completed: SDImageLoaderCompletedBlock?) -> (any SDWebImageOperation)?
@@ -26,12 +32,15 @@ public typealias SDImageLoaderResponseCompletedBlock = @Sendable (_ image: SDIma
 /// what it stores from it, for `.refreshCached`; a loader without it just
 /// stores no validators.
 public protocol SDImageLoaderProvidingResponse: SDImageLoader {
+    /// As `requestImage(with:options:context:progress:completed:)`, with the response
+    /// that served it in the completion.
     func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                       progress: SDImageLoaderProgressBlock?,
                       respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)?
 }
 
 extension SDWebImageDownloader: SDImageLoaderProvidingResponse {
+    /// Downloads through `downloadImage(with:options:context:progress:respondingTo:)`.
     public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                              progress: SDImageLoaderProgressBlock?,
                              respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)? {
@@ -56,11 +65,13 @@ extension SDImageLoader {
 }
 
 extension SDWebImageDownloader: SDImageLoader {
+    /// http, https and file URLs.
     public func canRequestImage(for url: URL?) -> Bool {
         guard let scheme = url?.scheme?.lowercased() else { return false }
         return scheme == "http" || scheme == "https" || scheme == "file"
     }
 
+    /// Downloads through `downloadImage(with:options:context:progress:completed:)`.
     public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                              progress: SDImageLoaderProgressBlock?,
                              completed: SDImageLoaderCompletedBlock?) -> (any SDWebImageOperation)? {
@@ -93,11 +104,13 @@ extension SDWebImageDownloader: SDImageLoader {
 /// `SDImageLoadersManager`). E.g. a loader of your own for an `app://` scheme
 /// over the downloader.
 public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unchecked Sendable {
+    /// The manager `SDWebImageManager.shared` loads through: the shared downloader.
     public static let shared = SDImageLoadersManager(loaders: [SDWebImageDownloader.shared])
 
     private let lock = NSLock()
     private var _loaders: [any SDImageLoader]
 
+    /// A manager over `loaders`, lowest priority first.
     public init(loaders: [any SDImageLoader] = []) { _loaders = loaders }
 
     /// Lowest priority first.
@@ -106,10 +119,12 @@ public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unche
         set { lock.lock(); _loaders = newValue; lock.unlock() }
     }
 
+    /// Add `loader` with the highest priority.
     public func addLoader(_ loader: any SDImageLoader) {
         lock.lock(); _loaders.append(loader); lock.unlock()
     }
 
+    /// Remove `loader` (by identity).
     public func removeLoader(_ loader: any SDImageLoader) {
         lock.lock(); _loaders.removeAll { $0 === loader }; lock.unlock()
     }
@@ -118,8 +133,11 @@ public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unche
         loaders.last { $0.canRequestImage(for: url) }
     }
 
+    /// Whether any of the loaders can request `url`.
     public func canRequestImage(for url: URL?) -> Bool { loader(for: url) != nil }
 
+    /// Through the highest-priority loader that can request `url`; fails with
+    /// `invalidURL` when none can.
     public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                              progress: SDImageLoaderProgressBlock?,
                              completed: SDImageLoaderCompletedBlock?) -> (any SDWebImageOperation)? {
@@ -130,6 +148,8 @@ public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unche
         return l.requestImage(with: url, options: options, context: context, progress: progress, completed: completed)
     }
 
+    /// Through the highest-priority loader that can request `url`, with its response
+    /// (nil from a loader that does not provide one); `invalidURL` when none can.
     public func requestImage(with url: URL?, options: SDWebImageOptions, context: SDWebImageContext?,
                              progress: SDImageLoaderProgressBlock?,
                              respondingTo completed: @escaping SDImageLoaderResponseCompletedBlock) -> (any SDWebImageOperation)? {

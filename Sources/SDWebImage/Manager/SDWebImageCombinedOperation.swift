@@ -12,8 +12,11 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
     private var _loaderOperation: (any SDWebImageOperation)?
     weak var manager: SDWebImageManager?
 
+    /// `cancel()` was called.
     public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
+    /// The cache query while it runs (nil once a download has started).
     public var cacheOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _cacheOperation }
+    /// The download, once one started (the token of its response and metrics).
     public var loaderOperation: (any SDWebImageOperation)? { lock.lock(); defer { lock.unlock() }; return _loaderOperation }
 
     // A part can be handed over after the load already ended (a cache query

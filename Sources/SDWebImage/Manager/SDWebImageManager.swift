@@ -24,9 +24,13 @@ extension SDWebImageManagerDelegate {
 
 /// What an async load gives back.
 public struct SDWebImageLoadResult: Sendable {
+    /// The image (nil with `.avoidDecodeImage`: bytes only).
     public let image: SDImage?
+    /// The encoded bytes, when the load had them (a download, a disk hit, `.queryMemoryData`).
     public let data: Data?
+    /// Where it came from: `.memory`, `.disk`, or `.none` for a download.
     public let cacheType: SDImageCacheType
+    /// The URL loaded.
     public let url: URL?
 }
 

@@ -12,6 +12,7 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
 
     /// Do not blocklist a URL after it failed (and try a blocklisted one again).
     public static let retryFailed = Self(rawValue: 1 << 0)
+    /// The download waits behind normal and high-priority ones.
     public static let lowPriority = Self(rawValue: 1 << 1)
     /// Previews while loading: completion with `finished == false`.
     public static let progressiveLoad = Self(rawValue: 1 << 2)
@@ -19,12 +20,20 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
     /// Last-Modified): a 304 keeps the entry (and makes it new again), a
     /// changed image calls completion a second time.
     public static let refreshCached = Self(rawValue: 1 << 3)
+    /// Send and keep cookies for the download (off: no cookie engine at all).
     public static let handleCookies = Self(rawValue: 1 << 5)
+    /// Skip TLS certificate verification; for test servers, never for untrusted hosts.
     public static let allowInvalidSSLCertificates = Self(rawValue: 1 << 6)
+    /// The download starts before queued normal and low-priority ones.
     public static let highPriority = Self(rawValue: 1 << 7)
+    /// Decode large images smaller, to `DecodeOptions.defaultScaleDownLimitBytes` of bitmap
+    /// (or the context's `imageScaleDownLimitBytes`).
     public static let scaleDownLargeImages = Self(rawValue: 1 << 11)
+    /// On a memory hit, read the disk data too (the completion gets it), asynchronously.
     public static let queryMemoryData = Self(rawValue: 1 << 12)
+    /// As `.queryMemoryData`, and read it synchronously on the caller's thread.
     public static let queryMemoryDataSync = Self(rawValue: 1 << 13)
+    /// On a memory miss, query the disk synchronously on the caller's thread.
     public static let queryDiskDataSync = Self(rawValue: 1 << 14)
     /// Never use the network.
     public static let fromCacheOnly = Self(rawValue: 1 << 15)
@@ -105,9 +114,13 @@ extension SDWebImageContextOption {
 /// long the server said it stays fresh (`Cache-Control: max-age`, less `Age`):
 /// until then `.refreshCached` needs no request, as a URL cache would answer.
 public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
+    /// The stored ETag, sent back as `If-None-Match`.
     public var etag: String?
+    /// The stored Last-Modified date, sent back as `If-Modified-Since`.
     public var lastModified: String?
+    /// Until when the entry needs no revalidation; nil: always revalidate.
     public var freshUntil: Date?
+    /// Validators from their parts.
     public init(etag: String?, lastModified: String?, freshUntil: Date? = nil) {
         self.etag = etag
         self.lastModified = lastModified
@@ -144,45 +157,61 @@ public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
 
 /// URL → cache key.
 public protocol SDWebImageCacheKeyFilterProtocol: Sendable {
+    /// The cache key for `url`; nil: the URL's absolute string.
     func cacheKey(for url: URL) -> String?
 }
 
+/// A cache key filter from a closure.
 public struct SDWebImageCacheKeyFilter: SDWebImageCacheKeyFilterProtocol {
     private let block: @Sendable (URL) -> String?
+    /// A filter that asks `block`.
     public init(block: @escaping @Sendable (URL) -> String?) { self.block = block }
+    /// What `block` answers.
     public func cacheKey(for url: URL) -> String? { block(url) }
 }
 
 /// Image + downloaded bytes → bytes for the disk cache (nil: encode the image).
 public protocol SDWebImageCacheSerializerProtocol: Sendable {
+    /// The bytes to store on disk for `image`; nil: encode the image instead.
     func cacheData(with image: SDImage, originalData data: Data?, imageURL: URL?) -> Data?
 }
 
+/// A cache serializer from a closure.
 public struct SDWebImageCacheSerializer: SDWebImageCacheSerializerProtocol {
     private let block: @Sendable (SDImage, Data?, URL?) -> Data?
+    /// A serializer that asks `block` (image, downloaded bytes, URL).
     public init(block: @escaping @Sendable (SDImage, Data?, URL?) -> Data?) { self.block = block }
+    /// What `block` answers.
     public func cacheData(with image: SDImage, originalData data: Data?, imageURL: URL?) -> Data? { block(image, data, imageURL) }
 }
 
 /// Rewrites the options and context of every load (global policy).
 public protocol SDWebImageOptionsProcessorProtocol: Sendable {
+    /// The options and context to load `url` with; nil: keep the caller's.
     func processedResult(for url: URL?, options: SDWebImageOptions, context: SDWebImageContext?) -> SDWebImageOptionsResult?
 }
 
+/// Options and context, as an options processor returns them.
 public struct SDWebImageOptionsResult: Sendable {
+    /// The options to load with.
     public let options: SDWebImageOptions
+    /// The context to load with.
     public let context: SDWebImageContext?
+    /// A result from its parts.
     public init(options: SDWebImageOptions, context: SDWebImageContext?) {
         self.options = options
         self.context = context
     }
 }
 
+/// An options processor from a closure.
 public struct SDWebImageOptionsProcessor: SDWebImageOptionsProcessorProtocol {
     private let block: @Sendable (URL?, SDWebImageOptions, SDWebImageContext?) -> SDWebImageOptionsResult?
+    /// A processor that asks `block`.
     public init(block: @escaping @Sendable (URL?, SDWebImageOptions, SDWebImageContext?) -> SDWebImageOptionsResult?) {
         self.block = block
     }
+    /// What `block` answers.
     public func processedResult(for url: URL?, options: SDWebImageOptions, context: SDWebImageContext?) -> SDWebImageOptionsResult? {
         block(url, options, context)
     }
@@ -190,6 +219,9 @@ public struct SDWebImageOptionsProcessor: SDWebImageOptionsProcessorProtocol {
 
 /// Turns a decoded image into another; its key names the result in caches.
 public protocol SDImageTransformer: Sendable {
+    /// Names the transformation in cache keys: equal keys must mean equal output.
     var transformerKey: String { get }
+    /// The transformed image; nil when it cannot be made (the load then fails).
+    /// `key` is the image's cache key.
     func transformedImage(with image: SDImage, forKey key: String) -> SDImage?
 }

@@ -16,6 +16,7 @@ public struct SDWebImageRetryPolicy: Sendable {
     public var maxRetryCount: Int
     /// The pause before the first retry; each later one is `multiplier` times longer.
     public var initialDelay: TimeInterval
+    /// Each pause is this many times the one before (1: a constant pause).
     public var multiplier: Double
     /// No pause is longer. A server asking (`Retry-After`) for longer than
     /// this gets no retry: the load fails at once.
@@ -26,6 +27,7 @@ public struct SDWebImageRetryPolicy: Sendable {
     /// Which failures are retried; default `isTransient`.
     public var shouldRetry: @Sendable (any Error) -> Bool
 
+    /// A policy; values out of range are clamped (no negative counts or delays).
     public init(maxRetryCount: Int = 3, initialDelay: TimeInterval = 0.5, multiplier: Double = 2,
                 maxDelay: TimeInterval = 30, jitter: Double = 0.2,
                 shouldRetry: @escaping @Sendable (any Error) -> Bool = SDWebImageRetryPolicy.isTransient) {

@@ -5,7 +5,14 @@ import Foundation
 /// `bounce` is 0, 1, …, n-1, n-2, …, 1 (then 0 starts the next);
 /// `reversedBounce` is the same from the last frame.
 public enum SDAnimatedImagePlaybackMode: Int, Sendable {
-    case normal, reverse, bounce, reversedBounce
+    /// First to last, then again.
+    case normal
+    /// Last to first, then again.
+    case reverse
+    /// Forward, then back (without repeating the ends).
+    case bounce
+    /// Back from the last frame, then forward.
+    case reversedBounce
 }
 
 /// Plays an animation from its frame source (SDWebImage's
@@ -18,12 +25,17 @@ public enum SDAnimatedImagePlaybackMode: Int, Sendable {
 public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// A frame as shown.
     public struct Frame: Sendable {
+        /// The frame's index in the animation.
         public let index: UInt
+        /// Loops finished before this frame was shown.
         public let loop: UInt
+        /// The composited frame.
         public let image: SDImage
     }
 
+    /// Where frames come from (an `SDAnimatedImage`, say).
     public let provider: any SDAnimatedImageProvider
+    /// What ticks the playback (a timer, a display's frame clock, a test's hand).
     public let clock: any SDAnimatedImagePlayerClock
     /// Frames in the animation.
     public let totalFrameCount: UInt
@@ -81,6 +93,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
 
     /// The frame on screen (nil before the first is decoded).
     public var currentFrame: SDImage? { locked { current } }
+    /// The index of the frame on screen.
     public var currentFrameIndex: UInt { locked { currentIndex } }
     /// Loops finished so far.
     public var currentLoopCount: UInt { locked { loop } }
@@ -94,6 +107,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         get { locked { _rate } }
         set { locked { _rate = min(100, max(0.01, newValue)) } }
     }
+    /// The frame order; changing it while playing goes on from the frame on screen.
     public var playbackMode: SDAnimatedImagePlaybackMode {
         get { locked { _mode } }
         set {
@@ -125,9 +139,11 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         get { locked { _onLoop } }
         set { locked { _onLoop = newValue } }
     }
+    /// Started and not paused or stopped (or finished its loops).
     public var isPlaying: Bool { locked { playing } }
-    /// Bytes of frames decoded ahead now, and the most ever (the budget check).
+    /// Bytes of frames decoded ahead now.
     public var bufferedBytes: Int { locked { bytes } }
+    /// The most `bufferedBytes` has ever been (the budget check).
     public var peakBufferedBytes: Int { locked { peak } }
     /// The budget in force: `maxBufferSize`, or the automatic one when it is 0.
     public var bufferBudget: Int { locked { _maxBuffer > 0 ? _maxBuffer : Self.automaticBudget } }
@@ -146,6 +162,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
 
     // MARK: - Control
 
+    /// Start (or resume) on the clock; decoding ahead begins at once.
     public func startPlaying() {
         lock.lock()
         guard !playing else { lock.unlock(); return }

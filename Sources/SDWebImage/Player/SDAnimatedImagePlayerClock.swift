@@ -9,6 +9,7 @@ public protocol SDAnimatedImagePlayerClock: AnyObject, Sendable {
     var now: TimeInterval { get }
     /// Start calling `tick` (replacing any earlier one).
     func start(_ tick: @escaping @Sendable () -> Void)
+    /// Stop ticking; no tick starts after it returns.
     func stop()
 }
 
@@ -20,6 +21,7 @@ public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unc
     private let lock = NSLock()
     private var timer: DispatchSourceTimer?
 
+    /// Tick `framesPerSecond` times a second (at least 1) on `queue`.
     public init(queue: DispatchQueue = DispatchQueue(label: "SDAnimatedImagePlayer.clock"), framesPerSecond: Double = 60) {
         self.queue = queue
         interval = 1 / max(1, framesPerSecond)
@@ -55,9 +57,11 @@ public final class SDAnimatedImageManualClock: SDAnimatedImagePlayerClock, @unch
     private var time: TimeInterval = 0
     private var tick: (@Sendable () -> Void)?
 
+    /// A stopped clock at time 0.
     public init() {}
 
     public var now: TimeInterval { lock.lock(); defer { lock.unlock() }; return time }
+    /// Started and not stopped.
     public var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return tick != nil }
 
     public func start(_ tick: @escaping @Sendable () -> Void) { lock.lock(); self.tick = tick; lock.unlock() }

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 
+/// Told as a prefetch goes (SDWebImage's `SDWebImagePrefetcherDelegate`); both
+/// methods are optional.
 public protocol SDWebImagePrefetcherDelegate: AnyObject, Sendable {
     /// One URL is done (loaded or failed); counts are this prefetch's.
     func imagePrefetcher(_ prefetcher: SDWebImagePrefetcher, didPrefetchURL url: URL?, finishedCount: Int, totalCount: Int)
@@ -15,6 +17,7 @@ extension SDWebImagePrefetcherDelegate {
 
 /// One `prefetchURLs` call: cancel the loads not yet done.
 public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Sendable {
+    /// The URLs of this `prefetchURLs` call.
     public let urls: [URL]
     fileprivate let lock = NSLock()
     fileprivate var finished = 0
@@ -25,6 +28,7 @@ public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Send
 
     fileprivate init(urls: [URL]) { self.urls = urls }
 
+    /// `cancel()` was called.
     public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return cancelled }
 
     /// Loads not started are dropped, running ones cancelled; they count as

@@ -3,12 +3,23 @@ import SDCoders
 
 /// An RGBA color, components 0...1 (not premultiplied).
 public struct SDColor: Sendable, Hashable {
-    public var red, green, blue, alpha: Double
+    /// Red, 0...1.
+    public var red: Double
+    /// Green, 0...1.
+    public var green: Double
+    /// Blue, 0...1.
+    public var blue: Double
+    /// Opacity, 0...1 (1: opaque).
+    public var alpha: Double
+    /// A color from straight (not premultiplied) components; opaque by default.
     public init(red: Double, green: Double, blue: Double, alpha: Double = 1) {
         (self.red, self.green, self.blue, self.alpha) = (red, green, blue, alpha)
     }
+    /// Opaque black.
     public static let black = SDColor(red: 0, green: 0, blue: 0)
+    /// Opaque white.
     public static let white = SDColor(red: 1, green: 1, blue: 1)
+    /// Fully transparent.
     public static let clear = SDColor(red: 0, green: 0, blue: 0, alpha: 0)
 
     /// `#rrggbbaa`, as in transformer keys.
@@ -81,15 +92,20 @@ enum Pixels {
 
 /// Resize to a size in pixels, with a scale mode.
 public struct SDImageResizingTransformer: SDImageTransformer {
+    /// The output size in pixels (rounded).
     public let size: CGSize
+    /// How the image fills `size`: stretched, fitted (letterboxed, transparent bars) or filled (cropped).
     public let scaleMode: SDImageScaleMode
+    /// Resize to `size` with `scaleMode`.
     public init(size: CGSize, scaleMode: SDImageScaleMode) {
         self.size = size
         self.scaleMode = scaleMode
     }
     public var transformerKey: String {
+        /// "SDImageResizingTransformer({w,h},mode)", as SDWebImage spells it.
         String(format: "SDImageResizingTransformer({%f,%f},%d)", Double(size.width), Double(size.height), scaleMode.rawValue)
     }
+    /// The image resized; nil for an empty size.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let w = Int(size.width.rounded()), h = Int(size.height.rounded())
         guard w > 0, h > 0 else { return nil }
@@ -115,12 +131,16 @@ public struct SDImageResizingTransformer: SDImageTransformer {
 
 /// Crop to a rectangle in pixels (clipped to the image).
 public struct SDImageCroppingTransformer: SDImageTransformer {
+    /// The rectangle kept, in pixels from the top-left corner.
     public let rect: CGRect
+    /// Crop to `rect`.
     public init(rect: CGRect) { self.rect = rect }
     public var transformerKey: String {
+        /// "SDImageCroppingTransformer({x,y,w,h})".
         String(format: "SDImageCroppingTransformer({%f,%f,%f,%f})", Double(rect.origin.x), Double(rect.origin.y),
                Double(rect.size.width), Double(rect.size.height))
     }
+    /// The part inside `rect`; nil if it lies outside the image.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         Pixels.crop(image.bitmap, x: Int(rect.origin.x), y: Int(rect.origin.y), width: Int(rect.size.width),
                     height: Int(rect.size.height)).map { Pixels.image(image, $0) }
@@ -129,13 +149,18 @@ public struct SDImageCroppingTransformer: SDImageTransformer {
 
 /// Mirror horizontally and/or vertically.
 public struct SDImageFlippingTransformer: SDImageTransformer {
+    /// Mirror left to right.
     public let horizontal: Bool
+    /// Mirror top to bottom.
     public let vertical: Bool
+    /// Flip in either or both directions (both: a half turn).
     public init(horizontal: Bool, vertical: Bool) {
         self.horizontal = horizontal
         self.vertical = vertical
     }
+    /// "SDImageFlippingTransformer(h,v)" with 0/1 flags.
     public var transformerKey: String { "SDImageFlippingTransformer(\(horizontal ? 1 : 0),\(vertical ? 1 : 0))" }
+    /// The image mirrored.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         // EXIF orientations: 2 = mirror horizontally, 4 = mirror vertically, 3 = both (rotate 180)
         let o = horizontal && vertical ? 3 : horizontal ? 2 : vertical ? 4 : 1
@@ -146,13 +171,18 @@ public struct SDImageFlippingTransformer: SDImageTransformer {
 /// Rotate by a multiple of 90° (angle in radians, counter-clockwise like
 /// SDWebImage; other angles give nil).
 public struct SDImageRotationTransformer: SDImageTransformer {
+    /// Radians, counter-clockwise; a multiple of π/2 (other angles give no image).
     public let angle: Double
+    /// SDWebImage's flag for growing the canvas to fit; quarter turns always fit exactly.
     public let fitSize: Bool
+    /// Rotate by `angle` radians.
     public init(angle: Double, fitSize: Bool = true) {
         self.angle = angle
         self.fitSize = fitSize
     }
+    /// "SDImageRotationTransformer(angle,fit)".
     public var transformerKey: String { String(format: "SDImageRotationTransformer(%f,%d)", angle, fitSize ? 1 : 0) }
+    /// The image turned; nil for an angle that is not a quarter turn.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let quarters = angle / (Double.pi / 2)
         guard abs(quarters - quarters.rounded()) < 1e-6 else { return nil }
@@ -165,17 +195,23 @@ public struct SDImageRotationTransformer: SDImageTransformer {
 
 /// Round the corners (radius in pixels), with an optional border.
 public struct SDImageRoundCornerTransformer: SDImageTransformer {
+    /// Corner radius in pixels (at most half the shorter side).
     public let cornerRadius: Double
+    /// Width of the border drawn inside the edge, in pixels (0: none).
     public let borderWidth: Double
+    /// The border's color (nil: no border).
     public let borderColor: SDColor?
+    /// Round the corners by `radius`, with an optional border; outside the corners is transparent.
     public init(radius: Double, borderWidth: Double = 0, borderColor: SDColor? = nil) {
         cornerRadius = radius
         self.borderWidth = borderWidth
         self.borderColor = borderColor
     }
     public var transformerKey: String {
+        /// "SDImageRoundCornerTransformer(radius,width,color)".
         String(format: "SDImageRoundCornerTransformer(%f,%f,%@)", cornerRadius, borderWidth, borderColor?.hex ?? "nil")
     }
+    /// The image with rounded corners (and border).
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let w = image.width, h = image.height
         let r = min(cornerRadius, Double(min(w, h)) / 2)
@@ -221,9 +257,13 @@ public struct SDImageRoundCornerTransformer: SDImageTransformer {
 
 /// Tint: the color over the image, keeping the image's alpha (source-atop).
 public struct SDImageTintTransformer: SDImageTransformer {
+    /// The tint; its alpha is how strongly it replaces each pixel's color.
     public let tintColor: SDColor
+    /// Tint with `color`, keeping each pixel's alpha.
     public init(color: SDColor) { tintColor = color }
+    /// "SDImageTintTransformer(#rrggbbaa)".
     public var transformerKey: String { "SDImageTintTransformer(\(tintColor.hex))" }
+    /// The image tinted.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let w = image.width, h = image.height
         let ta = min(1, max(0, tintColor.alpha))
@@ -249,9 +289,13 @@ public struct SDImageTintTransformer: SDImageTransformer {
 /// Blur: three box passes each way (close to a gaussian of the radius), in
 /// premultiplied space so transparent edges stay clean.
 public struct SDImageBlurTransformer: SDImageTransformer {
+    /// Blur radius in pixels (a Gaussian of sigma radius/2, approximated by three box passes).
     public let blurRadius: Double
+    /// Blur by `radius` pixels; 0 returns the image unchanged.
     public init(radius: Double) { blurRadius = radius }
+    /// "SDImageBlurTransformer(radius)".
     public var transformerKey: String { String(format: "SDImageBlurTransformer(%f)", blurRadius) }
+    /// The image blurred.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let w = image.width, h = image.height
         // box size for 3 passes approximating a gaussian of sigma = radius / 2
@@ -296,9 +340,13 @@ public struct SDImageBlurTransformer: SDImageTransformer {
 
 /// Several transformers in order; the key joins theirs with `-`.
 public struct SDImagePipelineTransformer: SDImageTransformer {
+    /// Applied in order, each to the previous one's output.
     public let transformers: [any SDImageTransformer]
+    /// Chain `transformers`.
     public init(transformers: [any SDImageTransformer]) { self.transformers = transformers }
+    /// The members' keys joined with "-".
     public var transformerKey: String { transformers.map(\.transformerKey).joined(separator: "-") }
+    /// Every transformer in turn; nil as soon as one gives nil.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         var current = image
         for t in transformers {
