@@ -40,6 +40,9 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Do not read or write the cache.")
     var noCache = false
 
+    @Option(help: ArgumentHelp("Decoded images kept in the memory cache, in MiB (default 64: a batch load reads each image once, so holding them all would only cost RSS; 0: none; --cold-warm-hot keeps every one).", valueName: "MiB"))
+    var memoryCache = 64
+
     @Flag(help: "Serve cached images, then revalidate them with the server (ETag / Last-Modified).")
     var refresh = false
 
@@ -79,6 +82,7 @@ struct Fetch: ParsableCommand {
         if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
         if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
+        if memoryCache < 0 { throw ValidationError("--memory-cache must not be negative") }
         if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
         if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
     }
@@ -94,7 +98,8 @@ struct Fetch: ParsableCommand {
         }
         let targets = all.map { URL(string: $0) }
         let config = SDImageCacheConfig()
-        config.maxMemoryCost = coldWarmHot ? 0 : config.maxMemoryCost  // hot pass: every image stays in memory
+        config.maxMemoryCost = coldWarmHot ? 0 : memoryCache << 20  // hot pass: every image stays in memory
+        config.shouldCacheImagesInMemory = coldWarmHot || memoryCache > 0
         let cache = cacheOptions.open(config)
         let downloaderConfig = serverPolicy ? SDWebImageDownloaderConfig.server() : SDWebImageDownloaderConfig()
         downloaderConfig.maxConcurrentDownloads = concurrency

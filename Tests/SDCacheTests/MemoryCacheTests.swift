@@ -56,4 +56,40 @@ struct MemoryCacheTests {
         for k in 0..<200 { if c.value(forKey: k) != nil { sum += k % 30 } }
         #expect(sum == c.totalCost)
     }
+
+    @Test("Entry cost limit: a value over it is not kept (and drops the old one under its key)")
+    func entryCost() {
+        let c = MemoryCache<Int, String>(costLimit: 1000)
+        c.entryCostLimit = 100
+        c.setValue("a", forKey: 1, cost: 100)
+        c.setValue("b", forKey: 2, cost: 60)
+        #expect(c.value(forKey: 1) == "a" && c.totalCost == 160)
+        c.setValue("huge", forKey: 3, cost: 101)
+        #expect(c.value(forKey: 3) == nil && c.totalCount == 2)  // nothing else pushed out
+        c.setValue("b2", forKey: 2, cost: 500)
+        #expect(c.value(forKey: 2) == nil && c.totalCost == 100)
+        c.entryCostLimit = 0  // only the whole limit
+        c.setValue("huge", forKey: 3, cost: 800)
+        #expect(c.value(forKey: 3) == "huge")
+    }
+
+    @Test("Age limit: an entry older than it is a miss and goes; a store restarts its age; removeExpired sweeps")
+    func ageLimit() {
+        // margins of 0.5 s both ways: a stall under TSan cannot flip an answer
+        let c = MemoryCache<Int, Int>()
+        c.ageLimit = 0.5
+        c.setValue(1, forKey: 1)
+        #expect(c.value(forKey: 1) == 1)
+        usleep(1_000_000)
+        #expect(c.value(forKey: 1) == nil && c.totalCount == 0)
+        for k in 0..<5 { c.setValue(k, forKey: k, cost: 1) }
+        usleep(1_000_000)
+        c.setValue(9, forKey: 3, cost: 1)  // stored again: young
+        c.setValue(10, forKey: 10, cost: 1)
+        #expect(c.removeExpired() == 4)
+        #expect(c.totalCount == 2 && c.totalCost == 2 && c.value(forKey: 3) == 9 && c.value(forKey: 10) == 10)
+        c.ageLimit = 0
+        usleep(600_000)
+        #expect(c.removeExpired() == 0 && c.value(forKey: 3) == 9)
+    }
 }

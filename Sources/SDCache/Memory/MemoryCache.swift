@@ -8,13 +8,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         let key: Key
         var value: Value
         var cost: Int
+        /// When it was stored (monotonic ns), for the age limit.
+        var stored: UInt64
         // `map` owns every node; the links only order them (no ARC traffic).
         unowned(unsafe) var newer: Node?
         unowned(unsafe) var older: Node?
-        init(key: Key, value: Value, cost: Int) {
+        init(key: Key, value: Value, cost: Int, stored: UInt64) {
             self.key = key
             self.value = value
             self.cost = cost
+            self.stored = stored
         }
     }
 
@@ -25,6 +28,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     private var _totalCost = 0
     private var _costLimit: Int
     private var _countLimit: Int
+    private var _entryCostLimit = 0
+    private var _ageLimitNs: UInt64 = 0
 
     /// Limits of 0 mean none.
     public init(costLimit: Int = 0, countLimit: Int = 0) {
@@ -54,6 +59,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         set { locked { _countLimit = max(0, newValue); trim() } }
     }
     /// The summed cost of the entries held.
+    /// A value costing more than this is not kept (0: only the whole
+    /// `costLimit` bounds it): one huge image cannot flush everything else.
+    public var entryCostLimit: Int {
+        get { locked { _entryCostLimit } }
+        set { locked { _entryCostLimit = max(0, newValue) } }
+    }
+    /// Seconds an entry stays valid after it was stored (0: forever); an
+    /// older one is a miss and is dropped when met or trimmed.
+    public var ageLimit: TimeInterval {
+        get { locked { Double(_ageLimitNs) / 1e9 } }
+        set { locked { _ageLimitNs = newValue > 0 ? UInt64(min(newValue, 1e9) * 1e9) : 0 } }
+    }
     public var totalCost: Int { locked { _totalCost } }
     /// Entries held.
     public var totalCount: Int { locked { map.count } }
@@ -62,6 +79,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public func value(forKey key: Key) -> Value? {
         locked {
             guard let node = map[key] else { return nil }
+            if _ageLimitNs > 0, Self.now() &- node.stored > _ageLimitNs {
+                remove(node)
+                return nil
+            }
             moveToFront(node)
             return node.value
         }
@@ -71,7 +92,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public func setValue(_ value: Value, forKey key: Key, cost: Int = 0) {
         locked {
             let cost = max(0, cost)
-            if _costLimit > 0 && cost > _costLimit {
+            if (_costLimit > 0 && cost > _costLimit) || (_entryCostLimit > 0 && cost > _entryCostLimit) {
                 // would evict everything else and then itself: keep nothing new
                 if let node = map[key] {
                     unlink(node)
@@ -84,9 +105,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
                 _totalCost += cost - node.cost
                 node.value = value
                 node.cost = cost
+                node.stored = Self.now()
                 moveToFront(node)
             } else {
-                let node = Node(key: key, value: value, cost: cost)
+                let node = Node(key: key, value: value, cost: cost, stored: Self.now())
                 map[key] = node
                 _totalCost += cost
                 insertAtFront(node)
@@ -121,6 +143,32 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public func trim(toCost cost: Int) { locked { trim(cost: cost, count: _countLimit) } }
     /// Drop least recently used entries until at most `count` are left.
     public func trim(toCount count: Int) { locked { trim(cost: _costLimit, count: count) } }
+    /// Drop every entry older than `ageLimit`; returns how many went.
+    @discardableResult
+    public func removeExpired() -> Int {
+        locked {
+            guard _ageLimitNs > 0 else { return 0 }
+            let now = Self.now()
+            var removed = 0
+            var node = tail
+            while let n = node {
+                node = n.newer
+                if now &- n.stored > _ageLimitNs {
+                    remove(n)
+                    removed += 1
+                }
+            }
+            return removed
+        }
+    }
+
+    @inline(__always) private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    private func remove(_ node: Node) {
+        unlink(node)
+        _totalCost -= node.cost
+        map.removeValue(forKey: node.key)  // last reference: after unlinking
+    }
 
     // MARK: - list (lock held)
 

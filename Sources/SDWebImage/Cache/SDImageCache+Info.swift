@@ -11,9 +11,9 @@ extension SDImageCache {
     /// Images in the memory cache now.
     public var memoryCount: Int { memoryCache.totalCount }
 
-    /// Bytes on disk (allocated), synchronously.
+    /// Bytes on disk (allocated). Blocks until the disk writes queued before it are done.
     public func totalDiskSize() -> Int { ioQueue.sync { disk?.totalSize() ?? 0 } }
-    /// Entries in the disk cache now (waits for queued writes).
+    /// Entries in the disk cache now. Blocks until the disk writes queued before it are done.
     public func totalDiskCount() -> Int { ioQueue.sync { disk?.totalCount() ?? 0 } }
 
     /// `completion` gets how many entries the disk cache holds, and their bytes.
@@ -35,7 +35,7 @@ extension SDImageCache {
         return diskCachePath + "/" + DiskCache.fileName(forKey: key)
     }
 
-    /// Entries on disk, oldest access first (for tools such as `sdimage cache info`).
+    /// Entries on disk, oldest access first (for tools such as `sdimage cache info`). Blocks until the disk writes queued before it are done.
     public func diskEntries() -> [DiskCache.Entry] {
         ioQueue.sync { (disk?.entries() ?? []).sorted { $0.accessDate < $1.accessDate } }
     }

@@ -59,16 +59,19 @@ extension SDImageCache {
     /// disk cache: nothing happens when `srcPath` does not exist; a missing
     /// `dstPath` is created by the move; an existing one gets the files merged
     /// in (moved files win); a file in the way of `dstPath` is replaced.
+    /// Blocks until the disk writes queued before it are done.
     public func moveCacheDirectory(fromPath srcPath: String, toPath dstPath: String) throws {
         try ioQueue.sync { try DiskCache.moveDirectory(from: srcPath, to: dstPath) }
     }
 
-    /// Extended data stored with the entry (e.g. ETag and Last-Modified).
+    /// Extended data stored with the entry (e.g. ETag and Last-Modified). Blocks until the disk writes queued before it are done.
     public func extendedData(forKey key: String?) -> Data? {
         guard let key else { return nil }
         return ioQueue.sync { disk?.extendedData(forKey: key) }
     }
 
+    /// Replace the extended data of an existing disk entry (nil removes it);
+    /// throws when there is no entry or the disk fails. Blocks until the disk writes queued before it are done.
     public func storeExtendedData(_ data: Data?, forKey key: String?) throws {
         guard let key else { return }
         try ioQueue.sync {

@@ -38,7 +38,7 @@ extension SDImageCache {
         weakImages.remove(forKey: key)
     }
 
-    /// Synchronously.
+    /// Remove the key's disk entry now, on the calling thread. Blocks until the disk writes queued before it are done.
     public func removeImageFromDisk(forKey key: String?) {
         guard let key else { return }
         ioQueue.sync { disk?.removeData(forKey: key) }

@@ -100,7 +100,7 @@ extension SDImageCache {
         if config.shouldUseWeakMemoryCache { weakImages.set(image, forKey: key) }
     }
 
-    /// Write bytes to disk now, on the calling thread.
+    /// Write bytes to disk now, on the calling thread. Blocks until the disk writes queued before it are done.
     public func storeImageData(toDisk data: Data?, forKey key: String?) throws {
         guard let data, let key else { return }
         try ioQueue.sync { try writeToDisk(data, key, nil) }

@@ -22,6 +22,8 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     public let diskCache: (any SDDiskCacheProtocol)?
     var disk: (any SDDiskCacheProtocol)? { diskCache }
     let diskError: (any Error)?
+    /// Trims the memory tier under memory pressure (nil: off, or no PSI here).
+    private var pressureMonitor: MemoryPressureMonitor?
     /// Sweeps the disk tier while the process runs (ioQueue only).
     let sweeper = DiskSweeper()
     let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
@@ -75,6 +77,32 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             guard let self else { return }
             self.memoryCache.configDidChange(self.config)
         }
+        if config.shouldTrimMemoryUnderPressure,
+           let file = config.memoryPressureFile ?? SystemMemory.pressureFile() {
+            let memory = memoryCache
+            let episode = PressureEpisode()
+            pressureMonitor = MemoryPressureMonitor(file: file, threshold: config.memoryPressureThreshold,
+                                                    interval: config.memoryPressureInterval) { percent in
+                if episode.begins() {
+                    Telemetry.cacheLog.notice("memory pressure: \(percent)% stalled; trimming the memory cache while it lasts")
+                }
+                memory.trimUnderMemoryPressure()
+            }
+        }
         deleteOldFiles(completion: nil)
+    }
+}
+
+/// One log line per pressure episode, not one per trim: a trim more than
+/// 10 s after the last one starts a new episode.
+private final class PressureEpisode: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: UInt64 = 0
+
+    func begins() -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        lock.lock()
+        defer { last = now; lock.unlock() }
+        return last == 0 || now - last > 10_000_000_000
     }
 }

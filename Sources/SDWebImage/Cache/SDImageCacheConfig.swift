@@ -53,6 +53,12 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         var shouldUseWeakMemoryCache = false
         var maxMemoryCost = SDImageCacheConfig.defaultMaxMemoryCost
         var maxMemoryCount = 0
+        var maxMemoryAge: TimeInterval = 0
+        var maxMemoryEntryCost = 0
+        var shouldTrimMemoryUnderPressure = true
+        var memoryPressureThreshold: Double = 10
+        var memoryPressureFile: String?? = .none
+        var memoryPressureInterval: TimeInterval = 2
         var maxDiskAge: TimeInterval = 60 * 60 * 24 * 7
         var maxDiskSize = 0
         var diskCacheExpireType = SDImageCacheConfigExpireType.accessDate
@@ -66,13 +72,11 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     private var state = State()
     var onChange: (@Sendable () -> Void)?
 
-    /// 1/4 of physical memory, at most 512 MiB: Linux has no memory warnings
-    /// to empty the cache for us, so the limit must be real.
-    public static let defaultMaxMemoryCost: Int = {
-        let pages = sysconf(Int32(_SC_PHYS_PAGES)), size = sysconf(Int32(_SC_PAGESIZE))
-        let ram = pages > 0 && size > 0 ? pages * size : 1 << 30
-        return min(ram / 4, 512 << 20)
-    }()
+    /// 1/4 of the memory this process may use, at most 512 MiB: Linux has
+    /// no memory warnings to empty the cache for us, so the limit must be
+    /// real. In a container that is the cgroup's limit (`memory.max`, or v1's
+    /// `memory.limit_in_bytes`), not the host's RAM.
+    public static let defaultMaxMemoryCost: Int = min(SystemMemory.limit / 4, 512 << 20)
 
     /// A config with every default.
     public init() {}
@@ -110,6 +114,44 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     public var maxMemoryCount: Int {
         get { self[\.maxMemoryCount] }
         set { self[\.maxMemoryCount] = max(0, newValue) }
+    }
+    /// Seconds an image stays valid in memory after it was stored (0, the
+    /// default: until evicted); an older one is a miss there (the disk may
+    /// still have it). Nuke's `ImageCache.ttl`.
+    public var maxMemoryAge: TimeInterval {
+        get { self[\.maxMemoryAge] }
+        set { self[\.maxMemoryAge] = max(0, newValue) }
+    }
+    /// Bytes one image may cost and still be kept in memory (0, the default:
+    /// only `maxMemoryCost` bounds it), so one huge image does not push out
+    /// many small ones. Nuke's `entryCostLimit`.
+    public var maxMemoryEntryCost: Int {
+        get { self[\.maxMemoryEntryCost] }
+        set { self[\.maxMemoryEntryCost] = max(0, newValue) }
+    }
+    /// Ours, for the memory warnings Linux does not send: watch memory
+    /// pressure (PSI: the cgroup's `memory.pressure`, else
+    /// `/proc/pressure/memory`) and, while some task stalls on memory for
+    /// `memoryPressureThreshold` percent of the time or more, halve the
+    /// memory tier every 2 s. Default true; read when the cache is made.
+    public var shouldTrimMemoryUnderPressure: Bool {
+        get { self[\.shouldTrimMemoryUnderPressure] }
+        set { self[\.shouldTrimMemoryUnderPressure] = newValue }
+    }
+    /// PSI `some avg10` percentage from which the memory tier is trimmed (default 10).
+    public var memoryPressureThreshold: Double {
+        get { self[\.memoryPressureThreshold] }
+        set { self[\.memoryPressureThreshold] = min(100, max(0, newValue)) }
+    }
+    /// The PSI file watched (nil: none); unset: the system's. For tests.
+    package var memoryPressureFile: String?? {
+        get { self[\.memoryPressureFile] }
+        set { self[\.memoryPressureFile] = newValue }
+    }
+    /// Seconds between two looks at the PSI file (default 2, PSI's own step). For tests.
+    package var memoryPressureInterval: TimeInterval {
+        get { self[\.memoryPressureInterval] }
+        set { self[\.memoryPressureInterval] = max(0.01, newValue) }
     }
     /// Seconds an entry lives on disk (default one week; < 0 never expires; 0 = all expired).
     public var maxDiskAge: TimeInterval {

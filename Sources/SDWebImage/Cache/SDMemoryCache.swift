@@ -21,10 +21,17 @@ public protocol SDMemoryCacheProtocol: AnyObject, Sendable {
     var totalCount: Int { get }
     /// The config's limits changed. Default: nothing.
     func configDidChange(_ config: SDImageCacheConfig)
+    /// The system is short of memory (`shouldTrimMemoryUnderPressure`):
+    /// give some back. Default: `removeAllObjects()`, what SDWebImage's
+    /// memory cache does on a memory warning.
+    func trimUnderMemoryPressure()
 }
 
 extension SDMemoryCacheProtocol {
+    /// Ignored.
     public func configDidChange(_ config: SDImageCacheConfig) {}
+    /// Drops everything.
+    public func trimUnderMemoryPressure() { removeAllObjects() }
 }
 
 /// The default memory tier: a strict LRU bounded by cost and count.
@@ -33,6 +40,8 @@ public final class SDMemoryCache: SDMemoryCacheProtocol, @unchecked Sendable {
 
     public init(config: SDImageCacheConfig) {
         lru = MemoryCache(costLimit: config.maxMemoryCost, countLimit: config.maxMemoryCount)
+        lru.ageLimit = config.maxMemoryAge
+        lru.entryCostLimit = config.maxMemoryEntryCost
     }
 
     public func object(forKey key: String) -> SDImage? { lru.value(forKey: key) }
@@ -45,5 +54,14 @@ public final class SDMemoryCache: SDMemoryCacheProtocol, @unchecked Sendable {
     public func configDidChange(_ config: SDImageCacheConfig) {
         lru.costLimit = config.maxMemoryCost
         lru.countLimit = config.maxMemoryCount
+        lru.ageLimit = config.maxMemoryAge
+        lru.entryCostLimit = config.maxMemoryEntryCost
+    }
+
+    /// Drops expired images, then the least recently used until half the
+    /// cost is left: repeated while the pressure lasts, that halves again.
+    public func trimUnderMemoryPressure() {
+        lru.removeExpired()
+        lru.trim(toCost: lru.totalCost / 2)
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import SDTestSupport
+import SDWebImage
+import Testing
+
+@Suite("SDImageCache memory limits: age, per-image cost, memory pressure")
+struct CacheMemoryLimitTests {
+    @Test("maxMemoryAge: an image older than it is a memory miss, still read from disk")
+    func memoryAge() async throws {
+        let config = SDImageCacheConfig()
+        config.maxMemoryAge = 0.5
+        let c = makeCache(config: config)
+        let (image, data) = try testImage()
+        try await c.store(image, imageData: data, forKey: "k")
+        #expect(c.imageFromMemoryCache(forKey: "k") === image)
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(c.imageFromMemoryCache(forKey: "k") == nil && c.memoryCount == 0)
+        #expect(c.imageFromCache(forKey: "k")?.width == 40)  // the disk still has it (and memory again)
+        c.config.maxMemoryAge = 0  // a change applies to the live cache: no age limit now
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(c.imageFromMemoryCache(forKey: "k") != nil)
+    }
+
+    @Test("maxMemoryEntryCost: an image costing more is not kept in memory; smaller ones are")
+    func entryCost() throws {
+        let config = SDImageCacheConfig()
+        let (small, _) = try testImage(40, 30)
+        let (big, _) = try testImage(400, 300)
+        config.maxMemoryEntryCost = small.cost
+        let c = makeCache(config: config)
+        c.store(small, imageData: nil, forKey: "small", toDisk: false)
+        c.store(big, imageData: nil, forKey: "big", toDisk: false)
+        #expect(c.imageFromMemoryCache(forKey: "small") === small)
+        #expect(c.imageFromMemoryCache(forKey: "big") == nil)
+        #expect(c.memoryCost == small.cost)
+    }
+
+    @Test("Memory pressure (PSI over the threshold) halves the memory tier until it passes; calm keeps it")
+    func pressure() async throws {
+        let psi = FileManager.default.temporaryDirectory.appendingPathComponent("psi-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try "some avg10=1.00 avg60=0.00 avg300=0.00 total=1\n".write(toFile: psi, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: psi) }
+        let config = SDImageCacheConfig()
+        config.memoryPressureFile = .some(psi)
+        config.memoryPressureInterval = 0.02
+        let c = makeCache(config: config)
+        let (image, _) = try testImage(100, 100)
+        for i in 0..<16 { c.store(image, imageData: nil, forKey: "k\(i)", toDisk: false) }
+        let full = c.memoryCost
+        #expect(full == 16 * image.cost)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(c.memoryCost == full)  // 1% stalled: below the default 10
+        try "some avg10=35.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
+        for _ in 0..<300 where c.memoryCost > full / 8 { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(c.memoryCost <= full / 8)
+        #expect(c.imageFromMemoryCache(forKey: "k15") != nil || c.memoryCount == 0)  // the newest go last
+        try "some avg10=0.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
+        try await Task.sleep(nanoseconds: 100_000_000)
+        for i in 0..<4 { c.store(image, imageData: nil, forKey: "n\(i)", toDisk: false) }
+        let refilled = c.memoryCost
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(c.memoryCost == refilled)  // pressure gone: nothing more is trimmed
+        // off: no monitor at all
+        let quiet = SDImageCacheConfig()
+        quiet.memoryPressureFile = .some(psi)
+        quiet.memoryPressureInterval = 0.02
+        quiet.shouldTrimMemoryUnderPressure = false
+        let q = makeCache(config: quiet)
+        try "some avg10=90.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
+        q.store(image, imageData: nil, forKey: "q", toDisk: false)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(q.memoryCost == image.cost)
+    }
+
+    @Test("The default memory limit is a quarter of what this process may use, at most 512 MiB")
+    func defaultLimit() {
+        #expect(SDImageCacheConfig.defaultMaxMemoryCost > 0 && SDImageCacheConfig.defaultMaxMemoryCost <= 512 << 20)
+        #expect(SDImageCacheConfig().maxMemoryCost == SDImageCacheConfig.defaultMaxMemoryCost)
+    }
+}
