@@ -58,7 +58,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         get { locked { _countLimit } }
         set { locked { _countLimit = max(0, newValue); trim() } }
     }
-    /// The summed cost of the entries held.
     /// A value costing more than this is not kept (0: only the whole
     /// `costLimit` bounds it): one huge image cannot flush everything else.
     public var entryCostLimit: Int {
@@ -71,6 +70,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         get { locked { Double(_ageLimitNs) / 1e9 } }
         set { locked { _ageLimitNs = newValue > 0 ? UInt64(min(newValue, 1e9) * 1e9) : 0 } }
     }
+    /// The summed cost of the entries held.
     public var totalCost: Int { locked { _totalCost } }
     /// Entries held.
     public var totalCount: Int { locked { map.count } }
