@@ -171,6 +171,13 @@ public struct DownloadRequest: Sendable {
     /// Whole-transfer timeout (ours): a drip that never idles long enough
     /// still ends. 120 s by default; 0: none.
     public var totalTimeout: TimeInterval = DownloadRequest.defaultTotalTimeout
+    /// Low-speed floor (ours, curl's low-speed limit): fail with `.timedOut`
+    /// when fewer than this many bytes per second arrive for `lowSpeedTime`
+    /// seconds. 0 (the default): off.
+    public var lowSpeedLimit = 0
+    /// How long a transfer may stay under `lowSpeedLimit` (whole seconds,
+    /// rounded up; default 10).
+    public var lowSpeedTime: TimeInterval = 10
     /// Extra request headers; a value or name with a control character is refused.
     public var headers: [String: String] = [:]
     /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).

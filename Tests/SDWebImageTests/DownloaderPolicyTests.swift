@@ -88,4 +88,20 @@ struct DownloaderTimeoutTests {
         let r = await download(SDWebImageDownloader(config: bounded), s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
         #expect((r.1 as? URLError)?.code == .timedOut)
     }
+
+    @Test("The low-speed floor ends a drip that is never idle, long before the total timeout; the server preset has one")
+    func lowSpeedFloor() async throws {
+        let s = try #require(servers)
+        #expect(SDWebImageDownloaderConfig.server().downloadLowSpeedLimit == 1024)
+        #expect(SDWebImageDownloaderConfig().downloadLowSpeedLimit == 0)
+        let config = SDWebImageDownloaderConfig()
+        config.downloadLowSpeedLimit = 1024
+        config.downloadLowSpeedTime = 2
+        // a small image over 60 s, a piece every 200 ms: under 1 KiB/s, never idle
+        let t0 = Date()
+        let r = await download(SDWebImageDownloader(config: config), s.url(s.fault, "/slow-drip?total=60000&gap=200&i=4"))
+        #expect((r.1 as? URLError)?.code == .timedOut)
+        let took = Date().timeIntervalSince(t0)
+        #expect(took >= 1.5 && took < 20)
+    }
 }

@@ -144,6 +144,8 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         env.maxResponseBytes = config.maxResponseBytes
         env.maxRedirects = config.maxRedirects
         env.totalTimeout = config.downloadTotalTimeout
+        env.lowSpeedLimit = config.downloadLowSpeedLimit
+        env.lowSpeedTime = config.downloadLowSpeedTime
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         slot?.set(op)

@@ -18,6 +18,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         var maxConnectionsPerHost = 6
         var downloadTimeout: TimeInterval = 15
         var downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
+        var downloadLowSpeedLimit = 0
+        var downloadLowSpeedTime: TimeInterval = 10
         var minimumProgressInterval: Double = 0
         var executionOrder = SDWebImageDownloaderExecutionOrder.fifo
         var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
@@ -82,8 +84,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
 
     /// The preset for a service fed untrusted URLs (SECURITY.md): the
     /// `.server` URL policy (http/https only, no non-public address, no
-    /// https -> http), 3 redirects, 20 MiB bodies, 30 s downloads, 6
-    /// connections per host. The C core's `sd_request_use_server_preset`
+    /// https -> http), 3 redirects, 20 MiB bodies, 30 s downloads, a floor
+    /// of 1 KiB/s over 10 s, 6 connections per host. The C core's `sd_request_use_server_preset`
     /// is the same for C programs.
     public static func server() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
@@ -92,6 +94,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         c.state.maxResponseBytes = 20 << 20
         c.state.downloadTimeout = 10
         c.state.downloadTotalTimeout = 30
+        c.state.downloadLowSpeedLimit = 1024
+        c.state.downloadLowSpeedTime = 10
         c.state.maxConnectionsPerHost = 6
         return c
     }
@@ -122,6 +126,19 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     public var downloadTotalTimeout: TimeInterval {
         get { self[\.downloadTotalTimeout] }
         set { self[\.downloadTotalTimeout] = max(0, newValue) }
+    }
+    /// Ours: a download fails with `timedOut` when fewer than this many
+    /// bytes per second arrive for `downloadLowSpeedTime` seconds — a
+    /// server dripping a byte now and then is never idle, so only this (or
+    /// the total timeout) ends it early. Default 0: off; 1 KiB/s in `server()`.
+    public var downloadLowSpeedLimit: Int {
+        get { self[\.downloadLowSpeedLimit] }
+        set { self[\.downloadLowSpeedLimit] = max(0, newValue) }
+    }
+    /// Seconds a download may stay under `downloadLowSpeedLimit` (default 10).
+    public var downloadLowSpeedTime: TimeInterval {
+        get { self[\.downloadLowSpeedTime] }
+        set { self[\.downloadLowSpeedTime] = max(0, newValue) }
     }
     /// Fraction of the expected size (0...1) that must arrive between two
     /// progress calls (default 0: every chunk). The last call always comes.

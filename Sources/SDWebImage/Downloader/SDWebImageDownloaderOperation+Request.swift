@@ -29,6 +29,8 @@ extension SDWebImageDownloaderOperation {
         d.maxResponseBytes = env.maxResponseBytes
         d.maxRedirects = env.maxRedirects
         d.totalTimeout = env.totalTimeout
+        d.lowSpeedLimit = env.lowSpeedLimit
+        d.lowSpeedTime = env.lowSpeedTime
         d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         d.username = env.username
         d.password = env.password

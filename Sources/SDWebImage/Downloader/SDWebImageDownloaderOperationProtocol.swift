@@ -36,6 +36,10 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public var maxRedirects = DownloadRequest.defaultMaxRedirects
     /// The config's `downloadTotalTimeout`.
     public var totalTimeout = DownloadRequest.defaultTotalTimeout
+    /// The config's `downloadLowSpeedLimit` (bytes/s; 0: off).
+    public var lowSpeedLimit = 0
+    /// The config's `downloadLowSpeedTime`.
+    public var lowSpeedTime: TimeInterval = 10
 
     /// An environment for operations of your own (tests, custom downloaders); the
     /// downloader builds one per request from its config.
