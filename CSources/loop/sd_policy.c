@@ -95,14 +95,28 @@ int sd__address_class(int family, const void *addr)
                 return SD_ADDRESS_LINK_LOCAL;
             if (a[0] == 0xff)
                 return SD_ADDRESS_MULTICAST;
-            /* IPv4-compatible ::a.b.c.d (deprecated): judge the v4 part */
-            if (memcmp(a, zero, 12) == 0) {
-                memcpy(v4, a + 12, 4);
-                a = v4;
-                family = AF_INET;
+            /* Addresses that carry an IPv4 one are judged by it, or a NAT64
+             * gateway, a 6to4 relay or a Teredo server would take the
+             * request to 169.254.169.254 for us. */
+            static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+            if (memcmp(a, zero, 12) == 0 || memcmp(a, nat64, 12) == 0) {
+                memcpy(v4, a + 12, 4); /* ::a.b.c.d (deprecated), 64:ff9b::a.b.c.d (RFC 6052) */
+            } else if (a[0] == 0x20 && a[1] == 0x02) {
+                memcpy(v4, a + 2, 4); /* 6to4, 2002:AABB:CCDD::/48 (RFC 3056) */
+            } else if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0) {
+                for (int i = 0; i < 4; i++)
+                    v4[i] = (uint8_t)~a[12 + i]; /* Teredo client, inverted (RFC 4380) */
+            } else if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1) {
+                return SD_ADDRESS_PRIVATE; /* local-use NAT64, 64:ff9b:1::/48 (RFC 8215) */
+            } else if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8) {
+                return SD_ADDRESS_MULTICAST; /* documentation, 2001:db8::/32: reserved */
+            } else if (memcmp(a, (const uint8_t[8]){1, 0, 0, 0, 0, 0, 0, 0}, 8) == 0) {
+                return SD_ADDRESS_UNSPECIFIED; /* discard-only, 100::/64 (RFC 6666) */
             } else {
                 return 0;
             }
+            a = v4;
+            family = AF_INET;
         }
     }
     if (family != AF_INET)
@@ -112,8 +126,13 @@ int sd__address_class(int family, const void *addr)
     if (a[0] == 0)
         return SD_ADDRESS_UNSPECIFIED;
     if (a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168)
-        || (a[0] == 100 && (a[1] & 0xc0) == 64))
+        || (a[0] == 100 && (a[1] & 0xc0) == 64)    /* carrier-grade NAT */
+        || (a[0] == 198 && (a[1] & 0xfe) == 18)    /* 198.18/15, benchmarking: lab networks */
+        || (a[0] == 192 && a[1] == 0 && a[2] == 0)) /* 192.0.0/24: DS-Lite, NAT64 discovery */
         return SD_ADDRESS_PRIVATE;
+    if ((a[0] == 192 && a[1] == 0 && a[2] == 2) || (a[0] == 198 && a[1] == 51 && a[2] == 100)
+        || (a[0] == 203 && a[1] == 0 && a[2] == 113) || (a[0] == 192 && a[1] == 88 && a[2] == 99))
+        return SD_ADDRESS_MULTICAST; /* documentation TEST-NETs, the old 6to4 relay anycast: reserved */
     if (a[0] == 169 && a[1] == 254)
         return SD_ADDRESS_LINK_LOCAL;
     if (a[0] >= 224)

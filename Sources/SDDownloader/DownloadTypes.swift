@@ -115,7 +115,9 @@ public struct URLPolicy: Sendable, Equatable {
         public init(rawValue: Int64) { self.rawValue = rawValue }
         /// 127/8 and ::1.
         public static let loopback = Self(rawValue: Int64(SD_ADDRESS_LOOPBACK.rawValue))
-        /// 10/8, 172.16/12, 192.168/16, carrier-grade NAT (100.64/10), IPv6 unique-local (fc00::/7).
+        /// 10/8, 172.16/12, 192.168/16, carrier-grade NAT (100.64/10), 198.18/15, 192.0.0/24,
+        /// IPv6 unique-local (fc00::/7), local-use NAT64 (64:ff9b:1::/48). An IPv6 address that
+        /// carries an IPv4 one (mapped, NAT64, 6to4, Teredo) is in that address's class.
         public static let `private` = Self(rawValue: Int64(SD_ADDRESS_PRIVATE.rawValue))
         /// 169.254/16 (cloud metadata endpoints live here) and fe80::/10.
         public static let linkLocal = Self(rawValue: Int64(SD_ADDRESS_LINK_LOCAL.rawValue))

@@ -711,6 +711,28 @@ static int test_policy_matrix(void)
     ASSERT_OK(fetch(l, url(FAULT, "/ok"), use_preset, NULL, &c));
     ASSERT_OK(c.status);
     collect_free(&c);
+    /* addresses that only look public, or carry a non-public IPv4 one: refused
+     * before any packet (IP literals are judged with the URL) */
+    const char *hidden[] = {
+        "http://198.18.0.1/x",               /* benchmarking lab network */
+        "http://192.0.0.170/x",              /* NAT64 discovery, IETF assignments */
+        "http://192.0.2.1/x",                /* TEST-NET-1 */
+        "http://[64:ff9b::a9fe:a9fe]/x",     /* NAT64 of 169.254.169.254 */
+        "http://[64:ff9b::7f00:1]/x",        /* NAT64 of 127.0.0.1 */
+        "http://[64:ff9b:1::a00:1]/x",       /* local-use NAT64 */
+        "http://[2002:a9fe:a9fe::1]/x",      /* 6to4 of 169.254.169.254 */
+        "http://[2002:c0a8:101::1]/x",       /* 6to4 of 192.168.1.1 */
+        "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x", /* Teredo, client 10.0.0.1 */
+        "http://[2001:db8::1]/x",            /* documentation */
+        "http://[100::1]/x",                 /* discard-only */
+    };
+    for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++) {
+        ASSERT_OK(fetch(l, hidden[i], use_preset, NULL, &c));
+        if (c.status != SD_EPOLICY)
+            fprintf(stderr, "  %s: %s (%s)\n", hidden[i], sd_strerror(c.status), c.message);
+        ASSERT_EQ(c.status, SD_EPOLICY);
+        collect_free(&c);
+    }
     /* https -> http: refused under the preset, followed without it */
     int64_t insecure[] = {SD_REQ_ALLOW_INVALID_CERTS, 1, 0};
     ASSERT_OK(fetch(l, url(HTTPS, "/to-http"), set_param, insecure, &c));

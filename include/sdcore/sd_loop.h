@@ -132,10 +132,15 @@ typedef enum sd_request_param {
 /* Address classes for SD_REQ_BLOCK_ADDRESSES (IPv4, IPv6 and IPv4-mapped). */
 typedef enum sd_address {
     SD_ADDRESS_LOOPBACK = 1,    /* 127/8, ::1 */
-    SD_ADDRESS_PRIVATE = 2,     /* 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7 */
+    SD_ADDRESS_PRIVATE = 2,     /* 10/8, 172.16/12, 192.168/16, 100.64/10, 198.18/15,
+                                   192.0.0/24, fc00::/7, 64:ff9b:1::/48 */
     SD_ADDRESS_LINK_LOCAL = 4,  /* 169.254/16 (cloud metadata), fe80::/10 */
-    SD_ADDRESS_MULTICAST = 8,   /* 224/4, 240/4, 255.255.255.255, ff00::/8 */
-    SD_ADDRESS_UNSPECIFIED = 16, /* 0/8, :: */
+    SD_ADDRESS_MULTICAST = 8,   /* and reserved: 224/4, 240/4, 255.255.255.255, the
+                                   TEST-NETs, 192.88.99/24, ff00::/8, 2001:db8::/32 */
+    SD_ADDRESS_UNSPECIFIED = 16, /* 0/8, ::, 100::/64 */
+    /* An IPv6 address that carries an IPv4 one (::ffff:a.b.c.d, ::a.b.c.d,
+     * NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::, Teredo's client) is in
+     * the class of that IPv4 address. */
     SD_ADDRESS_NON_PUBLIC = 31  /* all of the above */
 } sd_address;
 
