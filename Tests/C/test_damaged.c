@@ -302,6 +302,79 @@ static int test_png_bomb(void)
     return 0;
 }
 
+/* A progressive JPEG whose first scan is repeated `copies` more times (the
+ * "scan flood": every scan walks the whole coefficient buffer). */
+static uint8_t *scan_flood(const uint8_t *jpg, size_t n, int copies, size_t *out_len)
+{
+    size_t i = 2, sos = 0, end = 0;
+    while (i + 4 < n && !sos) {
+        if (jpg[i] != 0xFF)
+            return NULL;
+        if (jpg[i + 1] == 0xDA)
+            sos = i;
+        else
+            i += 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+    }
+    if (!sos)
+        return NULL;
+    /* the scan's entropy data ends at the next marker that is not a stuffed
+     * 0xFF00 or a restart marker */
+    for (end = sos + 2 + ((size_t)jpg[sos + 2] << 8 | jpg[sos + 3]); end + 1 < n; end++)
+        if (jpg[end] == 0xFF && jpg[end + 1] != 0 && (jpg[end + 1] < 0xD0 || jpg[end + 1] > 0xD7))
+            break;
+    size_t scan = end - sos, len = n + scan * (size_t)copies;
+    uint8_t *out = malloc(len);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, jpg, end);
+    for (int k = 0; k < copies; k++)
+        memcpy(out + end + scan * (size_t)k, jpg + sos, scan);
+    memcpy(out + end + scan * (size_t)copies, jpg + end, n - end);
+    *out_len = len;
+    return out;
+}
+
+/* More than 1000 scans (SECURITY.md's limit) fail instead of decoding each:
+ * whole, in chunks, with previews on and off. 900 copies still decode. */
+static int test_jpeg_scan_flood(void)
+{
+    sd_bitmap *src = synth(64, 48);
+    uint8_t *jpg;
+    size_t n;
+    ASSERT_OK(sd_encode_jpeg(src, 80, 1, &jpg, &n));
+    sd_bitmap_free(src);
+    for (int previews = 0; previews <= 1; previews++) {
+        for (int copies = 900; copies <= 1100; copies += 200) {
+            size_t len;
+            uint8_t *flood = scan_flood(jpg, n, copies, &len);
+            ASSERT_NOT_NULL(flood);
+            for (size_t chunk = len; chunk >= 4096; chunk = chunk == len ? 4096 : 0) {
+                sd_decoder *d;
+                ASSERT_OK(sd_decoder_new(&d));
+                ASSERT_OK(sd_decoder_set(d, SD_DEC_PREVIEWS, previews));
+                int rc = SD_OK;
+                for (size_t pos = 0; pos < len && rc == SD_OK; pos += chunk)
+                    rc = sd_decoder_push(d, flood + pos, len - pos < chunk ? len - pos : chunk);
+                if (rc == SD_OK)
+                    rc = sd_decoder_finish(d);
+                if (copies > 1000) {
+                    if (rc != SD_ECORRUPT)
+                        fprintf(stderr, "  %d scans, previews %d, chunk %zu: %s\n", copies + 1, previews, chunk,
+                                sd_strerror(rc));
+                    ASSERT_EQ(rc, SD_ECORRUPT);
+                    ASSERT(strstr(sd_decoder_message(d), "scans") != NULL);
+                } else {
+                    ASSERT_OK(rc);
+                }
+                sd_decoder_free(d);
+            }
+            free(flood);
+        }
+    }
+    sd_free(jpg);
+    return 0;
+}
+
 static int test_jpeg_bomb(void)
 {
     sd_bitmap *src = synth(16, 16);
@@ -364,6 +437,7 @@ int main(int argc, char **argv)
         {"random_damage", test_random_damage},
         {"png_bomb", test_png_bomb},
         {"jpeg_bomb", test_jpeg_bomb},
+        {"jpeg_scan_flood", test_jpeg_scan_flood},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sd_test.h"
@@ -38,6 +42,7 @@ typedef struct {
     char message[512];
     char etag[128];
     int good_header; /* X-Good: 1 seen */
+    int header_count;
     char effective_url[512];
     uint32_t width, height;
     size_t body_len;
@@ -69,6 +74,7 @@ static void ev_response(sd_transfer_id id, const sd_response *r, void *u)
     if (etag)
         snprintf(c->etag, sizeof c->etag, "%s", etag);
     c->good_header = sd_response_header(r, "x-good") != NULL;
+    c->header_count = (int)sd_response_header_count(r);
 }
 
 static void ev_progress(sd_transfer_id id, uint64_t received, uint64_t expected, void *u)
@@ -597,6 +603,16 @@ static int test_request_strings_no_injection(void)
     ASSERT_EQ(c.etag[0], 0);
     ASSERT_EQ(c.good_header, 1);
     collect_free(&c);
+    /* a flood of response headers: the first 256 are kept, the transfer goes on */
+    ASSERT_OK(fetch(l, url(FAULT, "/many-headers?n=1000"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.header_count, 256);
+    ASSERT(c.width > 0);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(FAULT, "/many-headers?n=10"), NULL, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.header_count >= 12 && c.header_count < 256); /* all of them, Content-Type and Length too */
+    collect_free(&c);
     sd_loop_free(l);
     return 0;
 }
@@ -1038,6 +1054,52 @@ static int test_resume(void)
     sd_request_free(r);
     sd_free(whole);
     sd_loop_free(l);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A connect that never completes: a loopback listener that never accepts,
+ * its backlog filled, drops further SYNs, so the handshake hangs until the
+ * connect timeout — no packet leaves the machine. */
+static int test_connect_timeout(void)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(lfd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ASSERT(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0);
+    ASSERT(listen(lfd, 0) == 0);
+    socklen_t alen = sizeof a;
+    ASSERT(getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+    int fill[4];
+    for (int i = 0; i < 4; i++) { /* non-blocking: the later ones stay half-open */
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        ASSERT(fill[i] >= 0);
+        (void)connect(fill[i], (struct sockaddr *)&a, sizeof a);
+    }
+    usleep(100000);
+    char u[128];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/x", ntohs(a.sin_port));
+    sd_loop *l = new_loop();
+    collect c;
+    int64_t quick[] = {SD_REQ_CONNECT_TIMEOUT_MS, 500, 0};
+    double t0 = now_s();
+    ASSERT_OK(fetch(l, u, set_param, quick, &c));
+    double took = now_s() - t0;
+    if (c.status != SD_ETIMEDOUT)
+        fprintf(stderr, "  %s: %s (%s)\n", u, sd_strerror(c.status), c.message);
+    ASSERT_EQ(c.status, SD_ETIMEDOUT);
+    ASSERT(took >= 0.4 && took < 5);
+    collect_free(&c);
+    sd_loop_free(l);
+    for (int i = 0; i < 4; i++)
+        close(fill[i]);
+    close(lfd);
     return 0;
 }
 
@@ -1995,6 +2057,7 @@ int main(int argc, char **argv)
         {"receive_buffer", test_receive_buffer},
         {"resume", test_resume},
         {"max_host_connections", test_max_host_connections},
+        {"connect_timeout", test_connect_timeout},
         {"fifo_lifo_priorities", test_fifo_lifo_priorities},
         {"cancel", test_cancel},
         {"races", test_races},

@@ -75,21 +75,21 @@ struct MemoryCacheTests {
 
     @Test("Age limit: an entry older than it is a miss and goes; a store restarts its age; removeExpired sweeps")
     func ageLimit() {
-        // margins of 0.5 s both ways: a stall under TSan cannot flip an answer
+        // margins of 1 s both ways: a stall under TSan cannot flip an answer
         let c = MemoryCache<Int, Int>()
-        c.ageLimit = 0.5
+        c.ageLimit = 1
         c.setValue(1, forKey: 1)
         #expect(c.value(forKey: 1) == 1)
-        usleep(1_000_000)
+        usleep(2_000_000)
         #expect(c.value(forKey: 1) == nil && c.totalCount == 0)
         for k in 0..<5 { c.setValue(k, forKey: k, cost: 1) }
-        usleep(1_000_000)
+        usleep(2_000_000)
         c.setValue(9, forKey: 3, cost: 1)  // stored again: young
         c.setValue(10, forKey: 10, cost: 1)
         #expect(c.removeExpired() == 4)
         #expect(c.totalCount == 2 && c.totalCost == 2 && c.value(forKey: 3) == 9 && c.value(forKey: 10) == 10)
         c.ageLimit = 0
-        usleep(600_000)
+        usleep(1_200_000)
         #expect(c.removeExpired() == 0 && c.value(forKey: 3) == 9)
     }
 }

@@ -7,17 +7,19 @@ import Testing
 struct CacheMemoryLimitTests {
     @Test("maxMemoryAge: an image older than it is a memory miss, still read from disk")
     func memoryAge() async throws {
+        // margins of 2 s either way: a stall under TSan and a busy machine cannot flip an answer
         let config = SDImageCacheConfig()
-        config.maxMemoryAge = 0.5
+        config.maxMemoryAge = 2
         let c = makeCache(config: config)
         let (image, data) = try testImage()
-        try await c.store(image, imageData: data, forKey: "k")
+        try c.storeImageData(toDisk: data, forKey: "k")  // on disk first, so the memory store below is the last
+        c.store(image, imageData: nil, forKey: "k", toDisk: false)
         #expect(c.imageFromMemoryCache(forKey: "k") === image)
-        try await Task.sleep(nanoseconds: 1_000_000_000)
+        try await Task.sleep(nanoseconds: 4_000_000_000)
         #expect(c.imageFromMemoryCache(forKey: "k") == nil && c.memoryCount == 0)
         #expect(c.imageFromCache(forKey: "k")?.width == 40)  // the disk still has it (and memory again)
         c.config.maxMemoryAge = 0  // a change applies to the live cache: no age limit now
-        try await Task.sleep(nanoseconds: 1_000_000_000)
+        try await Task.sleep(nanoseconds: 2_500_000_000)
         #expect(c.imageFromMemoryCache(forKey: "k") != nil)
     }
 
@@ -55,7 +57,7 @@ struct CacheMemoryLimitTests {
         #expect(c.memoryCost <= full / 8)
         #expect(c.imageFromMemoryCache(forKey: "k15") != nil || c.memoryCount == 0)  // the newest go last
         try "some avg10=0.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
-        try await Task.sleep(nanoseconds: 100_000_000)
+        try await Task.sleep(nanoseconds: 500_000_000)  // a look at the file begun before the write is over
         for i in 0..<4 { c.store(image, imageData: nil, forKey: "n\(i)", toDisk: false) }
         let refilled = c.memoryCost
         try await Task.sleep(nanoseconds: 300_000_000)

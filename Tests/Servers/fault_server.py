@@ -36,6 +36,7 @@ Paths (all serve the image given with --file unless said otherwise):
                     the body in equal pieces, one every gap ms, over about
                     total ms: slow yet never idle for long
   /bad-etag         200 with 'ETag: "a<CR>b"' (a bare CR inside the value)
+  /many-headers?n=N 200 with N headers X-H-0 .. X-H-(N-1) before the image
   /huge-header      200 with one 300 KiB header line (over curl's 100 KiB limit)
   /changing?id=K[&delay=MS]
                     ETag "K-n" on the n-th request for K, body the image
@@ -209,6 +210,10 @@ class Handler(socketserver.BaseRequestHandler):
                     body = str(HITS.get(query.get("id", ""), 0)).encode()
                 self.send_head("200 OK", len(body), "text/plain")
                 sock.sendall(body)
+            elif path == "/many-headers":
+                n = int(query.get("n", "1000"))
+                self.send_head("200 OK", len(IMAGE), extra="".join(f"X-H-{i}: {i}\r\n" for i in range(n)))
+                sock.sendall(IMAGE)
             elif path == "/echo-headers":
                 body = data.split(b"\r\n\r\n")[0] + b"\r\n"
                 self.send_head("200 OK", len(body), "text/plain")
