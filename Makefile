@@ -96,10 +96,12 @@ docs: deps
 	$(SWIFT) package generate-documentation --target SDWebImage --warnings-as-errors
 	@echo "docs: .build/plugins/Swift-DocC/outputs/SDWebImage.doccarchive"
 
-# The docs build, then doc coverage: every public Swift symbol documented.
+# The docs build, then doc coverage: every public Swift symbol documented;
+# and every test the README, SECURITY.md and docs/ name exists and runs.
 test-docs: docs
 	$(SWIFT) package dump-symbol-graph --minimum-access-level public >/dev/null
 	python3 scripts/check-doc-coverage.py
+	python3 scripts/check-doc-tests.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
 test-swift-tsan: deps
