@@ -157,11 +157,15 @@ struct ManagerTests {
             seen.add(image == nil ? "no image" : "image")
             done.signal()
         }
-        #expect(await eventually { box.op?.loaderOperation != nil })
-        #expect(box.op?.cacheOperation == nil)  // the query answered (a miss) before the download
         await offPool { done.wait() }
         #expect(seen.items == ["loader", "response", "image"])
         #expect(await eventually { box.op?.loaderOperation == nil })
+        // while a download runs (one that stalls, so a starved poller cannot
+        // miss the window): the loader's operation is there, the query gone
+        let stalled = m.loadImage(with: s.url(s.fault, "/stall?ops")) { _, _, _, _, _, _ in }
+        #expect(await eventually(30) { stalled?.loaderOperation != nil })
+        #expect(stalled?.cacheOperation == nil)  // the query answered (a miss) before the download
+        stalled?.cancel()
     }
 
     @Test("refreshCached: cached image first; a real 304 keeps the entry and makes it new; a changed image comes second")
