@@ -162,7 +162,7 @@ struct ManagerTests {
         #expect(await eventually { box.op?.loaderOperation == nil })
         // while a download runs (one that stalls, so a starved poller cannot
         // miss the window): the loader's operation is there, the query gone
-        let stalled = m.loadImage(with: s.url(s.fault, "/stall?ops")) { _, _, _, _, _, _ in }
+        let stalled = m.loadImage(with: s.url(s.fault, "/stall?ops-in-completion")) { _, _, _, _, _, _ in }
         #expect(await eventually(30) { stalled?.loaderOperation != nil })
         #expect(stalled?.cacheOperation == nil)  // the query answered (a miss) before the download
         stalled?.cancel()
