@@ -72,6 +72,7 @@ struct DownloaderTimeoutTests {
     func idleVersusTotal() async throws {
         let s = try #require(servers)
         let config = SDWebImageDownloaderConfig()
+        config.callbackQueue = DispatchQueue(label: "timeouts.callbacks")  // timed: not behind other tests' callbacks
         config.downloadTimeout = 1
         #expect(config.downloadTotalTimeout == 120)
         let d = SDWebImageDownloader(config: config)
@@ -83,6 +84,7 @@ struct DownloaderTimeoutTests {
         #expect((stalled.1 as? URLError)?.code == .timedOut)
 
         let bounded = SDWebImageDownloaderConfig()
+        bounded.callbackQueue = DispatchQueue(label: "timeouts.callbacks")  // timed: not behind other tests' callbacks
         bounded.downloadTimeout = 1
         bounded.downloadTotalTimeout = 1.2
         let r = await download(SDWebImageDownloader(config: bounded), s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
@@ -95,13 +97,15 @@ struct DownloaderTimeoutTests {
         #expect(SDWebImageDownloaderConfig.server().downloadLowSpeedLimit == 1024)
         #expect(SDWebImageDownloaderConfig().downloadLowSpeedLimit == 0)
         let config = SDWebImageDownloaderConfig()
+        config.callbackQueue = DispatchQueue(label: "timeouts.callbacks")  // timed: not behind other tests' callbacks
         config.downloadLowSpeedLimit = 1024
         config.downloadLowSpeedTime = 2
         config.downloadTimeout = 0       // no idle timeout and no total one:
         config.downloadTotalTimeout = 0  // only the floor can end it early
         // a small image over 60 s, a piece every 200 ms: under 1 KiB/s, never idle.
-        // Without the floor it would load at ~60 s; alone it fails in ~3 s (a
-        // full TSan run has taken 30)
+        // Without the floor it would load at ~60 s; it fails in ~3 s (full TSan
+        // runs took 30 and 52 s while its completion waited on the shared
+        // callback queue behind other tests: it has a queue of its own now)
         let t0 = Date()
         let r = await download(SDWebImageDownloader(config: config), s.url(s.fault, "/slow-drip?total=60000&gap=200&i=4"))
         #expect((r.1 as? URLError)?.code == .timedOut)
