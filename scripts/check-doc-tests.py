@@ -14,11 +14,21 @@ errors = []
 # ctest entries: name -> (program, filter or None)
 ctest = {}
 cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
-for fmt in ("gif", "webp", "apng"):  # the foreach loops, unrolled
-    for mode in ("whole", "one_byte", "random"):
-        ctest[f"c.corpus_anim.{fmt}.{mode}"] = ("test_corpus_anim", f"{fmt}_{mode}")
-for m in re.finditer(r"add_test\(NAME (c\.[\w.]+) COMMAND (?:unshare -rn \$<TARGET_FILE:)?(\w+)>?(?: (\w+))?\)", cmake):
-    ctest[m.group(1)] = (m.group(2), m.group(3))
+ADD_TEST = re.compile(r"add_test\(NAME (c\.[\w.${}]+) COMMAND (?:unshare -rn \$<TARGET_FILE:)?(\w+)>?(?: ([\w${}]+))?\)")
+loops = []  # the foreach(var values...) blocks open at this line
+for line in cmake.split("\n"):
+    m = re.match(r"\s*foreach\((\w+) ([^)]*)\)", line)
+    if m:
+        loops.append((m.group(1), m.group(2).split()))
+    elif re.match(r"\s*endforeach\(", line):
+        loops.pop()
+    elif (m := ADD_TEST.search(line)):
+        bindings = [{}]
+        for var, values in loops:  # every combination of the enclosing loops
+            bindings = [dict(b, **{var: v}) for b in bindings for v in values]
+        for b in bindings:
+            sub = lambda t: re.sub(r"\$\{(\w+)\}", lambda v: b.get(v.group(1), v.group(0)), t) if t else t
+            ctest[sub(m.group(1))] = (m.group(2), sub(m.group(3)))
 
 # each program's cases
 cases = {}

@@ -65,7 +65,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         set { locked { _entryCostLimit = max(0, newValue) } }
     }
     /// Seconds an entry stays valid after it was stored (0: forever); an
-    /// older one is a miss and is dropped when met or trimmed.
+    /// older one is a miss and is dropped when met, or by `removeExpired()`.
     public var ageLimit: TimeInterval {
         get { locked { Double(_ageLimitNs) / 1e9 } }
         set { locked { _ageLimitNs = newValue > 0 ? UInt64(min(newValue, 1e9) * 1e9) : 0 } }
@@ -94,11 +94,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
             let cost = max(0, cost)
             if (_costLimit > 0 && cost > _costLimit) || (_entryCostLimit > 0 && cost > _entryCostLimit) {
                 // would evict everything else and then itself: keep nothing new
-                if let node = map[key] {
-                    unlink(node)
-                    _totalCost -= node.cost
-                    map.removeValue(forKey: key)
-                }
+                if let node = map[key] { remove(node) }
                 return
             }
             if let node = map[key] {
@@ -122,9 +118,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     public func removeValue(forKey key: Key) -> Value? {
         locked {
             guard let node = map[key] else { return nil }
-            unlink(node)
-            _totalCost -= node.cost
-            map.removeValue(forKey: key)
+            remove(node)
             return node.value
         }
     }
@@ -164,21 +158,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
 
     @inline(__always) private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    private func remove(_ node: Node) {
-        unlink(node)
-        _totalCost -= node.cost
-        map.removeValue(forKey: node.key)  // last reference: after unlinking
-    }
-
     // MARK: - list (lock held)
 
     private func trim() { trim(cost: _costLimit, count: _countLimit) }
 
+    private func remove(_ node: Node) {
+        unlink(node)
+        _totalCost -= node.cost
+        map.removeValue(forKey: node.key)  // the caller holds `node`: it outlives the map's reference
+    }
+
     private func trim(cost: Int, count: Int) {
         while let last = tail, (cost > 0 && _totalCost > cost) || (count > 0 && map.count > count) {
-            unlink(last)
-            _totalCost -= last.cost
-            map.removeValue(forKey: last.key)  // last reference: after unlinking
+            remove(last)
         }
     }
 

@@ -23,7 +23,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     var disk: (any SDDiskCacheProtocol)? { diskCache }
     let diskError: (any Error)?
     /// Trims the memory tier under memory pressure (nil: off, or no PSI here).
-    private var pressureMonitor: MemoryPressureMonitor?
+    private let pressureMonitor: MemoryPressureMonitor?
     /// Sweeps the disk tier while the process runs (ioQueue only).
     let sweeper = DiskSweeper()
     let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
@@ -73,10 +73,6 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             diskCache = nil
             diskError = error
         }
-        config.onChange = { [weak self] in
-            guard let self else { return }
-            self.memoryCache.configDidChange(self.config)
-        }
         if config.shouldTrimMemoryUnderPressure,
            let file = config.memoryPressureFile ?? SystemMemory.pressureFile() {
             let memory = memoryCache
@@ -88,6 +84,12 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
                 }
                 memory.trimUnderMemoryPressure()
             }
+        } else {
+            pressureMonitor = nil
+        }
+        config.onChange = { [weak self] in
+            guard let self else { return }
+            self.memoryCache.configDidChange(self.config)
         }
         deleteOldFiles(completion: nil)
     }
