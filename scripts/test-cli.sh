@@ -127,6 +127,20 @@ sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail 
     '[ $rc -eq 1 ] && grep -q "ok.:1," "$tmp/out.json" && grep -q "failed.:2," "$tmp/out.json" && grep -q "loopback" "$tmp/out.json"'
   "$bin" fetch "$fault/redirect?to=http%3A%2F%2Flocalhost%3A$fport%2Fok" --no-cache --json >"$tmp/out.json" 2>/dev/null; rc=$?
   check "without --server-policy the same redirect loads" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
+  # decode caps (issue 13): per image, and the budget all decodes in flight share
+  "$bin" fetch "$base/img/photo-000.jpg" --no-cache --max-dimension 100 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--max-dimension refuses a larger image" '[ $rc -eq 1 ] && grep -q "too large" "$tmp/out.json"'
+  "$bin" fetch "$base/img/progressive-001.jpg" --no-cache --max-codec-memory 1 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--max-codec-memory 1 refuses a progressive JPEG's coefficients" '[ $rc -eq 1 ] && grep -q "failed.:1," "$tmp/out.json"'
+  "$bin" fetch "$base/img/photo-000.jpg" --no-cache --max-codec-memory 1 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--max-codec-memory 1 still loads a baseline JPEG" '[ $rc -eq 0 ]'
+  "$bin" fetch "$base/img/photo-000.jpg" --no-cache --decode-budget 1 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  check "--decode-budget 1 refuses a canvas over 1 MiB, naming the budget" '[ $rc -eq 1 ] && grep -q "budget" "$tmp/out.json"'
+  # --proxy: a name only the (stand-in) proxy can reach loads; under --server-policy a private literal does not
+  "$bin" fetch "http://images.example.invalid/ok" --no-cache --proxy "$fault" --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--proxy carries the fetch" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
+  "$bin" fetch "http://169.254.169.254/latest/meta-data/" "http://images.example.invalid/ok" --no-cache --server-policy --proxy "$fault" --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--server-policy --proxy: a link-local literal refused, a name through the proxy" '[ $rc -eq 1 ] && grep -q "ok.:1," "$tmp/out.json" && grep -q "link-local" "$tmp/out.json"'
   printf 'ftp://127.0.0.1/a.jpg\nimg/relative.jpg\n' > "$tmp/bad.txt"
   "$bin" fetch --list "$tmp/bad.txt" --no-cache >/dev/null 2>"$tmp/err"; rc=$?
   check "unsupported scheme and relative URL say so" \

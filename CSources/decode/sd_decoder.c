@@ -42,6 +42,7 @@ void sd_decoder_free(sd_decoder *dec)
         dec->codec->destroy(dec);
     sd_bitmap_free(dec->still);
     sd__free(dec->frames);
+    sd__decoder_uncharge_all(dec);
     sd__free(dec);
 }
 

@@ -102,6 +102,7 @@ struct sd_decoder {
 
     const sd__codec *codec;
     void *codec_state;
+    int64_t charged; /* bytes of the process-wide budget this decoder holds */
 };
 
 /* Record header facts; checks the limits and plans decode_w x decode_h. */
@@ -111,6 +112,18 @@ SD__HIDDEN int sd__decoder_set_header(sd_decoder *dec, uint32_t width, uint32_t 
 /* An animated codec: frame number dec->nframes is complete. Enforces
  * SD_DEC_MAX_FRAMES (SD_ETOOLARGE with a message). */
 SD__HIDDEN int sd__decoder_add_frame(sd_decoder *dec, uint32_t stored_ms, int key);
+
+/* The process-wide decode memory budget (sd_budget.c). A codec charges its
+ * working memory (canvases, coefficient buffers) before allocating it:
+ * SD_ENOMEM with a message when the budget cannot cover it. Everything a
+ * decoder charged is given back by sd_decoder_free. */
+#define SD__BUDGET_MIN ((int64_t)256 << 20)
+SD__HIDDEN int sd__decoder_charge(sd_decoder *dec, uint64_t bytes, const char *what);
+SD__HIDDEN void sd__decoder_uncharge_all(sd_decoder *dec);
+/* Raw take/give, for memory that is optional (kept frames): take fails
+ * with SD_ENOMEM, telling the limit and the bytes in use. */
+SD__HIDDEN int sd__budget_take(int64_t bytes, int64_t *limit, int64_t *used);
+SD__HIDDEN void sd__budget_give(int64_t bytes);
 
 /* printf into dec->message. */
 SD__HIDDEN void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)

@@ -354,6 +354,14 @@ int sd__easy_setup(sd_loop *l, sd__xfer *x, char *msg, size_t msg_cap)
     }
     if (p[SD_REQ_BLOCK_ADDRESSES])
         sd__policy_watch_addresses(x, e);
+    if (r->strings[SD_REQ_PROXY]) {
+        curl_easy_setopt(e, CURLOPT_PROXY, r->strings[SD_REQ_PROXY]);
+        if (p[SD_REQ_BLOCK_ADDRESSES]) /* all through the proxy: what the policy judges */
+            curl_easy_setopt(e, CURLOPT_NOPROXY, "");
+    } else if (p[SD_REQ_BLOCK_ADDRESSES]) {
+        /* an environment's proxy would hide the destination from the rule */
+        curl_easy_setopt(e, CURLOPT_PROXY, "");
+    }
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, p[SD_REQ_MAX_REDIRECTS] > 0 ? 1L : 0L);

@@ -245,11 +245,52 @@ static int address_refused(sd__xfer *x, int family, const void *addr)
     return 1;
 }
 
+/* Through a proxy (SD_REQ_PROXY) every connection is to the proxy, the
+ * operator's: the rule judges the URL's host instead, when it is an IP
+ * literal (a name is resolved by the proxy). 1 when refused. */
+static int via_proxy(const sd__xfer *x)
+{
+    const char *proxy = x->req->strings[SD_REQ_PROXY];
+    return proxy != NULL && *proxy != '\0';
+}
+
+static int url_host_refused(sd__xfer *x)
+{
+    char *url = NULL, *host = NULL;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    CURLU *u = curl_url();
+    int refused = 0;
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        char lit[64];
+        size_t n = strlen(host);
+        if (n >= 2 && host[0] == '[' && n - 2 < sizeof lit) { /* [v6] */
+            memcpy(lit, host + 1, n - 2);
+            lit[n - 2] = '\0';
+            char *zone = strchr(lit, '%');
+            if (zone)
+                *zone = '\0';
+        } else {
+            snprintf(lit, sizeof lit, "%s", host);
+        }
+        uint8_t addr[16];
+        if (inet_pton(AF_INET, lit, addr) == 1)
+            refused = address_refused(x, AF_INET, addr);
+        else if (inet_pton(AF_INET6, lit, addr) == 1)
+            refused = address_refused(x, AF_INET6, addr);
+    }
+    curl_free(host);
+    curl_url_cleanup(u);
+    return refused;
+}
+
 /* Every new connection: the resolved address is judged before connect(). */
 static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
 {
     sd__xfer *x = ud;
     (void)purpose;
+    if (via_proxy(x))
+        return url_host_refused(x) ? CURL_SOCKET_BAD : socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
     const void *ip = a->family == AF_INET ? (const void *)&((struct sockaddr_in *)(void *)&a->addr)->sin_addr
                    : a->family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr
                    : NULL;
@@ -266,6 +307,8 @@ static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_por
 {
     sd__xfer *x = ud;
     (void)local_ip, (void)primary_port, (void)local_port;
+    if (via_proxy(x))
+        return url_host_refused(x) ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
     uint8_t addr[16];
     int family = AF_UNSPEC;
     if (inet_pton(AF_INET, primary_ip, addr) == 1)

@@ -94,6 +94,11 @@ public struct DecodeOptions: Sendable, Equatable {
     public var maxPixels = Int(SD_DEFAULT_MAX_PIXELS)
     /// Longest side the source may have (beyond: `.imageTooLarge`).
     public var maxDimension = Int(SD_DEFAULT_MAX_DIMENSION)
+    /// Codec working memory one decode may use, in bytes (libjpeg's
+    /// coefficient buffers of a progressive file; beyond: `.imageTooLarge`).
+    /// Every decode in flight also draws on the process-wide
+    /// `ImageDecoder.memoryBudget`.
+    public var maxCodecMemory = Int(SD_DEFAULT_MAX_MEMORY)
     /// An animation decodes its first frame only (SDWebImage's `.decodeFirstFrameOnly`).
     public var firstFrameOnly = false
     /// Frames an animation may have (beyond: `.imageTooLarge`).
@@ -110,6 +115,16 @@ public struct DecodeOptions: Sendable, Equatable {
 
     /// Every default: full size, orientation applied, the core's limits.
     public init() {}
+
+    /// These options within the caps of `limits`: each source limit is the
+    /// smaller of the two (a downloader applies its config's caps so).
+    public func capped(by limits: DecodeLimits) -> DecodeOptions {
+        var o = self
+        o.maxPixels = min(maxPixels, limits.maxPixels)
+        o.maxDimension = min(maxDimension, limits.maxDimension)
+        o.maxCodecMemory = min(maxCodecMemory, limits.maxCodecMemory)
+        return o
+    }
 
     /// Longest side at most `size`, aspect kept.
     public static func thumbnail(maxPixelSize size: Int) -> DecodeOptions {
@@ -128,6 +143,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.progressivePreviews == b.progressivePreviews
             && a.previewIntervalMilliseconds == b.previewIntervalMilliseconds
             && a.maxPixels == b.maxPixels && a.maxDimension == b.maxDimension
+            && a.maxCodecMemory == b.maxCodecMemory
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
             && a.frameCacheBytes == b.frameCacheBytes
     }
@@ -148,6 +164,7 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_PREVIEW_INTERVAL_MS, Int64(max(0, previewIntervalMilliseconds))))
         p.append((SD_DEC_MAX_PIXELS, Int64(max(0, maxPixels))))
         p.append((SD_DEC_MAX_DIMENSION, Int64(max(0, maxDimension))))
+        p.append((SD_DEC_MAX_MEMORY, Int64(max(0, maxCodecMemory))))
         p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
         p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
         if let bytes = frameCacheBytes { p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, bytes)))) }
@@ -198,12 +215,59 @@ public struct DecodedImage: Sendable {
     }
 }
 
+/// Caps on the images a component decodes, whatever each request asks:
+/// `SDWebImageDownloaderConfig.decodeLimits` (ours). The defaults are the
+/// C core's; `.server` is `sd_request_use_server_preset`'s.
+public struct DecodeLimits: Sendable, Equatable {
+    /// Source pixels (width x height) at most.
+    public var maxPixels = Int(SD_DEFAULT_MAX_PIXELS)
+    /// Source width or height at most.
+    public var maxDimension = Int(SD_DEFAULT_MAX_DIMENSION)
+    /// Codec working memory per decode, in bytes.
+    public var maxCodecMemory = Int(SD_DEFAULT_MAX_MEMORY)
+
+    /// The C core's defaults: 2^28 pixels, 65535 a side, 1 GiB of codec memory.
+    public init() {}
+
+    /// Given caps.
+    public init(maxPixels: Int, maxDimension: Int, maxCodecMemory: Int) {
+        self.maxPixels = maxPixels
+        self.maxDimension = maxDimension
+        self.maxCodecMemory = maxCodecMemory
+    }
+
+    /// For untrusted URLs: 40 megapixels, 8192 pixels a side, 256 MiB of codec memory.
+    public static let server = DecodeLimits(maxPixels: 40_000_000, maxDimension: 8192, maxCodecMemory: 256 << 20)
+}
+
 /// Incremental decoder: push bytes as they arrive, take snapshots, finish.
 ///
 /// Wraps one C `sd_decoder`. Not thread-safe: use it from one thread (or
 /// actor) at a time. Decoding never re-reads earlier bytes.
 public final class ImageDecoder {
     private let handle: OpaquePointer
+
+    /// The process-wide memory budget every decode in flight draws on, in
+    /// bytes (`sd_set_decode_memory_budget`): canvases and codec memory are
+    /// charged before they are allocated, and a decode that does not fit
+    /// fails at once with `.outOfMemory` while the others go on. Default:
+    /// half of the machine's (or the cgroup's) memory, at least 256 MiB;
+    /// setting 0 restores it.
+    public static var memoryBudget: Int {
+        get {
+            var budget: Int64 = 0
+            sd_decode_memory(&budget, nil)
+            return Int(budget)
+        }
+        set { _ = sd_set_decode_memory_budget(Int64(max(0, newValue))) }
+    }
+
+    /// Bytes of `memoryBudget` held by decodes in flight now.
+    public static var memoryInUse: Int {
+        var used: Int64 = 0
+        sd_decode_memory(nil, &used)
+        return Int(used)
+    }
 
     /// A decoder with `options`; throws if the core refuses one of them.
     public init(options: DecodeOptions = DecodeOptions()) throws(CoderError) {

@@ -217,6 +217,7 @@ public final class DataLoader: @unchecked Sendable {
         str(SD_REQ_IF_NONE_MATCH, q.ifNoneMatch)
         str(SD_REQ_IF_MODIFIED_SINCE, q.ifModifiedSince)
         str(SD_REQ_ACCEPT_CONTENT_TYPES, q.acceptableContentTypes?.joined(separator: ","))
+        str(SD_REQ_PROXY, q.proxy)
         set(SD_REQ_MAX_REDIRECTS, Int64(max(0, q.maxRedirects)))
         let pol = q.policy
         if pol != .none {

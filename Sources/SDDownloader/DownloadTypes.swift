@@ -213,6 +213,9 @@ public struct DownloadRequest: Sendable {
     public var resume: ResumableData?
     /// What the request may reach (redirects included).
     public var policy = URLPolicy.none
+    /// Proxy URL ("" for none); nil: the environment's, unless `policy`
+    /// blocks addresses (`SD_REQ_PROXY`).
+    public var proxy: String?
     /// Redirects followed at most (0: none).
     public var maxRedirects = DownloadRequest.defaultMaxRedirects
     /// Sees each piece of the body as it arrives, on the loop thread (copy

@@ -58,7 +58,7 @@ struct Fetch: ParsableCommand {
     @Flag(help: "Accept TLS certificates that do not verify.")
     var insecure = false
 
-    @Flag(help: ArgumentHelp("For untrusted URL lists: http/https only (no file), no connection to loopback, private, link-local or multicast addresses (checked on every resolved address, redirects included), no https -> http redirect, 3 redirects, 20 MiB bodies, 30 s per image.", valueName: "server-policy"))
+    @Flag(help: ArgumentHelp("For untrusted URL lists: http/https only (no file), no connection to loopback, private, link-local or multicast addresses (checked on every resolved address, redirects included), no https -> http redirect, 3 redirects, 20 MiB bodies, 30 s per image, images of at most 40 megapixels, 8192 px a side and 256 MiB of codec memory.", valueName: "server-policy"))
     var serverPolicy = false
 
     @Option(help: "A host exempt from the address rules of --server-policy (repeatable), e.g. 127.0.0.1 for a local server.")
@@ -73,6 +73,21 @@ struct Fetch: ParsableCommand {
     @Option(help: "Largest response body in bytes (default 200 MiB; 20 MiB with --server-policy).")
     var maxBytes: Int?
 
+    @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
+    var proxy: String?
+
+    @Option(help: "Images of more source pixels (width x height) fail (default 268435456; 40000000 with --server-policy).")
+    var maxPixels: Int?
+
+    @Option(help: "Images wider or taller than PX fail (default 65535; 8192 with --server-policy).")
+    var maxDimension: Int?
+
+    @Option(help: ArgumentHelp("Codec working memory one decode may use, e.g. a progressive JPEG's coefficients (default 1024; 256 with --server-policy).", valueName: "MiB"))
+    var maxCodecMemory: Int?
+
+    @Option(help: ArgumentHelp("Memory all decodes in flight share (canvases and codec memory); a decode that does not fit fails at once (default: half the machine's or cgroup's memory).", valueName: "MiB"))
+    var decodeBudget: Int?
+
     @Flag(help: "Machine-readable summary on stdout.")
     var json = false
 
@@ -82,6 +97,10 @@ struct Fetch: ParsableCommand {
         if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
         if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
+        for (flag, v) in [("--max-pixels", maxPixels), ("--max-dimension", maxDimension),
+                          ("--max-codec-memory", maxCodecMemory), ("--decode-budget", decodeBudget)] {
+            if let v, v <= 0 { throw ValidationError("\(flag) must be positive") }
+        }
         if memoryCache < 0 { throw ValidationError("--memory-cache must not be negative") }
         if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
         if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
@@ -105,6 +124,13 @@ struct Fetch: ParsableCommand {
         downloaderConfig.maxConcurrentDownloads = concurrency
         downloaderConfig.maxConnectionsPerHost = maxPerHost
         if let maxBytes { downloaderConfig.maxResponseBytes = maxBytes }
+        var limits = downloaderConfig.decodeLimits
+        if let maxPixels { limits.maxPixels = maxPixels }
+        if let maxDimension { limits.maxDimension = maxDimension }
+        if let maxCodecMemory { limits.maxCodecMemory = maxCodecMemory << 20 }
+        downloaderConfig.decodeLimits = limits
+        downloaderConfig.proxy = proxy
+        if let decodeBudget { ImageDecoder.memoryBudget = decodeBudget << 20 }
         var policy = downloaderConfig.urlPolicy
         if noFile && policy.allowedSchemes == nil { policy.allowedSchemes = ["http", "https"] }
         policy.trustedHosts += trustHost

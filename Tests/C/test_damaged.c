@@ -428,6 +428,155 @@ static int test_jpeg_bomb(void)
     return 0;
 }
 
+/* Set a JPEG's SOF dimensions (baseline or progressive). */
+static int patch_jpeg_size(uint8_t *jpg, size_t n, uint16_t w, uint16_t h)
+{
+    for (size_t i = 2; i + 9 < n;) {
+        if (jpg[i] != 0xFF)
+            return 0;
+        uint8_t m = jpg[i + 1];
+        if (m == 0xC0 || m == 0xC2) {
+            jpg[i + 5] = (uint8_t)(h >> 8); jpg[i + 6] = (uint8_t)h;
+            jpg[i + 7] = (uint8_t)(w >> 8); jpg[i + 8] = (uint8_t)w;
+            return 1;
+        }
+        i += 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+    }
+    return 0;
+}
+
+static int64_t budget_in_use(void)
+{
+    int64_t used = -1;
+    sd_decode_memory(NULL, &used);
+    return used;
+}
+
+/* One budget for every decoder of the process (SECURITY.md): a decode that
+ * does not fit fails before allocating, holding decoders count, frees give
+ * back, and a progressive JPEG's coefficients count even for a thumbnail. */
+static int test_decode_memory_budget(void)
+{
+    int64_t budget = 0;
+    sd_decode_memory(&budget, NULL);
+    ASSERT(budget >= ((int64_t)256 << 20)); /* the default: half the machine, >= 256 MiB */
+    ASSERT_EQ(budget_in_use(), 0);
+    sd_bitmap *src = synth(300, 300), *b = NULL;
+    uint8_t *png;
+    size_t n;
+    ASSERT_OK(sd_encode_png(src, 1, &png, &n));
+    /* 360 000 bytes of canvas: fits 600 000 once, not twice */
+    ASSERT_OK(sd_set_decode_memory_budget(600000));
+    sd_decoder *d1, *d2;
+    ASSERT_OK(sd_decoder_new(&d1));
+    ASSERT_OK(sd_decoder_push(d1, png, n)); /* header seen: canvas charged, not finished */
+    ASSERT(budget_in_use() >= 360000);
+    ASSERT_OK(sd_decoder_new(&d2));
+    ASSERT_EQ(sd_decoder_decode(d2, png, n, &b), SD_ENOMEM);
+    ASSERT(b == NULL);
+    ASSERT(strstr(sd_decoder_message(d2), "budget") != NULL);
+    sd_decoder_free(d2);
+    ASSERT_OK(sd_decoder_finish(d1));
+    ASSERT_OK(sd_decoder_take_bitmap(d1, &b));
+    sd_bitmap_free(b);
+    sd_decoder_free(d1);
+    ASSERT_EQ(budget_in_use(), 0); /* all given back */
+    ASSERT_OK(sd_decoder_new(&d2));
+    ASSERT_OK(sd_decoder_decode(d2, png, n, &b)); /* fits now the first is gone */
+    ASSERT_EQ(sd_bitmap_width(b), 300);
+    sd_bitmap_free(b);
+    sd_decoder_free(d2);
+    sd_free(png);
+
+    /* a 16384^2 JPEG asked for as a 256 px thumbnail, under 256 MiB: the
+     * baseline file needs a 2048^2 canvas (1/8 DCT scale) and passes the
+     * budget; the progressive one needs ~768 MB of coefficients whatever
+     * the scale and fails before libjpeg allocates them */
+    sd_bitmap *tiny = synth(16, 16);
+    ASSERT_OK(sd_set_decode_memory_budget((int64_t)256 << 20));
+    for (int progressive = 0; progressive <= 1; progressive++) {
+        uint8_t *jpg;
+        ASSERT_OK(sd_encode_jpeg(tiny, 80, progressive, &jpg, &n));
+        ASSERT(patch_jpeg_size(jpg, n, 16384, 16384));
+        sd_decoder *d;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 256));
+        int rc = sd_decoder_push(d, jpg, n);
+        if (progressive) {
+            ASSERT_EQ(rc, SD_ENOMEM);
+            ASSERT(strstr(sd_decoder_message(d), "coefficients") != NULL);
+            ASSERT_EQ(budget_in_use(), 0);
+        } else {
+            ASSERT_OK(rc);
+            int64_t used = budget_in_use();
+            ASSERT(used >= 2048 * 2048 * 4 && used < ((int64_t)32 << 20));
+        }
+        sd_decoder_free(d);
+        sd_free(jpg);
+    }
+    ASSERT_EQ(budget_in_use(), 0);
+    sd_bitmap_free(tiny);
+
+    /* kept frames are charged, and simply not kept when the budget is
+     * spent: the animation still plays, frame for frame the same */
+    enum { FRAMES = 6 };
+    sd_bitmap *frames[FRAMES];
+    int delays[FRAMES];
+    for (int i = 0; i < FRAMES; i++) {
+        frames[i] = synth(64 + (uint32_t)i, 64); /* differ frame to frame */
+        delays[i] = 50;
+    }
+    for (int i = 1; i < FRAMES; i++) { /* one size: crop the wider ones */
+        sd_bitmap *c;
+        ASSERT_OK(sd_bitmap_new(64, 64, &c));
+        for (uint32_t y = 0; y < 64; y++)
+            memcpy(sd_bitmap_pixels(c) + y * sd_bitmap_stride(c),
+                   sd_bitmap_pixels(frames[i]) + y * sd_bitmap_stride(frames[i]) + 4 * (uint32_t)i, 64 * 4);
+        sd_bitmap_free(frames[i]);
+        frames[i] = c;
+    }
+    uint8_t *gif;
+    ASSERT_OK(sd_encode_gif((const sd_bitmap *const *)frames, delays, FRAMES, 0, &gif, &n));
+    uint32_t want[FRAMES];
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: room for everything; pass 1: the canvas and one kept frame */
+        ASSERT_OK(sd_set_decode_memory_budget(pass == 0 ? 0 : 64 * 64 * 8 + 64 * 64 * 4));
+        sd_decoder *d;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_push(d, gif, n));
+        ASSERT_OK(sd_decoder_finish(d));
+        int64_t count = 0;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &count));
+        ASSERT_EQ(count, FRAMES);
+        for (int round = 0; round < 2; round++) {
+            for (uint32_t i = 0; i < FRAMES; i++) {
+                sd_bitmap *f;
+                ASSERT_OK(sd_decoder_frame(d, i, &f));
+                uint32_t h = 2166136261u;
+                for (uint32_t y = 0; y < 64; y++)
+                    for (uint32_t x = 0; x < 64 * 4; x++)
+                        h = (h ^ sd_bitmap_pixels(f)[y * sd_bitmap_stride(f) + x]) * 16777619u;
+                if (pass == 0 && round == 0)
+                    want[i] = h;
+                else
+                    ASSERT_EQ(h, want[i]);
+                sd_bitmap_free(f);
+            }
+        }
+        if (pass == 1)
+            ASSERT(budget_in_use() <= 64 * 64 * 8 + 64 * 64 * 4);
+        sd_decoder_free(d);
+        ASSERT_EQ(budget_in_use(), 0);
+    }
+    for (int i = 0; i < FRAMES; i++)
+        sd_bitmap_free(frames[i]);
+    sd_free(gif);
+    ASSERT_OK(sd_set_decode_memory_budget(0));
+    ASSERT_EQ(sd_set_decode_memory_budget(-1), SD_EINVAL);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -438,6 +587,7 @@ int main(int argc, char **argv)
         {"png_bomb", test_png_bomb},
         {"jpeg_bomb", test_jpeg_bomb},
         {"jpeg_scan_flood", test_jpeg_scan_flood},
+        {"decode_memory_budget", test_decode_memory_budget},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

@@ -680,6 +680,99 @@ static const char *redirect_to(const char *target)
     return b;
 }
 
+/* The stand-in proxy's log (fault server /proxied): how many absolute-form
+ * requests it has had that contain `needle`. */
+static int proxied_count(sd_loop *l, const char *needle)
+{
+    sd_request *r;
+    collect c;
+    collect_init(&c);
+    if (sd_request_new(url(FAULT, "/proxied"), &r) != SD_OK)
+        return -1;
+    sd_request_set(r, SD_REQ_DECODE, 0);
+    sd_request_set_string(r, SD_REQ_PROXY, ""); /* asked directly, whatever the environment says */
+    sd_loop_submit(l, r, &all_events, &c, NULL);
+    sd_request_free(r);
+    wait_complete(&c);
+    int n = 0;
+    if (c.status == SD_OK && c.body) {
+        char *text = calloc(1, c.body_len + 1);
+        memcpy(text, c.body, c.body_len);
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+            n += strstr(line, needle) != NULL;
+        free(text);
+    }
+    collect_free(&c);
+    return n;
+}
+
+static void proxy_only(sd_request *r, void *arg)
+{
+    sd_request_set_string(r, SD_REQ_PROXY, arg);
+}
+
+static void preset_and_proxy(sd_request *r, void *arg)
+{
+    sd_request_use_server_preset(r);
+    sd_request_set_string(r, SD_REQ_PROXY, arg);
+}
+
+/* Proxies (SECURITY.md): an explicit proxy carries the transfer; under the
+ * address rule the proxy is the operator's and the URL's IP literal is
+ * judged (before a byte goes to the proxy), a name is the proxy's; the
+ * environment's proxy is ignored under the rule, used without it. */
+static int test_proxy_policy(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    /* a name this machine cannot resolve: the proxy gets it */
+    ASSERT_OK(fetch(l, "http://images.example.invalid/ok", proxy_only, (void *)FAULT, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    ASSERT_EQ(proxied_count(l, "images.example.invalid/ok"), 1);
+    /* under the preset the same name goes through; literals of non-public
+     * addresses are refused by policy and never reach the proxy */
+    ASSERT_OK(fetch(l, "http://images.example.invalid/ok?preset", preset_and_proxy, (void *)FAULT, &c));
+    ASSERT_OK(c.status);
+    collect_free(&c);
+    const char *refused[] = {"http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/ok", "http://[::1]/ok",
+                             "http://2130706434/ok", "http://127.0.0.2/ok"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        ASSERT_OK(fetch(l, refused[i], preset_and_proxy, (void *)FAULT, &c));
+        if (c.status != SD_EPOLICY)
+            fprintf(stderr, "  %s via proxy: %s (%s)\n", refused[i], sd_strerror(c.status), c.message);
+        ASSERT_EQ(c.status, SD_EPOLICY);
+        collect_free(&c);
+    }
+    /* a redirect (served through the proxy) to a private literal: refused */
+    ASSERT_OK(fetch(l, "http://images.example.invalid/redirect?to=http%3A%2F%2F10.0.0.1%2Fok", preset_and_proxy,
+                    (void *)FAULT, &c));
+    ASSERT_EQ(c.status, SD_EPOLICY);
+    collect_free(&c);
+    ASSERT_EQ(proxied_count(l, "169.254.169.254"), 0);
+    ASSERT_EQ(proxied_count(l, "10.0.0.1/ok"), 0);
+    ASSERT_EQ(proxied_count(l, "images.example.invalid/ok?preset"), 1);
+    ASSERT_EQ(proxied_count(l, "images.example.invalid/redirect"), 1);
+    sd_loop_free(l);
+
+    /* the environment's proxy: used without a policy, ignored under it
+     * (set before the loop's thread exists: getenv is not thread-safe) */
+    ASSERT_OK(setenv("http_proxy", FAULT, 1));
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+    l = new_loop();
+    ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg?env"), NULL, NULL, &c));
+    collect_free(&c); /* the stand-in proxy answers 404 for /img/: only the log matters */
+    ASSERT_EQ(proxied_count(l, "/img/small.jpg?env"), 1);
+    ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg?env-preset"), use_preset, NULL, &c));
+    ASSERT_OK(c.status); /* straight to nginx, which has the file */
+    collect_free(&c);
+    ASSERT_EQ(proxied_count(l, "/img/small.jpg?env-preset"), 0);
+    sd_loop_free(l);
+    unsetenv("http_proxy");
+    return 0;
+}
+
 static int test_policy_matrix(void)
 {
     sd_loop *l = new_loop();
@@ -2050,6 +2143,7 @@ int main(int argc, char **argv)
         {"request_strings_no_injection", test_request_strings_no_injection},
         {"precise_errors", test_precise_errors},
         {"policy_matrix", test_policy_matrix},
+        {"proxy_policy", test_proxy_policy},
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sd_request_new(part[0], &r) == SD_OK) {
         if (has_ctl(part[0]))
             __builtin_trap();
-        for (int p = SD_REQ_USERNAME; p <= SD_REQ_TRUSTED_HOSTS; p++)
+        for (int p = SD_REQ_USERNAME; p <= SD_REQ_PROXY; p++)
             if (sd_request_set_string(r, (sd_request_string)p, part[1]) == SD_OK && has_ctl(part[1]))
                 __builtin_trap();
         if (sd_request_add_header(r, part[2]) == SD_OK && has_ctl(part[2]))

@@ -43,6 +43,66 @@ struct DownloaderPolicyTests {
         #expect(await download(open, file).0 != nil)
     }
 
+    @Test("The preset's decode caps (and a config's own) bind every download: too wide, too many codec bytes")
+    func decodeLimits() async throws {
+        let s = try #require(servers)
+        let img = s.www.appendingPathComponent("img")
+        try TestServers.jpeg(width: 8200, height: 8, progressive: false)
+            .write(to: img.appendingPathComponent("wide8200.jpg"))
+        // ~2.3 MB of coefficients (1000 x 750, 4:2:0), a ~3 MB canvas
+        try TestServers.jpeg(width: 1000, height: 750, progressive: true)
+            .write(to: img.appendingPathComponent("prog1000.jpg"))
+        let wide = s.url(s.http, "/img/wide8200.jpg"), prog = s.url(s.http, "/img/prog1000.jpg")
+
+        let preset = SDWebImageDownloaderConfig.server()
+        #expect(preset.decodeLimits == .server && SDWebImageDownloaderConfig().decodeLimits == DecodeLimits())
+        var policy = preset.urlPolicy
+        policy.trustedHosts = ["127.0.0.1"]
+        preset.urlPolicy = policy
+        let strict = SDWebImageDownloader(config: preset)
+        let refused = await download(strict, wide)
+        #expect(refused.0 == nil)
+        #expect("\(refused.1.map { "\($0)" } ?? "")".contains("too large"))
+        #expect(await download(strict, prog).0 != nil)  // 0.75 MP, 2.3 MB of coefficients: within the preset
+
+        let tight = SDWebImageDownloaderConfig()
+        tight.decodeLimits.maxCodecMemory = 1 << 20
+        let small = SDWebImageDownloader(config: tight)
+        let r = await download(small, prog)
+        #expect(r.0 == nil && r.1 != nil)
+        #expect(await download(small, s.url(s.http, "/img/big.jpg")).0?.size.width == 1000)  // baseline: no coefficients
+        // a request asking for more than the config's cap gets the cap
+        let asked = SDWebImageDownloader(config: preset)
+        var o = DecodeOptions()
+        o.maxDimension = 1 << 16
+        let viaContext = await awaitCallback { done in
+            asked.downloadImage(with: wide, options: [], context: [.imageDecodeOptions: [SDImageCoderOption.decodeCoreOptions: o]],
+                                progress: nil) { image, _, error, finished in if finished { done((image, error)) } }
+        }
+        #expect(viaContext.0 == nil && viaContext.1 != nil)
+
+        let open = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        #expect(await download(open, wide).0?.size.width == 8200)
+    }
+
+    @Test("A proxy carries downloads; under the preset it is trusted, while an IP-literal host is still judged")
+    func proxy() async throws {
+        let s = try #require(servers)
+        let name = try #require(URL(string: "http://images.example.invalid/ok"))  // resolvable by the proxy only
+        let metadata = try #require(URL(string: "http://169.254.169.254/latest/meta-data/"))
+        let plain = SDWebImageDownloaderConfig()
+        plain.proxy = s.fault  // the fault server answers absolute-form requests as a stand-in proxy
+        #expect(await download(SDWebImageDownloader(config: plain), name).0 != nil)
+        #expect(await download(SDWebImageDownloader(config: SDWebImageDownloaderConfig()), name).0 == nil)
+
+        let preset = SDWebImageDownloaderConfig.server()
+        preset.proxy = s.fault
+        let strict = SDWebImageDownloader(config: preset)
+        #expect(await download(strict, name).0 != nil)
+        let refused = await download(strict, metadata)
+        #expect((refused.1 as? URLError)?.code == .appTransportSecurityRequiresSecureConnection)
+    }
+
     @Test("Blocked and allowed hosts apply to redirects too")
     func hostLists() async throws {
         let s = try #require(servers)

@@ -45,7 +45,11 @@ Paths (all serve the image given with --file unless said otherwise):
   /drip-file?name=REL[&piece=N][&gap=MS]
                     the file REL under the web root (the --file image's
                     folder's parent), N bytes (default 512) every MS ms (default 20)
+  /proxied          text/plain: the absolute-form targets received so far, one per line
 A query string is otherwise ignored for routing (distinct URLs, same behaviour).
+A request in absolute form ("GET http://host/path", as to a forward proxy) is
+recorded for /proxied and then served as its path: a stand-in proxy for the
+proxy-policy tests that never connects anywhere.
 """
 import argparse, base64, socket, socketserver, struct, threading, time
 
@@ -60,6 +64,7 @@ HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
 HITS = {}  # /flaky key -> requests seen
 HITS_LOCK = threading.Lock()
 RANGES = {}  # /resumable key -> range starts asked for
+PROXIED = []  # absolute-form targets, in order
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -80,6 +85,11 @@ class Handler(socketserver.BaseRequestHandler):
                 return
             data += chunk
         target = data.split(b" ", 2)[1].decode()
+        if target.startswith("http://"):
+            with HITS_LOCK:
+                PROXIED.append(target)
+            rest = target[len("http://"):]
+            target = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
         path = target.split("?")[0]
         query = dict(kv.split("=", 1) for kv in target.partition("?")[2].split("&") if "=" in kv)
         headers = data.split(b"\r\n\r\n")[0].decode("latin-1").lower()
@@ -203,6 +213,11 @@ class Handler(socketserver.BaseRequestHandler):
             elif path == "/ranges":
                 with HITS_LOCK:
                     body = ",".join(str(x) for x in RANGES.get(query.get("id", ""), [])).encode()
+                self.send_head("200 OK", len(body), "text/plain")
+                sock.sendall(body)
+            elif path == "/proxied":
+                with HITS_LOCK:
+                    body = "".join(t + "\n" for t in PROXIED).encode()
                 self.send_head("200 OK", len(body), "text/plain")
                 sock.sendall(body)
             elif path == "/hits":

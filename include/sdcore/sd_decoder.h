@@ -300,6 +300,28 @@ SD_API int sd_decoder_decode(sd_decoder *dec, const void *data, size_t length,
 SD_API int sd_decode(const void *data, size_t length, sd_bitmap **out);
 
 /*
+ * Name: sd_set_decode_memory_budget / sd_decode_memory
+ * Desc: One memory budget for every decoder of the process (since 0.3).
+ *       A decoder charges the working memory it is about to allocate —
+ *       its canvases, a progressive JPEG's coefficient buffers (which a
+ *       thumbnail needs whole), an AVIF's planes — when the header is
+ *       known, and gives it back in sd_decoder_free. A decode whose charge
+ *       does not fit fails at once with SD_ENOMEM and a message naming the
+ *       budget, before it allocates; decodes in flight go on. Kept frames
+ *       of animations (SD_DEC_FRAME_CACHE_BYTES) are charged as they are
+ *       kept and simply not kept when the budget is spent. The bitmaps
+ *       handed out are the caller's and not charged. `bytes` 0 restores the
+ *       default: half of the machine's memory or of the cgroup's limit,
+ *       whichever is less, at least 256 MiB. The per-decoder limits
+ *       (SD_DEC_MAX_PIXELS, SD_DEC_MAX_MEMORY) still apply to each decode.
+ * Returns: SD_OK; SD_EINVAL (negative).
+ */
+SD_API int sd_set_decode_memory_budget(int64_t bytes);
+/* The budget in force and the bytes charged by live decoders now (either
+ * pointer may be NULL). */
+SD_API void sd_decode_memory(int64_t *budget, int64_t *in_use);
+
+/*
  * Name: sd_sniff_format
  * Desc: The format named by the magic bytes at the start of `data`.
  * Returns: the format; SD_FORMAT_UNKNOWN when too short or unrecognised.

@@ -164,7 +164,16 @@ typedef enum sd_request_string {
      * (an internal CDN; loopback test servers). Case-insensitive. */
     SD_REQ_ALLOWED_HOSTS = 10,
     SD_REQ_BLOCKED_HOSTS = 11,
-    SD_REQ_TRUSTED_HOSTS = 12
+    SD_REQ_TRUSTED_HOSTS = 12,
+    /* Proxy URL ("http://10.0.0.5:3128", "socks5h://..."; since 0.3).
+     * Unset: curl's environment variables (http_proxy, https_proxy,
+     * all_proxy, no_proxy) — except under SD_REQ_BLOCK_ADDRESSES, which
+     * must judge the destination and so ignores them. "": no proxy. With a
+     * proxy and SD_REQ_BLOCK_ADDRESSES, every connection goes to the proxy
+     * (no_proxy ignored), which is trusted as the operator's; the URL's
+     * host is judged when it is an IP literal, a name is the proxy's to
+     * resolve and police. */
+    SD_REQ_PROXY = 13
 } sd_request_string;
 
 /*

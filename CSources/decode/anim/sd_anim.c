@@ -30,21 +30,27 @@ void sd__bytes_free(sd__bytes *b)
 
 void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd_bitmap *frame)
 {
-    int64_t size = (int64_t)frame->stride * frame->height;
+    int64_t size = (int64_t)frame->stride * frame->height, limit, used;
     if (c->bytes + size > c->budget || sd__frame_cache_get(c, index) != NULL)
         return;
+    if (sd__budget_take(size, &limit, &used) != SD_OK)
+        return; /* the process-wide budget is spent: make the frame again later */
     if (index >= c->nslots) {
         uint32_t n = SD__MAX(index + 1, c->nslots * 2);
         n = SD__MAX(n, 16u);
         sd_bitmap **s = sd__realloc(c->slot, (size_t)n * sizeof *s);
-        if (s == NULL)
+        if (s == NULL) {
+            sd__budget_give(size);
             return;
+        }
         memset(s + c->nslots, 0, (size_t)(n - c->nslots) * sizeof *s);
         c->slot = s;
         c->nslots = n;
     }
     if (sd__bitmap_copy(frame, &c->slot[index]) == SD_OK)
         c->bytes += size;
+    else
+        sd__budget_give(size);
 }
 
 const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index)
@@ -57,6 +63,7 @@ void sd__frame_cache_free(sd__frame_cache *c)
     for (uint32_t i = 0; i < c->nslots; i++)
         sd_bitmap_free(c->slot[i]);
     sd__free(c->slot);
+    sd__budget_give(c->bytes);
     c->slot = NULL;
     c->nslots = 0;
     c->bytes = 0;

@@ -123,6 +123,12 @@ static int sda_finish(sd_decoder *d)
     s->ended = 1;
     if (!s->parsed)
         SD__FORWARD_IF_ERROR(parse(s));
+    /* before the AV1 decoder allocates: its Y, U, V (and alpha) planes at
+     * up to 2 bytes a sample, the canvas, and the 16-bit RGB of a deep image */
+    const avifImage *hd = s->avif->image;
+    uint64_t px = (uint64_t)hd->width * hd->height, deep = hd->depth > 8;
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, px * 4 * (deep ? 2 : 1) + px * 4 + (deep ? px * 8 : 0),
+                                            "the AVIF planes and canvas"));
     avifResult r = avifDecoderNextImage(s->avif);
     if (r != AVIF_RESULT_OK)
         return av_fail(s, r, "decode");

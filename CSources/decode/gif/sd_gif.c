@@ -395,8 +395,11 @@ static int draw(sd__gif *s, uint32_t index)
 static int render(sd__gif *s, uint32_t index)
 {
     sd_decoder *d = s->dec;
-    if (s->canvas == NULL)
+    if (s->canvas == NULL) {
+        /* the canvas and at most a canvas saved under a restoring frame */
+        SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->width * d->height * 8, "the GIF canvas"));
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->canvas));
+    }
     if (s->cur == (int64_t)index)
         return SD_OK;
     uint32_t next;

@@ -218,6 +218,17 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
         }
     }
     jpeg_calc_output_dimensions(c);
+    /* the canvas, and for a progressive file its whole coefficient buffer
+     * (64 coefficients of 2 bytes per block of every component, at full
+     * size whatever the scale: a thumbnail of a 16384^2 progressive JPEG
+     * needs ~800 MB of them) */
+    uint64_t need = (uint64_t)c->output_width * c->output_height * 4;
+    if (multi)
+        for (int ci = 0; ci < c->num_components; ci++)
+            need += (uint64_t)c->comp_info[ci].width_in_blocks * c->comp_info[ci].height_in_blocks *
+                    sizeof(JBLOCK);
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, need, multi ? "the JPEG canvas and coefficients"
+                                                             : "the JPEG canvas"));
     /* Not zeroed: every row is written before the image is done (a truncated
      * file's rest included); only a preview shows rows not decoded yet, and
      * those are cleared then (sdj_canvas). Zeroing each canvas up front cost

@@ -479,6 +479,9 @@ static int render(sd__apng *a, uint32_t index)
 {
     sd_decoder *d = a->dec;
     if (a->C == NULL) {
+        /* the straight canvas, the premultiplied frame, and at most a canvas
+         * saved under a dispose-to-previous frame */
+        SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)a->W * a->H * 12, "the APNG canvases"));
         a->C = sd__malloc((size_t)a->W * a->H * 4);
         SD__RETURN_IF(a->C == NULL, SD_ENOMEM);
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(a->W, a->H, 0, &a->out));

@@ -126,6 +126,14 @@ static void p_info(png_structp png, png_infop info)
     s->fy = SD__MAX(1u, h / d->decode_h);
     s->rw = (w + s->fx - 1) / s->fx;
     s->rh = (h + s->fy - 1) / s->fy;
+    uint64_t acc_rows = s->interlaced ? s->rh : 1;
+    rc = sd__decoder_charge(d, (uint64_t)s->rw * s->rh * 4 +
+                                   (s->fx > 1 || s->fy > 1 ? (uint64_t)s->rw * acc_rows * 5 * sizeof *s->acc : 0),
+                            "the PNG canvas");
+    if (rc < 0) {
+        s->code = rc;
+        png_longjmp(png, 1); /* the budget's message says why */
+    }
     rc = sd__bitmap_alloc(s->rw, s->rh, 1, &s->canvas);
     if (rc == SD_OK && (s->fx > 1 || s->fy > 1)) {
         s->acc_rows = s->interlaced ? s->rh : 1;

@@ -83,6 +83,11 @@ static uint32_t le32(const uint8_t *p)
 static int still_start(sd__webp *s)
 {
     sd_decoder *d = s->dec;
+    /* the canvas, and libwebp's own full-size buffers: a lossless image's
+     * ARGB pixels, a lossy one's alpha plane (an upper bound for both) */
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->decode_w * d->decode_h * 4 +
+                                                   (uint64_t)d->width * d->height * 4,
+                                            "the WebP canvas"));
     SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->decode_w, d->decode_h, 1, &s->canvas));
     WebPDecoderConfig *cfg = &s->cfg;
     if (!WebPInitDecoderConfig(cfg))
@@ -307,6 +312,9 @@ static int render(sd__webp *s, uint32_t index)
 {
     sd_decoder *d = s->dec;
     if (s->C == NULL) {
+        /* the straight canvas, the premultiplied frame, and at most a canvas
+         * saved for a frame's dispose */
+        SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->width * d->height * 12, "the WebP canvases"));
         s->C = sd__malloc((size_t)d->width * d->height * 4);
         SD__RETURN_IF(s->C == NULL, SD_ENOMEM);
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->out));

@@ -119,7 +119,8 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         guard let url, !url.absoluteString.isEmpty else {
             return fail(SDWebImageError(.invalidURL, "the image URL is nil"))
         }
-        let coder = Self.coderOptions(url: url, options: options, context: context, queue: queue)
+        var coder = Self.coderOptions(url: url, options: options, context: context, queue: queue)
+        coder.decode = coder.decode.capped(by: config.decodeLimits)
         if let token = join(url, options, progress, completed, coder, slot) { return token }
 
         // A new operation, made outside the lock (modifiers are user code).
@@ -141,6 +142,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             httpCache: httpCache)
         env.resumable = resumable
         env.urlPolicy = config.urlPolicy
+        env.proxy = config.proxy
         env.maxResponseBytes = config.maxResponseBytes
         env.maxRedirects = config.maxRedirects
         env.totalTimeout = config.downloadTotalTimeout

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDCoders
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -37,6 +38,8 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         var urlPolicy = URLPolicy.none
         var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
         var maxRedirects = DownloadRequest.defaultMaxRedirects
+        var decodeLimits = DecodeLimits()
+        var proxy: String?
     }
 
     private let lock = NSLock()
@@ -82,10 +85,35 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         set { self[\.maxRedirects] = max(0, newValue) }
     }
 
+    /// Ours: caps on every image this downloader decodes — source pixels,
+    /// pixels a side, codec working memory per decode — whatever a request's
+    /// decode options ask (each limit is the smaller of the two). Default:
+    /// the C core's; `.server` in `server()`. Decodes also share the
+    /// process-wide `ImageDecoder.memoryBudget`.
+    public var decodeLimits: DecodeLimits {
+        get { self[\.decodeLimits] }
+        set { self[\.decodeLimits] = newValue }
+    }
+
+    /// Ours (URLSession's `connectionProxyDictionary`): the proxy downloads
+    /// go through, e.g. "http://10.0.0.5:3128" or "socks5h://host:1080";
+    /// "" for none. nil (default): the environment's `http_proxy`,
+    /// `https_proxy`, `all_proxy` and `no_proxy`, except under a `urlPolicy`
+    /// that blocks addresses, which must see where a connection goes and so
+    /// ignores them. With a proxy under such a policy every download goes
+    /// through it (the operator's, trusted): an IP-literal host is still
+    /// judged, a name is the proxy's to resolve and police (SECURITY.md).
+    public var proxy: String? {
+        get { self[\.proxy] }
+        set { self[\.proxy] = newValue }
+    }
+
     /// The preset for a service fed untrusted URLs (SECURITY.md): the
     /// `.server` URL policy (http/https only, no non-public address, no
     /// https -> http), 3 redirects, 20 MiB bodies, 30 s downloads, a floor
-    /// of 1 KiB/s over 10 s, 6 connections per host. The C core's `sd_request_use_server_preset`
+    /// of 1 KiB/s over 10 s, 6 connections per host, and images of at most
+    /// 40 megapixels, 8192 pixels a side and 256 MiB of codec memory
+    /// (`DecodeLimits.server`). The C core's `sd_request_use_server_preset`
     /// is the same for C programs.
     public static func server() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
@@ -97,6 +125,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         c.state.downloadLowSpeedLimit = 1024
         c.state.downloadLowSpeedTime = 10
         c.state.maxConnectionsPerHost = 6
+        c.state.decodeLimits = .server
         return c
     }
 

@@ -26,6 +26,7 @@ extension SDWebImageDownloaderOperation {
         for (k, v) in r.allHTTPHeaderFields ?? [:] { d.headers[k] = v }
         d.handlesCookies = options.contains(.handleCookies)
         d.policy = env.urlPolicy
+        d.proxy = env.proxy
         d.maxResponseBytes = env.maxResponseBytes
         d.maxRedirects = env.maxRedirects
         d.totalTimeout = env.totalTimeout

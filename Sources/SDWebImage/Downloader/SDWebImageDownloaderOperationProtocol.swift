@@ -40,6 +40,8 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public var lowSpeedLimit = 0
     /// The config's `downloadLowSpeedTime`.
     public var lowSpeedTime: TimeInterval = 10
+    /// The config's `proxy`.
+    public var proxy: String?
 
     /// An environment for operations of your own (tests, custom downloaders); the
     /// downloader builds one per request from its config.
