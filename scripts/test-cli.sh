@@ -136,6 +136,15 @@ sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail 
   check "--max-codec-memory 1 still loads a baseline JPEG" '[ $rc -eq 0 ]'
   "$bin" fetch "$base/img/photo-000.jpg" --no-cache --decode-budget 1 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
   check "--decode-budget 1 refuses a canvas over 1 MiB, naming the budget" '[ $rc -eq 1 ] && grep -q "budget" "$tmp/out.json"'
+  # --max-redirects and --timeout (issue 13: every cap of the preset is a flag)
+  "$bin" fetch "$fault/redirect?to=%2Fok" --no-cache --max-redirects 0 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--max-redirects 0 refuses a redirect" '[ $rc -eq 1 ] && grep -q "failed.:1," "$tmp/out.json"'
+  "$bin" fetch "$fault/redirect?to=%2Fok" --no-cache --max-redirects 1 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--max-redirects 1 follows one" '[ $rc -eq 0 ]'
+  start=$(date +%s%N)
+  "$bin" fetch "$fault/stall?id=cli$$" --no-cache --timeout 1 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  check "--timeout 1 ends a stalled download (in ${took} ms)" '[ $rc -eq 1 ] && grep -qi "time" "$tmp/out.json" && [ $took -lt 20000 ]'
   # --proxy: a name only the (stand-in) proxy can reach loads; under --server-policy a private literal does not
   "$bin" fetch "http://images.example.invalid/ok" --no-cache --proxy "$fault" --json >"$tmp/out.json" 2>/dev/null; rc=$?
   check "--proxy carries the fetch" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'

@@ -76,6 +76,12 @@ struct Fetch: ParsableCommand {
     @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
     var proxy: String?
 
+    @Option(help: "Redirects followed at most (default 10; 3 with --server-policy; 0: none).")
+    var maxRedirects: Int?
+
+    @Option(help: ArgumentHelp("The longest one download may take (default 120; 30 with --server-policy).", valueName: "seconds"))
+    var timeout: Double?
+
     @Option(help: "Images of more source pixels (width x height) fail (default 268435456; 40000000 with --server-policy).")
     var maxPixels: Int?
 
@@ -97,6 +103,8 @@ struct Fetch: ParsableCommand {
         if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
         if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
+        if let r = maxRedirects, r < 0 { throw ValidationError("--max-redirects must not be negative") }
+        if let t = timeout, !(t > 0) { throw ValidationError("--timeout must be positive") }
         for (flag, v) in [("--max-pixels", maxPixels), ("--max-dimension", maxDimension),
                           ("--max-codec-memory", maxCodecMemory), ("--decode-budget", decodeBudget)] {
             if let v, v <= 0 { throw ValidationError("\(flag) must be positive") }
@@ -130,6 +138,8 @@ struct Fetch: ParsableCommand {
         if let maxCodecMemory { limits.maxCodecMemory = maxCodecMemory << 20 }
         downloaderConfig.decodeLimits = limits
         downloaderConfig.proxy = proxy
+        if let maxRedirects { downloaderConfig.maxRedirects = maxRedirects }
+        if let timeout { downloaderConfig.downloadTotalTimeout = timeout }
         if let decodeBudget { ImageDecoder.memoryBudget = decodeBudget << 20 }
         var policy = downloaderConfig.urlPolicy
         if noFile && policy.allowedSchemes == nil { policy.allowedSchemes = ["http", "https"] }
