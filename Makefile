@@ -13,7 +13,8 @@ SAN_CC ?= clang
 # Debian packages the project needs: build, tests, benchmarks.
 APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
                 libgif-dev libwebp-dev libavif-dev libavif-bin \
-                libturbojpeg0-dev valgrind nginx-light openssl abigail-tools
+                libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
+                libhiredis-dev redis-server
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
         test-cli test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean

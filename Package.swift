@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "SDDownloader", targets: ["SDDownloader"]),
         .library(name: "SDCache", targets: ["SDCache"]),
         .library(name: "SDWebImage", targets: ["SDWebImage"]),
+        // The shared cache tier on Redis: its own product, so only programs
+        // that use it link hiredis.
+        .library(name: "SDWebImageRedis", targets: ["SDWebImageRedis"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
     ],
     dependencies: [
@@ -60,12 +63,19 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
+        .systemLibrary(name: "CHiredis",
+                       providers: [.apt(["libhiredis-dev"])]),
+        .target(name: "SDWebImageRedis", dependencies: [
+            "SDWebImage", "SDCache", "CSDSystem", "CHiredis",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
                 "CSDCore",
                 "SDCoders",
                 "SDWebImage",
+                "SDWebImageRedis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -85,6 +95,7 @@ let package = Package(
         ], path: "Tests/Stress"),
         .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
+        .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport"]),
     ],
     cLanguageStandard: .c11
 )

@@ -6,7 +6,7 @@ requirement's comment also documents the implementations that have none
 import collections, glob, json, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = ("SDWebImage", "SDCoders", "SDDownloader", "SDCache")
+MODULES = ("SDWebImage", "SDCoders", "SDDownloader", "SDCache", "SDWebImageRedis")
 
 graphs = glob.glob(os.path.join(ROOT, ".build", "*", "symbolgraph", "*.symbols.json"))
 if not graphs:

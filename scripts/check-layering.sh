@@ -43,7 +43,8 @@ check 'Sources/SDDownloader' '^import (SDCache|SDWebImage)$' '' 'SDDownloader is
 
 # Libraries never print: Swift logs through swift-log, the C core through its
 # log callback (sd_set_log_callback).
-check 'Sources/SDCoders Sources/SDDownloader Sources/SDCache Sources/SDWebImage' '(^|[^.[:alnum:]_])(print|debugPrint|dump)\(' '[.]docc/' 'the library logs through swift-log, never print'
+check 'Sources/SDWebImageRedis' '^import (CSDCore|SDDownloader)$' '' 'the Redis tier is a cache: bytes and the SDWebImage API only'
+check 'Sources/SDCoders Sources/SDDownloader Sources/SDCache Sources/SDWebImage Sources/SDWebImageRedis' '(^|[^.[:alnum:]_])(print|debugPrint|dump)\(' '[.]docc/' 'the library logs through swift-log, never print'
 check 'CSources' '\b(printf|fprintf|puts|fputs|perror|vfprintf)\(' '' 'libsdcore logs through sd_set_log_callback, never prints'
 
 exit $bad

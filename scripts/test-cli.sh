@@ -127,6 +127,20 @@ sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail 
     '[ $rc -eq 1 ] && grep -q "ok.:1," "$tmp/out.json" && grep -q "failed.:2," "$tmp/out.json" && grep -q "loopback" "$tmp/out.json"'
   "$bin" fetch "$fault/redirect?to=http%3A%2F%2Flocalhost%3A$fport%2Fok" --no-cache --json >"$tmp/out.json" 2>/dev/null; rc=$?
   check "without --server-policy the same redirect loads" '[ $rc -eq 0 ] && grep -q "ok.:1," "$tmp/out.json"'
+  # --redis (issue 17): a second process with an empty local cache gets every image from Redis;
+  # with Redis dead the fetch still completes from the network
+  if command -v redis-server >/dev/null && bash Tests/Servers/redis.sh start "$tmp/redis" $$ >/dev/null 2>&1; then
+    rurl=$(cut -d= -f2 "$tmp/redis/env")
+    "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc1" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
+    check "--redis: first fetch from the network" '[ $rc -eq 0 ] && grep -q "network.:3," "$tmp/out.json"'
+    "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc2" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
+    check "--redis: a fresh local cache is served from Redis" '[ $rc -eq 0 ] && grep -q "network.:0," "$tmp/out.json" && grep -q "disk.:3," "$tmp/out.json"'
+    bash Tests/Servers/redis.sh kill9 "$tmp/redis" >/dev/null 2>&1
+    "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc3" --redis "$rurl" --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+    check "--redis down: every image still loads, one warning" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && [ $(grep -c "unavailable" "$tmp/err") -eq 1 ]'
+  else
+    check "redis-server for the --redis checks" 'false'
+  fi
   # decode caps (issue 13): per image, and the budget all decodes in flight share
   "$bin" fetch "$base/img/photo-000.jpg" --no-cache --max-dimension 100 --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
   check "--max-dimension refuses a larger image" '[ $rc -eq 1 ] && grep -q "too large" "$tmp/out.json"'

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import SDWebImage
+import SDWebImageRedis
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,6 +73,9 @@ struct Fetch: ParsableCommand {
 
     @Option(help: "Largest response body in bytes (default 200 MiB; 20 MiB with --server-policy).")
     var maxBytes: Int?
+
+    @Option(help: ArgumentHelp("A shared cache tier on Redis behind the local cache (redis://[user:pass@]host:port/db): images another process or machine fetched come from there, not the origin; a Redis that is down only costs misses.", valueName: "url"))
+    var redis: String?
 
     @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
     var proxy: String?
@@ -145,7 +149,24 @@ struct Fetch: ParsableCommand {
         if noFile && policy.allowedSchemes == nil { policy.allowedSchemes = ["http", "https"] }
         policy.trustedHosts += trustHost
         downloaderConfig.urlPolicy = policy
-        let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader(config: downloaderConfig))
+        var redisTier: SDImageRedisCache?
+        if let redis {
+            var o = SDRedisDiskCache.Options()
+            o.connections = concurrency
+            do { redisTier = try SDImageRedisCache(url: redis, options: o) } catch {
+                throw ValidationError("--redis: \(error)")
+            }
+        }
+        let tiers: any SDImageCacheProtocol
+        if let redisTier {
+            let both = SDImageCachesManager()
+            both.caches = [cache, redisTier]
+            tiers = both
+        } else {
+            tiers = cache
+        }
+        defer { redisTier?.waitForPendingWrites() }
+        let manager = SDWebImageManager(cache: tiers, loader: SDWebImageDownloader(config: downloaderConfig))
         if retries > 0 { manager.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: retries) }
 
         var options: SDWebImageOptions = [.retryFailed]

@@ -59,19 +59,33 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
     /// A cache in `<diskCacheDirectory or the default>/<namespace>`. Expired
     /// files are swept in the background at start.
-    public init(namespace: String = "default", diskCacheDirectory: String? = nil,
-                config: SDImageCacheConfig? = .default) {
+    public convenience init(namespace: String = "default", diskCacheDirectory: String? = nil,
+                            config: SDImageCacheConfig? = .default) {
         let config = (config ?? .default).copy()
-        self.config = config
         let safe = namespace.replacingOccurrences(of: "/", with: "_")
-        diskCachePath = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory!) + "/" + (safe.isEmpty ? "default" : safe)
+        let path = (diskCacheDirectory ?? Self.defaultDiskCacheDirectory!) + "/" + (safe.isEmpty ? "default" : safe)
+        let disk = Result { try (config.diskCacheClass ?? DiskCache.self).init(cachePath: path) }
+        self.init(copied: config, path: path, disk: disk)
+    }
+
+    /// Ours: a cache whose disk tier is `diskCache`, made by the caller (a
+    /// backend whose settings do not fit in a path, e.g. `SDRedisDiskCache`).
+    /// `diskCachePath` is `path` (for messages; the tier keeps its own place).
+    public convenience init(diskCache: any SDDiskCacheProtocol, path: String, config: SDImageCacheConfig? = .default) {
+        self.init(copied: (config ?? .default).copy(), path: path, disk: .success(diskCache))
+    }
+
+    private init(copied config: SDImageCacheConfig, path: String, disk: Result<any SDDiskCacheProtocol, any Error>) {
+        self.config = config
+        diskCachePath = path
         memoryCache = (config.memoryCacheClass ?? SDMemoryCache.self).init(config: config)
-        do {
-            diskCache = try (config.diskCacheClass ?? DiskCache.self).init(cachePath: diskCachePath)
+        switch disk {
+        case .success(let d):
+            diskCache = d
             diskError = nil
-        } catch {
+        case .failure(let e):
             diskCache = nil
-            diskError = error
+            diskError = e
         }
         if config.shouldTrimMemoryUnderPressure,
            let file = config.memoryPressureFile ?? SystemMemory.pressureFile() {

@@ -1,0 +1,2 @@
+/* hiredis (libhiredis-dev) for the Redis cache tier. */
+#include <hiredis/hiredis.h>
