@@ -206,21 +206,27 @@ int sd_request_use_server_transport(sd_request *r)
 /* ---- addresses, judged on every connection (loop thread) ---- */
 
 /* The host of the URL this transfer is on now (the redirect's once curl
- * follows one), for SD_REQ_TRUSTED_HOSTS. */
+ * follows one); NULL if none. The caller curl_free()s it. */
+static char *effective_host(sd__xfer *x)
+{
+    char *url = NULL, *host = NULL;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    CURLU *u = curl_url();
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK)
+        curl_url_get(u, CURLUPART_HOST, &host, 0);
+    curl_url_cleanup(u);
+    return host;
+}
+
+/* The transfer is on a host of SD_REQ_TRUSTED_HOSTS. */
 static int on_trusted_host(sd__xfer *x)
 {
     const char *trusted = x->req->strings[SD_REQ_TRUSTED_HOSTS];
     if (trusted == NULL || *trusted == '\0')
         return 0;
-    char *url = NULL, *host = NULL;
-    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
-    CURLU *u = curl_url();
-    int ok = 0;
-    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
-        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
-        ok = sd__host_matches(trusted, host);
+    char *host = effective_host(x);
+    int ok = host != NULL && sd__host_matches(trusted, host);
     curl_free(host);
-    curl_url_cleanup(u);
     return ok;
 }
 
@@ -256,12 +262,9 @@ static int via_proxy(const sd__xfer *x)
 
 static int url_host_refused(sd__xfer *x)
 {
-    char *url = NULL, *host = NULL;
-    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
-    CURLU *u = curl_url();
+    char *host = effective_host(x);
     int refused = 0;
-    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
-        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+    if (host != NULL) {
         char lit[64];
         size_t n = strlen(host);
         if (n >= 2 && host[0] == '[' && n - 2 < sizeof lit) { /* [v6] */
@@ -280,7 +283,6 @@ static int url_host_refused(sd__xfer *x)
             refused = address_refused(x, AF_INET6, addr);
     }
     curl_free(host);
-    curl_url_cleanup(u);
     return refused;
 }
 

@@ -34,6 +34,7 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
         store = try SDRedisDiskCache(url: url, namespace: namespace, options: options)
         let c = (config ?? SDImageCacheConfig()).copy()
         c.shouldCacheImagesInMemory = false
+        c.shouldTrimMemoryUnderPressure = false  // no memory tier: nothing for a pressure monitor to trim
         c.maxDiskSize = 0  // Redis's maxmemory bounds it; no scans to trim
         c.maxDiskAge = -1  // Redis expires entries itself
         cache = SDImageCache(diskCache: store, path: url + "#" + namespace, config: c)

@@ -755,12 +755,17 @@ static int test_proxy_policy(void)
     ASSERT_EQ(proxied_count(l, "images.example.invalid/redirect"), 1);
     sd_loop_free(l);
 
-    /* the environment's proxy: used without a policy, ignored under it
-     * (set before the loop's thread exists: getenv is not thread-safe) */
+    /* the environment's proxy: used without a policy, ignored under it; and
+     * its no_proxy does not take a host around an explicit proxy under the
+     * policy (set before the loop's thread exists: getenv is not thread-safe) */
     ASSERT_OK(setenv("http_proxy", FAULT, 1));
-    unsetenv("no_proxy");
+    ASSERT_OK(setenv("no_proxy", "images.example.invalid", 1));
     unsetenv("NO_PROXY");
     l = new_loop();
+    ASSERT_OK(fetch(l, "http://images.example.invalid/ok?no-proxy-env", preset_and_proxy, (void *)FAULT, &c));
+    ASSERT_OK(c.status); /* direct, it would not resolve */
+    collect_free(&c);
+    ASSERT_EQ(proxied_count(l, "images.example.invalid/ok?no-proxy-env"), 1);
     ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg?env"), NULL, NULL, &c));
     collect_free(&c); /* the stand-in proxy answers 404 for /img/: only the log matters */
     ASSERT_EQ(proxied_count(l, "/img/small.jpg?env"), 1);
@@ -770,6 +775,7 @@ static int test_proxy_policy(void)
     ASSERT_EQ(proxied_count(l, "/img/small.jpg?env-preset"), 0);
     sd_loop_free(l);
     unsetenv("http_proxy");
+    unsetenv("no_proxy");
     return 0;
 }
 

@@ -90,6 +90,24 @@ struct RedisCacheTests {
         #expect(redis.store.totalCount() == 0)
     }
 
+    @Test("Under SDImageCache through diskCacheClass: the namespace is the last part of the Redis URL path")
+    func diskCacheClass() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let config = SDImageCacheConfig()
+        config.diskCacheClass = SDRedisDiskCache.self
+        config.shouldCacheImagesInMemory = false
+        let ns = unique("viaclass")
+        let cache = SDImageCache(namespace: ns, diskCacheDirectory: server.url + "/0", config: config)
+        let redis = try #require(cache.diskCache as? SDRedisDiskCache)
+        #expect(redis.namespace == ns && redis.endpoint.database == 0)
+        #expect(await store(cache, try fixture(), "a") == nil)
+        cache.waitForPendingWrites()
+        #expect(await query(cache, "a").0?.size.width == 40)
+        let direct = try SDRedisDiskCache(url: server.url, namespace: ns)
+        #expect(direct.containsData(forKey: "a"))  // the same Redis key
+        direct.removeAllData()
+    }
+
     @Test("Validators ride with the entry; entries expire with the TTL, a touch renews it")
     func validatorsAndExpiry() async throws {
         let server = try #require(RedisTestServer.shared)
