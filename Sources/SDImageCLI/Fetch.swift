@@ -77,6 +77,9 @@ struct Fetch: ParsableCommand {
     @Option(help: ArgumentHelp("A shared cache tier on Redis behind the local cache (redis://[user:pass@]host:port/db): images another process or machine fetched come from there, not the origin; a Redis that is down only costs misses.", valueName: "url"))
     var redis: String?
 
+    @Flag(help: "With --redis: one origin request per image across every process sharing that Redis (a lease in Redis; the others wait for the bytes and read them from there).")
+    var fleetLock = false
+
     @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
     var proxy: String?
 
@@ -116,6 +119,7 @@ struct Fetch: ParsableCommand {
         if memoryCache < 0 { throw ValidationError("--memory-cache must not be negative") }
         if urls.isEmpty && list == nil { throw ValidationError("give URLs or --list FILE") }
         if noCache && coldWarmHot { throw ValidationError("--cold-warm-hot needs the cache") }
+        if fleetLock && redis == nil { throw ValidationError("--fleet-lock needs --redis") }
     }
 
     func run() throws {
@@ -159,14 +163,19 @@ struct Fetch: ParsableCommand {
         }
         let tiers: any SDImageCacheProtocol
         if let redisTier {
-            let both = SDImageCachesManager()
-            both.caches = [cache, redisTier]
-            tiers = both
+            tiers = redisTier.tiered(behind: cache)
         } else {
             tiers = cache
         }
         defer { redisTier?.waitForPendingWrites() }
-        let manager = SDWebImageManager(cache: tiers, loader: SDWebImageDownloader(config: downloaderConfig))
+        let downloader = SDWebImageDownloader(config: downloaderConfig)
+        var fleet: SDRedisFleetLoader?
+        if fleetLock, let redisTier {
+            var o = SDRedisFleetLoader.Options()
+            o.maxWait = downloaderConfig.downloadTimeout
+            fleet = SDRedisFleetLoader(loader: downloader, cache: redisTier, options: o)
+        }
+        let manager = SDWebImageManager(cache: tiers, loader: fleet ?? downloader)
         if retries > 0 { manager.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: retries) }
 
         var options: SDWebImageOptions = [.retryFailed]
@@ -201,7 +210,7 @@ struct Fetch: ParsableCommand {
             try png.write(to: URL(fileURLWithPath: contactSheet))
             if !json { print("contact sheet: \(contactSheet) (\(sheet.width)x\(sheet.height))") }
         }
-        report(passes)
+        report(passes, fleet: fleet?.statistics)
         if passes.contains(where: { $0.1.failures > 0 }) { throw ExitCode(1) }
     }
 
@@ -215,11 +224,16 @@ struct Fetch: ParsableCommand {
         }
     }
 
-    private func report(_ passes: [(String, Pass)]) {
+    private func report(_ passes: [(String, Pass)], fleet: SDRedisFleetLoader.Statistics?) {
         if json {
             var out: [String: Any] = [:]
             for (name, p) in passes { out[name] = p.summary }
-            if let data = try? JSONSerialization.data(withJSONObject: passes.count == 1 ? passes[0].1.summary : out,
+            if passes.count == 1 { out = passes[0].1.summary }
+            if let f = fleet {
+                out["fleet"] = ["fetched": f.fetched, "shared": f.shared, "took_over": f.tookOver,
+                                "uncoordinated": f.uncoordinated, "waits_timed_out": f.waitsTimedOut]
+            }
+            if let data = try? JSONSerialization.data(withJSONObject: out,
                                                        options: [.sortedKeys]) {
                 print(String(decoding: data, as: UTF8.self))
             }
@@ -240,6 +254,10 @@ struct Fetch: ParsableCommand {
               + passes.map { $0.0.leftPad(10) }.joined(separator: " "))
         for (label, value) in rows {
             print(label.padding(toLength: 18, withPad: " ", startingAt: 0) + passes.map { value($0.1).leftPad(10) }.joined(separator: " "))
+        }
+        if let f = fleet {
+            print("fleet: \(f.fetched) fetched holding the lease (\(f.tookOver) taken over), \(f.shared) read from Redis "
+                  + "after another process fetched them, \(f.uncoordinated) fetched alone (\(f.waitsTimedOut) waits ran out)")
         }
         for (name, p) in passes {
             for (i, e) in p.errors.enumerated() where e != nil {

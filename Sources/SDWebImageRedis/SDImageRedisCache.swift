@@ -10,8 +10,7 @@ import SDWebImage
 /// Use it as the second tier behind each process's own cache:
 ///
 ///     let redis = try SDImageRedisCache(url: "redis://cache.internal:6379/0")
-///     let caches = SDImageCachesManager()
-///     caches.caches = [SDImageCache.shared, redis]
+///     let caches = redis.tiered(behind: SDImageCache.shared)
 ///     let manager = SDWebImageManager(cache: caches, loader: SDWebImageDownloader.shared)
 ///
 /// It answers as a disk tier (`.disk`); it keeps no decoded images in
@@ -38,6 +37,17 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
         c.maxDiskSize = 0  // Redis's maxmemory bounds it; no scans to trim
         c.maxDiskAge = -1  // Redis expires entries itself
         cache = SDImageCache(diskCache: store, path: url + "#" + namespace, config: c)
+    }
+
+    /// `local` first, then this tier, in a caches manager that stores to
+    /// both (`SDImageCachesManager` alone stores to its last cache only, as
+    /// SDWebImage's): a Redis hit is served and kept locally, a fetch goes to
+    /// both, a 304 renews both.
+    public func tiered(behind local: any SDImageCacheProtocol) -> SDImageCachesManager {
+        let caches = SDImageCachesManager()
+        caches.caches = [local, self]
+        caches.storeOperationPolicy = .concurrent
+        return caches
     }
 
     public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,

@@ -134,6 +134,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     public func data(forKey key: String) -> Data? { load(key)?.data }
 
     public func setData(_ data: Data, forKey key: String, extendedData: Data?) throws {
+        if tookShared(forKey: key, bytes: data.count) { return }  // the fleet loader wrote or read these bytes
         let value = Self.encode(data, extended: extendedData, stored: Date())
         guard value.count <= options.maxValueBytes else {
             if warnedTooLarge.setOnce() {
@@ -210,6 +211,118 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
 
     /// Commands that failed because Redis could not be reached or answered garbage.
     public var connectionFailures: Int { client.connectionFailures }
+
+    // MARK: - fleet lease (SDRedisFleetLoader)
+
+    /// The Redis key of the fleet lease on `key`: the entry's hash tag, so
+    /// both live on one Cluster shard (the scripts touch both).
+    public func leaseKey(forKey key: String) -> String {
+        prefix + "lease:{" + DiskCache.fileName(forKey: key) + "}"
+    }
+
+    /// What one look at an entry and its lease found.
+    enum Lease {
+        /// The bytes are in Redis.
+        case present
+        /// No bytes, and now this caller holds the lease.
+        case acquired
+        /// Another process holds it.
+        case held
+        /// The owner's fetch failed: everyone fetches alone for a while.
+        case fetchYourself
+        /// Redis did not answer (or not sensibly).
+        case unavailable
+    }
+
+    /// The failure mark an owner leaves instead of its lease.
+    static let failedMark = "-"
+
+    // One round trip, atomic: is the value there, else take the lease.
+    private static let acquireScript = """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+        if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 2 end
+        if redis.call('GET', KEYS[2]) == ARGV[3] then return 3 end
+        return 0
+        """
+    // Only the owner (its token) may release, renew or mark its lease.
+    private static let releaseScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """
+    private static let renewScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+        return 0
+        """
+    private static let markScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then
+          redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end
+        return 0
+        """
+
+    private func eval(_ script: String, keys: [String], _ args: [String]) -> RedisReply? {
+        client.command([Array("EVAL".utf8), Array(script.utf8), Array(String(keys.count).utf8)]
+                       + keys.map { Array($0.utf8) } + args.map { Array($0.utf8) })
+    }
+
+    private static func ms(_ t: TimeInterval) -> String { String(max(1, Int(t * 1000))) }
+
+    func acquire(forKey key: String, token: String, ttl: TimeInterval) -> Lease {
+        switch eval(Self.acquireScript, keys: [redisKey(forKey: key), leaseKey(forKey: key)],
+                    [token, Self.ms(ttl), Self.failedMark]) {
+        case .integer(1)?: return .present
+        case .integer(2)?: return .acquired
+        case .integer(3)?: return .fetchYourself
+        case .integer(0)?: return .held
+        default: return .unavailable  // down, or an error reply (no EVAL on this server)
+        }
+    }
+
+    @discardableResult
+    func release(forKey key: String, token: String) -> Bool {
+        if case .integer(1)? = eval(Self.releaseScript, keys: [leaseKey(forKey: key)], [token]) { return true }
+        return false
+    }
+
+    func renew(forKey key: String, token: String, ttl: TimeInterval) -> Bool {
+        if case .integer(1)? = eval(Self.renewScript, keys: [leaseKey(forKey: key)], [token, Self.ms(ttl)]) { return true }
+        return false
+    }
+
+    func markFailed(forKey key: String, token: String, ttl: TimeInterval) {
+        _ = eval(Self.markScript, keys: [leaseKey(forKey: key)], [token, Self.failedMark, Self.ms(ttl)])
+    }
+
+    /// The whole checked entry in one read.
+    func entry(forKey key: String) -> (data: Data, extended: Data?, stored: Date)? { load(key) }
+
+    /// Store for the fleet: true when the bytes are in Redis for the waiters.
+    func share(_ data: Data, extendedData: Data?, forKey key: String) -> Bool {
+        let value = Self.encode(data, extended: extendedData, stored: Date())
+        guard value.count <= options.maxValueBytes else { return false }
+        guard case .status? = client.command([Array("SET".utf8), k(key), value] + expiry()) else { return false }
+        noteShared(forKey: key, bytes: data.count)
+        return true
+    }
+
+    // The manager stores what a load returned in every tier: bytes the fleet
+    // loader just wrote or read need not cross the network again. One note
+    // per load, used once.
+    private let sharedLock = NSLock()
+    private var justShared: [String: Int] = [:]
+
+    func noteShared(forKey key: String, bytes: Int) {
+        sharedLock.lock()
+        if justShared.count >= 4096 { justShared.removeAll() }  // notes nobody used (loads that store nothing)
+        justShared[key] = bytes
+        sharedLock.unlock()
+    }
+
+    private func tookShared(forKey key: String, bytes: Int) -> Bool {
+        sharedLock.lock(); defer { sharedLock.unlock() }
+        guard justShared[key] == bytes else { return false }
+        justShared[key] = nil
+        return true
+    }
 }
 
 /// Set once, from any thread.

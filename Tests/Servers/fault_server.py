@@ -45,6 +45,10 @@ Paths (all serve the image given with --file unless said otherwise):
   /drip-file?name=REL[&piece=N][&gap=MS]
                     the file REL under the web root (the --file image's
                     folder's parent), N bytes (default 512) every MS ms (default 20)
+  /etag?id=K[&etag=V][&delay=MS]
+                    the image with ETag "V" (default v1; lowercase) and
+                    Cache-Control: no-cache after MS ms; If-None-Match "V" gets a
+                    304; /hits counts requests for K, and 304s for K:304
   /proxied          text/plain: the absolute-form targets received so far, one per line
 A query string is otherwise ignored for routing (distinct URLs, same behaviour).
 A request in absolute form ("GET http://host/path", as to a forward proxy) is
@@ -260,6 +264,22 @@ class Handler(socketserver.BaseRequestHandler):
                 body = IMAGE if n % 2 else PROGRESSIVE
                 self.send_head("200 OK", len(body), extra=f'ETag: "{key}-{n}"\r\nCache-Control: no-cache\r\n')
                 sock.sendall(body)
+            elif path == "/etag":
+                # a static image with an ETag, after `delay` ms: answers
+                # If-None-Match with 304; counts hits (and 304s under id:304)
+                key, tag = query.get("id", ""), '"' + query.get("etag", "v1") + '"'
+                time.sleep(int(query.get("delay", "0")) / 1000)
+                lines = {k.strip().lower(): v.strip() for k, v in
+                         (l.split(":", 1) for l in headers.split("\r\n")[1:] if ":" in l)}
+                with HITS_LOCK:
+                    HITS[key] = HITS.get(key, 0) + 1
+                    if lines.get("if-none-match") == tag:
+                        HITS[key + ":304"] = HITS.get(key + ":304", 0) + 1
+                if lines.get("if-none-match") == tag:
+                    self.send_head("304 Not Modified", None, extra=f"ETag: {tag}\r\n")
+                else:
+                    self.send_head("200 OK", len(IMAGE), extra=f"ETag: {tag}\r\nCache-Control: no-cache\r\n")
+                    sock.sendall(IMAGE)
             elif path == "/slow-headers":
                 time.sleep(60)
             else:

@@ -87,6 +87,10 @@ extension SDImageCache {
     }
 
     func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
+        Self.decode(data, key, options, request)
+    }
+
+    static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
         let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
@@ -178,4 +182,15 @@ extension SDImageCache {
         queryCacheOperation(forKey: key, options: options.cacheOptions, context: context, cacheType: cacheType,
                             done: completion)
     }
+}
+
+/// Decode bytes read from a cache the way a disk hit is decoded: the
+/// context's thumbnail, scale, coder and decode options, and the options'
+/// `.scaleDownLargeImages`, `.decodeFirstFrameOnly`, `.preloadAllFrames` and
+/// `.matchAnimatedImageClass` (SDWebImage's `SDImageCacheDecodeImageData`).
+/// Nil when the bytes do not decode or end early. For caches and loaders of
+/// your own that hold encoded bytes.
+public func SDImageCacheDecodeImageData(_ imageData: Data, _ cacheKey: String, _ options: SDWebImageOptions,
+                                        _ context: SDWebImageContext?) -> SDImage? {
+    SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context))
 }

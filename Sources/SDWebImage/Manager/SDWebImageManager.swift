@@ -136,6 +136,15 @@ public final class SDWebImageManager: @unchecked Sendable {
         request(for: url, context: context ?? [:]).keys?.storage
     }
 
+    /// The key of the original image (the key filter's, else the URL string:
+    /// no thumbnail or transformer part) of the manager load that passed
+    /// `context` to its loader; nil when the call did not come from a manager.
+    /// A loader that shares work through a cache (`SDRedisFleetLoader`)
+    /// names the entry by it.
+    public static func originalCacheKey(inLoaderContext context: SDWebImageContext?) -> String? {
+        (context?[.loadRequest] as? SDImageLoadRequest)?.keys?.original
+    }
+
     /// The load's context resolved once, keys included (the key filter is user code).
     func request(for url: URL?, context: SDWebImageContext) -> SDImageLoadRequest {
         SDImageLoadRequest(url: url, context: context,

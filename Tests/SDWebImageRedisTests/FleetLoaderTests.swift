@@ -1,0 +1,210 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDTestSupport
+import SDWebImage
+@testable import SDWebImageRedis
+import Testing
+
+/// One "host": its own empty disk cache and downloader, the shared Redis as
+/// L2, and (with `fleet`) the fleet loader in front of its downloader.
+struct Host {
+    let manager: SDWebImageManager
+    let local: SDImageCache
+    let redis: SDImageRedisCache
+    let fleet: SDRedisFleetLoader?
+
+    init(_ server: RedisTestServer, namespace: String, fleet: Bool = true,
+         options: SDRedisFleetLoader.Options = .init()) throws {
+        local = SDImageCache(namespace: "fleet", diskCacheDirectory: NSTemporaryDirectory() + unique("host"))
+        redis = try SDImageRedisCache(url: server.url, namespace: namespace, options: patient())
+        let caches = redis.tiered(behind: local)
+        let downloader = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        self.fleet = fleet ? SDRedisFleetLoader(loader: downloader, cache: redis, options: options) : nil
+        manager = SDWebImageManager(cache: caches, loader: self.fleet ?? downloader)
+    }
+
+    func load(_ url: URL, _ options: SDWebImageOptions = []) async -> (SDImage?, (any Error)?) {
+        await withCheckedContinuation { k in
+            manager.loadImage(with: url, options: options) { image, _, error, _, finished, _ in
+                if finished { k.resume(returning: (image, error)) }
+            }
+        }
+    }
+}
+
+@Suite("SDRedisFleetLoader: one origin request per image across processes sharing a Redis")
+struct FleetLoaderTests {
+    func hits(_ servers: TestServers, _ id: String) -> Int { Int(servers.faultGet("/hits?id=\(id)") ?? "") ?? -1 }
+
+    @Test("Three hosts load one slow image at once: one origin request, two read it from Redis with its validators")
+    func oneOriginRequest() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        let id = unique("one")
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(id)&etag=v7&delay=400"))
+        let hosts = try (0..<3).map { _ in try Host(server, namespace: ns) }
+        async let a = hosts[0].load(url)
+        async let b = hosts[1].load(url)
+        async let c = hosts[2].load(url)
+        let results = await [a, b, c]
+        #expect(results.allSatisfy { $0.0 != nil && $0.1 == nil })
+        #expect(hits(servers, id) == 1)
+        let stats = hosts.compactMap { $0.fleet?.statistics }
+        #expect(stats.map(\.fetched).reduce(0, +) == 1)
+        #expect(stats.map(\.shared).reduce(0, +) == 2)
+        // every host's own cache keeps the validators (the waiters' from
+        // Redis), so each can revalidate later
+        for h in hosts {
+            h.local.waitForPendingWrites()
+            let raw = try #require(h.local.extendedData(forKey: url.absoluteString))
+            #expect(try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw).etag == "\"v7\"")
+        }
+        let lease = hosts[0].redis.store.leaseKey(forKey: url.absoluteString)
+        if case .integer(let n)? = hosts[0].redis.store.client.command("EXISTS", lease) {
+            #expect(n == 0)  // released by its owner
+        } else {
+            Issue.record("EXISTS failed")
+        }
+    }
+
+    @Test("Bytes the fleet loader just wrote or read are not written again when the manager stores them in every tier")
+    func noWriteBack() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let store = try SDRedisDiskCache(url: server.url, namespace: unique("fleetnote"), options: patient())
+        let data = try fixture()
+        store.noteShared(forKey: "a", bytes: data.count)
+        try store.setData(data, forKey: "a", extendedData: nil)
+        #expect(!store.containsData(forKey: "a"))  // skipped: the note said Redis has these bytes
+        try store.setData(data, forKey: "a", extendedData: nil)
+        #expect(store.containsData(forKey: "a"))  // a note is used once
+        store.noteShared(forKey: "b", bytes: data.count + 1)
+        try store.setData(data, forKey: "b", extendedData: nil)
+        #expect(store.containsData(forKey: "b"))  // other bytes (a serializer's) are written
+    }
+
+    @Test("An owner that died: its lease expires and one waiter takes over and fetches")
+    func takeover() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        let id = unique("dead")
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(id)"))
+        let host = try Host(server, namespace: ns)
+        // a lease of a process that is gone: nobody renews it
+        let lease = host.redis.store.leaseKey(forKey: url.absoluteString)
+        _ = host.redis.store.client.command("SET", lease, "dead-owner", "PX", "1000")
+        let t0 = Date()
+        let (image, error) = await host.load(url)
+        #expect(image != nil && error == nil)
+        #expect(Date().timeIntervalSince(t0) >= 0.8)  // it waited for the lease to expire
+        #expect(hits(servers, id) == 1)
+        #expect(host.fleet?.statistics.tookOver == 1)
+    }
+
+    @Test("A failed fetch leaves a fetch-yourselves mark: the waiters fetch at once, in parallel")
+    func failureMark() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        let id = unique("fail")
+        // the first request fails (503); later ones succeed
+        let url = try #require(URL(string: servers.fault + "/flaky?id=\(id)&fail=1"))
+        let owner = try Host(server, namespace: ns)
+        let lease = owner.redis.store.leaseKey(forKey: url.absoluteString)
+        let (none, error) = await owner.load(url)
+        #expect(none == nil && error != nil)
+        #expect(owner.fleet?.statistics.fetched == 1)
+        if case .string(let v)? = owner.redis.store.client.command("GET", lease) {
+            #expect(v == Array("-".utf8))  // the mark, not the lease
+        } else {
+            Issue.record("no failure mark")
+        }
+        let others = try (0..<2).map { _ in try Host(server, namespace: ns) }
+        async let x = others[0].load(url)
+        async let y = others[1].load(url)
+        let results = await [x, y]
+        #expect(results.allSatisfy { $0.0 != nil })
+        #expect(hits(servers, id) == 3)  // no lease while the mark stands: each fetched
+        #expect(others.compactMap { $0.fleet?.statistics.uncoordinated }.reduce(0, +) == 2)
+    }
+
+    @Test("A waiter cancelled while it waits answers cancelled and fetches nothing")
+    func cancelWaiter() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let host = try Host(server, namespace: unique("fleet"))
+        let id = unique("cancel")
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(id)"))
+        _ = host.redis.store.client.command("SET", host.redis.store.leaseKey(forKey: url.absoluteString), "other", "PX", "20000")
+        let error: (any Error)? = await withCheckedContinuation { k in
+            let op = host.manager.loadImage(with: url) { _, _, error, _, finished, _ in
+                if finished { k.resume(returning: error) }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { op?.cancel() }
+        }
+        #expect((error as? SDWebImageError)?.code == .cancelled)
+        #expect(hits(servers, id) == 0)
+    }
+
+    @Test("Redis down: every load goes straight to the origin")
+    func redisDown() async throws {
+        let dead = try RedisTestServer(name: "fleetdown")
+        dead.run("kill9")
+        let servers = try #require(TestServers.shared)
+        let host = try Host(dead, namespace: "d")
+        let id = unique("down")
+        let (image, error) = await host.load(try #require(URL(string: servers.fault + "/etag?id=\(id)")))
+        #expect(image != nil && error == nil)
+        #expect(host.fleet?.statistics.uncoordinated == 1)
+        #expect(hits(servers, id) == 1)
+    }
+
+    @Test("A 304 through the manager with Redis as L2: a new host serves the Redis entry, revalidates it and renews it")
+    func revalidation() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet304")
+        let id = unique("rev")
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(id)&etag=r1"))
+        let first = try Host(server, namespace: ns, fleet: false)
+        #expect(await first.load(url).0 != nil)
+        first.redis.waitForPendingWrites()
+        let key = first.redis.store.redisKey(forKey: url.absoluteString)
+        _ = first.redis.store.client.command("PEXPIRE", key, "60000")  // shorter than the TTL: a touch shows
+        let second = try Host(server, namespace: ns, fleet: false)
+        let calls = Counter()
+        let done: (SDImageCacheType, (any Error)?) = await withCheckedContinuation { k in
+            second.manager.loadImage(with: url, options: [.refreshCached]) { image, _, error, type, finished, _ in
+                if calls.add() == 1 { k.resume(returning: (type, error)) }
+            }
+        }
+        #expect(done.0 == .disk && done.1 == nil)  // the Redis entry, decoded
+        var revalidated = false
+        for _ in 0..<100 where !revalidated {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            revalidated = hits(servers, id + ":304") == 1
+        }
+        #expect(revalidated)
+        #expect(hits(servers, id) == 2)  // the first fetch and the conditional request
+        second.redis.waitForPendingWrites()
+        var renewed = false
+        for _ in 0..<100 where !renewed {
+            if case .integer(let ms)? = second.redis.store.client.command("PTTL", key) { renewed = ms > 60_000 }
+            if !renewed { try await Task.sleep(nanoseconds: 50_000_000) }
+        }
+        #expect(renewed)  // the touch on the 304 renewed the TTL
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(calls.value == 1)  // a 304: no second completion
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    @discardableResult
+    func add() -> Int { lock.lock(); defer { lock.unlock() }; n += 1; return n }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+}
