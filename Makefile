@@ -17,7 +17,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libhiredis-dev redis-server
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
+        test-cli test-fleet test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -122,6 +122,11 @@ test-swift-asan: build-c
 
 test-cli: build-swift
 	@bash scripts/test-cli.sh
+
+# Three sdimage processes, one nginx origin, one Redis: --fleet-lock makes one
+# origin request per image; a Redis killed mid-run loses no load.
+test-fleet: build-swift
+	@bash scripts/test-fleet.sh
 
 # libFuzzer targets (ASan+UBSan): make fuzz SECONDS=N runs each for N seconds.
 fuzz: deps

@@ -135,7 +135,14 @@ sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail 
     check "--redis: first fetch from the network" '[ $rc -eq 0 ] && grep -q "network.:3," "$tmp/out.json"'
     "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc2" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
     check "--redis: a fresh local cache is served from Redis" '[ $rc -eq 0 ] && grep -q "network.:0," "$tmp/out.json" && grep -q "disk.:3," "$tmp/out.json"'
+    check "--redis: the local cache is filled too" '"$bin" cache info --cache-dir "$tmp/rc2" --json | grep -q "entries.:3,"'
+    "$bin" cache info --redis "$rurl" --json >"$tmp/info.json" 2>/dev/null; rc=$?
+    check "cache info --redis: entries, bytes, hit rate" '[ $rc -eq 0 ] && python3 -c "
+import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(0 if s[\"entries\"] == 3 and s[\"bytes\"] > 0 and s[\"keyspace_hits\"] >= 3 and 0 < s[\"hit_rate\"] <= 1 else 1)" "$tmp/info.json"'
     bash Tests/Servers/redis.sh kill9 "$tmp/redis" >/dev/null 2>&1
+    "$bin" cache info --redis "$rurl" >/dev/null 2>"$tmp/err"; rc=$?
+    check "cache info --redis with Redis down: exit 1, says so" '[ $rc -eq 1 ] && grep -q "did not answer" "$tmp/err"'
     "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc3" --redis "$rurl" --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
     check "--redis down: every image still loads, one warning" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && [ $(grep -c "unavailable" "$tmp/err") -eq 1 ]'
   else

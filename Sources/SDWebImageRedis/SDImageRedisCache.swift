@@ -39,21 +39,44 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
         cache = SDImageCache(diskCache: store, path: url + "#" + namespace, config: c)
     }
 
-    /// `local` first, then this tier, in a caches manager that stores to
-    /// both (`SDImageCachesManager` alone stores to its last cache only, as
-    /// SDWebImage's): a Redis hit is served and kept locally, a fetch goes to
-    /// both, a 304 renews both.
+    /// This tier behind `local`, set up as an L2: a caches manager that asks
+    /// `local` first (its memory, then its disk) and this tier on a miss,
+    /// stores what a load fetched in both (`SDImageCachesManager` alone
+    /// stores to its highest-priority cache only, as SDWebImage's), and a
+    /// 304 renews both; and a Redis hit is copied to `local`'s disk, so the
+    /// next load of it stays on the machine.
     public func tiered(behind local: any SDImageCacheProtocol) -> SDImageCachesManager {
         let caches = SDImageCachesManager()
-        caches.caches = [local, self]
+        caches.caches = [self, local]  // the last one is asked first
         caches.storeOperationPolicy = .concurrent
+        promotionLock.lock()
+        promotion = local
+        promotionLock.unlock()
         return caches
     }
+
+    private let promotionLock = NSLock()
+    private var promotion: (any SDImageCacheProtocol)?
 
     public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
                            cacheType: SDImageCacheType,
                            completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
-        cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+        promotionLock.lock()
+        let local = promotion
+        promotionLock.unlock()
+        guard let local else {
+            return cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType,
+                                    completion: completion)
+        }
+        return cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
+            image, data, type in
+            // the bytes only, to disk: the image may be a thumbnail of them
+            if type == .disk, let key, let data {
+                local.store(nil, imageData: data, forKey: key, cacheType: .disk,
+                            extendedData: self.store.takeExtendedDataOfLastRead(forKey: key), completion: nil)
+            }
+            completion?(image, data, type)
+        }
     }
 
     public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,

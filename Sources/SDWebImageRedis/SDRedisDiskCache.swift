@@ -131,7 +131,26 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         return false
     }
 
-    public func data(forKey key: String) -> Data? { load(key)?.data }
+    public func data(forKey key: String) -> Data? {
+        guard let entry = load(key) else { return nil }
+        if entry.extended != nil {
+            lastReadLock.lock()
+            if lastReadExtended.count >= 1024 { lastReadExtended.removeAll() }  // reads nobody promoted
+            lastReadExtended[key] = entry.extended
+            lastReadLock.unlock()
+        }
+        return entry.data
+    }
+
+    // A hit promoted to the local disk (`SDImageRedisCache.tiered`) keeps
+    // its validators without a second read of the whole value.
+    private let lastReadLock = NSLock()
+    private var lastReadExtended: [String: Data] = [:]
+
+    func takeExtendedDataOfLastRead(forKey key: String) -> Data? {
+        lastReadLock.lock(); defer { lastReadLock.unlock() }
+        return lastReadExtended.removeValue(forKey: key)
+    }
 
     public func setData(_ data: Data, forKey key: String, extendedData: Data?) throws {
         if tookShared(forKey: key, bytes: data.count) { return }  // the fleet loader wrote or read these bytes
@@ -211,6 +230,25 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
 
     /// Commands that failed because Redis could not be reached or answered garbage.
     public var connectionFailures: Int { client.connectionFailures }
+
+    /// The server's `INFO` fields (`used_memory`, `maxmemory`,
+    /// `maxmemory_policy`, `keyspace_hits`, `keyspace_misses`,
+    /// `evicted_keys`, …), for `sdimage cache info --redis`. Server-wide, not
+    /// this namespace's.
+    public func serverInfo() throws(RedisError) -> [String: String] {
+        switch client.command("INFO") {
+        case .string(let text)?:
+            var out: [String: String] = [:]
+            for line in String(decoding: text, as: UTF8.self).split(whereSeparator: \.isNewline)
+            where !line.hasPrefix("#") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                out[String(line[..<colon])] = String(line[line.index(after: colon)...])
+            }
+            return out
+        case .error(let e)?: throw RedisError("INFO: \(e)")
+        default: throw RedisError("Redis at \(endpoint.description) did not answer")
+        }
+    }
 
     // MARK: - fleet lease (SDRedisFleetLoader)
 

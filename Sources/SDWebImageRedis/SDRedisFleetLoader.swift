@@ -133,13 +133,15 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
     private func step(_ load: FleetLoad, delay: TimeInterval, waited: Bool) {
         if load.isCancelled { return load.finishCancelled() }
         let store = cache.store
-        switch store.acquire(forKey: load.key, token: load.token, ttl: options.leaseTTL) {
+        let lease = store.acquire(forKey: load.key, token: load.token, ttl: options.leaseTTL)
+        switch lease {
         case .present:
             if let entry = store.entry(forKey: load.key), deliver(entry, load) {
                 count { $0.shared += 1 }
                 return
             }
             // gone or damaged between the two calls: fetch without the fleet
+            log.debug("fleet: the Redis entry for \(load.url.absoluteString) did not serve; fetching without the lease")
             count { $0.uncoordinated += 1 }
             start(load, owning: false)
         case .acquired:
@@ -153,6 +155,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
             }
             queue.asyncAfter(deadline: .now() + delay) { self.step(load, delay: min(delay * 2, 0.1), waited: true) }
         case .fetchYourself, .unavailable:
+            log.debug("fleet: \(load.url.absoluteString): \(lease == .unavailable ? "Redis unavailable" : "the owner's fetch failed"); fetching without the lease")
             count { $0.uncoordinated += 1 }
             start(load, owning: false)
         }
@@ -162,7 +165,10 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
     private func deliver(_ entry: (data: Data, extended: Data?, stored: Date), _ load: FleetLoad) -> Bool {
         var image: SDImage?
         if !load.options.contains(.avoidDecodeImage) {
-            image = SDImageCacheDecodeImageData(entry.data, load.key, load.options, load.context)
+            // the owner's finished transfer, checksummed: a truncated image
+            // in it is the origin's, served as the downloader served it
+            image = SDImageCacheDecodeImageData(entry.data, load.key, load.options, load.context,
+                                                acceptingIncomplete: true)
             if image == nil { return false }
         }
         // the manager stores what it gets in every tier; this one has it already

@@ -192,6 +192,44 @@ struct RedisCacheTests {
         let hits = try String(contentsOf: try #require(URL(string: servers.fault + "/hits?id=\(id)")), encoding: .utf8)
         #expect(hits == "1")  // one origin request for two managers
     }
+
+    @Test("tiered(behind:): the local cache answers first (no Redis call), a fetch fills both, a Redis hit is copied to the local disk with its validators")
+    func tieredOrder() async throws {
+        let server = try RedisTestServer(name: "tiered")  // its own: the command counts below are exact
+        defer { server.run("stop") }
+        let servers = try #require(TestServers.shared)
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(unique("tiered"))&etag=t1"))
+        let key = url.absoluteString
+        func host() throws -> (SDWebImageManager, SDImageCache, SDImageRedisCache) {
+            let local = SDImageCache(namespace: "tiered", diskCacheDirectory: NSTemporaryDirectory() + unique("local"))
+            let redis = try SDImageRedisCache(url: server.url, namespace: "t", options: patient())
+            return (SDWebImageManager(cache: redis.tiered(behind: local), loader: SDWebImageDownloader(config: .init())),
+                    local, redis)
+        }
+        func gets(_ r: SDImageRedisCache) -> Int {
+            guard case .string(let s)? = r.store.client.command("INFO", "commandstats") else { return -1 }
+            let text = String(decoding: s, as: UTF8.self)
+            guard let line = text.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_get:") }),
+                  let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+            return Int(calls) ?? -1
+        }
+        let (m1, local1, redis1) = try host()
+        #expect(try await m1.loadImage(with: url).cacheType == SDImageCacheType.none)
+        local1.waitForPendingWrites()
+        redis1.waitForPendingWrites()
+        #expect(local1.diskImageDataExists(withKey: key) && redis1.store.containsData(forKey: key))  // both filled
+        local1.clearMemory()
+        let before = gets(redis1)
+        #expect(try await m1.loadImage(with: url).cacheType == .disk)
+        #expect(gets(redis1) == before)  // the local disk answered; Redis was not asked
+
+        let (m2, local2, _) = try host()
+        #expect(try await m2.loadImage(with: url).cacheType == .disk)  // from Redis
+        local2.waitForPendingWrites()
+        #expect(local2.diskImageDataExists(withKey: key))  // copied down
+        let raw = try #require(local2.extendedData(forKey: key))
+        #expect(try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw).etag == "\"t1\"")
+    }
 }
 
 /// Faults lose nothing: each ends in a miss (or a dropped store) within the

@@ -90,7 +90,8 @@ extension SDImageCache {
         Self.decode(data, key, options, request)
     }
 
-    static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
+    static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
+                       acceptingIncomplete: Bool = false) -> SDImage? {
         let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
@@ -99,7 +100,7 @@ extension SDImageCache {
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
         // The caller fetches again and the new store replaces it.
-        guard case .success(let r) = o.image(from: data), r.complete else { return nil }
+        guard case .success(let r) = o.image(from: data), r.complete || acceptingIncomplete else { return nil }
         return r.image
     }
 
@@ -188,9 +189,13 @@ extension SDImageCache {
 /// context's thumbnail, scale, coder and decode options, and the options'
 /// `.scaleDownLargeImages`, `.decodeFirstFrameOnly`, `.preloadAllFrames` and
 /// `.matchAnimatedImageClass` (SDWebImage's `SDImageCacheDecodeImageData`).
-/// Nil when the bytes do not decode or end early. For caches and loaders of
-/// your own that hold encoded bytes.
+/// Nil when the bytes do not decode, or hold an image that ends early —
+/// unless `acceptingIncomplete`: for bytes known to be whole (a checksummed
+/// value, a finished transfer) whose image the origin itself cut short,
+/// which then decode as the downloader decodes them (the tail grey). For
+/// caches and loaders of your own that hold encoded bytes.
 public func SDImageCacheDecodeImageData(_ imageData: Data, _ cacheKey: String, _ options: SDWebImageOptions,
-                                        _ context: SDWebImageContext?) -> SDImage? {
-    SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context))
+                                        _ context: SDWebImageContext?, acceptingIncomplete: Bool = false) -> SDImage? {
+    SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context),
+                        acceptingIncomplete: acceptingIncomplete)
 }
