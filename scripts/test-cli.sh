@@ -195,6 +195,12 @@ if [ -x build/release/sdcore-bench ]; then
   # the media benches run end to end (a smoke run; the numbers are measured by hand, README)
   TMPDIR="$tmp" SDCORE_BENCH=build/release/sdcore-bench "$bin" bench player --frames 40 --size 300 --buffer-mib 2 --json >"$tmp/player.json" 2>&1; rc=$?
   check "bench player: every frame shown once, budget honoured" '[ $rc -eq 0 ] && grep -q "\"budget_honoured\":true" "$tmp/player.json" && grep -q "\"distinct_frames\":40," "$tmp/player.json"'
+  if command -v redis-server >/dev/null; then
+    SDCORE_BENCH=build/release/sdcore-bench "$bin" bench redis --count 12 --rounds 1 --json >"$tmp/redis.json" 2>&1; rc=$?
+    check "bench redis: every row measured (its own redis-server)" '[ $rc -eq 0 ] && python3 -c "
+import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(0 if all(s[k] > 0 for k in [\"l2_hit_ms_p50\", \"disk_hit_ms_p50\", \"fetch_ms_p50\", \"fleet_lock_3_ips\", \"fleet_nolock_3_ips\"]) else 1)" "$tmp/redis.json"'
+  fi
   SDCORE_BENCH=build/release/sdcore-bench "$bin" bench encode --quick --json >"$tmp/encode.json" 2>&1; rc=$?
   check "bench encode: same bytes as the library calls, every row" '[ $rc -eq 0 ] && [ "$(grep -c "\"ratio\"" "$tmp/encode.json")" -eq 7 ]'
 else

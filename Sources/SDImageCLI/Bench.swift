@@ -15,7 +15,7 @@ import FoundationNetworking
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the benchmarks; results are ratios against baselines measured in the same run.",
-        subcommands: [BenchDecode.self, BenchFetch.self, BenchCache.self, BenchEncode.self, BenchPlayer.self, BenchAll.self, BenchSoak.self])
+        subcommands: [BenchDecode.self, BenchFetch.self, BenchCache.self, BenchRedis.self, BenchEncode.self, BenchPlayer.self, BenchAll.self, BenchSoak.self])
 }
 
 struct BenchDecode: ParsableCommand {

@@ -89,10 +89,14 @@ final class RedisClient: @unchecked Sendable {
     private var failures = 0
     private let log = Logger(label: "SDWebImage.redis")
 
+    /// Connections at most (commands in flight at once).
+    let connections: Int
+
     init(endpoint: RedisEndpoint, connections: Int, timeout: TimeInterval) {
         self.endpoint = endpoint
         self.timeout = timeout
-        slots = DispatchSemaphore(value: max(1, connections))
+        self.connections = max(1, connections)
+        slots = DispatchSemaphore(value: self.connections)
         Self.ignoreSIGPIPE
     }
 

@@ -2,6 +2,7 @@ import CSDSystem
 import Foundation
 import Logging
 import SDCache
+import SDWebImage
 
 /// A cache tier's bytes in Redis: the disk-cache protocol on a shared engine,
 /// so several processes or machines share what any of them fetched. Under
@@ -30,8 +31,11 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         public var ttl: TimeInterval = 60 * 60 * 24 * 7
         /// Larger values are not stored (default 8 MiB).
         public var maxValueBytes = 8 << 20
-        /// Connections in the pool (size it to the loader's concurrency; default 6).
-        public var connections = 6
+        /// Connections in the pool; nil (the default): the shared downloader's
+        /// `maxConcurrentDownloads` when the tier is made (6 unless changed),
+        /// so every load in flight can reach Redis at once. Set it to your
+        /// own loader's concurrency if it differs.
+        public var connections: Int?
         /// Bound on connecting, sending and waiting for a reply, in seconds (default 0.5).
         public var timeout: TimeInterval = 0.5
         /// The defaults.
@@ -56,7 +60,10 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         endpoint = try RedisEndpoint(url: url)
         self.namespace = namespace.isEmpty ? "default" : namespace
         self.options = options
-        client = RedisClient(endpoint: endpoint, connections: options.connections, timeout: options.timeout)
+        client = RedisClient(endpoint: endpoint,
+                             connections: options.connections
+                                ?? SDWebImageDownloaderConfig.default.maxConcurrentDownloads,
+                             timeout: options.timeout)
         prefix = "sdwebimage:\(self.namespace):"
     }
 

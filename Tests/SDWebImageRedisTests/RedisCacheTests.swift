@@ -313,6 +313,15 @@ struct RedisFaultTests {
         #expect(redis.store.connectionFailures >= 1)
     }
 
+    @Test("The pool is sized to the shared downloader's concurrency unless told otherwise")
+    func poolSize() throws {
+        #expect(try SDRedisDiskCache(url: "redis://127.0.0.1:1").client.connections
+            == SDWebImageDownloaderConfig.default.maxConcurrentDownloads)
+        var o = SDRedisDiskCache.Options()
+        o.connections = 3
+        #expect(try SDRedisDiskCache(url: "redis://127.0.0.1:1", options: o).client.connections == 3)
+    }
+
     @Test("Bad URLs are refused with a reason")
     func urls() throws {
         #expect(throws: RedisError.self) { try RedisEndpoint(url: "http://x") }
