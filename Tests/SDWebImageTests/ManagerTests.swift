@@ -393,11 +393,16 @@ struct ManagerTests {
 final class CountingCache: SDImageCacheProtocol, @unchecked Sendable {
     let inner: SDImageCache
     let queries = Counter()
+    /// Answers pass through this queue: suspend it to hold them back.
+    let gate = DispatchQueue(label: "CountingCache.gate")
     init(_ inner: SDImageCache) { self.inner = inner }
     func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?, cacheType: SDImageCacheType,
                     completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
         queries.add()
-        return inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+        let gate = self.gate
+        return inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { i, d, t in
+            gate.async { completion?(i, d, t) }
+        }
     }
     func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
                completion: (@Sendable ((any Error)?) -> Void)?) {
@@ -464,9 +469,44 @@ final class Policy: SDWebImageManagerDelegate, @unchecked Sendable {
     func imageManager(_ manager: SDWebImageManager, shouldBlockFailedURL url: URL, error: any Error) -> Bool? { false }
 }
 
+/// A transformer that holds its load until `release` is signalled (or 30 s pass).
+struct BlockingTransformer: SDImageTransformer {
+    let release: DispatchSemaphore
+    let started: DispatchSemaphore
+    var transformerKey: String { "blocking" }
+    func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
+        started.signal()
+        _ = release.wait(timeout: .now() + 30)
+        return image
+    }
+}
+
 @Suite("SDWebImageManager: shared queries, delegate", .serialized)
 struct ManagerSharingTests {
     let servers = TestServers.shared
+
+    @Test("A slow transformer holds up only its own load: another load's download completes meanwhile (issue 19)")
+    func transformerDoesNotBlockOthers() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader())
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let slow = LoadLog()
+        m.loadImage(with: s.url(s.fault, "/ok?slow-\(UUID().uuidString)"),
+                    context: [.imageTransformer: BlockingTransformer(release: release, started: started)],
+                    completed: slow.block)
+        // the transformer is running (on the shared callback queue, before
+        // the fix, where every download's completion waited behind it)
+        let running = await Task.detached { started.wait(timeout: .now() + 30) == .success }.value
+        #expect(running)
+        let other = LoadLog()
+        m.loadImage(with: s.url(s.fault, "/ok?other-\(UUID().uuidString)"), completed: other.block)
+        await other.wait()  // before the transformer is released
+        #expect(other.last?.image != nil)
+        #expect(slow.finals.isEmpty)  // still transforming
+        release.signal()
+        await slow.wait()
+        #expect(slow.last?.image != nil)
+    }
 
     @Test("Identical concurrent loads share one cache query and one download; a waiter can leave")
     func sharing() async throws {
@@ -476,7 +516,7 @@ struct ManagerSharingTests {
         let m = SDWebImageManager(cache: counting, loader: SDWebImageDownloader())
         let url = s.url(s.fault, "/drip?shared")
         let notes = NotificationLog(url: url)
-        inner.config.callbackQueue.suspend()  // the (missing) answer waits until all have joined
+        counting.gate.suspend()  // the (missing) answer waits until all have joined
         let logs = (0..<10).map { _ -> LoadLog in
             let log = LoadLog()
             m.loadImage(with: url, completed: log.block)
@@ -485,7 +525,7 @@ struct ManagerSharingTests {
         let leaving = LoadLog()
         m.loadImage(with: url, completed: leaving.block)?.cancel()
         await leaving.wait()
-        inner.config.callbackQueue.resume()
+        counting.gate.resume()
         #expect(leaving.sdError?.code == .cancelled)
         for log in logs { await log.wait() }
         #expect(logs.allSatisfy { $0.last?.image != nil && $0.finals.count == 1 })

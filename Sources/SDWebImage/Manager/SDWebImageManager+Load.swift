@@ -20,6 +20,12 @@ final class ManagerLoad: @unchecked Sendable {
     let originalKey: String?
     let lock = NSLock()
     var ended = false
+    /// The context the cache and the loader get: the load's, with its own
+    /// serial queue over the global pool for their callbacks. The steps
+    /// between them (transformer, stores) run there, so one load's
+    /// transformer never holds up another's callbacks, as it did on the one
+    /// shared callback queue; the caller's queue sees only the answers.
+    let workContext: SDWebImageContext
 
     init(manager: SDWebImageManager, op: SDWebImageCombinedOperation, url: URL?, options: SDWebImageOptions,
          context: SDWebImageContext, queue: SDCallbackQueue, progress: SDImageLoaderProgressBlock?,
@@ -32,6 +38,11 @@ final class ManagerLoad: @unchecked Sendable {
         var context = context
         context[.loadRequest] = request
         self.context = context
+        var work = context
+        work[.callbackQueue] = SDCallbackQueue(
+            dispatchQueue: DispatchQueue(label: "SDWebImageManager.load", target: .global(qos: .userInitiated)),
+            policy: .dispatch)
+        workContext = work
         self.queue = queue
         self.progress = progress
         self.completed = completed
@@ -99,7 +110,7 @@ final class ManagerLoad: @unchecked Sendable {
                 download(cached: image, data: data, type: cacheType)
             }
         }
-        let (cache, key, options, context) = (self.cache, self.key, self.options, self.context)
+        let (cache, key, options, context) = (self.cache, self.key, self.options, self.workContext)
         if options.contains(.queryDiskDataSync) || options.contains(.queryMemoryDataSync) {
             op.setCacheOperation(cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType,
                                                   completion: answer))
@@ -119,7 +130,7 @@ final class ManagerLoad: @unchecked Sendable {
         guard originalType != .none, let originalKey else { return download(cached: nil, data: nil, type: .none) }
         // Decode straight to the thumbnail size (the request says so); the
         // original entry is not touched.
-        op.setCacheOperation(originalCache.queryImage(forKey: originalKey, options: options, context: context,
+        op.setCacheOperation(originalCache.queryImage(forKey: originalKey, options: options, context: workContext,
                                                       cacheType: originalType == .all ? .disk : originalType) {
             [self] image, _, cacheType in
             if op.isCancelled { return cancelled() }
@@ -144,7 +155,7 @@ final class ManagerLoad: @unchecked Sendable {
                 : nil
             return complete(cached, data, why, cached == nil ? .none : cacheType)
         }
-        var ctx = context
+        var ctx = workContext
         var stored: SDWebImageHTTPValidators?
         if refresh {
             if let k = originalKey, let raw = originalCache.extendedData(forKey: k) {

@@ -158,8 +158,9 @@ public final class SDWebImageManager: @unchecked Sendable {
     /// `completed` runs on the `.callbackQueue` of the context (default: one serial
     /// queue of the library, not the main queue, which most Linux programs never drain), once with
     /// `finished == true` (image or error), after any previews (`.progressiveLoad`) or
-    /// the cached image of `.refreshCached`. Returns the operation to cancel (nil when
-    /// the load ended at once).
+    /// the cached image of `.refreshCached`. `progress` runs on a background
+    /// queue of the load's own, in order (as in SDWebImage, not on the callback
+    /// queue). Returns the operation to cancel (nil when the load ended at once).
     @discardableResult
     public func loadImage(with url: URL?, options: SDWebImageOptions = [], context: SDWebImageContext? = nil,
                           progress: SDImageLoaderProgressBlock? = nil,
