@@ -37,16 +37,28 @@ struct BenchCache: ParsableCommand {
         let cache = SDImageCache(namespace: "bench", diskCacheDirectory: dir, config: config)
         let manager = SDWebImageManager(cache: cache, loader: SDWebImageDownloader())
         let cLoop = measureLoop(urls)
+        // the same manager load with caching off: the baseline
+        resetPeakRSS()
+        let noCache = run(manager, urls, [.fromLoaderOnly], expect: .none, context: [.storeCacheType: SDImageCacheType.none])
+        let noCacheRSS = peakRSSMB()
         // Keeping every decoded bitmap in memory means fresh pages from the
         // kernel for each new image (the bare loop recycles one buffer), so
         // the cold run is also measured storing to disk only.
+        resetPeakRSS()
         let coldDisk = run(manager, urls, [.waitStoreCache], expect: .none, context: [.storeCacheType: SDImageCacheType.disk])
+        let coldDiskRSS = peakRSSMB()
         clearDisk(cache)
+        resetPeakRSS()
         let cold = run(manager, urls, [.waitStoreCache], expect: .none)
+        let coldRSS = peakRSSMB()
         cache.waitForPendingWrites()
         cache.clearMemory()
+        resetPeakRSS()
         let warm = run(manager, urls, [], expect: .disk)
+        let warmRSS = peakRSSMB()
+        resetPeakRSS()
         let hot = run(manager, urls, [], expect: .memory)
+        let hotRSS = peakRSSMB()
 
         // disk hit vs decoding the same bytes from memory, one at a time
         cache.clearMemory()
@@ -71,6 +83,11 @@ struct BenchCache: ParsableCommand {
             "cold_ips": cold.rounded(), "cold_disk_only_ips": coldDisk.rounded(), "c_loop_ips": cLoop.rounded(),
             "warm_ips": warm.rounded(), "decode_only_ips": decodeOnly.rounded(), "hot_ips": hot.rounded(),
             "store_limited_per_s": limited.rounded(), "store_unlimited_per_s": unlimited.rounded(),
+            "no_cache_ips": noCache.rounded(),
+            "cold_vs_no_cache": ratio(cold, noCache), "cold_disk_only_vs_no_cache": ratio(coldDisk, noCache),
+            "warm_vs_no_cache": ratio(warm, noCache),
+            "peak_rss_mb": ["no_cache": noCacheRSS, "cold": coldRSS, "cold_disk_only": coldDiskRSS,
+                            "warm": warmRSS, "hot": hotRSS],
         ]
         if json {
             let text = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
@@ -81,6 +98,13 @@ struct BenchCache: ParsableCommand {
         print(String(format: "memory hit (imageFromMemoryCache), median      %8.0f ns   target < 1000", memory))
         print(String(format: "disk hit (read + decode), median               %8.2f ms   decode alone %.2f ms (x%.2f)",
                      diskMs, decodeMs, decodeMs > 0 ? diskMs / decodeMs : 0))
+        print("\nSDWebImageManager, 32 loads in flight, against the same load with caching off (same run)")
+        print("                                    images/s   vs no cache   peak RSS MB (phase)")
+        print(String(format: "  no cache (.fromLoaderOnly, store none) %6.0f                  %6.0f", noCache, noCacheRSS))
+        print(String(format: "  cold (network, decode, store all)  %10.0f   %9.3f   %6.0f", cold, ratio(cold, noCache), coldRSS))
+        print(String(format: "  cold, storing to disk only         %10.0f   %9.3f   %6.0f", coldDisk, ratio(coldDisk, noCache), coldDiskRSS))
+        print(String(format: "  warm (disk + decode)               %10.0f   %9.3f   %6.0f", warm, ratio(warm, noCache), warmRSS))
+        print(String(format: "  hot (memory)                       %10.0f   %9.3f   %6.0f", hot, ratio(hot, noCache), hotRSS))
         print("\nSDWebImageManager, 32 loads in flight       images/s   baseline                       ratio")
         print(String(format: "  cold (network, decode, store all) %10.0f   bare C loop fetch+decode %6.0f  %6.3f",
                      cold, cLoop, cLoop > 0 ? cold / cLoop : 0))
@@ -91,6 +115,24 @@ struct BenchCache: ParsableCommand {
         print(String(format: "  hot (memory)                      %10.0f", hot))
         print(String(format: "\ndisk stores/s, 3000 entries of 20 KB: with maxDiskSize %8.0f   without %8.0f  %6.3f",
                      limited, unlimited, unlimited > 0 ? limited / unlimited : 0))
+    }
+
+    private func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? (a / b * 1000).rounded() / 1000 : 0 }
+
+    /// Linux: writing 5 to clear_refs resets the peak resident size (VmHWM).
+    private func resetPeakRSS() {
+        if let f = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+            f.write(Data("5".utf8))
+            try? f.close()
+        }
+    }
+
+    /// VmHWM in MB: the peak resident size since the last reset.
+    private func peakRSSMB() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return (kb / 1024).rounded()
     }
 
     private func storeRate(_ dir: String, limit: Int) -> Double {
