@@ -48,6 +48,17 @@ struct BenchCache: ParsableCommand {
         let coldDisk = run(manager, urls, [.waitStoreCache], expect: .none, context: [.storeCacheType: SDImageCacheType.disk])
         let coldDiskRSS = peakRSSMB()
         clearDisk(cache)
+        // a bounded memory cache (sdimage fetch's default, 64 MiB): bitmaps
+        // are evicted as new ones come, instead of every one being kept
+        let boundedConfig = SDImageCacheConfig()
+        boundedConfig.maxMemoryCost = 64 << 20
+        let bounded = SDImageCache(namespace: "bench-bounded", diskCacheDirectory: dir + "-bounded", config: boundedConfig)
+        defer { try? FileManager.default.removeItem(atPath: dir + "-bounded") }
+        resetPeakRSS()
+        let coldBounded = run(SDWebImageManager(cache: bounded, loader: SDWebImageDownloader()), urls, [.waitStoreCache],
+                              expect: .none)
+        let coldBoundedRSS = peakRSSMB()
+        clearDisk(bounded)
         resetPeakRSS()
         let cold = run(manager, urls, [.waitStoreCache], expect: .none)
         let coldRSS = peakRSSMB()
@@ -86,7 +97,9 @@ struct BenchCache: ParsableCommand {
             "no_cache_ips": noCache.rounded(),
             "cold_vs_no_cache": ratio(cold, noCache), "cold_disk_only_vs_no_cache": ratio(coldDisk, noCache),
             "warm_vs_no_cache": ratio(warm, noCache),
+            "cold_bounded_ips": coldBounded.rounded(), "cold_bounded_vs_no_cache": ratio(coldBounded, noCache),
             "peak_rss_mb": ["no_cache": noCacheRSS, "cold": coldRSS, "cold_disk_only": coldDiskRSS,
+                            "cold_bounded": coldBoundedRSS,
                             "warm": warmRSS, "hot": hotRSS],
         ]
         if json {
@@ -103,6 +116,7 @@ struct BenchCache: ParsableCommand {
         print(String(format: "  no cache (.fromLoaderOnly, store none) %6.0f                  %6.0f", noCache, noCacheRSS))
         print(String(format: "  cold (network, decode, store all)  %10.0f   %9.3f   %6.0f", cold, ratio(cold, noCache), coldRSS))
         print(String(format: "  cold, storing to disk only         %10.0f   %9.3f   %6.0f", coldDisk, ratio(coldDisk, noCache), coldDiskRSS))
+        print(String(format: "  cold, 64 MiB memory cache          %10.0f   %9.3f   %6.0f", coldBounded, ratio(coldBounded, noCache), coldBoundedRSS))
         print(String(format: "  warm (disk + decode)               %10.0f   %9.3f   %6.0f", warm, ratio(warm, noCache), warmRSS))
         print(String(format: "  hot (memory)                       %10.0f   %9.3f   %6.0f", hot, ratio(hot, noCache), hotRSS))
         print("\nSDWebImageManager, 32 loads in flight       images/s   baseline                       ratio")
