@@ -173,10 +173,7 @@ struct BenchCache: ParsableCommand {
         return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
     }
 
-    private func median(_ xs: [Double]) -> Double {
-        let s = xs.sorted()
-        return s.isEmpty ? 0 : s[s.count / 2]
-    }
+    private func median(_ xs: [Double]) -> Double { percentile(xs, 0.5) }
 
     private func memoryHitNanoseconds() -> Double {
         let keys = (0..<1000).map { "https://example.com/images/photo-\($0).jpg" }

@@ -366,8 +366,7 @@ final class Pass: @unchecked Sendable {
     func percentile(_ p: Double) -> Double {
         lock.lock()
         defer { lock.unlock() }
-        let s = latencies.sorted()
-        return s.isEmpty ? 0 : s[min(s.count - 1, Int(Double(s.count - 1) * p + 0.5))]
+        return SDImageCLI.percentile(latencies, p)
     }
 
     var summary: [String: Any] {

@@ -209,9 +209,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
                 var shared = false
                 if error == nil, let data, image != nil || load.options.contains(.avoidDecodeImage) {
                     let validators = (response as? HTTPURLResponse).map { SDWebImageHTTPValidators(response: $0) }
-                    let extended = validators.flatMap { v in
-                        v.etag == nil && v.lastModified == nil && v.freshUntil == nil ? nil : try? JSONEncoder().encode(v)
-                    }
+                    let extended = validators.flatMap { v in v.isEmpty ? nil : try? JSONEncoder().encode(v) }
                     shared = store.share(data, extendedData: extended, forKey: load.key)
                 }
                 if shared || (error as? SDWebImageError)?.code == .cancelled {

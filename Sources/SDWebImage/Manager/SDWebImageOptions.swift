@@ -151,7 +151,10 @@ public struct SDWebImageHTTPValidators: Codable, Sendable, Equatable {
                                         freshUntil: new.freshUntil)
     }
 
-    var isEmpty: Bool { etag == nil && lastModified == nil && freshUntil == nil }
+    /// Nothing to keep: no validator and no freshness (the manager stores
+    /// no extended data for such a response; a loader that stores for it does
+    /// the same).
+    public var isEmpty: Bool { etag == nil && lastModified == nil && freshUntil == nil }
     var canRevalidate: Bool { etag != nil || lastModified != nil }
 }
 
