@@ -227,7 +227,10 @@ void sd__inbox_dispatch(sd_loop *l)
         n = pv->next;
         sd__xfer *x = sd__table_get(l, pv->id);
         if (x && x->ev.partial && (x->state == XF_RUNNING || x->state == XF_SINKING)) {
-            x->ev.partial(x->id, pv->item, x->user);
+            if (x->relay)
+                sd__relay_partial(x->relay, x->id, pv->item, pv->item_free);
+            else
+                x->ev.partial(x->id, pv->item, x->user);
         } else if (pv->item_free) {
             pv->item_free(pv->item); /* completed or cancelled meanwhile */
         }

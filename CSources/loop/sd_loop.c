@@ -80,8 +80,10 @@ static void *loop_main(void *arg)
         l->ncmds -= n;
         int leftover = l->ncmds > 0;
         for (int i = 0; i < n; i++)
-            if (batch[i].type == CMD_SUBMIT)
+            if (batch[i].type == CMD_SUBMIT) {
                 l->pending_submits--;
+                l->pub_queued++; /* counted as queued until the turn publishes its counts */
+            }
         int stopping = l->shutting_down;
         int64_t max = l->max_concurrent, order = l->order, suspended = l->suspended;
         l->recv_buffer_now = l->recv_buffer;
@@ -183,6 +185,18 @@ int sd_loop_set(sd_loop *l, sd_loop_param p, int64_t v)
         else l->recv_buffer = v;
         break;
     case SD_LOOP_MAX_HOST_CONNECTIONS: if (v > 100000) rc = SD_EINVAL; else l->max_host = v; break;
+    case SD_LOOP_DISPATCH:
+        if (v > 1)
+            rc = SD_EINVAL;
+        else if (l->started || l->shutting_down)
+            rc = SD_EBADSTATE;
+        else if (v == 1 && l->outbox == NULL && (l->outbox = sd__outbox_new()) == NULL)
+            rc = SD_ENOMEM;
+        else if (v == 0) {
+            sd__outbox_free(l->outbox);
+            l->outbox = NULL;
+        }
+        break;
     default: rc = SD_EINVAL; break;
     }
     int started = l->started;
@@ -204,6 +218,7 @@ int sd_loop_get(sd_loop *l, sd_loop_param p, int64_t *v)
     case SD_LOOP_MAX_SINK_BACKLOG: *v = l->max_backlog ? l->max_backlog : l->default_backlog; break;
     case SD_LOOP_RECEIVE_BUFFER: *v = l->recv_buffer; break;
     case SD_LOOP_MAX_HOST_CONNECTIONS: *v = l->max_host; break;
+    case SD_LOOP_DISPATCH: *v = l->outbox != NULL; break;
     case SD_LOOP_INFO_QUEUED: *v = l->pub_queued + l->pending_submits; break;
     case SD_LOOP_INFO_RUNNING: *v = l->pub_running; break;
     default: rc = SD_EINVAL; break;
@@ -299,12 +314,20 @@ int sd_loop_submit(sd_loop *l, const sd_request *req, const sd_transfer_events *
     }
     x->ev = events;
     x->user = user;
+    pthread_mutex_lock(&l->mu);
+    sd__outbox *ob = l->outbox; /* fixed once started */
+    pthread_mutex_unlock(&l->mu);
+    if (ob && (rc = sd__relay_attach(ob, x)) != SD_OK) {
+        sd__xfer_free(x);
+        return rc;
+    }
     x->priority = (int)req->params[SD_REQ_PRIORITY];
     x->t_submit = sd__now_msf();
     sd__cmd c = {CMD_SUBMIT, 0, 0, x};
     sd_transfer_id assigned = 0;
     rc = push_cmd(l, c, &assigned);
     if (rc != SD_OK) {
+        sd__relay_free(x->relay);
         sd__xfer_free(x);
         return rc;
     }
@@ -339,6 +362,10 @@ void sd_loop_free(sd_loop *l)
 {
     if (l == NULL)
         return;
+    if (l->outbox && sd__outbox_on_runner(l->outbox)) {
+        l->free_deferred = 1; /* from a dispatched callback: sd_loop_dispatch frees it on return */
+        return;
+    }
     pthread_mutex_lock(&l->mu);
     int started = l->started;
     int on_loop = started && pthread_equal(pthread_self(), l->thread);
@@ -355,7 +382,40 @@ void sd_loop_free(sd_loop *l)
         curl_multi_wakeup(l->multi);
         pthread_join(l->thread, NULL);
     }
+    if (l->outbox) /* every transfer has completed: their callbacks run here (rule 4) */
+        while (sd__outbox_run(l->outbox, 0, NULL) > 0) {
+        }
     loop_destroy(l);
+}
+
+/* ---- dispatch mode ---- */
+
+int sd_loop_dispatch_fd(sd_loop *l, int *fd)
+{
+    SD__RETURN_IF(l == NULL || fd == NULL, SD_EINVAL);
+    SD__RETURN_IF(l->outbox == NULL, SD_EBADSTATE);
+    *fd = sd__outbox_fd(l->outbox);
+    return SD_OK;
+}
+
+int sd_loop_dispatch(sd_loop *l, int max)
+{
+    SD__RETURN_IF(l == NULL || max < 0, SD_EINVAL);
+    SD__RETURN_IF(l->outbox == NULL, SD_EBADSTATE);
+    int ran = sd__outbox_run(l->outbox, max, &l->free_deferred);
+    if (l->free_deferred) {
+        l->free_deferred = 0;
+        sd_loop_free(l); /* not on the runner any more: the full shutdown */
+        return SD_ESHUTDOWN;
+    }
+    return ran;
+}
+
+int sd_loop_wait(sd_loop *l, int timeout_ms)
+{
+    SD__RETURN_IF(l == NULL, SD_EINVAL);
+    SD__RETURN_IF(l->outbox == NULL, SD_EBADSTATE);
+    return sd__outbox_wait(l->outbox, timeout_ms < 0 ? -1 : timeout_ms);
 }
 
 /* Everything but the thread, which has ended (or is the caller, about to). */
@@ -367,6 +427,7 @@ static void loop_destroy(sd_loop *l)
         l->sink.release(l->sink_ctx);
     if (l->inbox)
         sd__inbox_close(l->inbox);
+    sd__outbox_free(l->outbox);
     for (int i = 0; i < l->nspare; i++)
         curl_easy_cleanup(l->spare[i]);
     if (l->multi)

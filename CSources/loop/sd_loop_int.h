@@ -9,6 +9,7 @@
  *   sd_easy.c      one curl easy handle: setup, callbacks, errors, metrics
  *   sd_inbox.c     sink ports and what sinks post back to the loop thread
  *   sd_file.c      file:// URLs: regular files only, never blocking the loop
+ *   sd_dispatch.c  dispatch mode: callbacks on the caller's thread
  *
  * Nothing here knows what a body is: bytes go to a body sink (sd_loop.h).
  */
@@ -118,11 +119,14 @@ struct sd_sink_port {
 enum { XF_QUEUED = 1, XF_RUNNING, XF_SINKING /* body in, waiting for the sink's done */ };
 
 typedef struct sd__xfer sd__xfer;
+typedef struct sd__relay sd__relay;
+typedef struct sd__outbox sd__outbox;
 struct sd__xfer {
     sd_transfer_id id;
     sd_request *req;
     sd_transfer_events ev;
     void *user;
+    sd__relay *relay;  /* dispatch mode: ev and user are the relay's */
     sd_result *result; /* allocated with the transfer: the end needs no memory */
     int priority;
     int state;
@@ -184,6 +188,8 @@ struct sd_loop {
     void *sink_ctx;
     int has_sink;
     sd__inbox *inbox;
+    sd__outbox *outbox; /* SD_LOOP_DISPATCH: set before start, fixed after */
+    int free_deferred;  /* sd_loop_free from a dispatched callback (dispatching thread only) */
     /* loop thread only */
     pthread_t thread;
     CURLM *multi;
@@ -208,6 +214,8 @@ SD__HIDDEN sd_response *sd__response_new(void);
 SD__HIDDEN void sd__response_free(sd_response *r);
 SD__HIDDEN void sd__response_reset(sd_response *r);
 SD__HIDDEN int sd__response_add_header(sd_response *r, const char *line, size_t len);
+/* A deep copy, or NULL when out of memory. */
+SD__HIDDEN sd_response *sd__response_copy(const sd_response *r);
 
 /* sd_policy.c */
 /* SD_OK, or SD_EPOLICY / SD_ESCHEME / SD_EURL with a message, for `url`
@@ -260,5 +268,25 @@ SD__HIDDEN void sd__port_unref(sd_sink_port *port);
 SD__HIDDEN void sd__inbox_dispatch(sd_loop *l);
 /* Called with the lock of a queue held after queueing: one wakeup per batch. */
 SD__HIDDEN int sd__needs_wake(int *wake_pending);
+
+/* sd_dispatch.c */
+SD__HIDDEN sd__outbox *sd__outbox_new(void);
+/* Frees what was never dispatched too (no callbacks). */
+SD__HIDDEN void sd__outbox_free(sd__outbox *ob);
+SD__HIDDEN int sd__outbox_fd(const sd__outbox *ob);
+/* Put a relay between transfer `x` and its callbacks (x->ev, x->user). */
+SD__HIDDEN int sd__relay_attach(sd__outbox *ob, sd__xfer *x);
+/* A relay whose transfer was not accepted (no callback can come). */
+SD__HIDDEN void sd__relay_free(sd__relay *r);
+/* A sink's partial for the relay's transfer (loop thread). */
+SD__HIDDEN void sd__relay_partial(sd__relay *r, sd_transfer_id id, void *item, void (*item_free)(void *));
+/* Run up to `max` queued callbacks (0: all queued at the call) on this
+ * thread, stopping early once *stop is set. Returns how many ran, or
+ * SD_EBADSTATE when callbacks are already running (a nested call). */
+SD__HIDDEN int sd__outbox_run(sd__outbox *ob, int max, const int *stop);
+/* 1 when the calling thread is running the outbox's callbacks. */
+SD__HIDDEN int sd__outbox_on_runner(sd__outbox *ob);
+/* Wait until something is queued: SD_OK, SD_ETIMEDOUT, SD_EIO. */
+SD__HIDDEN int sd__outbox_wait(sd__outbox *ob, int timeout_ms);
 
 #endif

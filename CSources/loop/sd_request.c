@@ -242,6 +242,34 @@ void sd__response_free(sd_response *r)
     sd__free(r);
 }
 
+sd_response *sd__response_copy(const sd_response *r)
+{
+    sd_response *c = sd__response_new();
+    if (c == NULL)
+        return NULL;
+    c->status = r->status;
+    c->expected = r->expected;
+    int ok = (c->content_type = r->content_type ? sd__strdup(r->content_type) : NULL) || !r->content_type;
+    ok = ok && ((c->effective_url = r->effective_url ? sd__strdup(r->effective_url) : NULL) || !r->effective_url);
+    if (ok && r->nheaders > 0) {
+        c->headers = sd__calloc((size_t)r->nheaders, sizeof *c->headers);
+        ok = c->headers != NULL;
+        if (ok)
+            c->cap = r->nheaders;
+        for (int i = 0; ok && i < r->nheaders; i++) {
+            c->headers[i].name = sd__strdup(r->headers[i].name);
+            c->headers[i].value = sd__strdup(r->headers[i].value);
+            c->nheaders = i + 1; /* freed by sd__response_free from here on */
+            ok = c->headers[i].name && c->headers[i].value;
+        }
+    }
+    if (!ok) {
+        sd__response_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 int sd__response_add_header(sd_response *r, const char *line, size_t len)
 {
     while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))

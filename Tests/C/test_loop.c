@@ -14,6 +14,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1592,6 +1593,222 @@ static int test_free_from_callback(void)
     return 0;
 }
 
+/* ---- dispatch mode: callbacks on the caller's thread ---- */
+
+typedef struct {
+    pthread_t owner;             /* the thread that dispatches */
+    int wrong_thread;            /* a callback ran elsewhere */
+    int completes, responses, partials, progress, order_bad, ok;
+    int nested_rc;               /* sd_loop_dispatch from a callback */
+    uint64_t last_received;      /* the latest transfer's */
+    uint64_t last_by_id[64];     /* per transfer: never goes back */
+    sd_loop *free_me;            /* sd_loop_free from the first complete */
+} dispatch_seen;
+
+static void dp_check(dispatch_seen *d)
+{
+    if (!pthread_equal(pthread_self(), d->owner))
+        d->wrong_thread = 1;
+}
+static void dp_response(sd_transfer_id id, const sd_response *r, void *u)
+{
+    (void)id;
+    dispatch_seen *d = u;
+    dp_check(d);
+    if (sd_response_status(r) != 200 || sd_response_header(r, "content-type") == NULL)
+        d->order_bad = 1; /* the copy must carry the headers */
+    d->responses++;
+}
+static void dp_progress(sd_transfer_id id, uint64_t received, uint64_t expected, void *u)
+{
+    (void)expected;
+    dispatch_seen *d = u;
+    dp_check(d);
+    if (received < d->last_by_id[id % 64])
+        d->order_bad = 1;
+    d->last_by_id[id % 64] = d->last_received = received;
+    d->progress++;
+}
+static void dp_partial(sd_transfer_id id, void *item, void *u)
+{
+    (void)id;
+    dispatch_seen *d = u;
+    dp_check(d);
+    d->partials++;
+    sd_bitmap_free(item);
+}
+static void dp_complete(sd_transfer_id id, sd_result *r, void *u)
+{
+    (void)id;
+    dispatch_seen *d = u;
+    dp_check(d);
+    d->completes++;
+    if (sd_result_status(r) == SD_OK)
+        d->ok++;
+    sd_result_free(r);
+    if (d->free_me) {
+        sd_loop *l = d->free_me;
+        d->free_me = NULL;
+        d->nested_rc = sd_loop_dispatch(l, 0); /* nested: refused */
+        sd_loop_free(l);                       /* deferred to the dispatch's return */
+    }
+}
+static const sd_transfer_events dp_events = {sizeof(sd_transfer_events), dp_response, dp_progress, dp_partial, dp_complete};
+
+static sd_loop *dispatch_loop(void)
+{
+    sd_loop *l = NULL;
+    if (sd_loop_new(&l) != SD_OK || sd_loop_use_decoder(l, 0) != SD_OK
+        || sd_loop_set(l, SD_LOOP_DISPATCH, 1) != SD_OK || sd_loop_start(l) != SD_OK)
+        return NULL;
+    return l;
+}
+
+static int dp_submit(sd_loop *l, const char *u, int previews, int sink, dispatch_seen *d)
+{
+    sd_request *r;
+    ASSERT_OK(sd_request_new(u, &r));
+    if (previews)
+        set_previews(r, NULL);
+    ASSERT_OK(sd_request_set(r, SD_REQ_USE_SINK, sink));
+    ASSERT_OK(sd_loop_submit(l, r, &dp_events, d, NULL));
+    sd_request_free(r);
+    return 0;
+}
+
+/* Until the loop has nothing queued or running: every body-only transfer
+ * has completed on the loop thread (its complete is queued for dispatch). */
+static int dp_settle(sd_loop *l)
+{
+    for (int i = 0; i < 3000; i++) {
+        int64_t q = 1, run = 1;
+        sd_loop_get(l, SD_LOOP_INFO_QUEUED, &q);
+        sd_loop_get(l, SD_LOOP_INFO_RUNNING, &run);
+        if (q == 0 && run == 0)
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
+
+static int test_dispatch_mode(void)
+{
+    /* the switch: before start only; the fd only in dispatch mode */
+    sd_loop *plain = new_loop();
+    int fd = -1;
+    ASSERT_EQ(sd_loop_set(plain, SD_LOOP_DISPATCH, 1), SD_EBADSTATE);
+    ASSERT_EQ(sd_loop_dispatch_fd(plain, &fd), SD_EBADSTATE);
+    ASSERT_EQ(sd_loop_dispatch(plain, 0), SD_EBADSTATE);
+    ASSERT_EQ(sd_loop_wait(plain, 0), SD_EBADSTATE);
+    sd_loop_free(plain);
+
+    sd_loop *l = dispatch_loop();
+    ASSERT_NOT_NULL(l);
+    int64_t v = 0;
+    ASSERT_OK(sd_loop_get(l, SD_LOOP_DISPATCH, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_loop_dispatch_fd(l, &fd));
+    ASSERT(fd >= 0);
+    ASSERT_EQ(sd_loop_wait(l, 0), SD_ETIMEDOUT); /* idle: nothing to run */
+    ASSERT_EQ(sd_loop_dispatch(l, 0), 0);
+
+    /* 16 images decoded: nothing runs on the loop thread, all runs here */
+    dispatch_seen d;
+    memset(&d, 0, sizeof d);
+    d.owner = pthread_self();
+    for (int i = 0; i < 16; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "/img/n%d.jpg", i);
+        ASSERT_OK(dp_submit(l, url(HTTP, rel), 0, 1, &d));
+    }
+    ASSERT_OK(sd_loop_wait(l, 10000)); /* the fd becomes readable */
+    struct pollfd p = {fd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 0), 1);
+    ASSERT_EQ(d.completes + d.responses + d.progress, 0); /* nothing ran before dispatch */
+    for (int i = 0; i < 2000 && d.completes < 16; i++) {
+        int rc = sd_loop_wait(l, 5000);
+        ASSERT(rc == SD_OK || rc == SD_ETIMEDOUT);
+        ASSERT(sd_loop_dispatch(l, 0) >= 0);
+    }
+    ASSERT_EQ(d.completes, 16);
+    ASSERT_EQ(d.ok, 16);
+    ASSERT_EQ(d.responses, 16);
+    ASSERT(!d.wrong_thread && !d.order_bad);
+    ASSERT_EQ(poll(&p, 1, 0), 0); /* drained: no longer readable */
+
+    /* coalescing: a body that drips in 2 KiB pieces (6+ progress calls on
+     * the loop thread), not dispatched until it is over, costs one
+     * response, one progress (the last) and the complete */
+    memset(&d, 0, sizeof d);
+    d.owner = pthread_self();
+    ASSERT_OK(dp_submit(l, url(FAULT, "/drip-progressive"), 0, 0, &d));
+    ASSERT_OK(dp_settle(l));
+    ASSERT_EQ(sd_loop_dispatch(l, 1), 1); /* max: one at a time */
+    ASSERT_EQ(d.responses, 1);
+    ASSERT_EQ(sd_loop_dispatch(l, 0), 2);
+    ASSERT_EQ(d.progress, 1);
+    ASSERT_EQ(d.completes, 1);
+    ASSERT(d.last_received > 5 * 2048); /* many pieces, one call */
+    ASSERT_EQ(sd_loop_dispatch(l, 0), 0);
+
+    /* previews while dispatching slowly: never more than one per transfer
+     * and dispatch (the replaced ones are freed: the leak check at the end) */
+    memset(&d, 0, sizeof d);
+    d.owner = pthread_self();
+    ASSERT_OK(dp_submit(l, url(FAULT, "/drip-progressive"), 1, 1, &d));
+    int calls = 0;
+    while (d.completes == 0 && calls < 400) {
+        usleep(50000);
+        ASSERT(sd_loop_dispatch(l, 0) >= 0);
+        calls++;
+    }
+    ASSERT_EQ(d.completes, 1);
+    ASSERT_EQ(d.ok, 1);
+    ASSERT(d.partials <= calls);
+    ASSERT(!d.wrong_thread && !d.order_bad);
+
+    /* sd_loop_free from a dispatched callback: the other transfers still
+     * complete (cancelled), on this thread, and dispatch says the loop is gone */
+    memset(&d, 0, sizeof d);
+    d.owner = pthread_self();
+    d.free_me = l;
+    ASSERT_OK(dp_submit(l, url(HTTP, "/img/small.jpg"), 0, 1, &d));
+    for (int i = 0; i < 5; i++)
+        ASSERT_OK(dp_submit(l, url(FAULT, "/stall"), 0, 1, &d));
+    int rc = 0;
+    for (int i = 0; i < 1000 && rc != SD_ESHUTDOWN; i++) {
+        sd_loop_wait(l, 5000);
+        rc = sd_loop_dispatch(l, 0);
+        ASSERT(rc >= 0 || rc == SD_ESHUTDOWN);
+    }
+    ASSERT_EQ(rc, SD_ESHUTDOWN);
+    ASSERT_EQ(d.nested_rc, SD_EBADSTATE);
+    ASSERT_EQ(d.completes, 6);
+    ASSERT_EQ(d.ok, 1);
+    ASSERT(!d.wrong_thread);
+
+    /* sd_loop_free with callbacks never dispatched runs them itself */
+    l = dispatch_loop();
+    ASSERT_NOT_NULL(l);
+    memset(&d, 0, sizeof d);
+    d.owner = pthread_self();
+    ASSERT_OK(dp_submit(l, url(HTTP, "/img/small.jpg"), 0, 1, &d));
+    ASSERT_OK(dp_submit(l, url(FAULT, "/stall"), 0, 1, &d));
+    ASSERT_OK(sd_loop_wait(l, 10000));
+    sd_loop_free(l);
+    ASSERT_EQ(d.completes, 2);
+    ASSERT(!d.wrong_thread);
+
+    /* never started: the mode can be switched off again, nothing leaks */
+    ASSERT_OK(sd_loop_new(&l));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_DISPATCH, 1));
+    ASSERT_EQ(sd_loop_set(l, SD_LOOP_DISPATCH, 2), SD_EINVAL);
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_DISPATCH, 0));
+    ASSERT_EQ(sd_loop_dispatch_fd(l, &fd), SD_EBADSTATE);
+    sd_loop_free(l);
+    return 0;
+}
+
 /* ---- back-pressure: the network never runs far ahead of the decoders ---- */
 
 static atomic_int bp_started, bp_done, bp_peak, bp_failed;
@@ -2163,6 +2380,7 @@ int main(int argc, char **argv)
         {"races", test_races},
         {"shutdown_completes_everything", test_shutdown_completes_everything},
         {"free_from_callback", test_free_from_callback},
+        {"dispatch_mode", test_dispatch_mode},
         {"cookies_only_when_asked", test_cookies_only_when_asked},
         {"decode_backpressure", test_decode_backpressure},
         {"body_sink", test_body_sink},

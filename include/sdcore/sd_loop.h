@@ -26,6 +26,29 @@
  *     success, error, cancel or shutdown alike — and no callback of that
  *     transfer runs after it. Its `user` pointer may be released then.
  *
+ * Dispatch mode (SD_LOOP_DISPATCH) is for programs that own a main loop
+ * (GLib/GTK, SDL, libuv, epoll): the loop thread still does all the
+ * network, but the callbacks run on the thread that calls
+ * sd_loop_dispatch, when sd_loop_dispatch_fd is readable:
+ *
+ *     sd_loop_set(loop, SD_LOOP_DISPATCH, 1);   // before sd_loop_start
+ *     int fd;
+ *     sd_loop_dispatch_fd(loop, &fd);           // watch it for POLLIN
+ *     ...                                       // when readable:
+ *     sd_loop_dispatch(loop, 0);                // callbacks run here
+ *
+ * or, in a program without a main loop, `sd_loop_wait(loop, -1)` then
+ * `sd_loop_dispatch(loop, 0)`. Rules 1-4 hold, with rule 3 on the
+ * dispatching thread. A progress or a partial not yet dispatched is
+ * replaced by the newer one (the replaced partial is freed): a main loop
+ * that falls behind sees the latest state, never a backlog.
+ *
+ * libcurl: the first sd_loop_new calls curl_global_init(CURL_GLOBAL_DEFAULT)
+ * (once per process). A program that also uses libcurl itself should call
+ * curl_global_init before creating threads and before sd_loop_new, and
+ * curl_global_cleanup only after freeing every loop; curl_global_init is
+ * reference-counted, so both calling it is fine.
+ *
  * Thread safety: every sd_loop_* function is safe from any thread (commands
  * go through a queue and wake the loop with curl_multi_wakeup). sd_request
  * objects are plain values owned by the caller; submit copies what it needs.
@@ -92,6 +115,11 @@ typedef enum sd_loop_param {
      * SD_LOOP_MAX_CONCURRENT): transfers over it wait for a free connection,
      * as browsers keep to ~6 per host. Any time. */
     SD_LOOP_MAX_HOST_CONNECTIONS = 7,
+    /* 1: dispatch mode (since 0.4): callbacks wait for sd_loop_dispatch and
+     * run on its thread; 0 (default): on the loop thread. Before
+     * sd_loop_start (SD_EBADSTATE after; SD_ENOMEM when no eventfd could
+     * be made). */
+    SD_LOOP_DISPATCH = 8,
     /* read-only */
     SD_LOOP_INFO_QUEUED = 100,
     SD_LOOP_INFO_RUNNING = 101
@@ -223,12 +251,49 @@ SD_API int sd_loop_start(sd_loop *loop);
  * Desc: Shut down: refuse new submits, complete every queued and running
  *       transfer with SD_ECANCELLED (callbacks on the loop thread), join the
  *       threads, free. NULL is accepted.
+ *       In dispatch mode the callbacks of those ends run on the calling
+ *       thread before it returns; call it on the dispatching thread (or
+ *       from one of its callbacks: the loop is freed when sd_loop_dispatch
+ *       returns).
  *       From a callback (directly, or because a language runtime dropped its
  *       last reference there) it returns at once: the loop refuses new
  *       submits, and once the callback returns completes what is left and
  *       frees itself on its own thread. Do not use `loop` after the call.
  */
 SD_API void sd_loop_free(sd_loop *loop);
+
+/*
+ * Name: sd_loop_dispatch_fd
+ * Desc: Dispatch mode's file descriptor: readable (POLLIN) while callbacks
+ *       wait for sd_loop_dispatch. The loop's (never close or read it);
+ *       valid until sd_loop_free. Add it to a main loop: GLib
+ *       g_unix_fd_add / g_source_add_unix_fd, SDL via a thread or a timer
+ *       and sd_loop_wait(loop, 0), libuv uv_poll_start, epoll EPOLLIN.
+ * Returns: SD_OK and *fd; SD_EINVAL; SD_EBADSTATE (not in dispatch mode).
+ */
+SD_API int sd_loop_dispatch_fd(sd_loop *loop, int *fd);
+/*
+ * Name: sd_loop_dispatch
+ * Desc: Run the callbacks waiting in dispatch mode on the calling thread,
+ *       in order: at most `max` (0: all that are waiting at the call; ones
+ *       that arrive meanwhile wait for the next call, so a busy loop never
+ *       starves the caller). Call it from one thread at a time. A callback
+ *       may submit, cancel and call sd_loop_free: the loop is then freed
+ *       when this returns (SD_ESHUTDOWN; do not use `loop` after it).
+ * Returns: how many callbacks ran (>= 0); SD_EINVAL; SD_EBADSTATE (not in
+ *          dispatch mode, or called from one of its callbacks or on two
+ *          threads at once); SD_ESHUTDOWN (a callback freed the loop).
+ */
+SD_API int sd_loop_dispatch(sd_loop *loop, int max);
+/*
+ * Name: sd_loop_wait
+ * Desc: Block until callbacks wait for sd_loop_dispatch, at most
+ *       `timeout_ms` (< 0: no limit; 0: just look). For programs without a
+ *       main loop of their own.
+ * Returns: SD_OK (callbacks are waiting); SD_ETIMEDOUT; SD_EINVAL;
+ *          SD_EBADSTATE (not in dispatch mode); SD_EIO (poll failed).
+ */
+SD_API int sd_loop_wait(sd_loop *loop, int timeout_ms);
 
 /* The callbacks of one transfer. Versioned: `size` is the caller's
  * sizeof(sd_transfer_events), so a later version can append callbacks and
