@@ -1,0 +1,259 @@
+import Dispatch
+import Foundation
+
+/// A weak reference to a view that can cross queues (the view itself is
+/// only touched on its queue).
+final class WeakView: @unchecked Sendable {
+    weak var view: (any SDWebImageView)?
+    init(_ view: any SDWebImageView) { self.view = view }
+}
+
+/// One load's operation, stored on the view until the load finishes: the
+/// store and the removal are ordered by this lock, so a load that ended
+/// before its start call returned (a memory hit) leaves nothing behind.
+final class ViewLoadToken: @unchecked Sendable {
+    private let lock = NSLock()
+    private var op: SDWebImageCombinedOperation?
+    private var finished = false
+
+    func started(_ op: SDWebImageCombinedOperation, state: SDWebImageViewState, key: String) {
+        lock.lock(); defer { lock.unlock() }
+        guard !finished else { return }
+        self.op = op
+        state.setOperation(op, forKey: key)
+    }
+
+    func finish(state: SDWebImageViewState, key: String) {
+        lock.lock(); defer { lock.unlock() }
+        finished = true
+        if let op { state.removeOperation(op, forKey: key) }
+        op = nil
+    }
+}
+
+extension SDWebImageView {
+    /// The URL of the latest `sd_setImage` on the view.
+    public var sd_imageURL: URL? { sd_webImageState.imageURL }
+    /// The operation key of the latest `sd_setImage` on the view.
+    public var sd_latestOperationKey: String? { sd_webImageState.latestOperationKey }
+    /// The progress of the current load (bytes; SDWebImage's `sd_imageProgress`).
+    public var sd_imageProgress: SDWebImageProgress { sd_webImageState.imageProgress }
+    /// The transition for images from the network (from the caches too with
+    /// `.forceTransition`); nil: none.
+    public var sd_imageTransition: SDWebImageTransition? {
+        get { sd_webImageState.imageTransition }
+        set { sd_webImageState.imageTransition = newValue }
+    }
+
+    /// Load `url` through the manager and show it on the view (SDWebImage's
+    /// `sd_setImage(with:placeholderImage:options:context:progress:completed:)`
+    /// and its shorter forms): the view's previous load with the same
+    /// operation key is cancelled, the placeholder shows at once (nil clears
+    /// the view; with `.delayPlaceholder` only when the load fails), previews
+    /// show as they arrive with `.progressiveLoad`, the image (or its
+    /// animation, or the view's transition to it) when it comes. `completed`
+    /// runs on the view's queue once the load finished.
+    public func sd_setImage(with url: URL?, placeholderImage: SDImage? = nil, options: SDWebImageOptions = [],
+                            context: SDWebImageContext? = nil, progress: SDImageLoaderProgressBlock? = nil,
+                            completed: SDExternalCompletionBlock? = nil) {
+        sd_internalSetImage(with: url, placeholderImage: placeholderImage, options: options, context: context,
+                            setImageBlock: nil, progress: progress) { image, _, error, cacheType, finished, url in
+            if finished || options.contains(.avoidAutoSetImage) { completed?(image, error, cacheType, url) }
+        }
+    }
+
+    /// The core of `sd_setImage` (SDWebImage's `sd_internalSetImageWithURL`):
+    /// `setImageBlock` puts images on the view instead of ``sd_display(_:)``
+    /// (then animations are not played for you); `completed` also gets the
+    /// data and the previews (`finished == false`) and runs on the view's
+    /// queue. Returns the load (nil when there was nothing to load).
+    @discardableResult
+    public func sd_internalSetImage(with url: URL?, placeholderImage: SDImage?, options: SDWebImageOptions,
+                                    context: SDWebImageContext?, setImageBlock: SDSetImageBlock?,
+                                    progress: SDImageLoaderProgressBlock?,
+                                    completed: SDInternalCompletionBlock?) -> SDWebImageCombinedOperation? {
+        let state = sd_webImageState
+        let key = (context?[.setImageOperationKey] as? String) ?? String(describing: type(of: self))
+        if !options.contains(.avoidAutoCancelImage) { sd_cancelImageLoadOperation(withKey: key) }
+        let generation = state.begin(key: key, url: url)
+        let queue = sd_viewQueue
+        let weakView = WeakView(self)
+        let transition = state.imageTransition
+        let placeholder = placeholderImage
+
+        if !options.contains(.delayPlaceholder) {
+            queue.async {
+                guard let view = weakView.view, view.sd_webImageState.isCurrent(generation, key: key) else { return }
+                view.sd_show(placeholder, data: nil, cacheType: .none, url: nil, generation: generation,
+                             transition: nil, setImageBlock: setImageBlock, then: nil)
+            }
+        }
+        guard let url, !url.absoluteString.isEmpty else {
+            queue.async {
+                guard let view = weakView.view else { return }
+                if options.contains(.delayPlaceholder), view.sd_webImageState.isCurrent(generation, key: key) {
+                    view.sd_show(placeholder, data: nil, cacheType: .none, url: nil, generation: generation,
+                                 transition: nil, setImageBlock: setImageBlock, then: nil)
+                }
+                completed?(nil, nil, SDWebImageError(.invalidURL, "the image URL is nil or empty"), .none, true, url)
+            }
+            return nil
+        }
+
+        state.imageProgress.update(completed: 0, total: 0)
+        let manager = (context?[.customManager] as? SDWebImageManager) ?? .shared
+        var ctx = context ?? [:]
+        if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = queue }  // results land on the view's queue
+        let token = ViewLoadToken()
+        let progressBlock: SDImageLoaderProgressBlock = { [weak state] received, expected, imageURL in
+            if let state, state.isCurrent(generation, key: key) {  // weak: the view's end must end its state
+                state.imageProgress.update(completed: Int64(received), total: Int64(expected))
+            }
+            progress?(received, expected, imageURL)
+        }
+        let result = ViewLoadResult(view: weakView, key: key, generation: generation, options: options,
+                                    placeholder: placeholder, transition: transition, token: token,
+                                    setImageBlock: setImageBlock, completed: completed)
+        let op = manager.loadImage(with: url, options: options, context: ctx, progress: progressBlock) {
+            image, data, error, cacheType, finished, imageURL in
+            queue.async { result.deliver(image, data, error, cacheType, finished, imageURL) }
+        }
+        if let op { token.started(op, state: state, key: key) }
+        return op
+    }
+
+    /// Put `image` on the view for load `generation` (on the view's queue):
+    /// the animation of whatever was shown stops; an animated image plays;
+    /// `transition` fades it in frame by frame; `then` runs when it is on.
+    func sd_show(_ image: SDImage?, data: Data?, cacheType: SDImageCacheType, url: URL?, generation: UInt64,
+                 transition: SDWebImageTransition?, setImageBlock: SDSetImageBlock?, then: (@Sendable () -> Void)?) {
+        let state = sd_webImageState
+        let player: SDAnimatedImagePlayer? = setImageBlock == nil && sd_playsAnimatedImages && image?.sd_isAnimated == true
+            ? image.flatMap { SDAnimatedImagePlayer(image: $0, clock: sd_makeAnimationClock()) } : nil
+        state.show(generation, player: player)?.stopPlaying()
+        if let setImageBlock {
+            setImageBlock(image, data, cacheType, url)
+            then?()
+            return
+        }
+        guard let transition, image != nil else {
+            sd_display(image)
+            sd_play(player, generation: generation)
+            then?()
+            return
+        }
+        sd_display(image, alpha: 0)
+        let alphas = transition.alphas
+        let step = transition.duration / Double(alphas.count)
+        let weakView = WeakView(self)
+        let queue = sd_viewQueue.queue
+        let boxed = player.map(PlayerBox.init)
+        @Sendable func frame(_ i: Int) {
+            guard let view = weakView.view, view.sd_webImageState.isShown(generation) else {
+                then?()  // a newer image replaced it: the transition is over
+                return
+            }
+            view.sd_display(image, alpha: alphas[i])
+            if i + 1 < alphas.count {
+                queue.asyncAfter(deadline: .now() + step) { frame(i + 1) }
+            } else {
+                view.sd_play(boxed?.player, generation: generation)
+                then?()
+            }
+        }
+        queue.asyncAfter(deadline: .now() + step) { frame(0) }
+    }
+
+    /// Play `player`'s frames on the view while load `generation` is shown.
+    func sd_play(_ player: SDAnimatedImagePlayer?, generation: UInt64) {
+        guard let player else { return }
+        let weakView = WeakView(self)
+        let queue = sd_viewQueue
+        let id = ObjectIdentifier(player)  // the handler must not keep its player alive
+        player.animationFrameHandler = { _, frame in
+            queue.async {
+                guard let view = weakView.view, view.sd_webImageState.isShown(generation),
+                      let playing = view.sd_webImageState.animationPlayer, ObjectIdentifier(playing) == id else { return }
+                view.sd_display(frame)
+            }
+        }
+        player.startPlaying()
+    }
+
+    // MARK: operations (SDWebImage's UIView+WebCacheOperation)
+
+    /// The load running under `key`, if any.
+    public func sd_imageLoadOperation(forKey key: String?) -> (any SDWebImageOperation)? {
+        key.flatMap { sd_webImageState.operation(forKey: $0) }
+    }
+
+    /// Keep `operation` under `key` (replacing what was there, without
+    /// cancelling it); nil removes the key.
+    public func sd_setImageLoadOperation(_ operation: (any SDWebImageOperation)?, forKey key: String?) {
+        guard let key else { return }
+        sd_webImageState.setOperation(operation, forKey: key)
+    }
+
+    /// Cancel the load under `key` and forget it.
+    public func sd_cancelImageLoadOperation(withKey key: String?) {
+        guard let key else { return }
+        sd_webImageState.removeOperation(forKey: key)?.cancel()
+    }
+
+    /// Forget the load under `key` without cancelling it.
+    public func sd_removeImageLoadOperation(withKey key: String?) {
+        guard let key else { return }
+        _ = sd_webImageState.removeOperation(forKey: key)
+    }
+
+    /// Cancel the latest load on the view (its completion gets `cancelled`;
+    /// with `.delayPlaceholder` the placeholder shows).
+    public func sd_cancelCurrentImageLoad() {
+        sd_cancelImageLoadOperation(withKey: sd_latestOperationKey ?? String(describing: type(of: self)))
+    }
+}
+
+/// What one load does with a result, on the view's queue.
+struct ViewLoadResult: Sendable {
+    let view: WeakView
+    let key: String
+    let generation: UInt64
+    let options: SDWebImageOptions
+    let placeholder: SDImage?
+    let transition: SDWebImageTransition?
+    let token: ViewLoadToken
+    let setImageBlock: SDSetImageBlock?
+    let completed: SDInternalCompletionBlock?
+
+    func deliver(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ cacheType: SDImageCacheType,
+                 _ finished: Bool, _ imageURL: URL?) {
+        guard let view = view.view else { return }  // gone: its loads were cancelled
+        let state = view.sd_webImageState
+        let current = state.isCurrent(generation, key: key)
+        if finished {
+            token.finish(state: state, key: key)
+            if current { state.imageProgress.finish() }
+        }
+        let notSet = !current || (image != nil && options.contains(.avoidAutoSetImage))
+            || (image == nil && !options.contains(.delayPlaceholder))
+        let completed = self.completed
+        if notSet {
+            completed?(image, data, error, cacheType, finished, imageURL)
+            return
+        }
+        let fade = finished && image != nil && (cacheType == .none || options.contains(.forceTransition))
+            ? transition : nil
+        let wait = fade != nil && options.contains(.waitTransition)
+        var then: (@Sendable () -> Void)?
+        if wait { then = { @Sendable in completed?(image, data, error, cacheType, finished, imageURL) } }
+        view.sd_show(image ?? placeholder, data: data, cacheType: cacheType, url: imageURL, generation: generation,
+                     transition: fade, setImageBlock: setImageBlock, then: then)
+        if !wait { completed?(image, data, error, cacheType, finished, imageURL) }
+    }
+}
+
+/// A player that crosses to the view's queue inside a transition.
+final class PlayerBox: @unchecked Sendable {
+    let player: SDAnimatedImagePlayer
+    init(_ player: SDAnimatedImagePlayer) { self.player = player }
+}

@@ -1,0 +1,222 @@
+import Dispatch
+import Foundation
+
+/// A view that shows images loaded through ``SDWebImageManager``: SDWebImage's
+/// `UIView+WebCache` for any Linux toolkit (GTK, SDL, a terminal UI, a game
+/// engine). Adopt it with a stored state object, the queue that is the
+/// view's main thread, and a way to show an image:
+///
+///     final class Cell: SDWebImageView {
+///         let sd_webImageState = SDWebImageViewState()
+///         var sd_viewQueue: SDCallbackQueue { uiQueue }
+///         func sd_display(_ image: SDImage?) { texture = image; redraw() }
+///     }
+///     cell.sd_setImage(with: url, placeholderImage: placeholder)
+///
+/// Everything that touches the view (placeholder, previews, the image, the
+/// frames of a transition or an animation) runs on ``sd_viewQueue``; call
+/// the `sd_` methods there too, so a new load and the results of the old one
+/// are ordered. A view asked for image A and then, before A arrived, for B
+/// ends on B and never shows A (each load on a view carries a generation;
+/// a result of an older one is dropped on the view's queue).
+public protocol SDWebImageView: AnyObject {
+    /// The view's loads, URL and progress: a stored property the view owns
+    /// (`let sd_webImageState = SDWebImageViewState()`). When the view goes,
+    /// the state goes, and its loads are cancelled.
+    var sd_webImageState: SDWebImageViewState { get }
+    /// The view's own thread (Linux toolkits each have their main loop): a
+    /// serial queue with the `.safeExecute` policy runs a result at once when
+    /// it is already there, as SDWebImage's `dispatch_main_async_safe`.
+    var sd_viewQueue: SDCallbackQueue { get }
+    /// Show `image` (nil: nothing). Called on ``sd_viewQueue``.
+    func sd_display(_ image: SDImage?)
+    /// Show `image` at `alpha` (0...1) over what is shown: the frames of an
+    /// ``SDWebImageTransition``. The default shows it once, when `alpha` is 1.
+    func sd_display(_ image: SDImage?, alpha: Double)
+    /// Whether an animated image plays on the view (default true); false
+    /// shows its first frame.
+    var sd_playsAnimatedImages: Bool { get }
+    /// The clock an animated image plays on (default: a display clock at
+    /// 60 Hz); tests give a manual one.
+    func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock
+}
+
+extension SDWebImageView {
+    public func sd_display(_ image: SDImage?, alpha: Double) {
+        if alpha >= 1 { sd_display(image) }
+    }
+    public var sd_playsAnimatedImages: Bool { true }
+    public func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock { SDAnimatedImageDisplayClock() }
+}
+
+/// What `UIView+WebCache` keeps on the view: the loads by operation key,
+/// the URL, the progress, the transition and the animation playing. Owned
+/// by the view (``SDWebImageView/sd_webImageState``); its end cancels the
+/// view's loads and stops its animation.
+public final class SDWebImageViewState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var operations: [String: any SDWebImageOperation] = [:]
+    private var generations: [String: UInt64] = [:]
+    private var nextGeneration: UInt64 = 0
+    private var _imageURL: URL?
+    private var _latestKey: String?
+    private var _transition: SDWebImageTransition?
+    private var _player: SDAnimatedImagePlayer?
+    private var shown: UInt64 = 0  // the generation whose image (or frames) the view shows
+
+    /// The progress of the current load (SDWebImage's `sd_imageProgress`).
+    public let imageProgress = SDWebImageProgress()
+
+    /// An empty state.
+    public init() {}
+
+    deinit {
+        for op in operations.values { op.cancel() }
+        _player?.stopPlaying()
+    }
+
+    func locked<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
+
+    /// The URL of the latest `sd_setImage` (also while it loads).
+    public var imageURL: URL? { locked { _imageURL } }
+    /// The operation key of the latest `sd_setImage`.
+    public var latestOperationKey: String? { locked { _latestKey } }
+    /// The transition for images that come from the network (or any, with `.forceTransition`).
+    public var imageTransition: SDWebImageTransition? {
+        get { locked { _transition } }
+        set { locked { _transition = newValue } }
+    }
+    /// The player of the animated image on the view, if one plays.
+    public var animationPlayer: SDAnimatedImagePlayer? { locked { _player } }
+
+    // MARK: operations (UIView+WebCacheOperation)
+
+    func operation(forKey key: String) -> (any SDWebImageOperation)? { locked { operations[key] } }
+
+    func setOperation(_ op: (any SDWebImageOperation)?, forKey key: String) {
+        locked { operations[key] = op }
+    }
+
+    /// Remove the operation of `key`, returning it (to cancel outside the lock).
+    func removeOperation(forKey key: String) -> (any SDWebImageOperation)? {
+        locked { operations.removeValue(forKey: key) }
+    }
+
+    /// Remove `op` under `key` only if it is still the one stored (a finished
+    /// older load must not drop the newer one's).
+    func removeOperation(_ op: any SDWebImageOperation, forKey key: String) {
+        locked {
+            if let cur = operations[key], cur === op { operations.removeValue(forKey: key) }
+        }
+    }
+
+    // MARK: generations: which load may still touch the view
+
+    /// A new load on `key`: its generation, the URL and key recorded.
+    func begin(key: String, url: URL?) -> UInt64 {
+        locked {
+            nextGeneration += 1
+            generations[key] = nextGeneration
+            _imageURL = url
+            _latestKey = key
+            return nextGeneration
+        }
+    }
+
+    func isCurrent(_ generation: UInt64, key: String) -> Bool { locked { generations[key] == generation } }
+
+    /// The view now shows what load `generation` set; an animation of an
+    /// earlier one stops. Returns the player that was replaced.
+    func show(_ generation: UInt64, player: SDAnimatedImagePlayer?) -> SDAnimatedImagePlayer? {
+        locked {
+            shown = generation
+            let old = _player
+            _player = player
+            return old === player ? nil : old
+        }
+    }
+
+    func isShown(_ generation: UInt64) -> Bool { locked { shown == generation } }
+}
+
+/// The bytes of a view's current load, SDWebImage's `NSProgress` with the
+/// same property names; thread-safe (Foundation's `Progress` on Linux is
+/// not, and KVO does not exist: `onChange` is the observer).
+public final class SDWebImageProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var total: Int64 = 0
+    private var completed: Int64 = 0
+    private var handler: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+
+    /// Nothing loaded yet.
+    public init() {}
+
+    /// The expected bytes; 0 while unknown (1 once a load of unknown size finished).
+    public var totalUnitCount: Int64 { lock.lock(); defer { lock.unlock() }; return total }
+    /// The bytes so far (equal to `totalUnitCount` once the load finished).
+    public var completedUnitCount: Int64 { lock.lock(); defer { lock.unlock() }; return completed }
+    /// `completedUnitCount / totalUnitCount`, 0 while the total is unknown.
+    public var fractionCompleted: Double {
+        lock.lock(); defer { lock.unlock() }
+        return total > 0 ? min(1, Double(completed) / Double(total)) : 0
+    }
+    /// Called after every change, on the thread that made it (a background
+    /// queue while bytes arrive, the view's queue at the start and the end).
+    public var onChange: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return handler }
+        set { lock.lock(); handler = newValue; lock.unlock() }
+    }
+
+    func update(completed c: Int64, total t: Int64) {
+        lock.lock()
+        completed = max(0, c)
+        total = max(0, t)
+        let h = handler
+        lock.unlock()
+        h?(max(0, c), max(0, t))
+    }
+
+    /// The load finished: complete, whatever was known of its size.
+    func finish() {
+        lock.lock()
+        if total <= 0 { total = 1 }
+        completed = total
+        let (c, t, h) = (completed, total, handler)
+        lock.unlock()
+        h?(c, t)
+    }
+}
+
+extension SDWebImageOptions {
+    /// UI: show the placeholder only when the load fails or is cancelled, not while it runs.
+    public static let delayPlaceholder = Self(rawValue: 1 << 8)
+    /// UI: do not set the image on the view; the completion block gets it.
+    public static let avoidAutoSetImage = Self(rawValue: 1 << 10)
+    /// UI: run the view's transition for images from the caches too.
+    public static let forceTransition = Self(rawValue: 1 << 17)
+    /// UI: a new load on the view does not cancel the previous one with the
+    /// same operation key (both complete; only the newest sets the view).
+    public static let avoidAutoCancelImage = Self(rawValue: 1 << 24)
+    /// UI: call the completion block after the transition ended, not when it starts.
+    public static let waitTransition = Self(rawValue: 1 << 25)
+}
+
+extension SDWebImageContextOption {
+    /// `String`: the view's operation key for this load (default: the view's
+    /// type name). Loads with different keys on one view do not cancel each
+    /// other (a button's image and its background image, say).
+    public static let setImageOperationKey: Self = "setImageOperationKey"
+    /// `SDWebImageManager`: load through this manager instead of `.shared`.
+    public static let customManager: Self = "customManager"
+}
+
+/// `(image, error, cacheType, imageURL)`: the completion of `sd_setImage`,
+/// on the view's queue.
+public typealias SDExternalCompletionBlock = @Sendable (_ image: SDImage?, _ error: (any Error)?,
+                                                         _ cacheType: SDImageCacheType, _ imageURL: URL?) -> Void
+
+/// How `sd_internalSetImage` puts an image on the view instead of
+/// ``SDWebImageView/sd_display(_:)``: `(image, data, cacheType, imageURL)`,
+/// on the view's queue.
+public typealias SDSetImageBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ cacheType: SDImageCacheType,
+                                              _ imageURL: URL?) -> Void
