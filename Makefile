@@ -14,10 +14,11 @@ SAN_CC ?= clang
 APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
                 libgif-dev libwebp-dev libavif-dev libavif-bin \
                 libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
-                libhiredis-dev redis-server
+                libhiredis-dev redis-server \
+                libgtk-4-dev xvfb xdotool imagemagick python3-pil
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-fleet test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
+        test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
 
 all: build
 
@@ -125,6 +126,15 @@ test-cli: build-swift
 
 # Three sdimage processes, one nginx origin, one Redis: --fleet-lock makes one
 # origin request per image; a Redis killed mid-run loses no load.
+# The GTK 4 gallery in a real X server (Xvfb), scrolled by xdotool, every
+# visible cell of every screenshot checked against the decoded pixels;
+# screenshots in build/gallery/. `make gallery` opens it for a person.
+gallery-check: build-c build-swift
+	bash scripts/gallery-check.sh
+
+gallery: build-c build-swift
+	SHOW=1 bash scripts/gallery-check.sh
+
 test-fleet: build-swift
 	@bash scripts/test-fleet.sh
 

@@ -496,7 +496,11 @@ struct ManagerSharingTests {
                     completed: slow.block)
         // the transformer is running (on the shared callback queue, before
         // the fix, where every download's completion waited behind it)
-        let running = await Task.detached { started.wait(timeout: .now() + 30) == .success }.value
+        // waited for on a thread of its own: the transformer already holds a
+        // pool thread, and a second one blocked here could leave none on 2 cores
+        let running = await withCheckedContinuation { c in
+            Thread { c.resume(returning: started.wait(timeout: .now() + 30) == .success) }.start()
+        }
         #expect(running)
         let other = LoadLog()
         m.loadImage(with: s.url(s.fault, "/ok?other-\(UUID().uuidString)"), completed: other.block)

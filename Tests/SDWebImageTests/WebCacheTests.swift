@@ -36,10 +36,15 @@ final class TestImageView: SDWebImageView, @unchecked Sendable {
     var sd_playsAnimatedImages: Bool { plays }
     func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock { clock ?? SDAnimatedImageDisplayClock() }
 
-    /// Run on the view's queue and wait.
-    func onView<T>(_ body: () -> T) -> T { queue.sync(execute: body) }
+    /// Run on the view's queue; the test's thread (a cooperative one) waits
+    /// without blocking, so suites running meanwhile are not starved.
+    func onView<T>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (c: CheckedContinuation<UncheckedBox<T>, Never>) in
+            queue.async { c.resume(returning: UncheckedBox(body())) }
+        }.value
+    }
     /// The widths of what was shown, nil for "nothing" (our n<i>.jpg are 16+i wide).
-    var widths: [Int?] { onView { shown.map { $0?.width } } }
+    func widths() async -> [Int?] { await onView { self.shown.map { $0?.width } } }
 }
 
 /// The completions of sd_setImage calls.
@@ -98,17 +103,17 @@ struct WebCacheTests {
         let log = SetImageLog()
         let url = try n(3)
         let ph = try placeholder()
-        view.onView { view.sd_setImage(with: url, placeholderImage: ph, context: context(m), completed: log.block(view)) }
+        await view.onView { view.sd_setImage(with: url, placeholderImage: ph, context: context(m), completed: log.block(view)) }
         #expect(view.sd_imageURL == url)
         await log.wait()
-        #expect(view.widths == [5, 19])
+        #expect(await view.widths() == [5, 19])
         let call = try #require(log.last)
         #expect(call.image?.width == 19 && call.error == nil && call.type == .none && call.onViewQueue)
         #expect(view.sd_imageProgress.fractionCompleted == 1 && view.sd_imageProgress.totalUnitCount > 0)
-        #expect(view.onView { view.offQueue } == 0)
+        #expect(await view.onView { view.offQueue } == 0)
         #expect(view.sd_imageLoadOperation(forKey: view.sd_latestOperationKey) == nil)  // removed when finished
         // a memory hit on the view's queue is set in the same call (SDWebImage's QueryMemoryData path)
-        let shownNow = view.onView { () -> Int? in
+        let shownNow = await view.onView { () -> Int? in
             view.sd_setImage(with: url, context: context(m))
             return view.shown.last??.width
         }
@@ -123,7 +128,7 @@ struct WebCacheTests {
             let log = SetImageLog()
             // A slow then B fast, and A fast (from memory after round 0) then B slow
             let (a, b, aw, bw) = round % 2 == 0 ? (try slow(0), try n(1), 16, 17) : (try n(2), try slow(4), 18, 20)
-            let asked = view.onView { () -> Int in
+            let asked = await view.onView { () -> Int in
                 view.sd_setImage(with: a, context: context(m), completed: log.block(view))
                 let mark = view.shown.count
                 view.sd_setImage(with: b, context: context(m), completed: log.block(view))
@@ -131,7 +136,7 @@ struct WebCacheTests {
             }
             await log.wait(count: 2)
             try await Task.sleep(nanoseconds: 100_000_000)  // a late A would land here
-            let after = Array(view.widths[asked...])
+            let after = Array(await view.widths()[asked...])
             #expect(!after.contains(aw), "round \(round): A shown after B was asked: \(after)")
             #expect(after.last == bw)
             #expect(view.sd_imageURL == b)
@@ -145,7 +150,7 @@ struct WebCacheTests {
         let (m, _) = makeManager()
         let view = TestImageView()
         let log = SetImageLog()
-        view.onView {
+        await view.onView {
             view.sd_setImage(with: try! n(1), context: context(m), completed: log.block(view))
             // A loads meanwhile; its result waits for this block to end
             // (a machine too busy to load 600 bytes in 1 s cancels A instead)
@@ -155,8 +160,9 @@ struct WebCacheTests {
         await log.wait(count: 2)
         let a = try #require(log.calls.first)
         #expect(a.image?.width == 17 || (a.error as? SDWebImageError)?.code == .cancelled)
-        #expect(!view.widths.contains(17), "A was put on the view after B was asked: \(view.widths)")
-        #expect(view.widths.last == 18)
+        let widths = await view.widths()
+        #expect(!widths.contains(17), "A was put on the view after B was asked: \(widths)")
+        #expect(widths.last == 18)
     }
 
     @Test("A new load cancels the previous one with the same key; another key or .avoidAutoCancelImage does not")
@@ -164,7 +170,7 @@ struct WebCacheTests {
         let (m, _) = makeManager()
         let view = TestImageView()
         let first = SetImageLog(), second = SetImageLog()
-        view.onView {
+        await view.onView {
             view.sd_setImage(with: try! slow(5), context: context(m), completed: first.block(view))
             view.sd_setImage(with: try! n(6), context: context(m), completed: second.block(view))
         }
@@ -175,18 +181,18 @@ struct WebCacheTests {
 
         let v2 = TestImageView()
         let a = SetImageLog(), b = SetImageLog()
-        v2.onView {
+        await v2.onView {
             v2.sd_setImage(with: try! slow(5), options: [.avoidAutoCancelImage], context: context(m), completed: a.block(v2))
             v2.sd_setImage(with: try! n(6), options: [.avoidAutoCancelImage], context: context(m), completed: b.block(v2))
         }
         await a.wait()
         await b.wait()
         #expect(a.last?.image?.width == 21 && b.last?.image?.width == 22)  // both alive
-        #expect(v2.widths.last == 22)  // only the newest sets the view
+        #expect(await v2.widths().last == 22)  // only the newest sets the view
 
         let v3 = TestImageView()
         let c = SetImageLog(), d = SetImageLog()
-        v3.onView {
+        await v3.onView {
             v3.sd_setImage(with: try! slow(7), context: context(m, [.setImageOperationKey: "background"]),
                            completed: c.block(v3))
             v3.sd_setImage(with: try! n(0), context: context(m, [.setImageOperationKey: "image"]), completed: d.block(v3))
@@ -203,7 +209,7 @@ struct WebCacheTests {
         let view = TestImageView()
         let log = SetImageLog()
         let ph = try placeholder()
-        view.onView {
+        await view.onView {
             view.sd_setImage(with: try! slow(1), placeholderImage: ph, options: [.delayPlaceholder], context: context(m),
                              completed: log.block(view))
             #expect(view.sd_imageLoadOperation(forKey: view.sd_latestOperationKey) != nil)
@@ -214,7 +220,7 @@ struct WebCacheTests {
         await log.wait()
         #expect(log.sdError?.code == .cancelled)
         try await Task.sleep(nanoseconds: 50_000_000)
-        #expect(view.widths == [5])  // the placeholder, once the load failed
+        #expect(await view.widths() == [5])  // the placeholder, once the load failed
     }
 
     @Test("Placeholder and delayPlaceholder on a failed load; a nil URL is invalidURL")
@@ -224,29 +230,31 @@ struct WebCacheTests {
         let ph = try placeholder()
         let missing = s.url(s.http, "/img/missing.jpg")
         let v1 = TestImageView(), l1 = SetImageLog()
-        v1.onView { v1.sd_setImage(with: missing, placeholderImage: ph, context: context(m), completed: l1.block(v1)) }
+        await v1.onView { v1.sd_setImage(with: missing, placeholderImage: ph, context: context(m), completed: l1.block(v1)) }
         await l1.wait()
-        #expect(l1.last?.error != nil && v1.widths == [5])  // shown at once, kept
+        let w1 = await v1.widths()
+        #expect(l1.last?.error != nil && w1 == [5])  // shown at once, kept
         let v2 = TestImageView(), l2 = SetImageLog()
-        v2.onView {
+        await v2.onView {
             v2.sd_setImage(with: missing, placeholderImage: ph, options: [.delayPlaceholder], context: context(m),
                            completed: l2.block(v2))
             #expect(v2.shown.isEmpty)
         }
         await l2.wait()
-        #expect(v2.widths == [5])  // only after the failure
+        #expect(await v2.widths() == [5])  // only after the failure
         let v3 = TestImageView(), l3 = SetImageLog()
-        v3.onView { v3.sd_setImage(with: nil, placeholderImage: ph, context: context(m), completed: l3.block(v3)) }
+        await v3.onView { v3.sd_setImage(with: nil, placeholderImage: ph, context: context(m), completed: l3.block(v3)) }
         await l3.wait()
-        #expect(l3.sdError?.code == .invalidURL && v3.widths == [5] && v3.sd_imageURL == nil)
+        let w3 = await v3.widths()
+        #expect(l3.sdError?.code == .invalidURL && w3 == [5] && v3.sd_imageURL == nil)
         // a reused view shows the (nil) placeholder at once: the old image is gone before the new one comes
         let v4 = TestImageView(), l4 = SetImageLog()
-        v4.onView { v4.sd_setImage(with: try! n(2), context: context(m), completed: l4.block(v4)) }
+        await v4.onView { v4.sd_setImage(with: try! n(2), context: context(m), completed: l4.block(v4)) }
         await l4.wait()
-        v4.onView { v4.sd_setImage(with: try! slow(3), context: context(m), completed: l4.block(v4)) }
-        #expect(v4.widths.last == .some(nil))
+        await v4.onView { v4.sd_setImage(with: try! slow(3), context: context(m), completed: l4.block(v4)) }
+        #expect(await v4.widths().last == .some(nil))
         await l4.wait(count: 2)
-        #expect(v4.widths.last == 19)
+        #expect(await v4.widths().last == 19)
     }
 
     @Test("The view is gone: its load is cancelled and nothing is set or called")
@@ -255,17 +263,21 @@ struct WebCacheTests {
         let called = Counter()
         var view: TestImageView? = TestImageView()
         weak let weakView = view
-        let op = view!.onView {
-            view!.sd_internalSetImage(with: try! slow(6), placeholderImage: nil, options: [], context: context(m),
-                                      setImageBlock: nil, progress: nil) { _, _, _, _, _, _ in called.add() }
-        }
-        let load = try #require(op)
-        view!.queue.sync {}
+        let queue = view!.queue
+        let load = try #require(await startSlow(on: view!, m, called))
+        await withCheckedContinuation { c in queue.async { c.resume() } }  // the placeholder step ran
         view = nil
         #expect(weakView == nil)
         #expect(load.isCancelled)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(called.value == 0)  // SDWebImage's `if (!sself) return`
+    }
+
+    func startSlow(on v: TestImageView, _ m: SDWebImageManager, _ called: Counter) async -> SDWebImageCombinedOperation? {
+        await v.onView {
+            v.sd_internalSetImage(with: try! slow(6), placeholderImage: nil, options: [], context: context(m),
+                                  setImageBlock: nil, progress: nil) { _, _, _, _, _, _ in called.add() }
+        }
     }
 
     @Test(".progressiveLoad: previews set in order, then the image; one completion")
@@ -275,10 +287,10 @@ struct WebCacheTests {
         let view = TestImageView()
         let log = SetImageLog()
         let url = s.url(s.fault, "/drip-progressive")
-        view.onView { view.sd_setImage(with: url, options: [.progressiveLoad], context: context(m), completed: log.block(view)) }
+        await view.onView { view.sd_setImage(with: url, options: [.progressiveLoad], context: context(m), completed: log.block(view)) }
         await log.wait()
         try await Task.sleep(nanoseconds: 50_000_000)
-        let shown = view.onView { view.shown }
+        let shown = await view.onView { view.shown }
         #expect(log.calls.count == 1 && log.last?.error == nil)
         let final = try #require(log.last?.image)
         #expect(shown.first! == nil)  // the nil placeholder
@@ -295,38 +307,39 @@ struct WebCacheTests {
         view.sd_imageTransition = SDWebImageTransition(duration: 0.1, framesPerSecond: 50, curve: .linear)
         let log = SetImageLog()
         let url = try n(4)
-        view.onView { view.sd_setImage(with: url, options: [.waitTransition], context: context(m), completed: log.block(view)) }
+        await view.onView { view.sd_setImage(with: url, options: [.waitTransition], context: context(m), completed: log.block(view)) }
         await log.wait()
         // with .waitTransition the completion comes after the last frame
-        let alphas = view.onView { view.alphas }
+        let alphas = await view.onView { view.alphas }
         #expect(alphas.count == 6 && alphas.first == 0 && alphas.last == 1)
         #expect(zip(alphas, alphas.dropFirst()).allSatisfy { $0 < $1 })
-        #expect(view.widths.last == 20)
+        #expect(await view.widths().last == 20)
         // a memory hit: no transition...
         let hit = SetImageLog()
-        view.onView { view.sd_setImage(with: url, context: context(m), completed: hit.block(view)) }
+        await view.onView { view.sd_setImage(with: url, context: context(m), completed: hit.block(view)) }
         await hit.wait()
-        #expect(hit.last?.type == .memory && view.onView { view.alphas.count } == 6)
+        let alphaCount = await view.onView { view.alphas.count }
+        #expect(hit.last?.type == .memory && alphaCount == 6)
         // ...unless forced
         let forced = SetImageLog()
-        view.onView {
+        await view.onView {
             view.sd_setImage(with: url, options: [.forceTransition, .waitTransition], context: context(m),
                              completed: forced.block(view))
         }
         await forced.wait()
-        #expect(view.onView { view.alphas.count } == 12)
+        #expect(await view.onView { view.alphas.count } == 12)
         // a newer load stops a running transition
         let v2 = TestImageView()
         v2.sd_imageTransition = .fade(duration: 2)
         let l2 = SetImageLog()
-        v2.onView { v2.sd_setImage(with: try! n(5), context: context(m, [.queryCacheType: SDImageCacheType.none]), completed: l2.block(v2)) }
+        await v2.onView { v2.sd_setImage(with: try! n(5), context: context(m, [.queryCacheType: SDImageCacheType.none]), completed: l2.block(v2)) }
         await l2.wait()
-        v2.onView { v2.sd_setImage(with: url, context: context(m), completed: l2.block(v2)) }
+        await v2.onView { v2.sd_setImage(with: url, context: context(m), completed: l2.block(v2)) }
         await l2.wait(count: 2)
         try await Task.sleep(nanoseconds: 100_000_000)
-        let a2 = v2.onView { v2.alphas }
+        let a2 = await v2.onView { v2.alphas }
         #expect(!a2.contains(1), "the 2 s fade of n5 stopped when n4 came: \(a2.count) frames")
-        #expect(v2.widths.last == 20)
+        #expect(await v2.widths().last == 20)
     }
 
     @Test("An animated GIF plays on the view, frame by frame on its clock; a new load stops it")
@@ -343,28 +356,28 @@ struct WebCacheTests {
         let clock = SDAnimatedImageManualClock()
         view.clock = clock
         let log = SetImageLog()
-        view.onView { view.sd_setImage(with: url, context: context(m), completed: log.block(view)) }
+        await view.onView { view.sd_setImage(with: url, context: context(m), completed: log.block(view)) }
         await log.wait()
         let player = try #require(view.sd_webImageState.animationPlayer)
         #expect(player.isPlaying && clock.isRunning)
-        let before = view.onView { view.shown.count }
+        let before = await view.onView { view.shown.count }
         for _ in 0..<(row.frames * 2) {
             player.waitForBufferedFrames()
             clock.advance(by: 0.2)  // at least one frame's duration (≥ 0.1 s shown) per step
         }
         view.queue.sync {}
-        let frames = view.onView { Array(view.shown[before...]) }
+        let frames = await view.onView { Array(view.shown[before...]) }
         #expect(frames.count >= row.frames, "frames shown: \(frames.count)")
         #expect(Set(frames.compactMap { $0.map(sha) }).count >= 2)  // the picture changes
         // a still image on the view stops the animation
         let still = SetImageLog()
-        view.onView { view.sd_setImage(with: try! n(1), context: context(m), completed: still.block(view)) }
+        await view.onView { view.sd_setImage(with: try! n(1), context: context(m), completed: still.block(view)) }
         await still.wait()
         #expect(!player.isPlaying && view.sd_webImageState.animationPlayer == nil)
-        let count = view.onView { view.shown.count }
+        let count = await view.onView { view.shown.count }
         clock.advance(by: 1)
         view.queue.sync {}
-        #expect(view.onView { view.shown.count } == count)
+        #expect(await view.onView { view.shown.count } == count)
     }
 
     @Test("1,000 rapid reuses over a few views: each ends on its last URL, nothing left running or alive")
@@ -376,19 +389,26 @@ struct WebCacheTests {
         for i in 0..<1000 {
             let v = i % 10
             let url = try n((i / 10) % 8)
-            views[v].onView { views[v].sd_setImage(with: url, context: context(m), completed: logs[v].block(views[v])) }
+            let view = views[v], log = logs[v]
+            await view.onView { view.sd_setImage(with: url, context: context(m), completed: log.block(view)) }
         }
         for v in 0..<10 { await logs[v].wait(count: 100) }
         try await Task.sleep(nanoseconds: 100_000_000)
         for v in 0..<10 {
-            #expect(views[v].widths.last == 16 + (990 / 10) % 8)
+            #expect(await views[v].widths().last == 16 + (990 / 10) % 8)
             #expect(views[v].sd_imageLoadOperation(forKey: views[v].sd_latestOperationKey) == nil)
-            #expect(views[v].onView { views[v].offQueue } == 0)
+            let view = views[v]
+            #expect(await view.onView { view.offQueue } == 0)
         }
         #expect(!m.isRunning)
         views.removeAll()
         #expect(weakViews.allSatisfy { $0.value == nil })
     }
+}
+
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 final class WeakBox<T: AnyObject> {

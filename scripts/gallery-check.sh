@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make gallery-check: the desktop galleries in a real X server (Xvfb, started
+# once), scrolled by synthetic input, their screenshots checked against the
+# decoded pixels (scripts/gallery_check.py). Images: `sdimage samples`
+# served by nginx on loopback. Screenshots are left in build/gallery/.
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/build/gallery}
+bin=${SDIMAGE:-$(swift build --show-bin-path)/sdimage}
+gtk=${GTK_GALLERY:-build/release/gtk_gallery}
+[ -x "$bin" ] || { echo "gallery-check: $bin missing (swift build)"; exit 1; }
+[ -x "$gtk" ] || { echo "gallery-check: $gtk missing (make build-c with libgtk-4-dev)"; exit 1; }
+work=$(mktemp -d /tmp/sdgallery.XXXXXX)
+xpid=
+cleanup() {
+  [ -n "$xpid" ] && kill "$xpid" 2>/dev/null
+  bash Tests/Servers/servers.sh stop "$work" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+rm -rf "$out" && mkdir -p "$out" "$work/www/img"
+"$bin" samples --out "$work/www/img" --count "${COUNT:-100}" --max-size 600 --animated 4 >/dev/null || exit 1
+cp "$work/www/img/photo-000.jpg" "$work/www/img/small.jpg"   # the fault server's two files
+cp "$work/www/img/progressive-001.jpg" "$work/www/img/prog.jpg"
+bash Tests/Servers/servers.sh start "$work" $$ >/dev/null || { echo "gallery-check: could not start nginx"; exit 1; }
+base=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
+ls "$work/www/img" | grep -v -e '^small.jpg$' -e '^prog.jpg$' | sed "s|^|$base/img/|" > "$work/urls.txt"
+
+if [ -n "${SHOW:-}" ]; then  # make gallery: on your display, until you close it
+  [ -n "${DISPLAY:-}" ] || { echo "gallery: no DISPLAY (make gallery-check runs it under Xvfb)"; exit 1; }
+  "$gtk" --list "$work/urls.txt" --cell 128 --width 900 --height 700
+  exit $?
+fi
+
+# one X server for every gallery; -displayfd picks a free display number
+exec 3>"$work/display"
+Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
+xpid=$!
+for _ in $(seq 100); do [ -s "$work/display" ] && break; sleep 0.1; done
+exec 3>&-
+[ -s "$work/display" ] || { echo "gallery-check: Xvfb did not start"; cat "$work/xvfb.log"; exit 1; }
+display=:$(head -1 "$work/display")
+echo "gallery-check: $(wc -l < "$work/urls.txt") images from $base, X server $display"
+
+rc=0
+py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-pil
+"$py" scripts/gallery_check.py --name gtk --display "$display" --www "$work/www/img" --sdimage "$bin" \
+  --out "$out" --cell 128 -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
+exit $rc

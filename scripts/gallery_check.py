@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""gallery_check.py — drive a desktop gallery in a real X server and check
+what it shows, screenshot by screenshot.
+
+The gallery writes, after every painted frame, where each visible cell is
+(window coordinates) and which URL it shows (--layout). At the start and
+after each synthetic scroll (xdotool wheel events) this waits until every
+visible cell has its image, takes a screenshot of the X screen (ImageMagick
+`import`), and compares each fully visible cell with the image its URL
+names, decoded by `sdimage decode --max-pixel-size CELL --raw` (the same
+thumbnail, premultiplied) and composited over the gallery's background. A
+cell passes when its size matches and the mean difference is under 2/255
+per channel while the best *other* image in view differs by more (the
+comparison can tell images apart). Prints `N passed, N failed`; leaves the
+screenshots in --out.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from PIL import Image, ImageChops, ImageStat
+
+BG = (0x20, 0x30, 0x40)
+
+
+def read_layout(path):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    if not lines or not lines[0].startswith("viewport"):
+        return None
+    v = lines[0].split()
+    view = tuple(int(x) for x in v[1:5])
+    cells = []
+    for line in lines[1:]:
+        p = line.split(" ", 7)
+        if len(p) == 8 and p[0] == "cell":
+            cells.append({"index": int(p[1]), "rect": tuple(int(x) for x in p[2:6]), "loaded": p[6] == "1", "url": p[7]})
+    return {"view": view, "cells": cells, "failures": int(v[6]) if len(v) > 6 else 0}
+
+
+def inside(rect, view):
+    x, y, w, h = rect
+    vx, vy, vw, vh = view
+    return x >= vx and y >= vy and x + w <= vx + vw and y + h <= vy + vh
+
+
+def wait_settled(path, timeout):
+    """The layout once every visible cell is loaded and it stayed so for 0.5 s."""
+    deadline = time.time() + timeout
+    last, since = None, None
+    while time.time() < deadline:
+        lay = read_layout(path)
+        if lay and lay["cells"] and all(c["loaded"] for c in lay["cells"]):
+            key = sorted((c["index"], c["rect"]) for c in lay["cells"])
+            if key != last:
+                last, since = key, time.time()
+            elif time.time() - since >= 0.5:
+                return lay
+        else:
+            last = None
+        time.sleep(0.05)
+    return read_layout(path)
+
+
+class Expected:
+    def __init__(self, sdimage, www, cell, tmp):
+        self.sdimage, self.www, self.cell, self.tmp, self.cache = sdimage, www, cell, tmp, {}
+
+    def get(self, url):
+        if url in self.cache:
+            return self.cache[url]
+        src = os.path.join(self.www, url.rsplit("/", 1)[1])
+        raw = os.path.join(self.tmp, "expected.raw")
+        r = subprocess.run([self.sdimage, "decode", src, "--max-pixel-size", str(self.cell), "--raw", raw],
+                           capture_output=True, text=True)
+        w, h = (int(x) for x in r.stderr.strip().splitlines()[-1].split()[0].split("x"))
+        prem = Image.frombytes("RGBA", (w, h), open(raw, "rb").read(), "raw", "BGRA")  # premultiplied
+        r_, g_, b_, a_ = prem.split()
+        inv = a_.point(lambda v: 255 - v)
+        bg = Image.new("RGB", (w, h), BG)
+        under = ImageChops.multiply(bg, Image.merge("RGB", (inv, inv, inv)))  # bg * (255 - a) / 255
+        img = ImageChops.add(Image.merge("RGB", (r_, g_, b_)), under)
+        self.cache[url] = img
+        return img
+
+
+def diff(a, b):
+    if a.size != b.size:
+        return 255.0
+    return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--www", required=True)
+    ap.add_argument("--sdimage", required=True)
+    ap.add_argument("--display", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--name", default="gtk")
+    ap.add_argument("--cell", type=int, default=128)
+    ap.add_argument("--scrolls", type=int, default=4)
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("gallery", nargs=argparse.REMAINDER, help="-- the gallery's command line (without --layout)")
+    a = ap.parse_args()
+    a.gallery = [x for x in a.gallery if x != "--"] if a.gallery and a.gallery[0] == "--" else a.gallery
+    if not a.gallery:
+        ap.error("the gallery's command line is missing")
+    os.makedirs(a.out, exist_ok=True)
+    env = dict(os.environ, DISPLAY=a.display, GDK_BACKEND="x11", GSK_RENDERER="cairo", NO_AT_BRIDGE="1",
+               GTK_A11Y="none")
+    layout = os.path.join(a.out, a.name + "-layout.txt")
+    if os.path.exists(layout):
+        os.remove(layout)
+    proc = subprocess.Popen(a.gallery + ["--layout", layout], env=env)
+    exp = Expected(a.sdimage, a.www, a.cell, a.out)
+    passed = failed = 0
+    first_seen = []
+    try:
+        for shot in range(a.scrolls + 1):
+            lay = wait_settled(layout, a.timeout)
+            if lay is None or not lay["cells"]:
+                print(f"gallery-check: {a.name}: no layout after {a.timeout} s")
+                failed += 1
+                break
+            png = os.path.join(a.out, f"{a.name}-{shot}.png")
+            subprocess.run(["import", "-display", a.display, "-window", "root", png], check=True, env=env)
+            screen = Image.open(png).convert("RGB")
+            visible = [c for c in lay["cells"] if inside(c["rect"], lay["view"])]
+            first_seen.append(min(c["index"] for c in visible) if visible else -1)
+            crops = {}
+            for c in visible:
+                x, y, w, h = c["rect"]
+                crops[c["index"]] = screen.crop((x, y, x + w, y + h))
+            for c in visible:
+                crop = crops[c["index"]]
+                d = diff(crop, exp.get(c["url"]))
+                others = [diff(crop, exp.get(o["url"])) for o in visible if o["url"] != c["url"]]
+                nearest_other = min(others) if others else 255.0
+                ok = c["loaded"] and d < 2.0 and nearest_other > d + 2.0
+                if ok:
+                    passed += 1
+                else:
+                    failed += 1
+                    print(f"gallery-check: {a.name} shot {shot} cell {c['index']} {c['url']}: "
+                          f"diff {d:.2f}, nearest other image {nearest_other:.2f}, size {crop.size}")
+            if lay["failures"]:
+                print(f"gallery-check: {a.name}: {lay['failures']} images failed to load")
+                failed += lay["failures"]
+            if shot < a.scrolls:
+                vx, vy, vw, vh = lay["view"]
+                subprocess.run(["xdotool", "mousemove", str(vx + vw // 2), str(vy + vh // 2),
+                                "click", "--repeat", "6", "--delay", "40", "5"], check=True, env=env)
+        moved = all(b > a_ for a_, b in zip(first_seen, first_seen[1:]))
+        if not moved:
+            print(f"gallery-check: {a.name}: scrolling did not move on: first visible cells {first_seen}")
+            failed += 1
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    print(f"gallery-check: {a.name}: first visible cell per screenshot {first_seen}")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
