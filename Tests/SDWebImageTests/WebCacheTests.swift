@@ -275,7 +275,9 @@ struct WebCacheTests {
 
     func startSlow(on v: TestImageView, _ m: SDWebImageManager, _ called: Counter) async -> SDWebImageCombinedOperation? {
         await v.onView {
-            v.sd_internalSetImage(with: try! slow(6), placeholderImage: nil, options: [], context: context(m),
+            // a body that stalls for 60 s: the load cannot end before the view does
+            v.sd_internalSetImage(with: URL(string: servers!.fault + "/stall?webcache-\(UUID().uuidString)"),
+                                  placeholderImage: nil, options: [], context: context(m),
                                   setImageBlock: nil, progress: nil) { _, _, _, _, _, _ in called.add() }
         }
     }
@@ -330,7 +332,7 @@ struct WebCacheTests {
         #expect(await view.onView { view.alphas.count } == 12)
         // a newer load stops a running transition
         let v2 = TestImageView()
-        v2.sd_imageTransition = .fade(duration: 2)
+        v2.sd_imageTransition = SDWebImageTransition(duration: 30, framesPerSecond: 10)  // far longer than a starved machine needs for the next step
         let l2 = SetImageLog()
         await v2.onView { v2.sd_setImage(with: try! n(5), context: context(m, [.queryCacheType: SDImageCacheType.none]), completed: l2.block(v2)) }
         await l2.wait()
@@ -338,7 +340,7 @@ struct WebCacheTests {
         await l2.wait(count: 2)
         try await Task.sleep(nanoseconds: 100_000_000)
         let a2 = await v2.onView { v2.alphas }
-        #expect(!a2.contains(1), "the 2 s fade of n5 stopped when n4 came: \(a2.count) frames")
+        #expect(!a2.contains(1), "the 30 s fade of n5 stopped when n4 came: \(a2.count) frames")
         #expect(await v2.widths().last == 20)
     }
 
