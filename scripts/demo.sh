@@ -20,15 +20,9 @@ if [ -n "${URLS:-}" ]; then
   list=$URLS
   echo "demo: fetching the URLs listed in $URLS"
 else
-  mkdir -p "$work/www/img"
-  "$bin" samples --out "$work/www/img" --count "${COUNT:-48}" || exit 1
-  # the fault server (started alongside) serves two of them back
-  cp "$work/www/img/photo-000.jpg" "$work/www/img/small.jpg"
-  cp "$work/www/img/progressive-001.jpg" "$work/www/img/prog.jpg"
-  bash Tests/Servers/servers.sh start "$work" $$ || { echo "demo: could not start nginx"; exit 1; }
-  base=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
+  base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-48}") \
+    || { echo "demo: could not make and serve the samples"; exit 1; }
   list="$work/urls.txt"
-  ls "$work/www/img" | grep -v -e '^small.jpg$' -e '^prog.jpg$' | sed "s|^|$base/img/|" > "$list"
   echo "demo: $(wc -l < "$list") sample images served by nginx at $base"
 fi
 echo

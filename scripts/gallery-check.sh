@@ -18,13 +18,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-rm -rf "$out" && mkdir -p "$out" "$work/www/img"
-"$bin" samples --out "$work/www/img" --count "${COUNT:-100}" --max-size 600 --animated 4 >/dev/null || exit 1
-cp "$work/www/img/photo-000.jpg" "$work/www/img/small.jpg"   # the fault server's two files
-cp "$work/www/img/progressive-001.jpg" "$work/www/img/prog.jpg"
-bash Tests/Servers/servers.sh start "$work" $$ >/dev/null || { echo "gallery-check: could not start nginx"; exit 1; }
-base=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
-ls "$work/www/img" | grep -v -e '^small.jpg$' -e '^prog.jpg$' | sed "s|^|$base/img/|" > "$work/urls.txt"
+rm -rf "$out" && mkdir -p "$out"
+base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-100}" --max-size 600 --animated 4) \
+  || { echo "gallery-check: could not make and serve the samples"; exit 1; }
 
 if [ -n "${SHOW:-}" ]; then  # make gallery: on your display, until you close it
   [ -n "${DISPLAY:-}" ] || { echo "gallery: no DISPLAY (make gallery-check runs it under Xvfb)"; exit 1; }

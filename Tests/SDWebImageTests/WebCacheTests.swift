@@ -105,6 +105,7 @@ struct WebCacheTests {
         let ph = try placeholder()
         await view.onView { view.sd_setImage(with: url, placeholderImage: ph, context: context(m), completed: log.block(view)) }
         #expect(view.sd_imageURL == url)
+        #expect(view.sd_latestOperationKey == "TestImageView")  // the view's type name by default
         await log.wait()
         #expect(await view.widths() == [5, 19])
         let call = try #require(log.last)
@@ -255,6 +256,21 @@ struct WebCacheTests {
         #expect(await v4.widths().last == .some(nil))
         await l4.wait(count: 2)
         #expect(await v4.widths().last == 19)
+    }
+
+    @Test(".avoidAutoSetImage: the completion gets the image, the view keeps the placeholder")
+    func avoidAutoSetImage() async throws {
+        let (m, _) = makeManager()
+        let view = TestImageView()
+        let log = SetImageLog()
+        let ph = try placeholder()
+        await view.onView {
+            view.sd_setImage(with: try! n(7), placeholderImage: ph, options: [.avoidAutoSetImage], context: context(m),
+                             completed: log.block(view))
+        }
+        await log.wait()
+        #expect(log.last?.image?.width == 23)
+        #expect(await view.widths() == [5])
     }
 
     @Test("The view is gone: its load is cancelled and nothing is set or called")

@@ -239,7 +239,8 @@ SD_API int sd_loop_new(sd_loop **out);
 /* Set or read an sd_loop_param (each says when it may change); read-only
  * ones only with sd_loop_get. Safe from any thread.
  * Returns: SD_OK; SD_EINVAL (unknown or read-only parameter, or a value out
- * of its range). */
+ * of its range); for SD_LOOP_DISPATCH also SD_EBADSTATE (after start) and
+ * SD_ENOMEM (no eventfd). */
 SD_API int sd_loop_set(sd_loop *loop, sd_loop_param param, int64_t value);
 SD_API int sd_loop_get(sd_loop *loop, sd_loop_param param, int64_t *value);
 /* Start the loop thread (and the sink's workers, which start with it).

@@ -216,9 +216,11 @@ int main(int argc, char **argv)
         return 1;
     }
     urls = gtk_string_list_new(NULL);
-    for (char **l = g_strsplit(text, "\n", -1), **p = l; *p; p++)
+    char **lines = g_strsplit(text, "\n", -1);
+    for (char **p = lines; *p; p++)
         if (**p)
             gtk_string_list_append(urls, *p);
+    g_strfreev(lines);
     g_free(text);
 
     if (sd_loop_new(&loop) != SD_OK || sd_loop_use_decoder(loop, 0) != SD_OK
