@@ -15,7 +15,7 @@ APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zli
                 libgif-dev libwebp-dev libavif-dev libavif-bin \
                 libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
                 libhiredis-dev redis-server \
-                libgtk-4-dev xvfb xdotool imagemagick python3-pil
+                libgtk-4-dev libsdl2-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil
 
 .PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
         test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench profile clean
@@ -126,9 +126,10 @@ test-cli: build-swift
 
 # Three sdimage processes, one nginx origin, one Redis: --fleet-lock makes one
 # origin request per image; a Redis killed mid-run loses no load.
-# The GTK 4 gallery in a real X server (Xvfb), scrolled by xdotool, every
-# visible cell of every screenshot checked against the decoded pixels;
-# screenshots in build/gallery/. `make gallery` opens it for a person.
+# The galleries (GTK 4 in C, SDL2 in Swift) in a real X server (Xvfb),
+# scrolled by xdotool, every visible cell of every screenshot checked against
+# the decoded pixels; screenshots in build/gallery/. `make gallery` opens the
+# SDL one for a person.
 gallery-check: build-c build-swift
 	bash scripts/gallery-check.sh
 

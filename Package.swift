@@ -14,6 +14,9 @@ let package = Package(
         // that use it link hiredis.
         .library(name: "SDWebImageRedis", targets: ["SDWebImageRedis"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
+        // The desktop gallery (examples/gallery, SDL2): built here, not
+        // linked by anything a package that depends on us builds.
+        .executable(name: "sdgallery", targets: ["sdgallery"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -80,6 +83,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .systemLibrary(name: "CSDL2", path: "examples/gallery/CSDL2",
+                       providers: [.apt(["libsdl2-dev"])]),
+        .executableTarget(name: "sdgallery", dependencies: ["SDWebImage", "CSDL2"],
+                          path: "examples/gallery/Sources/sdgallery"),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
         // Starts nginx and the fault server for the Swift test targets.
         .target(name: "SDTestSupport", dependencies: ["SDCoders", "CSDTestSHA"], path: "Tests/Support"),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make gallery-check: the desktop galleries in a real X server (Xvfb, started
+# make gallery-check: the desktop galleries (C on GTK 4, Swift on SDL2 with
+# its OpenGL and its software renderer) in a real X server (Xvfb, started
 # once), scrolled by synthetic input, their screenshots checked against the
 # decoded pixels (scripts/gallery_check.py). Images: `sdimage samples`
 # served by nginx on loopback. Screenshots are left in build/gallery/.
@@ -8,7 +9,9 @@ cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/build/gallery}
 bin=${SDIMAGE:-$(swift build --show-bin-path)/sdimage}
 gtk=${GTK_GALLERY:-build/release/gtk_gallery}
+sdl=${SDL_GALLERY:-$(dirname "$bin")/sdgallery}
 [ -x "$bin" ] || { echo "gallery-check: $bin missing (swift build)"; exit 1; }
+[ -x "$sdl" ] || { echo "gallery-check: $sdl missing (swift build with libsdl2-dev)"; exit 1; }
 [ -x "$gtk" ] || { echo "gallery-check: $gtk missing (make build-c with libgtk-4-dev)"; exit 1; }
 work=$(mktemp -d /tmp/sdgallery.XXXXXX)
 xpid=
@@ -24,7 +27,7 @@ base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-100}" -
 
 if [ -n "${SHOW:-}" ]; then  # make gallery: on your display, until you close it
   [ -n "${DISPLAY:-}" ] || { echo "gallery: no DISPLAY (make gallery-check runs it under Xvfb)"; exit 1; }
-  "$gtk" --list "$work/urls.txt" --cell 128 --width 900 --height 700
+  "$sdl" --list "$work/urls.txt" --cell 128 --width 900 --height 700
   exit $?
 fi
 
@@ -40,6 +43,13 @@ echo "gallery-check: $(wc -l < "$work/urls.txt") images from $base, X server $di
 
 rc=0
 py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-pil
-"$py" scripts/gallery_check.py --name gtk --display "$display" --www "$work/www/img" --sdimage "$bin" \
-  --out "$out" --cell 128 -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
+check() { "$py" scripts/gallery_check.py --display "$display" --www "$work/www/img" --sdimage "$bin" \
+  --out "$out" --cell 128 "$@"; }
+# C on GTK 4 (first frames of animations)
+check --name gtk -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
+# Swift on SDL2 through the WebCache layer: animations must play
+check --name sdl --expect-playing -- "$sdl" --list "$work/urls.txt" --cell 128 --width 700 --height 540 || rc=1
+# the same without a GPU blend (SDL's software renderer): images with alpha composited first
+SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls.txt" --cell 128 \
+  --width 700 --height 540 || rc=1
 exit $rc

@@ -7,12 +7,14 @@ The gallery writes, after every painted frame, where each visible cell is
 after each synthetic scroll (xdotool wheel events) this waits until every
 visible cell has its image, takes a screenshot of the X screen (ImageMagick
 `import`), and compares each fully visible cell with the image its URL
-names, decoded by `sdimage decode --max-pixel-size CELL --raw` (the same
-thumbnail, premultiplied) and composited over the gallery's background. A
-cell passes when its size matches and the mean difference is under 2/255
-per channel while the best *other* image in view differs by more (the
-comparison can tell images apart). Prints `N passed, N failed`; leaves the
-screenshots in --out.
+names, decoded by `sdimage decode --frames --max-pixel-size CELL --raw` (the
+same thumbnail, premultiplied, every frame of an animation) and composited
+over the gallery's background. A cell passes when its size matches and the
+mean difference from one of its frames is under 2/255 per channel while the
+best *other* image in view differs by more (the comparison can tell images
+apart). With --expect-playing, animated cells are screenshotted again 0.3 s
+later and at least one must show another of its frames. Prints
+`N passed, N failed`; leaves the screenshots in --out.
 """
 import argparse
 import os
@@ -71,21 +73,32 @@ class Expected:
         self.sdimage, self.www, self.cell, self.tmp, self.cache = sdimage, www, cell, tmp, {}
 
     def get(self, url):
+        """Every frame of the image `url` names (one for a still image), as
+        the gallery should show it: the same thumbnail, over the background."""
         if url in self.cache:
             return self.cache[url]
         src = os.path.join(self.www, url.rsplit("/", 1)[1])
         raw = os.path.join(self.tmp, "expected.raw")
-        r = subprocess.run([self.sdimage, "decode", src, "--max-pixel-size", str(self.cell), "--raw", raw],
+        r = subprocess.run([self.sdimage, "decode", src, "--frames", "--max-pixel-size", str(self.cell), "--raw", raw],
                            capture_output=True, text=True)
-        w, h = (int(x) for x in r.stderr.strip().splitlines()[-1].split()[0].split("x"))
-        prem = Image.frombytes("RGBA", (w, h), open(raw, "rb").read(), "raw", "BGRA")  # premultiplied
-        r_, g_, b_, a_ = prem.split()
-        inv = a_.point(lambda v: 255 - v)
-        bg = Image.new("RGB", (w, h), BG)
-        under = ImageChops.multiply(bg, Image.merge("RGB", (inv, inv, inv)))  # bg * (255 - a) / 255
-        img = ImageChops.add(Image.merge("RGB", (r_, g_, b_)), under)
-        self.cache[url] = img
-        return img
+        sizes = [tuple(int(x) for x in line.split()[2].split("x")) for line in r.stderr.splitlines()
+                 if line.startswith("frame ")]
+        data, off, frames = open(raw, "rb").read(), 0, []
+        for w, h in sizes:
+            prem = Image.frombytes("RGBA", (w, h), data[off:off + w * h * 4], "raw", "BGRA")  # premultiplied
+            off += w * h * 4
+            r_, g_, b_, a_ = prem.split()
+            inv = a_.point(lambda v: 255 - v)
+            bg = Image.new("RGB", (w, h), BG)
+            under = ImageChops.multiply(bg, Image.merge("RGB", (inv, inv, inv)))  # bg * (255 - a) / 255
+            frames.append(ImageChops.add(Image.merge("RGB", (r_, g_, b_)), under))
+        self.cache[url] = frames
+        return frames
+
+
+def best(crop, frames):
+    """(difference, frame index) of the frame `crop` is closest to."""
+    return min((diff(crop, f), i) for i, f in enumerate(frames))
 
 
 def diff(a, b):
@@ -104,6 +117,8 @@ def main():
     ap.add_argument("--cell", type=int, default=128)
     ap.add_argument("--scrolls", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--expect-playing", action="store_true",
+                    help="animations must play: an animated cell shows another frame a moment later")
     ap.add_argument("gallery", nargs=argparse.REMAINDER, help="-- the gallery's command line (without --layout)")
     a = ap.parse_args()
     a.gallery = [x for x in a.gallery if x != "--"] if a.gallery and a.gallery[0] == "--" else a.gallery
@@ -111,7 +126,7 @@ def main():
         ap.error("the gallery's command line is missing")
     os.makedirs(a.out, exist_ok=True)
     env = dict(os.environ, DISPLAY=a.display, GDK_BACKEND="x11", GSK_RENDERER="cairo", NO_AT_BRIDGE="1",
-               GTK_A11Y="none")
+               GTK_A11Y="none", SDL_VIDEODRIVER="x11")
     layout = os.path.join(a.out, a.name + "-layout.txt")
     if os.path.exists(layout):
         os.remove(layout)
@@ -119,6 +134,7 @@ def main():
     exp = Expected(a.sdimage, a.www, a.cell, a.out)
     passed = failed = 0
     first_seen = []
+    seen_animated = playing = 0
     try:
         for shot in range(a.scrolls + 1):
             lay = wait_settled(layout, a.timeout)
@@ -135,18 +151,35 @@ def main():
             for c in visible:
                 x, y, w, h = c["rect"]
                 crops[c["index"]] = screen.crop((x, y, x + w, y + h))
+            animated = {}
             for c in visible:
                 crop = crops[c["index"]]
-                d = diff(crop, exp.get(c["url"]))
-                others = [diff(crop, exp.get(o["url"])) for o in visible if o["url"] != c["url"]]
+                frames = exp.get(c["url"])
+                d, frame = best(crop, frames)
+                others = [best(crop, exp.get(o["url"]))[0] for o in visible if o["url"] != c["url"]]
                 nearest_other = min(others) if others else 255.0
                 ok = c["loaded"] and d < 2.0 and nearest_other > d + 2.0
                 if ok:
                     passed += 1
+                    if len(frames) > 1:
+                        animated[c["index"]] = (c, frame)
                 else:
                     failed += 1
                     print(f"gallery-check: {a.name} shot {shot} cell {c['index']} {c['url']}: "
                           f"diff {d:.2f}, nearest other image {nearest_other:.2f}, size {crop.size}")
+            if animated:  # a moment later: does an animation show another frame (and still its own)?
+                time.sleep(0.3)
+                png2 = os.path.join(a.out, f"{a.name}-{shot}b.png")
+                subprocess.run(["import", "-display", a.display, "-window", "root", png2], check=True, env=env)
+                later = Image.open(png2).convert("RGB")
+                for index, (c, frame) in animated.items():
+                    x, y, w, h = c["rect"]
+                    d, frame2 = best(later.crop((x, y, x + w, y + h)), exp.get(c["url"]))
+                    seen_animated += 1
+                    if d < 2.0 and frame2 != frame:
+                        playing += 1
+                    print(f"gallery-check: {a.name} shot {shot} animated cell {index}: frame {frame}, "
+                          f"0.3 s later frame {frame2} (diff {d:.2f})")
             if lay["failures"]:
                 print(f"gallery-check: {a.name}: {lay['failures']} images failed to load")
                 failed += lay["failures"]
@@ -154,6 +187,12 @@ def main():
                 vx, vy, vw, vh = lay["view"]
                 subprocess.run(["xdotool", "mousemove", str(vx + vw // 2), str(vy + vh // 2),
                                 "click", "--repeat", "6", "--delay", "40", "5"], check=True, env=env)
+        if a.expect_playing and seen_animated and not playing:
+            print(f"gallery-check: {a.name}: {seen_animated} animated cells checked, none seen playing")
+            failed += 1
+        if a.expect_playing and not seen_animated:
+            print(f"gallery-check: {a.name}: no animated cell was in view")
+            failed += 1
         moved = all(b > a_ for a_, b in zip(first_seen, first_seen[1:]))
         if not moved:
             print(f"gallery-check: {a.name}: scrolling did not move on: first visible cells {first_seen}")

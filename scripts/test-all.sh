@@ -25,7 +25,7 @@ run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-s
 run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
 run "cli" make --no-print-directory test-cli
 run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
-run "gallery (GTK 4 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
+run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
 run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
 echo
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"

@@ -1,0 +1,91 @@
+import CSDL2
+import Foundation
+import SDWebImage
+
+/// One cell of the grid: a view of the WebCache layer whose images become
+/// an SDL texture. Cells are recycled while scrolling; `sd_setImage` on a
+/// recycled cell cancels its previous load, and a result of that load is
+/// never shown (the layer's generations). Touched on the main thread only.
+final class GalleryCell: SDWebImageView, @unchecked Sendable {
+    let sd_webImageState = SDWebImageViewState()
+    var sd_viewQueue: SDCallbackQueue { .main }
+
+    /// The grid index shown (-1: spare) and its URL.
+    var index = -1
+    var url: URL?
+    /// The final image of `url` has come (not the placeholder, not a preview).
+    var finished = false
+    private(set) var image: SDImage?
+    private(set) var alpha = 1.0
+    private var texture: OpaquePointer?
+    private var textureSize = (w: 0, h: 0)
+    private var stale = false
+    private let changed: () -> Void
+
+    init(changed: @escaping () -> Void) { self.changed = changed }
+
+    deinit { if let texture { SDL_DestroyTexture(texture) } }
+
+    func sd_display(_ image: SDImage?) { sd_display(image, alpha: 1) }
+
+    func sd_display(_ image: SDImage?, alpha: Double) {
+        self.image = image
+        self.alpha = alpha
+        stale = true
+        changed()
+    }
+
+    /// The texture of the image shown, uploaded when it changed: our
+    /// premultiplied ARGB32 is SDL_PIXELFORMAT_ARGB8888 as it is, drawn with
+    /// `blend` (premultiplied "over"). Without such a blend (SDL's software
+    /// renderer) an image with alpha is composited over `background` first.
+    func texture(_ renderer: OpaquePointer, blend: SDL_BlendMode?, background: (UInt8, UInt8, UInt8)) -> OpaquePointer? {
+        guard let image else { return nil }
+        if stale || texture == nil {
+            let (w, h) = (image.width, image.height)
+            if texture == nil || textureSize != (w, h) {
+                if let texture { SDL_DestroyTexture(texture) }
+                texture = SDL_CreateTexture(renderer, SDL_PIXELFORMAT_ARGB8888.rawValue,
+                                            Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(w), Int32(h))
+                textureSize = (w, h)
+            }
+            guard let texture else { return nil }
+            if let blend {
+                SDL_SetTextureBlendMode(texture, blend)
+                image.withUnsafeBytes { _ = SDL_UpdateTexture(texture, nil, $0.baseAddress, Int32(image.bytesPerRow)) }
+            } else if !image.hasAlpha {
+                SDL_SetTextureBlendMode(texture, SDL_BLENDMODE_NONE)
+                image.withUnsafeBytes { _ = SDL_UpdateTexture(texture, nil, $0.baseAddress, Int32(image.bytesPerRow)) }
+            } else {
+                SDL_SetTextureBlendMode(texture, SDL_BLENDMODE_NONE)
+                var over = [UInt8](repeating: 0, count: w * h * 4)
+                image.withUnsafeBytes { src in
+                    Self.composite(src, stride: image.bytesPerRow, w: w, h: h, over: background, into: &over)
+                }
+                over.withUnsafeBytes { _ = SDL_UpdateTexture(texture, nil, $0.baseAddress, Int32(w * 4)) }
+            }
+            stale = false
+        }
+        // a fade: premultiplied, so colour and alpha are scaled alike
+        let a = UInt8(max(0, min(255, (alpha * 255).rounded())))
+        SDL_SetTextureAlphaMod(texture, a)
+        if blend != nil { SDL_SetTextureColorMod(texture, a, a, a) }
+        return texture
+    }
+
+    /// src (premultiplied BGRA in memory) over an opaque colour.
+    private static func composite(_ src: UnsafeRawBufferPointer, stride: Int, w: Int, h: Int,
+                                  over bg: (UInt8, UInt8, UInt8), into out: inout [UInt8]) {
+        let (r, g, b) = (UInt32(bg.0), UInt32(bg.1), UInt32(bg.2))
+        for y in 0..<h {
+            for x in 0..<w {
+                let s = y * stride + x * 4, d = (y * w + x) * 4
+                let inv = 255 - UInt32(src[s + 3])
+                out[d] = UInt8(min(255, UInt32(src[s]) + (b * inv + 127) / 255))
+                out[d + 1] = UInt8(min(255, UInt32(src[s + 1]) + (g * inv + 127) / 255))
+                out[d + 2] = UInt8(min(255, UInt32(src[s + 2]) + (r * inv + 127) / 255))
+                out[d + 3] = 255
+            }
+        }
+    }
+}
