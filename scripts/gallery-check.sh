@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 rm -rf "$out" && mkdir -p "$out"
-base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-100}" --max-size 600 --animated 4) \
+base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-$([ -n "${SHOW:-}" ] && echo 300 || echo 100)}" --max-size 600 --animated 4) \
   || { echo "gallery-check: could not make and serve the samples"; exit 1; }
 
 if [ -n "${SHOW:-}" ]; then  # make gallery: on your display, until you close it
