@@ -275,7 +275,11 @@ struct WebCacheTests {
 
     @Test("The view is gone: its load is cancelled and nothing is set or called")
     func cancelOnDealloc() async throws {
-        let (m, _) = makeManager()
+        // the stalled body must outlast a starved machine's slowest step
+        // (the default 15 s idle timeout once ended the load first under TSan)
+        let config = SDWebImageDownloaderConfig()
+        config.downloadTimeout = 120
+        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader(config: config))
         let called = Counter()
         var view: TestImageView? = TestImageView()
         weak let weakView = view
