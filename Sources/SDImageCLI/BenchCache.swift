@@ -8,7 +8,11 @@ import Glibc
 
 /// `sdimage bench cache`: memory-hit latency, disk-hit cost against a plain
 /// decode of the same bytes, and the whole manager cold (network), warm
-/// (disk) and hot (memory) against the bare C loop in the same run.
+/// (disk) and hot (memory) against the same load with caching off and the
+/// bare C loop in the same run. Buffers: every run decodes into canvases
+/// from the pixel pool; the no-cache run frees each bitmap after its
+/// completion, so the pool hands it back, while a phase that keeps every
+/// bitmap cannot (its first round also meets memory the process never had).
 struct BenchCache: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cache",
