@@ -369,9 +369,26 @@ typedef struct {
     double mp, t_ours, t_base;
 } agg;
 
+/* --baseline-only: one thread decoding every file once with the libraries
+ * alone (tjDecompress2 / libpng simplified + premultiply, one reused
+ * pre-faulted buffer), best of at least three rounds per file; prints the
+ * total seconds as JSON. */
+static int baseline_seconds(void)
+{
+    double total = 0, mp = 0, best;
+    for (int i = 0; i < nfiles; i++) {
+        decode_fn fn = files[i].format == SD_FORMAT_JPEG ? tj_full : libpng_simplified;
+        time_methods(&files[i], &fn, 1, &best);
+        total += best;
+        mp += (double)files[i].width * files[i].height / 1e6;
+    }
+    printf("{\"bench\":\"decode-baseline\",\"files\":%d,\"megapixels\":%.1f,\"seconds\":%.4f}\n", nfiles, mp, total);
+    return 0;
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick]\n"
+    fprintf(stderr, "usage: sdcore-bench decode [--corpus DIR] [--json] [--quick] [--baseline-only]\n"
                     "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n"
                     "       sdcore-bench anim [--corpus-anim DIR] [--json]\n"
                     "       sdcore-bench encode [--quick] [--json]\n"
@@ -386,7 +403,7 @@ int bench_make_anim_main(int argc, char **argv); /* bench_anim.c */
 int main(int argc, char **argv)
 {
     const char *corpus = NULL;
-    int json = 0;
+    int json = 0, baseline_only = 0;
     if (argc >= 2 && strcmp(argv[1], "fetch") == 0)
         return bench_fetch_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "anim") == 0)
@@ -406,6 +423,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--quick") == 0)
             min_seconds = 0.02;
+        else if (strcmp(argv[i], "--baseline-only") == 0)
+            baseline_only = 1;
         else {
             usage();
             return 2;
@@ -423,6 +442,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sdcore-bench: no JPEG or PNG files\n");
         return 1;
     }
+    if (baseline_only) /* what one thread needs to decode the corpus (scripts/bench-sdimage-fetch.py) */
+        return baseline_seconds();
 
     agg jpeg = {0}, eighth = {0}, tj8 = {0}, png = {0}, prev = {0}, prev_all = {0};
     size_t default_pool = sd_bitmap_pool_limit(256u << 20); /* every canvas recycled, as the baselines' buffer is */
@@ -488,8 +509,9 @@ int main(int argc, char **argv)
         printf("{\"bench\":\"decode\",\"corpus\":\"%s\",\"files\":{\"jpeg\":%d,\"progressive\":%d,\"png\":%d},\n",
                corpus ? corpus : "generated", njpeg, nprog, npng);
         if (njpeg) {
-            printf(" \"jpeg_full\":{\"ours_mps\":%.1f,\"turbojpeg_mps\":%.1f,\"ratio\":%.3f},\n",
-                   MPS(jpeg, t_ours), MPS(jpeg, t_base), RATIO(jpeg));
+            printf(" \"jpeg_full\":{\"ours_mps\":%.1f,\"turbojpeg_mps\":%.1f,\"ratio\":%.3f,"
+                   "\"ours_seconds\":%.4f,\"turbojpeg_seconds\":%.4f},\n",
+                   MPS(jpeg, t_ours), MPS(jpeg, t_base), RATIO(jpeg), jpeg.t_ours, jpeg.t_base);
             printf(" \"jpeg_full_fresh_memory\":{\"ours_mps\":%.1f,\"turbojpeg_mps\":%.1f,\"ratio\":%.3f},\n",
                    MPS(jpeg_fresh, t_ours), MPS(jpeg_fresh, t_base), RATIO(jpeg_fresh));
             printf(" \"jpeg_eighth\":{\"ours_mps\":%.1f,\"ratio_vs_ours_full\":%.3f,\"turbojpeg_ratio_vs_full\":%.3f,"

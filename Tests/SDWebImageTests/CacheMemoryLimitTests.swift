@@ -1,3 +1,4 @@
+import CSDCore
 import Foundation
 import SDTestSupport
 import SDWebImage
@@ -78,5 +79,38 @@ struct CacheMemoryLimitTests {
     func defaultLimit() {
         #expect(SDImageCacheConfig.defaultMaxMemoryCost > 0 && SDImageCacheConfig.defaultMaxMemoryCost <= 512 << 20)
         #expect(SDImageCacheConfig().maxMemoryCost == SDImageCacheConfig.defaultMaxMemoryCost)
+    }
+
+    @Test("A bitmap evicted from memory goes back to the pixel pool when nothing else holds it, not while something does")
+    func evictedBitmapsReturnToPool() throws {
+        // An odd size no other test decodes (the pool is process-wide): 6.9 MB,
+        // a mapping of its own. Back in the pool, the pool grows by it and
+        // the next canvas of that size is that very mapping (munmap and a new
+        // mmap could give the same address: hence both checks).
+        let (w, h) = (1531, 1129)
+        func pixels(_ b: Bitmap) -> UnsafeRawPointer? { b.withUnsafeBytes { $0.baseAddress } }
+        let config = SDImageCacheConfig()
+        config.maxMemoryCost = 10 << 20  // one such image, not two
+        let c = makeCache(config: config)
+
+        var held: SDImage? = SDImage(bitmap: try Bitmap(width: w, height: h))
+        let heldAddress = pixels(held!.bitmap)
+        c.storeImage(toMemory: held!, forKey: "held")
+        c.storeImage(toMemory: SDImage(bitmap: try Bitmap(width: w, height: h)), forKey: "evicts-held")
+        #expect(c.imageFromMemoryCache(forKey: "held") == nil)
+        let whileHeld = try Bitmap(width: w, height: h)
+        #expect(pixels(whileHeld) != heldAddress)  // still ours: never handed out again
+        held = nil
+
+        var freed: SDImage? = c.imageFromMemoryCache(forKey: "evicts-held")
+        let freedAddress = pixels(freed!.bitmap)
+        freed = nil  // only the cache holds it now
+        let pooled = sd_bitmap_pool_bytes()
+        c.storeImage(toMemory: SDImage(bitmap: whileHeld), forKey: "evicts-the-other")
+        #expect(c.imageFromMemoryCache(forKey: "evicts-held") == nil)
+        #expect(sd_bitmap_pool_bytes() >= pooled + w * h * 4)
+        let next = try Bitmap(width: w, height: h)
+        #expect(pixels(next) == freedAddress)  // the evicted canvas, back from the pool
+        _ = freed
     }
 }
