@@ -9,6 +9,12 @@
  *        + a copy of the canvas per frame.
  *   WebP still: ours (sd_decode) vs WebPDecodeBGRAInto + premultiply.
  *   WebP animation: ours vs WebPAnimDecoder (MODE_BGRA) alone (no premultiply).
+ *   Ours keeps no frames for going back (SD_DEC_FRAME_CACHE_BYTES 0), as the
+ *   baselines keep none; one "kept" row shows the default (64 MiB of frames
+ *   kept, each a copy into memory the decoder allocates).
+ *   WebP frame list: every frame's facts (count, durations), no pixels, of a
+ *        generated 20,000-frame animation: ours (push whole, finish, read
+ *        each frame's duration) vs WebPDemux + its frame iterator.
  * Files from ../shared/corpus-anim (--corpus-anim DIR).
  */
 #include <stdio.h>
@@ -51,11 +57,15 @@ static uint8_t *out_for(size_t n)
     return out_buf;
 }
 
+/* Frames ours keeps for going back (SD_DEC_FRAME_CACHE_BYTES): none, as the
+ * baselines keep none, except in the row that says "kept". */
+static int64_t kept_frame_bytes = 0;
+
 static int ours_all_frames(const input *in)
 {
     sd_decoder *d;
-    if (sd_decoder_new(&d) != SD_OK || sd_decoder_push(d, in->data, in->len) != SD_OK ||
-        sd_decoder_finish(d) != SD_OK)
+    if (sd_decoder_new(&d) != SD_OK || sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept_frame_bytes) != SD_OK ||
+        sd_decoder_push(d, in->data, in->len) != SD_OK || sd_decoder_finish(d) != SD_OK)
         return 1;
     int64_t n = 0;
     sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
@@ -181,6 +191,75 @@ static int webp_anim_alone(const input *in)
     return 0;
 }
 
+#define LIST_FRAMES 20000
+
+static int ours_list(const input *in)
+{
+    sd_decoder *d;
+    if (sd_decoder_new(&d) != SD_OK)
+        return 1;
+    sd_decoder_set(d, SD_DEC_MAX_FRAMES, LIST_FRAMES);
+    int rc = sd_decoder_push(d, in->data, in->len);
+    if (rc == SD_OK)
+        rc = sd_decoder_finish(d);
+    int64_t n = 0, dur, sum = 0;
+    sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+    for (int64_t i = 0; i < n; i++)
+        if (sd_decoder_frame_get(d, (uint32_t)i, SD_FRAME_STORED_DURATION_MS, &dur) == SD_OK)
+            sum += dur;
+    sd_decoder_free(d);
+    return rc != SD_OK || n != LIST_FRAMES || sum != 20LL * LIST_FRAMES;
+}
+
+static int webp_list_iterator(const input *in)
+{
+    WebPData data = {in->data, in->len};
+    WebPDemuxer *dmx = WebPDemux(&data);
+    if (dmx == NULL)
+        return 1;
+    WebPIterator it;
+    int64_t n = 0, sum = 0;
+    if (WebPDemuxGetFrame(dmx, 1, &it)) {
+        do {
+            n++;
+            sum += it.duration;
+        } while (WebPDemuxNextFrame(&it));
+        WebPDemuxReleaseIterator(&it);
+    }
+    WebPDemuxDelete(dmx);
+    return n != LIST_FRAMES || sum != 20LL * LIST_FRAMES;
+}
+
+static void put_le(uint8_t *p, uint32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* LIST_FRAMES frames of 1x1, 20 ms, each the VP8L bitstream of `one` (a
+ * 1x1 lossless WebP file). */
+static uint8_t *make_list_webp(const uint8_t *one, size_t n, size_t *total_out)
+{
+    if (n <= 20 || memcmp(one + 12, "VP8L", 4) != 0)
+        return NULL;
+    uint32_t vp8l = (uint32_t)one[16] | (uint32_t)one[17] << 8 | (uint32_t)one[18] << 16 | (uint32_t)one[19] << 24;
+    size_t chunk = 8 + vp8l + (vp8l & 1), anmf = 8 + 16 + chunk, total = 12 + 18 + 14 + (size_t)LIST_FRAMES * anmf;
+    uint8_t *w = calloc(1, total), *p = w;
+    if (w == NULL)
+        return NULL;
+    memcpy(p, "RIFF", 4); put_le(p + 4, (uint32_t)(total - 8), 4); memcpy(p + 8, "WEBP", 4); p += 12;
+    memcpy(p, "VP8X", 4); put_le(p + 4, 10, 4); p[8] = 0x02 | 0x10; p += 18;
+    memcpy(p, "ANIM", 4); put_le(p + 4, 6, 4); p += 14;
+    for (int i = 0; i < LIST_FRAMES; i++, p += anmf) {
+        memcpy(p, "ANMF", 4); put_le(p + 4, (uint32_t)(16 + chunk), 4);
+        put_le(p + 20, 20, 3);
+        p[23] = 0x02;
+        memcpy(p + 24, one + 12, chunk);
+    }
+    *total_out = total;
+    return w;
+}
+
 typedef int (*fn)(const input *);
 
 static void row(const input *in, const char *what, fn ours, fn base, const char *base_name, int json)
@@ -247,6 +326,28 @@ int bench_anim_main(int argc, char **argv)
         row(&in, rows[i].what, still ? ours_still : ours_all_frames, rows[i].base, rows[i].base_name, json);
         free(in.data);
     }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/third_party/sdwebimage/TestImageAnimated.webp", dir);
+    input kept = {"third_party/sdwebimage/TestImageAnimated.webp", NULL, 0};
+    kept.data = sd_read_file(path, &kept.len);
+    if (kept.data) {
+        kept_frame_bytes = SD_DEFAULT_FRAME_CACHE_BYTES;
+        row(&kept, "webp anim, kept", ours_all_frames, webp_anim_alone, "WebPAnimDecoder alone", json);
+        kept_frame_bytes = 0;
+        free(kept.data);
+    }
+    snprintf(path, sizeof path, "%s/webp/lossless_1x1_full.webp", dir);
+    input one = {"webp/lossless_1x1_full.webp", NULL, 0};
+    one.data = sd_read_file(path, &one.len);
+    input many = {"20,000 frames of 1x1 (generated)", NULL, 0};
+    many.data = one.data ? make_list_webp(one.data, one.len, &many.len) : NULL;
+    if (many.data == NULL) {
+        fprintf(stderr, "sdcore-bench anim: cannot make the frame-list input from %s\n", path);
+        return 1;
+    }
+    row(&many, "webp frame list", ours_list, webp_list_iterator, "WebPDemux+iterator", json);
+    free(many.data);
+    free(one.data);
     free(out_buf);
     return 0;
 }

@@ -5,10 +5,6 @@
 #include "sdcore.h"
 #include "bitmap/sd_pixel.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed, sd_bitmap **out)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
@@ -77,29 +73,7 @@ int sd_bitmap_has_alpha(const sd_bitmap *b)
 
 void sd_premultiply_rgba(const uint8_t *src, uint8_t *dst, size_t count)
 {
-    size_t i = 0;
-#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* 4 pixels a step, exact: t = c*a + 128 and t + (t >> 8) fit in 16-bit
-     * lanes. Lanes become B,G,R,A (the swizzle) and are multiplied by
-     * a,a,a,255 (255 keeps alpha: round(a*255/255) == a). */
-    const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(128);
-    const __m128i keep_a = _mm_set_epi16(255, 0, 0, 0, 255, 0, 0, 0);
-    const __m128i color = _mm_set_epi16(0, -1, -1, -1, 0, -1, -1, -1);
-    for (; i + 4 <= count; i += 4) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + i * 4));
-        __m128i halves[2] = {_mm_unpacklo_epi8(v, zero), _mm_unpackhi_epi8(v, zero)};
-        for (int h = 0; h < 2; h++) {
-            __m128i px = _mm_shufflehi_epi16(_mm_shufflelo_epi16(halves[h], _MM_SHUFFLE(3, 0, 1, 2)),
-                                             _MM_SHUFFLE(3, 0, 1, 2));
-            __m128i a = _mm_shufflehi_epi16(_mm_shufflelo_epi16(halves[h], _MM_SHUFFLE(3, 3, 3, 3)),
-                                            _MM_SHUFFLE(3, 3, 3, 3));
-            a = _mm_or_si128(_mm_and_si128(a, color), keep_a);
-            __m128i t = _mm_add_epi16(_mm_mullo_epi16(px, a), bias);
-            halves[h] = _mm_srli_epi16(_mm_add_epi16(t, _mm_srli_epi16(t, 8)), 8);
-        }
-        _mm_storeu_si128((__m128i *)(void *)(dst + i * 4), _mm_packus_epi16(halves[0], halves[1]));
-    }
-#endif
+    size_t i = sd__premultiply_vector(src, dst, count, 1);
     uint32_t *out = (uint32_t *)(void *)dst;
     for (; i < count; i++)
         out[i] = sd__pack_premul(src[i * 4], src[i * 4 + 1], src[i * 4 + 2], src[i * 4 + 3]);

@@ -89,10 +89,14 @@ int sd__anim_frame(sd_decoder *d, const sd__frame_cache *c, uint32_t *end, uint3
     return rc;
 }
 
+/* Straight B,G,R,A bytes to native premultiplied ARGB32 (in place too);
+ * animations premultiply a canvas per frame, so the vector path matters. */
 void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count)
 {
+    size_t i = sd__premultiply_vector(src, dst, count, 0);
     uint32_t *out = (uint32_t *)(void *)dst;
-    for (size_t i = 0; i < count; i++, src += 4) {
+    src += i * 4;
+    for (; i < count; i++, src += 4) {
         uint32_t b = src[0], g = src[1], r = src[2], a = src[3];
         out[i] = sd__pack_premul(r, g, b, a);
     }

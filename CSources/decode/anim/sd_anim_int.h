@@ -35,6 +35,20 @@ SD__HIDDEN const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32
 SD__HIDDEN void sd__frame_cache_free(sd__frame_cache *c);
 
 /* A codec's way to bring frame `index` onto its canvas (*out: a view). */
+/* Whether frame `index` is best made by stepping on from the working
+ * canvas (frame `cur` on it, -1 none): only when it is behind `index` and
+ * no key frame lies after it up to `index` — else start at that key frame
+ * (a jump forward over a key frame must not decode every frame between). */
+static inline int sd__anim_steps_on(const sd_decoder *d, int64_t cur, uint32_t index)
+{
+    if (cur < 0 || cur >= (int64_t)index)
+        return 0;
+    for (uint32_t k = index; k > (uint32_t)cur; k--)
+        if (d->frames[k].key)
+            return 0;
+    return 1;
+}
+
 typedef int (*sd__anim_render)(void *codec_state, uint32_t index, sd_bitmap **out);
 
 /* The codec->frame entry of every animated codec: a kept frame, else

@@ -403,7 +403,7 @@ static int render(sd__gif *s, uint32_t index)
     if (s->cur == (int64_t)index)
         return SD_OK;
     uint32_t next;
-    if (s->cur >= 0 && s->cur < (int64_t)index) {
+    if (sd__anim_steps_on(d, s->cur, index)) {
         next = (uint32_t)s->cur + 1;
     } else {
         uint32_t k = index;

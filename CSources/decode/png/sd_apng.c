@@ -489,7 +489,7 @@ static int render(sd__apng *a, uint32_t index)
     if (a->cur == (int64_t)index)
         return SD_OK;
     uint32_t next;
-    if (a->cur >= 0 && a->cur < (int64_t)index) {
+    if (sd__anim_steps_on(d, a->cur, index)) {
         next = (uint32_t)a->cur + 1;
     } else {
         next = index;

@@ -7,8 +7,11 @@
  * premultiplied modes truncate on x86-64 (../shared/corpus-anim/README.md).
  *
  * Animations: a chunk walker notices when a RIFF chunk is complete, then
- * libwebpdemux (WebPDemuxPartial over the bytes so far) says which frames
- * are whole; each is announced and later decoded on demand with WebPDecode
+ * libwebpdemux (WebPDemuxPartial over the bytes so far) validates the file
+ * and says how many frames are whole. We read the new frames' ANMF chunks
+ * ourselves (libwebp's iterator walks its frame list from the start for
+ * every step, so listing n frames with it costs O(n^2)) and check the last
+ * one against libwebp's; each is announced and later decoded on demand with WebPDecode
  * and composited by hand exactly as libwebp's WebPAnimDecoder does (its key
  * frame rule, its non-premultiplied blend, no blending inside a rectangle
  * just disposed to background). The straight canvas steps forward one
@@ -24,7 +27,7 @@
 
 typedef struct {
     size_t off, len; /* the frame's bitstream (ALPH + VP8, or VP8L) in `in` */
-    uint32_t x, y, w, h;
+    uint32_t x, y, w, h, duration;
     uint8_t dispose_bg, blend, has_alpha;
 } wp_frame;
 
@@ -40,7 +43,8 @@ typedef struct {
     /* animation */
     size_t at, riff_end; /* chunk walker */
     size_t scanned;      /* bytes the last demux scan saw */
-    int demux_done;
+    size_t frame_at;     /* our own frame walk: the next top-level chunk */
+    int demux_done, iterate; /* iterate: list with libwebp's iterator */
     wp_frame *frames;
     uint32_t nframes, cap, bad_from;
     uint8_t *C;         /* straight canvas, W*H*4 */
@@ -48,6 +52,7 @@ typedef struct {
     size_t F_cap;
     sd_bitmap *out;     /* C premultiplied: what frame() shows */
     int64_t cur;        /* frame on C (before its disposal), -1 none */
+    uint32_t dx0, dy0, dx1, dy1; /* what changed on C since `out` was made from it */
     sd__frame_cache cache;
 } sd__webp;
 
@@ -138,9 +143,142 @@ static int covers(const sd_decoder *d, const wp_frame *f)
     return f->w == d->width && f->h == d->height; /* frames lie inside the canvas */
 }
 
-static int reserve_frame(sd__webp *s)
+static int reserve_frame(sd__webp *s, uint32_t count)
 {
-    SD__RESERVE(s->frames, s->nframes, s->cap);
+    SD__RESERVE(s->frames, count, s->cap);
+    return SD_OK;
+}
+
+static uint32_t le24(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16; }
+
+/* The ANMF chunk at `off` (whole in the buffer up to `end`, its padded
+ * end), read as libwebpdemux reads it (demux.c: ParseAnimationFrame,
+ * StoreFrame, GetFramePayload): an optional ALPH, then VP8 or VP8L, whose
+ * bitstream gives the frame's size. 1: a frame; 0: any other layout (no
+ * image, chunks after it, ...: libwebp reads those differently, so the
+ * caller lists with libwebp's iterator instead). */
+static int anmf_frame(const uint8_t *buf, size_t off, size_t end, wp_frame *f)
+{
+    const uint8_t *h = buf + off + 8;
+    if (end - off < 8 + 16)
+        return 0;
+    f->x = 2 * le24(h);
+    f->y = 2 * le24(h + 3);
+    f->duration = le24(h + 12);
+    f->dispose_bg = h[15] & 1;
+    f->blend = !(h[15] & 2);
+    size_t at = off + 8 + 16, alpha = 0;
+    int have_alpha = 0;
+    while (at + 8 <= end) {
+        const uint8_t *c = buf + at;
+        uint64_t size = le32(c + 4), padded = size + (size & 1);
+        if (padded > end - at - 8)
+            return 0;
+        if (!memcmp(c, "ALPH", 4) && !have_alpha) {
+            have_alpha = 1;
+            alpha = at;
+        } else if (!memcmp(c, "VP8 ", 4) || (!memcmp(c, "VP8L", 4) && !have_alpha)) {
+            WebPBitstreamFeatures ft;
+            if (WebPGetFeatures(c, (size_t)(8 + padded), &ft) != VP8_STATUS_OK)
+                return 0;
+            f->w = (uint32_t)ft.width;
+            f->h = (uint32_t)ft.height;
+            f->has_alpha = (uint8_t)(have_alpha || ft.has_alpha);
+            f->off = have_alpha ? alpha : at;
+            f->len = at + 8 + (size_t)padded - f->off;
+            at += 8 + (size_t)padded;
+            return at == end; /* anything after the image: libwebp reads it as top level */
+        } else {
+            return 0;
+        }
+        at += 8 + (size_t)padded;
+    }
+    return 0;
+}
+
+static int same_frame(const wp_frame *f, const WebPIterator *it, const uint8_t *buf)
+{
+    return it->complete && f->off == (size_t)(it->fragment.bytes - buf) && f->len == it->fragment.size &&
+           f->x == (uint32_t)it->x_offset && f->y == (uint32_t)it->y_offset && f->w == (uint32_t)it->width &&
+           f->h == (uint32_t)it->height && f->duration == (uint32_t)it->duration &&
+           f->dispose_bg == (it->dispose_method == WEBP_MUX_DISPOSE_BACKGROUND) &&
+           f->blend == (it->blend_method == WEBP_MUX_BLEND) && f->has_alpha == (it->has_alpha != 0);
+}
+
+#define WP_OTHER_LAYOUT 1
+
+/* New frames from our own walk over whole top-level chunks, up to libwebp's
+ * count `n`, into s->frames[s->nframes...], *found of them; SD_OK, an
+ * error, or WP_OTHER_LAYOUT when libwebp reads them differently (its last
+ * frame is the check). */
+static int walk_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t n, uint32_t *found_out)
+{
+    const uint8_t *buf = s->in.data;
+    size_t end = SD__MIN(s->in.len, s->riff_end), at = s->frame_at ? s->frame_at : 12;
+    uint32_t found = 0;
+    while (s->nframes + found < n && at + 8 <= end) {
+        uint64_t size = le32(buf + at + 4), next = (uint64_t)at + 8 + size + (size & 1);
+        if (next > end)
+            break;
+        if (!memcmp(buf + at, "ANMF", 4)) {
+            uint32_t count = s->nframes + found;
+            SD__RESERVE(s->frames, count, s->cap);
+            const wp_frame *f = &s->frames[count];
+            /* libwebp checked every frame's bounds with its own reading; ours
+             * must agree before draw() trusts them */
+            if (!anmf_frame(buf, at, (size_t)next, &s->frames[count]) || f->w == 0 || f->h == 0 ||
+                f->x > s->dec->width || f->w > s->dec->width - f->x || f->y > s->dec->height ||
+                f->h > s->dec->height - f->y)
+                return WP_OTHER_LAYOUT;
+            found++;
+        }
+        at = (size_t)next;
+    }
+    if (found) {
+        WebPIterator it;
+        if (!WebPDemuxGetFrame(dmx, (int)(s->nframes + found), &it))
+            return WP_OTHER_LAYOUT;
+        int same = same_frame(&s->frames[s->nframes + found - 1], &it, buf);
+        WebPDemuxReleaseIterator(&it);
+        if (!same)
+            return WP_OTHER_LAYOUT;
+    }
+    s->frame_at = at;
+    *found_out = found;
+    return SD_OK;
+}
+
+/* The same frames through libwebp's iterator: O(index) per step. */
+static int iterate_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t *found_out)
+{
+    WebPIterator it;
+    uint32_t found = 0;
+    *found_out = 0;
+    if (!WebPDemuxGetFrame(dmx, (int)s->nframes + 1, &it))
+        return SD_OK;
+    do {
+        if (!it.complete)
+            break;
+        uint32_t count = s->nframes + found;
+        if (count >= s->cap) {
+            int rc = reserve_frame(s, count);
+            if (rc < 0) {
+                WebPDemuxReleaseIterator(&it);
+                *found_out = found;
+                return rc;
+            }
+        }
+        s->frames[count] = (wp_frame){
+            .off = (size_t)(it.fragment.bytes - s->in.data), .len = it.fragment.size,
+            .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
+            .w = (uint32_t)it.width, .h = (uint32_t)it.height, .duration = (uint32_t)it.duration,
+            .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
+            .blend = it.blend_method == WEBP_MUX_BLEND, .has_alpha = (uint8_t)(it.has_alpha != 0),
+        };
+        found++;
+    } while (WebPDemuxNextFrame(&it));
+    WebPDemuxReleaseIterator(&it);
+    *found_out = found;
     return SD_OK;
 }
 
@@ -165,36 +303,27 @@ static int demux_scan(sd__webp *s)
     }
     d->loop_count = WebPDemuxGetI(dmx, WEBP_FF_LOOP_COUNT);
     uint32_t n = WebPDemuxGetI(dmx, WEBP_FF_FRAME_COUNT);
-    WebPIterator it;
-    /* one lookup, then the iterator: GetFrame walks the list from the start */
-    int got = rc == SD_OK && s->nframes < n && s->bad_from == UINT32_MAX &&
-              WebPDemuxGetFrame(dmx, (int)s->nframes + 1, &it);
-    for (int more = got; more;) {
-        wp_frame f = {
-            .off = (size_t)(it.fragment.bytes - s->in.data), .len = it.fragment.size,
-            .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
-            .w = (uint32_t)it.width, .h = (uint32_t)it.height,
-            .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
-            .blend = it.blend_method == WEBP_MUX_BLEND, .has_alpha = (uint8_t)(it.has_alpha != 0),
-        };
-        if (!it.complete)
-            break;
-        if ((rc = reserve_frame(s)) < 0)
-            break;
+    uint32_t found = 0;
+    if (rc == SD_OK && s->nframes < n && s->bad_from == UINT32_MAX) {
+        rc = s->iterate ? WP_OTHER_LAYOUT : walk_frames(s, dmx, n, &found);
+        if (rc == WP_OTHER_LAYOUT) {
+            s->iterate = 1; /* a layout our reader does not follow: libwebp's word, from now on */
+            rc = iterate_frames(s, dmx, &found);
+        }
+    }
+    for (uint32_t i = 0; i < found && rc == SD_OK; i++) {
+        const wp_frame *f = &s->frames[s->nframes];
         /* WebPAnimDecoder's key frame rule (anim_decode.c IsKeyFrame) */
-        int key = s->nframes == 0 || ((!f.has_alpha || !f.blend) && covers(d, &f));
+        int key = s->nframes == 0 || ((!f->has_alpha || !f->blend) && covers(d, f));
         if (!key) {
             const wp_frame *p = &s->frames[s->nframes - 1];
             key = p->dispose_bg && (covers(d, p) || d->frames[s->nframes - 1].key);
         }
-        rc = sd__decoder_add_frame(d, (uint32_t)it.duration, key);
+        rc = sd__decoder_add_frame(d, f->duration, key);
         if (rc < 0)
             break;
-        s->frames[s->nframes++] = f;
-        more = WebPDemuxNextFrame(&it);
+        s->nframes++;
     }
-    if (got)
-        WebPDemuxReleaseIterator(&it);
     s->scanned = s->in.len;
     if (state == WEBP_DEMUX_DONE && rc == SD_OK) {
         s->demux_done = 1;
@@ -248,12 +377,41 @@ static void blend_px(const uint8_t *src, uint8_t *dst)
     dst[3] = (uint8_t)a;
 }
 
+/* Grow the changed rectangle by (x, y, w, h). */
+static void dirty(sd__webp *s, uint32_t x, uint32_t y, uint32_t w, uint32_t h)
+{
+    if (s->dx0 >= s->dx1) {
+        s->dx0 = x, s->dy0 = y, s->dx1 = x + w, s->dy1 = y + h;
+        return;
+    }
+    s->dx0 = SD__MIN(s->dx0, x);
+    s->dy0 = SD__MIN(s->dy0, y);
+    s->dx1 = SD__MAX(s->dx1, x + w);
+    s->dy1 = SD__MAX(s->dy1, y + h);
+}
+
 static int draw(sd__webp *s, uint32_t i)
 {
     sd_decoder *d = s->dec;
     const wp_frame *f = &s->frames[i];
+    const size_t W = d->width;
+    int key = d->frames[i].key;
+    int blend = i > 0 && f->blend && !key;
+    if (key) {
+        memset(s->C, 0, W * d->height * 4);
+        dirty(s, 0, 0, d->width, d->height);
+    } else if (s->cur >= 0 && s->frames[s->cur].dispose_bg) {
+        const wp_frame *p = &s->frames[s->cur];
+        for (uint32_t y = p->y; y < p->y + p->h; y++)
+            memset(s->C + (y * W + p->x) * 4, 0, (size_t)p->w * 4);
+        dirty(s, p->x, p->y, p->w, p->h);
+    }
+    dirty(s, f->x, f->y, f->w, f->h);
+    /* without blending the frame replaces its rectangle: libwebp decodes
+     * straight into the canvas (as WebPAnimDecoder does); blending needs
+     * the frame on its own first */
     size_t need = (size_t)f->w * f->h * 4;
-    if (need > s->F_cap) {
+    if (blend && need > s->F_cap) {
         uint8_t *F = sd__realloc(s->F, need);
         SD__RETURN_IF(F == NULL, SD_ENOMEM);
         s->F = F;
@@ -264,33 +422,27 @@ static int draw(sd__webp *s, uint32_t i)
         return SD_EUNSUPPORTED;
     cfg.output.colorspace = MODE_BGRA;
     cfg.output.is_external_memory = 1;
-    cfg.output.u.RGBA.rgba = s->F;
-    cfg.output.u.RGBA.stride = (int)f->w * 4;
-    cfg.output.u.RGBA.size = need;
+    if (blend) {
+        cfg.output.u.RGBA.rgba = s->F;
+        cfg.output.u.RGBA.stride = (int)f->w * 4;
+        cfg.output.u.RGBA.size = need;
+    } else {
+        cfg.output.u.RGBA.rgba = s->C + ((size_t)f->y * W + f->x) * 4;
+        cfg.output.u.RGBA.stride = (int)(W * 4);
+        cfg.output.u.RGBA.size = (f->h - 1) * W * 4 + (size_t)f->w * 4;
+    }
     VP8StatusCode st = WebPDecode(s->in.data + f->off, f->len, &cfg);
     if (st != VP8_STATUS_OK) {
         char what[48];
         snprintf(what, sizeof what, "frame %u", i);
         return wp_fail(d, st, what);
     }
-    const size_t W = d->width;
-    int key = d->frames[i].key;
-    if (key) {
-        memset(s->C, 0, W * d->height * 4);
-    } else if (s->cur >= 0 && s->frames[s->cur].dispose_bg) {
-        const wp_frame *p = &s->frames[s->cur];
-        for (uint32_t y = p->y; y < p->y + p->h; y++)
-            memset(s->C + (y * W + p->x) * 4, 0, (size_t)p->w * 4);
-    }
-    int blend = i > 0 && f->blend && !key;
+    if (!blend)
+        return SD_OK;
     const wp_frame *prev = i > 0 ? &s->frames[i - 1] : NULL;
     for (uint32_t y = 0; y < f->h; y++) {
         const uint8_t *src = s->F + (size_t)y * f->w * 4;
         uint8_t *dst = s->C + ((f->y + y) * W + f->x) * 4;
-        if (!blend) {
-            memcpy(dst, src, (size_t)f->w * 4);
-            continue;
-        }
         /* inside the rectangle just disposed to background: no blending */
         uint32_t cy = f->y + y, lo = 0, hi = 0;
         if (prev->dispose_bg && cy >= prev->y && cy < prev->y + prev->h) {
@@ -322,7 +474,7 @@ static int render(sd__webp *s, uint32_t index)
     if (s->cur == (int64_t)index)
         return SD_OK;
     uint32_t next;
-    if (s->cur >= 0 && s->cur < (int64_t)index) {
+    if (sd__anim_steps_on(d, s->cur, index)) {
         next = (uint32_t)s->cur + 1;
     } else {
         next = index;
@@ -338,7 +490,12 @@ static int render(sd__webp *s, uint32_t index)
         }
         s->cur = i;
     }
-    sd__premultiply_bgra(s->C, s->out->pixels, (size_t)d->width * d->height);
+    /* only what changed: `out` holds the rest from the frame before (every
+     * restart begins at a key frame, which marks the whole canvas) */
+    for (uint32_t y = s->dy0; y < s->dy1; y++)
+        sd__premultiply_bgra(s->C + ((size_t)y * d->width + s->dx0) * 4,
+                             s->out->pixels + (size_t)y * s->out->stride + (size_t)s->dx0 * 4, s->dx1 - s->dx0);
+    s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
     sd__frame_cache_put(&s->cache, index, s->out);
     return SD_OK;
 }
