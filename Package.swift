@@ -100,7 +100,7 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
         ], path: "Tests/Stress"),
-        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress", "CSDCore"]),
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
         .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport"]),
     ],
