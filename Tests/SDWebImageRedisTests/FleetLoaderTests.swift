@@ -31,9 +31,9 @@ struct Host {
     }
 
     func loadWithType(_ url: URL, _ options: SDWebImageOptions = []) async -> (SDImage?, (any Error)?, SDImageCacheType) {
-        await withCheckedContinuation { k in
+        await awaitCallback { done in  // through a lock: TSan sees the image's hand-off
             manager.loadImage(with: url, options: options) { image, _, error, type, finished, _ in
-                if finished { k.resume(returning: (image, error, type)) }
+                if finished { done((image, error, type)) }
             }
         }
     }

@@ -42,17 +42,19 @@ func fixture(_ w: Int = 40, _ h: Int = 30) throws -> Data {
     try TestServers.jpeg(width: w, height: h, progressive: false)
 }
 
+/// Values pass through a lock (`awaitCallback`), so ThreadSanitizer sees the
+/// image decoded on the cache's queue handed to the awaiting task.
 func query(_ c: any SDImageCacheProtocol, _ key: String) async -> (SDImage?, SDImageCacheType) {
-    await withCheckedContinuation { k in
+    await awaitCallback { done in
         _ = c.queryImage(forKey: key, options: [], context: nil, cacheType: .all) { image, _, type in
-            k.resume(returning: (image, type))
+            done((image, type))
         }
     }
 }
 
 func store(_ c: any SDImageCacheProtocol, _ data: Data, _ key: String, extended: Data? = nil) async -> (any Error)? {
-    await withCheckedContinuation { k in
-        c.store(nil, imageData: data, forKey: key, cacheType: .disk, extendedData: extended) { k.resume(returning: $0) }
+    await awaitCallback { done in
+        c.store(nil, imageData: data, forKey: key, cacheType: .disk, extendedData: extended) { done($0) }
     }
 }
 
