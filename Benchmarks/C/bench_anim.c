@@ -230,36 +230,6 @@ static int webp_list_iterator(const input *in)
     return n != LIST_FRAMES || sum != 20LL * LIST_FRAMES;
 }
 
-static void put_le(uint8_t *p, uint32_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* LIST_FRAMES frames of 1x1, 20 ms, each the VP8L bitstream of `one` (a
- * 1x1 lossless WebP file). */
-static uint8_t *make_list_webp(const uint8_t *one, size_t n, size_t *total_out)
-{
-    if (n <= 20 || memcmp(one + 12, "VP8L", 4) != 0)
-        return NULL;
-    uint32_t vp8l = (uint32_t)one[16] | (uint32_t)one[17] << 8 | (uint32_t)one[18] << 16 | (uint32_t)one[19] << 24;
-    size_t chunk = 8 + vp8l + (vp8l & 1), anmf = 8 + 16 + chunk, total = 12 + 18 + 14 + (size_t)LIST_FRAMES * anmf;
-    uint8_t *w = calloc(1, total), *p = w;
-    if (w == NULL)
-        return NULL;
-    memcpy(p, "RIFF", 4); put_le(p + 4, (uint32_t)(total - 8), 4); memcpy(p + 8, "WEBP", 4); p += 12;
-    memcpy(p, "VP8X", 4); put_le(p + 4, 10, 4); p[8] = 0x02 | 0x10; p += 18;
-    memcpy(p, "ANIM", 4); put_le(p + 4, 6, 4); p += 14;
-    for (int i = 0; i < LIST_FRAMES; i++, p += anmf) {
-        memcpy(p, "ANMF", 4); put_le(p + 4, (uint32_t)(16 + chunk), 4);
-        put_le(p + 20, 20, 3);
-        p[23] = 0x02;
-        memcpy(p + 24, one + 12, chunk);
-    }
-    *total_out = total;
-    return w;
-}
-
 typedef int (*fn)(const input *);
 
 static void row(const input *in, const char *what, fn ours, fn base, const char *base_name, int json)
@@ -340,7 +310,7 @@ int bench_anim_main(int argc, char **argv)
     input one = {"webp/lossless_1x1_full.webp", NULL, 0};
     one.data = sd_read_file(path, &one.len);
     input many = {"20,000 frames of 1x1 (generated)", NULL, 0};
-    many.data = one.data ? make_list_webp(one.data, one.len, &many.len) : NULL;
+    many.data = sd_make_webp_anim(one.data, one.len, LIST_FRAMES, 0, &many.len);
     if (many.data == NULL) {
         fprintf(stderr, "sdcore-bench anim: cannot make the frame-list input from %s\n", path);
         return 1;

@@ -1,6 +1,8 @@
 /* sd_test_util.c — helpers shared by the C tests and the benchmark. */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "sd_sha256.h"
@@ -88,4 +90,40 @@ int sd_decode_chunked(sd_decoder *d, const unsigned char *data, size_t len, int 
     if (rc != SD_OK)
         return rc;
     return sd_decoder_take_bitmap(d, out);
+}
+
+static void put_le(unsigned char *p, uint32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+unsigned char *sd_make_webp_anim(const unsigned char *one, size_t one_len, size_t frames, int odd, size_t *len)
+{
+    if (one == NULL || one_len <= 20 || memcmp(one + 12, "VP8L", 4) != 0)
+        return NULL;
+    uint32_t vp8l = (uint32_t)one[16] | (uint32_t)one[17] << 8 | (uint32_t)one[18] << 16 | (uint32_t)one[19] << 24;
+    size_t chunk = 8 + vp8l + (vp8l & 1), anmf = 8 + 16 + chunk, extra = odd ? 12 : 0;
+    if (12 + chunk > one_len)
+        return NULL;
+    size_t total = 12 + 18 + 14 + frames * anmf + extra;
+    unsigned char *w = calloc(1, total), *p = w;
+    if (w == NULL)
+        return NULL;
+    memcpy(p, "RIFF", 4); put_le(p + 4, (uint32_t)(total - 8), 4); memcpy(p + 8, "WEBP", 4); p += 12;
+    memcpy(p, "VP8X", 4); put_le(p + 4, 10, 4); p[8] = 0x02 | 0x10; p += 18; /* alpha, animation; 1x1 */
+    memcpy(p, "ANIM", 4); put_le(p + 4, 6, 4); p += 14;
+    for (size_t i = 0; i < frames; i++) {
+        size_t more = odd && i == 1 ? extra : 0;
+        memcpy(p, "ANMF", 4); put_le(p + 4, (uint32_t)(16 + chunk + more), 4);
+        put_le(p + 20, 20, 3); /* 20 ms; offsets 0, size 1x1 (stored minus one) */
+        p[23] = 0x02;          /* no blending: every frame is a key frame */
+        memcpy(p + 24, one + 12, chunk);
+        if (more) {
+            memcpy(p + anmf, "XTRA", 4); put_le(p + anmf + 4, 4, 4); memcpy(p + anmf + 8, "abcd", 4);
+        }
+        p += anmf + more;
+    }
+    *len = total;
+    return w;
 }

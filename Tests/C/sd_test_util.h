@@ -19,6 +19,12 @@ void sd_bitmap_sha256(const sd_bitmap *b, char out[65]);
 int sd_decode_chunked(sd_decoder *d, const unsigned char *data, size_t len, int chunk,
                       unsigned seed, int snapshot_every, sd_bitmap **out);
 
+/* An animated WebP of `frames` frames, each the VP8L bitstream of `one` (a
+ * whole 1x1 lossless WebP file), 20 ms, offset 0, no blending, on a 1x1
+ * canvas; `odd`: the second ANMF carries an unknown chunk after its image
+ * (a layout libwebp reads as a top-level chunk). NULL on failure; free(). */
+unsigned char *sd_make_webp_anim(const unsigned char *one, size_t one_len, size_t frames, int odd, size_t *len);
+
 /* xorshift PRNG for reproducible chunking. */
 unsigned sd_rand(unsigned *state);
 

@@ -320,16 +320,7 @@ static int test_gif_max_frames(void)
     return 0;
 }
 
-/* Bombs: a GIF declaring a 65535x65535 screen with a 1x1 image is refused
- * before any allocation; a WebP of 100,000 one-pixel frames stops at
- * SD_DEC_MAX_FRAMES (10,000 by default) with a clear error; frames are
- * listed, not decoded, so that costs no pixel memory. */
-static void le32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
-static void le24(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); }
-
-/* An animated WebP of `frames` 1x1 frames (the VP8L bitstream of the
- * corpus's lossless_1x1_full.webp), 20 ms each, no blending; `odd`: the
- * second ANMF carries an unknown chunk after its image. NULL on failure. */
+/* sd_make_webp_anim over the corpus's lossless_1x1_full.webp. */
 static uint8_t *make_webp_anim(size_t frames, int odd, size_t *total_out)
 {
     if (load())
@@ -338,37 +329,15 @@ static uint8_t *make_webp_anim(size_t frames, int odd, size_t *total_out)
     snprintf(path, sizeof path, "%s/webp/lossless_1x1_full.webp", dir);
     size_t n;
     unsigned char *one = sd_read_file(path, &n);
-    if (one == NULL || n <= 20 || memcmp(one + 12, "VP8L", 4) != 0) {
-        free(one);
-        return NULL;
-    }
-    uint32_t vp8l = (uint32_t)one[16] | (uint32_t)one[17] << 8 | (uint32_t)one[18] << 16 | (uint32_t)one[19] << 24;
-    size_t chunk = 8 + vp8l + (vp8l & 1), anmf = 8 + 16 + chunk, extra = odd ? 12 : 0;
-    size_t total = 12 + 18 + 14 + frames * anmf + extra;
-    uint8_t *w = calloc(1, total), *p = w;
-    if (w == NULL) {
-        free(one);
-        return NULL;
-    }
-    memcpy(p, "RIFF", 4); le32(p + 4, (uint32_t)(total - 8)); memcpy(p + 8, "WEBP", 4); p += 12;
-    memcpy(p, "VP8X", 4); le32(p + 4, 10); p[8] = 0x02 | 0x10; le24(p + 12, 0); le24(p + 15, 0); p += 18;
-    memcpy(p, "ANIM", 4); le32(p + 4, 6); p += 14;
-    for (size_t i = 0; i < frames; i++) {
-        size_t more = odd && i == 1 ? extra : 0;
-        memcpy(p, "ANMF", 4); le32(p + 4, (uint32_t)(16 + chunk + more));
-        le24(p + 20, 20); /* 20 ms; offsets 0, size 1x1 (stored minus one) */
-        p[23] = 0x02;     /* no blending: every frame is a key frame */
-        memcpy(p + 24, one + 12, chunk);
-        if (more) {
-            memcpy(p + anmf, "XTRA", 4); le32(p + anmf + 4, 4); memcpy(p + anmf + 8, "abcd", 4);
-        }
-        p += anmf + more;
-    }
+    uint8_t *w = sd_make_webp_anim(one, n, frames, odd, total_out);
     free(one);
-    *total_out = total;
     return w;
 }
 
+/* Bombs: a GIF declaring a 65535x65535 screen with a 1x1 image is refused
+ * before any allocation; a WebP of 100,000 one-pixel frames stops at
+ * SD_DEC_MAX_FRAMES (10,000 by default) with a clear error; frames are
+ * listed, not decoded, so that costs no pixel memory. */
 static int test_bombs(void)
 {
     static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0xFF, 0x80, 0, 0, 0, 0, 0, 255, 255, 255,

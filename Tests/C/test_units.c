@@ -75,6 +75,45 @@ static int test_premultiply_exact(void)
     return 0;
 }
 
+/* The decoders' B,G,R,A path (internal: WebP, AVIF and animation canvases)
+ * shares the vector kernel without the swizzle: every (c, a), odd tails. */
+void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count);
+
+static int test_premultiply_bgra_exact(void)
+{
+    static uint8_t in[65536 * 4], out[65536 * 4];
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t c = i & 0xFF, a = i >> 8;
+        in[i * 4] = (uint8_t)c;             /* B */
+        in[i * 4 + 1] = (uint8_t)(255 - c); /* G */
+        in[i * 4 + 2] = (uint8_t)(c ^ 0x5A); /* R */
+        in[i * 4 + 3] = (uint8_t)a;
+    }
+    for (size_t count = 65536; count >= 65533; count--) {
+        memset(out, 0xEE, sizeof out);
+        sd__premultiply_bgra(in, out, count);
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint32_t v;
+            memcpy(&v, out + i * 4, 4);
+            if (i >= count) {
+                ASSERT_EQ(v, 0xEEEEEEEEu);
+                continue;
+            }
+            uint32_t c = i & 0xFF, a = i >> 8;
+            ASSERT_EQ(v >> 24, a);
+            ASSERT_EQ((v >> 16) & 0xFF, ((c ^ 0x5A) * a + 127) / 255);
+            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
+            ASSERT_EQ(v & 0xFF, (c * a + 127) / 255);
+        }
+    }
+    memcpy(out, in, sizeof out); /* in place */
+    sd__premultiply_bgra(out, out, 65536);
+    uint32_t v;
+    memcpy(&v, out + 0xC080u * 4, 4); /* c = 0x80, a = 0xC0 */
+    ASSERT_EQ(v & 0xFF, (0x80u * 0xC0 + 127) / 255);
+    return 0;
+}
+
 static int test_unpremultiply_roundtrip(void)
 {
     /* opaque pixels round-trip exactly; alpha 0 gives 0 */
@@ -1006,6 +1045,7 @@ int main(int argc, char **argv)
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},
         {"adam7_snapshot_replicates", test_adam7_snapshot_replicates},
         {"pixel_pool", test_pixel_pool},
+        {"premultiply_bgra_exact", test_premultiply_bgra_exact},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);
