@@ -15,20 +15,30 @@
  *   WebP frame list: every frame's facts (count, durations), no pixels, of a
  *        generated 20,000-frame animation: ours (push whole, finish, read
  *        each frame's duration) vs WebPDemux + its frame iterator.
+ *   AVIF still: ours (sd_decode) vs avifDecoderReadMemory + avifImageYUVToRGB
+ *        to premultiplied BGRA (libavif's alphaPremultiplied) in the reused
+ *        buffer; inputs made here by sd_encode_avif (q60, speed 6) from
+ *        generated photos, opaque and with alpha.
  * Files from ../shared/corpus-anim (--corpus-anim DIR).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gif_lib.h>
 #include <webp/decode.h>
 #include <webp/demux.h>
+#include <avif/avif.h>
 
 #include <sdcore.h>
 
 #include "../../Tests/C/sd_test_util.h"
+
+sd_bitmap *bench_photo(int w, int h, int alpha); /* bench_decode.c */
+int bench_make_anim_main(int argc, char **argv);
 
 typedef struct {
     const char *name;
@@ -230,6 +240,26 @@ static int webp_list_iterator(const input *in)
     return n != LIST_FRAMES || sum != 20LL * LIST_FRAMES;
 }
 
+static int libavif_read(const input *in)
+{
+    avifDecoder *dec = avifDecoderCreate();
+    avifImage *im = avifImageCreateEmpty();
+    int rc = 1;
+    if (dec && im && avifDecoderReadMemory(dec, im, in->data, in->len) == AVIF_RESULT_OK) {
+        avifRGBImage rgb;
+        avifRGBImageSetDefaults(&rgb, im);
+        rgb.format = AVIF_RGB_FORMAT_BGRA;
+        rgb.depth = 8;
+        rgb.rowBytes = im->width * 4;
+        rgb.alphaPremultiplied = AVIF_TRUE; /* libavif's own premultiply (its rounding) */
+        rgb.pixels = out_for((size_t)rgb.rowBytes * im->height);
+        rc = avifImageYUVToRGB(im, &rgb) != AVIF_RESULT_OK;
+    }
+    avifImageDestroy(im);
+    avifDecoderDestroy(dec);
+    return rc;
+}
+
 typedef int (*fn)(const input *);
 
 static void row(const input *in, const char *what, fn ours, fn base, const char *base_name, int json)
@@ -318,6 +348,17 @@ int bench_anim_main(int argc, char **argv)
     row(&many, "webp frame list", ours_list, webp_list_iterator, "WebPDemux+iterator", json);
     free(many.data);
     free(one.data);
+    for (int alpha = 0; alpha < 2; alpha++) {
+        sd_bitmap *photo = bench_photo(640, 480, alpha);
+        input av = {alpha ? "640x480 q60 with alpha (generated)" : "640x480 q60 opaque (generated)", NULL, 0};
+        if (photo == NULL || sd_encode_avif(photo, 60, 6, &av.data, &av.len) != SD_OK) {
+            fprintf(stderr, "sdcore-bench anim: cannot make the AVIF input\n");
+            return 1;
+        }
+        sd_bitmap_free(photo);
+        row(&av, "avif still", ours_still, libavif_read, "avifDecoderReadMemory+YUVToRGB", json);
+        sd_free(av.data);
+    }
     free(out_buf);
     return 0;
 }
@@ -389,4 +430,127 @@ int bench_make_anim_main(int argc, char **argv)
         return 1;
     }
     return 0;
+}
+
+/* VmRSS / VmHWM of this process, in bytes (0 when /proc is missing). */
+static int64_t proc_status_bytes(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int64_t kb = 0;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0)
+            kb = atoll(line + n);
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* One stepping run in a child of its own, so a run never starts with pages
+ * an earlier run freed (the pixel pool and malloc keep them). */
+static int step_once(const unsigned char *data, size_t len, int64_t kept, int json)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid > 0) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    sd_decoder *d;
+    int64_t n = 0, w = 0, h = 0, budget, in_use0, in_use, in_use_max = 0;
+    if (sd_decoder_new(&d) != SD_OK || sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept) != SD_OK ||
+        sd_decoder_push(d, data, len) != SD_OK || sd_decoder_finish(d) != SD_OK)
+        _exit(1);
+    sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+    sd_decoder_get(d, SD_DEC_INFO_WIDTH, &w);
+    sd_decoder_get(d, SD_DEC_INFO_HEIGHT, &h);
+    sd_decode_memory(&budget, &in_use0);
+    FILE *clear = fopen("/proc/self/clear_refs", "w"); /* "5": VmHWM := VmRSS */
+    if (clear) {
+        fputs("5", clear);
+        fclose(clear);
+    }
+    int64_t before = proc_status_bytes("VmRSS:");
+    double t0 = now();
+    for (int64_t i = 0; i < n; i++) {
+        sd_bitmap *b;
+        if (sd_decoder_frame(d, (uint32_t)i, &b) != SD_OK)
+            _exit(1);
+        sd_decode_memory(&budget, &in_use);
+        in_use_max = in_use > in_use_max ? in_use : in_use_max;
+        sd_bitmap_free(b);
+    }
+    double t = now() - t0;
+    /* the decoder holds its working canvas and the kept frames; the caller
+     * holds the frame handed out (freed before the next is asked for) */
+    int64_t peak = proc_status_bytes("VmHWM:"), canvas = w * h * 4, slack = 1 << 20;
+    double grew = (double)(peak - before) / (1 << 20), allowed = (double)(kept + 2 * canvas) / (1 << 20);
+    if (json)
+        printf("{\"row\":\"anim memory\",\"frames\":%lld,\"width\":%lld,\"height\":%lld,\"kept_mib\":%.1f,"
+               "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"grew_mib\":%.1f,\"kept_canvas_frame_mib\":%.1f,"
+               "\"charged_mib\":%.1f,\"ms_per_frame\":%.3f}\n",
+               (long long)n, (long long)w, (long long)h, (double)kept / (1 << 20), (double)before / (1 << 20),
+               (double)peak / (1 << 20), grew, allowed, (double)(in_use_max - in_use0) / (1 << 20), t * 1e3 / (double)n);
+    else
+        printf("%lld frames %lldx%lld, kept %5.1f MiB: RSS before %6.1f MiB, peak %6.1f MiB, grew %6.1f MiB "
+               "(kept budget + working canvas + frame out %6.1f MiB; charged %5.1f MiB)  %.2f ms a frame\n",
+               (long long)n, (long long)w, (long long)h, (double)kept / (1 << 20), (double)before / (1 << 20),
+               (double)peak / (1 << 20), grew, allowed, (double)(in_use_max - in_use0) / (1 << 20),
+               t * 1e3 / (double)n);
+    fflush(stdout);
+    sd_decoder_free(d);
+    _exit(peak - before > kept + 2 * canvas + slack ? 3 : 0);
+}
+
+/*
+ * `sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]`: step once
+ * through every frame of an animation (default: a 500-frame 1000x1000 GIF,
+ * made with make-anim when FILE does not exist) and report the peak RSS
+ * growth against the kept-frame budget plus the decoder's working canvas plus
+ * the frame handed out; each budget (default 0, 16 and 64 MiB) in a fresh
+ * child process. Exit 3 when a run grew more than that (+1 MiB for giflib
+ * and malloc's own).
+ */
+int bench_anim_memory_main(int argc, char **argv)
+{
+    const char *file = "/tmp/sdcore-bench-anim-500f-1000px-20ms.gif";
+    int64_t kept[8];
+    int nkept = 0, json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--kept-mib") == 0 && i + 1 < argc && nkept < 8)
+            kept[nkept++] = (int64_t)atoi(argv[++i]) << 20;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (argv[i][0] != '-')
+            file = argv[i];
+        else {
+            fprintf(stderr, "usage: sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n");
+            return 2;
+        }
+    }
+    if (nkept == 0) {
+        kept[nkept++] = 0;
+        kept[nkept++] = 16 << 20;
+        kept[nkept++] = 64 << 20;
+    }
+    size_t len;
+    unsigned char *data = sd_read_file(file, &len);
+    if (data == NULL) {
+        char *make[] = {argv[0], "make-anim", (char *)file, NULL};
+        if (bench_make_anim_main(3, make) != 0 || (data = sd_read_file(file, &len)) == NULL) {
+            fprintf(stderr, "sdcore-bench anim-memory: cannot read or make %s\n", file);
+            return 1;
+        }
+    }
+    int rc = 0;
+    for (int i = 0; i < nkept; i++) {
+        int r = step_once(data, len, kept[i], json);
+        rc = rc ? rc : r;
+    }
+    free(data);
+    return rc;
 }

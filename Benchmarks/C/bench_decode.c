@@ -392,13 +392,15 @@ static void usage(void)
                     "       sdcore-bench fetch [--count N] [--rounds N] [--quick] [--json]\n"
                     "       sdcore-bench anim [--corpus-anim DIR] [--json]\n"
                     "       sdcore-bench encode [--quick] [--json]\n"
-                    "       sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n");
+                    "       sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n"
+                    "       sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
 int bench_anim_main(int argc, char **argv);  /* bench_anim.c */
 int bench_encode_main(int argc, char **argv); /* bench_encode.c */
 int bench_make_anim_main(int argc, char **argv); /* bench_anim.c */
+int bench_anim_memory_main(int argc, char **argv); /* bench_anim.c */
 
 int main(int argc, char **argv)
 {
@@ -412,6 +414,8 @@ int main(int argc, char **argv)
         return bench_encode_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "make-anim") == 0)
         return bench_make_anim_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "anim-memory") == 0)
+        return bench_anim_memory_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "decode") != 0) {
         usage();
         return 2;

@@ -283,6 +283,60 @@ static int no_frame_cache(const char *format)
 }
 
 static int test_gif_no_frame_cache(void) { return no_frame_cache("gif"); }
+
+/* The kept-frame budget: stepping once through an animation keeps frames
+ * until SD_DEC_FRAME_CACHE_BYTES would be exceeded and no more, and every
+ * kept frame is charged to the process's decode memory (what the animation
+ * holds beyond its working canvases is visible there); every frame still
+ * matches, and so does each kept frame asked for again. */
+static int frame_budget(const char *file, int keep)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    const row_t *r = NULL;
+    for (int i = 0; i < nrows; i++)
+        if (strcmp(rows[i].file, file) == 0)
+            r = &rows[i];
+    ASSERT_NOT_NULL(r);
+    ASSERT(r->ndur > keep + 2);
+    sd_decoder *d;
+    sd_bitmap *b;
+    int64_t budget, in_use0, in_use, most = 0;
+    ASSERT_OK(open_fed(r->file, SD_DEC_FRAME_CACHE_BYTES, 0, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(sd_decoder_frame(d, 0, &b));
+    int64_t frame = (int64_t)sd_bitmap_stride(b) * sd_bitmap_height(b);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    int64_t kept = frame * keep + frame / 2; /* the half must not be used */
+    ASSERT_OK(open_fed(r->file, SD_DEC_FRAME_CACHE_BYTES, kept, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_OK(sd_decoder_finish(d));
+    if (check_frame(r, d, 0, "budget, first"))
+        return 1;
+    sd_decode_memory(&budget, &in_use0); /* the working canvases are charged by now */
+    for (int k = 1; k < r->ndur; k++) {
+        if (check_frame(r, d, k, "budget, forward"))
+            return 1;
+        sd_decode_memory(&budget, &in_use);
+        most = in_use - in_use0 > most ? in_use - in_use0 : most;
+    }
+    /* frame 0 was kept before in_use0 was read: keep - 1 more after it */
+    ASSERT_EQ(most, frame * (keep - 1));
+    for (int k = keep - 1; k >= 0; k--)
+        if (check_frame(r, d, k, "budget, kept frame again"))
+            return 1;
+    sd_decoder_free(d);
+    sd_decode_memory(&budget, &in_use);
+    ASSERT(in_use <= in_use0 - frame); /* the kept frames and canvases given back */
+    return 0;
+}
+
+static int test_gif_frame_budget(void) { return frame_budget("gif/many_frames_300.gif", 10); }
+static int test_webp_frame_budget(void) { return frame_budget("webp/anim_many_frames_150.webp", 10); }
+static int test_apng_frame_budget(void) { return frame_budget("apng/many_frames_120.png", 10); }
 static int test_webp_no_frame_cache(void) { return no_frame_cache("webp"); }
 
 /* First-frame-only stops at the second image and still says "animated". */
@@ -451,6 +505,9 @@ int main(int argc, char **argv)
         {"gif_one_byte", test_gif_one_byte},
         {"gif_random", test_gif_random},
         {"gif_opt_no_frame_cache", test_gif_no_frame_cache},
+        {"gif_opt_frame_budget", test_gif_frame_budget},
+        {"webp_opt_frame_budget", test_webp_frame_budget},
+        {"apng_opt_frame_budget", test_apng_frame_budget},
         {"gif_opt_first_frame_only", test_gif_first_frame_only},
         {"gif_opt_max_frames", test_gif_max_frames},
         {"gif_opt_bombs", test_bombs},

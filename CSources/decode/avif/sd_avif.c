@@ -154,14 +154,18 @@ static int sda_finish(sd_decoder *d)
         sd__free(wide);
         return av_fail(s, r, "colour conversion");
     }
-    for (uint32_t y = 0; y < im->height; y++) {
-        uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
-        if (wide != NULL) {
-            const uint16_t *w = wide + (size_t)y * im->width * 4;
-            for (size_t i = 0; i < (size_t)im->width * 4; i++)
-                row[i] = (uint8_t)(w[i] >> (im->depth - 8));
+    /* libavif writes alpha 255 when the image has no alpha plane: no pass */
+    if (wide != NULL || im->alphaPlane != NULL) {
+        for (uint32_t y = 0; y < im->height; y++) {
+            uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
+            if (wide != NULL) {
+                const uint16_t *w = wide + (size_t)y * im->width * 4;
+                for (size_t i = 0; i < (size_t)im->width * 4; i++)
+                    row[i] = (uint8_t)(w[i] >> (im->depth - 8));
+            }
+            if (im->alphaPlane != NULL)
+                sd__premultiply_bgra(row, row, im->width);
         }
-        sd__premultiply_bgra(row, row, im->width);
     }
     sd__free(wide);
     d->rows = im->height;
