@@ -277,6 +277,10 @@ static int no_frame_cache(const char *format)
         for (int k = r->ndur - 1; k >= 0; k--)
             if (check_frame(r, d, k, "backwards, no cache"))
                 return 1;
+        /* the frame just made, asked for again (nothing kept to answer it) */
+        for (int k = 0; k < r->ndur; k++)
+            if (check_frame(r, d, k, "forward, no cache") || check_frame(r, d, k, "the same again, no cache"))
+                return 1;
         sd_decoder_free(d);
     }
     return 0;

@@ -70,8 +70,9 @@ void sd__frame_cache_free(sd__frame_cache *c)
 }
 
 int sd__anim_frame(sd_decoder *d, const sd__frame_cache *c, uint32_t *end, uint32_t index,
-                   sd__anim_render render, void *state, sd_bitmap **out)
+                   sd__anim_render render, void *state, sd_bitmap **out, int *owned)
 {
+    *owned = 0;
     if (index >= *end)
         return SD_ECORRUPT;
     const sd_bitmap *kept = sd__frame_cache_get(c, index);
@@ -79,7 +80,7 @@ int sd__anim_frame(sd_decoder *d, const sd__frame_cache *c, uint32_t *end, uint3
         *out = (sd_bitmap *)(uintptr_t)kept;
         return SD_OK;
     }
-    int rc = render(state, index, out);
+    int rc = render(state, index, out, owned);
     if (rc < 0 && rc != SD_ENOMEM && index > 0) {
         *end = index;
         d->nframes = index;

@@ -49,14 +49,16 @@ static inline int sd__anim_steps_on(const sd_decoder *d, int64_t cur, uint32_t i
     return 1;
 }
 
-typedef int (*sd__anim_render)(void *codec_state, uint32_t index, sd_bitmap **out);
+/* Makes frame `index`: *out is the codec's own bitmap (*owned 0: shown by a
+ * copy) or a new one handed over (*owned 1). */
+typedef int (*sd__anim_render)(void *codec_state, uint32_t index, sd_bitmap **out, int *owned);
 
 /* The codec->frame entry of every animated codec: a kept frame, else
  * `render`. A frame after the first that fails to render (not for want of
  * memory) ends the animation before it: *end = index, the decoder lists
  * `index` frames and counts as incomplete; later frames fail at once. */
 SD__HIDDEN int sd__anim_frame(sd_decoder *dec, const sd__frame_cache *c, uint32_t *end, uint32_t index,
-                              sd__anim_render render, void *codec_state, sd_bitmap **out);
+                              sd__anim_render render, void *codec_state, sd_bitmap **out, int *owned);
 
 /* Straight-alpha B,G,R,A bytes to native premultiplied ARGB32, with the
  * contract's (c*a + 127) / 255; `dst` may be `src`. */

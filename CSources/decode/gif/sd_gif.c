@@ -439,19 +439,19 @@ static int render(sd__gif *s, uint32_t index)
     return SD_OK;
 }
 
-static int render_view(void *state, uint32_t index, sd_bitmap **out)
+static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__gif *s = state;
     SD__FORWARD_IF_ERROR(render(s, index));
     *out = s->canvas;
+    *owned = 0;
     return SD_OK;
 }
 
 static int sdg_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__gif *s = d->codec_state;
-    *owned = 0;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out);
+    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out, owned);
 }
 
 /* A still's view of the file: its first frame, once complete. */

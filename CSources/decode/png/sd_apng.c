@@ -511,15 +511,16 @@ static int render(sd__apng *a, uint32_t index)
     return SD_OK;
 }
 
-static int render_view(void *state, uint32_t index, sd_bitmap **out)
+static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__apng *a = state;
     SD__FORWARD_IF_ERROR(render(a, index));
     *out = a->out;
+    *owned = 0;
     return SD_OK;
 }
 
-int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out)
+int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out, int *owned)
 {
-    return sd__anim_frame(a->dec, &a->cache, &a->bad_from, index, render_view, a, out);
+    return sd__anim_frame(a->dec, &a->cache, &a->bad_from, index, render_view, a, out, owned);
 }

@@ -348,8 +348,7 @@ static int sdp_finish(sd_decoder *d)
 static int sdp_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__png *s = d->codec_state;
-    *owned = 0;
-    return sd__apng_frame(s->apng, index, out);
+    return sd__apng_frame(s->apng, index, out, owned);
 }
 
 static int sdp_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)

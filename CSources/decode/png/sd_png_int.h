@@ -32,6 +32,6 @@ SD__HIDDEN const uint8_t *sd__apng_bytes(const sd__apng *a, size_t *len, size_t 
 SD__HIDDEN int sd__apng_finish(sd__apng *a);
 
 /* Frame `index` composited, premultiplied, full canvas size (a view). */
-SD__HIDDEN int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out);
+SD__HIDDEN int sd__apng_frame(sd__apng *a, uint32_t index, sd_bitmap **out, int *owned);
 
 #endif

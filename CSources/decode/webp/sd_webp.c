@@ -50,7 +50,8 @@ typedef struct {
     uint8_t *C;         /* straight canvas, W*H*4 */
     uint8_t *F;         /* one decoded frame */
     size_t F_cap;
-    sd_bitmap *out;     /* C premultiplied: what frame() shows */
+    sd_bitmap *out;     /* C premultiplied: what frame() shows by a copy */
+    int out_stale;      /* `out` was not made from C's last frame */
     int64_t cur;        /* frame on C (before its disposal), -1 none */
     uint32_t dx0, dy0, dx1, dy1; /* what changed on C since `out` was made from it */
     sd__frame_cache cache;
@@ -398,7 +399,9 @@ static int draw(sd__webp *s, uint32_t i)
     int key = d->frames[i].key;
     int blend = i > 0 && f->blend && !key;
     if (key) {
-        memset(s->C, 0, W * d->height * 4);
+        /* a frame that covers the canvas writes every pixel of it */
+        if (f->x != 0 || f->y != 0 || f->w != d->width || f->h != d->height)
+            memset(s->C, 0, W * d->height * 4);
         dirty(s, 0, 0, d->width, d->height);
     } else if (s->cur >= 0 && s->frames[s->cur].dispose_bg) {
         const wp_frame *p = &s->frames[s->cur];
@@ -460,7 +463,10 @@ static int draw(sd__webp *s, uint32_t i)
     return SD_OK;
 }
 
-static int render(sd__webp *s, uint32_t index)
+/* Frame `index` composited on C. Premultiplied into `out` where C changed
+ * when that is a small part (then shown by a copy), else into a new bitmap
+ * handed over (*fresh; one pass instead of a premultiply and a copy). */
+static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
 {
     sd_decoder *d = s->dec;
     if (s->C == NULL) {
@@ -469,34 +475,50 @@ static int render(sd__webp *s, uint32_t index)
         SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->width * d->height * 12, "the WebP canvases"));
         s->C = sd__malloc((size_t)d->width * d->height * 4);
         SD__RETURN_IF(s->C == NULL, SD_ENOMEM);
-        SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->out));
     }
-    if (s->cur == (int64_t)index)
-        return SD_OK;
-    uint32_t next;
-    if (sd__anim_steps_on(d, s->cur, index)) {
-        next = (uint32_t)s->cur + 1;
-    } else {
-        next = index;
-        while (next > 0 && !d->frames[next].key)
-            next--;
-        s->cur = -1;
-    }
-    for (uint32_t i = next; i <= index; i++) {
-        int rc = draw(s, i);
-        if (rc < 0) {
+    if (s->cur == (int64_t)index && s->out != NULL && !s->out_stale)
+        return SD_OK; /* `out` shows it */
+    if (s->cur != (int64_t)index) {
+        uint32_t next;
+        if (sd__anim_steps_on(d, s->cur, index)) {
+            next = (uint32_t)s->cur + 1;
+        } else {
+            next = index;
+            while (next > 0 && !d->frames[next].key)
+                next--;
             s->cur = -1;
-            return rc;
         }
-        s->cur = i;
+        for (uint32_t i = next; i <= index; i++) {
+            int rc = draw(s, i);
+            if (rc < 0) {
+                s->cur = -1;
+                return rc;
+            }
+            s->cur = i;
+        }
     }
-    /* only what changed: `out` holds the rest from the frame before (every
-     * restart begins at a key frame, which marks the whole canvas) */
-    for (uint32_t y = s->dy0; y < s->dy1; y++)
-        sd__premultiply_bgra(s->C + ((size_t)y * d->width + s->dx0) * 4,
-                             s->out->pixels + (size_t)y * s->out->stride + (size_t)s->dx0 * 4, s->dx1 - s->dx0);
+    uint64_t changed = (uint64_t)(s->dx1 - s->dx0) * (s->dy1 - s->dy0), all = (uint64_t)d->width * d->height;
+    sd_bitmap *dst = s->out;
+    if (fresh != NULL && changed * 4 >= all * 3) {
+        SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &dst));
+        s->out_stale = 1;
+    } else if (s->out == NULL || s->out_stale) {
+        if (s->out == NULL)
+            SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->out));
+        dst = s->out;
+        s->out_stale = 0;
+    } else {
+        all = 0; /* only what changed: `out` holds the rest from the frame before
+                  * (every restart begins at a key frame, which marks the whole canvas) */
+    }
+    uint32_t x0 = all ? 0 : s->dx0, y0 = all ? 0 : s->dy0, x1 = all ? d->width : s->dx1, y1 = all ? d->height : s->dy1;
+    for (uint32_t y = y0; y < y1; y++)
+        sd__premultiply_bgra(s->C + ((size_t)y * d->width + x0) * 4, dst->pixels + (size_t)y * dst->stride + (size_t)x0 * 4,
+                             x1 - x0);
     s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
-    sd__frame_cache_put(&s->cache, index, s->out);
+    sd__frame_cache_put(&s->cache, index, dst);
+    if (fresh != NULL)
+        *fresh = dst == s->out ? NULL : dst;
     return SD_OK;
 }
 
@@ -590,19 +612,20 @@ static int sdw_finish(sd_decoder *d)
     return SD_OK;
 }
 
-static int render_view(void *state, uint32_t index, sd_bitmap **out)
+static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__webp *s = state;
-    SD__FORWARD_IF_ERROR(render(s, index));
-    *out = s->out;
+    sd_bitmap *fresh = NULL;
+    SD__FORWARD_IF_ERROR(render(s, index, &fresh));
+    *out = fresh ? fresh : s->out;
+    *owned = fresh != NULL;
     return SD_OK;
 }
 
 static int sdw_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__webp *s = d->codec_state;
-    *owned = 0;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out);
+    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out, owned);
 }
 
 static int sdw_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
