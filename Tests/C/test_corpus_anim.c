@@ -7,6 +7,7 @@
  * must already be the final one). The README there is the contract.
  * argv[1] selects `<format>_<mode>`, e.g. gif_whole.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,38 @@ static int frame_budget(const char *file, int keep)
     return 0;
 }
 
+/* Playing on and on costs nothing more: twenty more loops of a 300-frame
+ * GIF leave the heap as it was after two (giflib appends a SavedImage and a
+ * copy of any local colour table for every image header it reads). */
+static int test_gif_long_play(void)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    sd_decoder *d;
+    ASSERT_OK(open_fed("gif/many_frames_300.gif", SD_DEC_FRAME_CACHE_BYTES, 0, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_OK(sd_decoder_finish(d));
+    int64_t n = 0;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n));
+    size_t after2 = 0;
+    for (int loop = 0; loop < 22; loop++) {
+        if (loop == 2)
+            after2 = mallinfo2().uordblks;
+        for (int64_t i = 0; i < n; i++) {
+            sd_bitmap *b;
+            ASSERT_OK(sd_decoder_frame(d, (uint32_t)i, &b));
+            sd_bitmap_free(b);
+        }
+    }
+    size_t after22 = mallinfo2().uordblks;
+    if (after22 > after2 + 16384)
+        fprintf(stderr, "  the heap grew by %zu bytes over 20 loops\n", after22 - after2);
+    ASSERT(after22 <= after2 + 16384);
+    sd_decoder_free(d);
+    return 0;
+}
+
 static int test_gif_frame_budget(void) { return frame_budget("gif/many_frames_300.gif", 10); }
 static int test_webp_frame_budget(void) { return frame_budget("webp/anim_many_frames_150.webp", 10); }
 static int test_apng_frame_budget(void) { return frame_budget("apng/many_frames_120.png", 10); }
@@ -510,6 +543,7 @@ int main(int argc, char **argv)
         {"gif_random", test_gif_random},
         {"gif_opt_no_frame_cache", test_gif_no_frame_cache},
         {"gif_opt_frame_budget", test_gif_frame_budget},
+        {"gif_opt_long_play", test_gif_long_play},
         {"webp_opt_frame_budget", test_webp_frame_budget},
         {"apng_opt_frame_budget", test_apng_frame_budget},
         {"gif_opt_first_frame_only", test_gif_first_frame_only},

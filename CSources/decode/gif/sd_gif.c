@@ -57,6 +57,8 @@ typedef struct {
     size_t saved_cap;
     uint8_t *line;
     size_t line_cap;
+    uint32_t gpal[256]; /* the global colour table, packed */
+    int gpal_ready;
     sd__frame_cache cache;
 } sd__gif;
 
@@ -323,6 +325,15 @@ static int gif_fail(sd__gif *s, uint32_t index)
 }
 
 /* Draw frame i onto the canvas with giflib. */
+static void pack_palette(const ColorMapObject *cm, uint32_t pal[256])
+{
+    int n = SD__MIN(cm->ColorCount, 256);
+    for (int i = 0; i < n; i++)
+        pal[i] = sd__pack_opaque(cm->Colors[i].Red, cm->Colors[i].Green, cm->Colors[i].Blue);
+    for (int i = n; i < 256; i++)
+        pal[i] = 0xFF000000u; /* an index past the table: black */
+}
+
 static int draw(sd__gif *s, uint32_t index)
 {
     sd_decoder *d = s->dec;
@@ -343,12 +354,16 @@ static int draw(sd__gif *s, uint32_t index)
         sd__decoder_msg(d, "GIF: frame %u has no colour table", index);
         return SD_ECORRUPT;
     }
-    uint32_t pal[256];
-    for (int i = 0; i < 256; i++) {
-        if (i < cm->ColorCount)
-            pal[i] = sd__pack_opaque(cm->Colors[i].Red, cm->Colors[i].Green, cm->Colors[i].Blue);
-        else
-            pal[i] = 0xFF000000u; /* an index past the table: black */
+    /* the global table is packed once: a GIF of many small frames would
+     * otherwise pack 256 colours for every few pixels */
+    uint32_t local[256], *pal = local;
+    if (cm == s->gif->SColorMap) {
+        pal = s->gpal;
+        if (!s->gpal_ready)
+            pack_palette(cm, s->gpal);
+        s->gpal_ready = 1;
+    } else {
+        pack_palette(cm, local);
     }
     if (f->w > s->line_cap) {
         uint8_t *l = sd__realloc(s->line, f->w);
@@ -382,9 +397,14 @@ static int draw(sd__gif *s, uint32_t index)
             continue;
         uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride);
         const uint8_t *src = s->line + (x0 - f->x);
-        for (uint32_t x = x0; x < x1; x++, src++) {
-            if (*src != tidx)
+        if (tidx < 0) {
+            for (uint32_t x = x0; x < x1; x++, src++)
                 out[x] = pal[*src];
+        } else { /* a select, not a branch: transparency comes in runs and specks */
+            for (uint32_t x = x0; x < x1; x++, src++) {
+                uint32_t keep = out[x], c = pal[*src];
+                out[x] = *src == tidx ? keep : c;
+            }
         }
     }
     return SD_OK;
