@@ -365,12 +365,18 @@ static int draw(sd__gif *s, uint32_t index)
     } else {
         pack_palette(cm, local);
     }
-    if (f->w > s->line_cap) {
-        uint8_t *l = sd__realloc(s->line, f->w);
+    /* a small frame wholly on the screen in one call to giflib (as
+     * DGifSlurp does), else row by row */
+    const int whole = !s->gif->Image.Interlace && (uint64_t)f->y + f->h <= d->height && (size_t)f->w * f->h <= 65536;
+    size_t need = whole ? (size_t)f->w * f->h : f->w;
+    if (need > s->line_cap) {
+        uint8_t *l = sd__realloc(s->line, need);
         SD__RETURN_IF(l == NULL, SD_ENOMEM);
         s->line = l;
-        s->line_cap = f->w;
+        s->line_cap = need;
     }
+    if (whole && DGifGetLine(s->gif, s->line, (int)need) == GIF_ERROR)
+        return gif_fail(s, index);
     /* Interlaced rows arrive in passes: 0,8,16..; 4,12..; 2,6..; 1,3,5.. */
     static const uint8_t start[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
     int pass = 0;
@@ -391,12 +397,12 @@ static int draw(sd__gif *s, uint32_t index)
         uint64_t y = (uint64_t)f->y + row;
         if (!s->gif->Image.Interlace && y >= d->height)
             break; /* the rest lies below the screen */
-        if (DGifGetLine(s->gif, s->line, (int)f->w) == GIF_ERROR)
+        if (!whole && DGifGetLine(s->gif, s->line, (int)f->w) == GIF_ERROR)
             return gif_fail(s, index);
         if (y >= d->height)
             continue;
         uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride);
-        const uint8_t *src = s->line + (x0 - f->x);
+        const uint8_t *src = s->line + (whole ? (size_t)r * f->w : 0) + (x0 - f->x);
         if (tidx < 0) {
             for (uint32_t x = x0; x < x1; x++, src++)
                 out[x] = pal[*src];
