@@ -50,9 +50,14 @@ static inline size_t sd__premultiply_vector(const uint8_t *src, uint8_t *dst, si
     const __m128i ones = _mm_set1_epi8(-1);
     for (; i + 4 <= count; i += 4) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + i * 4));
-        /* four opaque B,G,R,A pixels are already what they become */
+        /* four opaque B,G,R,A pixels are already what they become; four
+         * transparent ones become 0 (a canvas's cleared areas) */
         if (!rgba && (_mm_movemask_epi8(_mm_cmpeq_epi8(v, ones)) & 0x8888) == 0x8888) {
             _mm_storeu_si128((__m128i *)(void *)(dst + i * 4), v);
+            continue;
+        }
+        if ((_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) & 0x8888) == 0x8888) {
+            _mm_storeu_si128((__m128i *)(void *)(dst + i * 4), zero);
             continue;
         }
         __m128i halves[2] = {_mm_unpacklo_epi8(v, zero), _mm_unpackhi_epi8(v, zero)};

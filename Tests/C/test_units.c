@@ -111,19 +111,25 @@ static int test_premultiply_bgra_exact(void)
     uint32_t v;
     memcpy(&v, out + 0xC080u * 4, 4); /* c = 0x80, a = 0xC0 */
     ASSERT_EQ(v & 0xFF, (0x80u * 0xC0 + 127) / 255);
-    /* groups of four with one pixel not opaque, in each position, next to
-     * all-opaque groups (those are copied as they are) */
+    /* groups of four with one pixel not opaque (not transparent), in each
+     * position, next to all-opaque (all-transparent) groups, which take a
+     * shortcut */
     for (int odd = 0; odd < 4; odd++) {
         uint8_t px[8 * 4], res[8 * 4];
         for (int i = 0; i < 8; i++) {
             px[i * 4] = 200, px[i * 4 + 1] = 100, px[i * 4 + 2] = 50;
             px[i * 4 + 3] = i == odd ? 254 : 255;
         }
-        sd__premultiply_bgra(px, res, 8);
-        for (int i = 0; i < 8; i++) {
-            uint32_t a = px[i * 4 + 3];
-            memcpy(&v, res + i * 4, 4);
-            ASSERT_EQ(v, a << 24 | ((50 * a + 127) / 255) << 16 | ((100 * a + 127) / 255) << 8 | (200 * a + 127) / 255);
+        for (int clear = 0; clear < 2; clear++) { /* then: transparent groups, one pixel not */
+            if (clear)
+                for (int i = 0; i < 8; i++)
+                    px[i * 4 + 3] = i == odd ? 1 : 0;
+            sd__premultiply_bgra(px, res, 8);
+            for (int i = 0; i < 8; i++) {
+                uint32_t a = px[i * 4 + 3];
+                memcpy(&v, res + i * 4, 4);
+                ASSERT_EQ(v, a << 24 | ((50 * a + 127) / 255) << 16 | ((100 * a + 127) / 255) << 8 | (200 * a + 127) / 255);
+            }
         }
     }
     return 0;

@@ -16,6 +16,11 @@
  * frame rule, its non-premultiplied blend, no blending inside a rectangle
  * just disposed to background). The straight canvas steps forward one
  * frame decode per frame; going back restarts at the nearest key frame.
+ * What is shown is premultiplied from the canvas where it changed (then
+ * copied out), or into a new bitmap handed over when most of it changed; an
+ * opaque lossy key frame covering the canvas is decoded straight into that
+ * bitmap (alpha 255 is already premultiplied) and copied to the canvas only
+ * when the next frame builds on it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +34,7 @@ typedef struct {
     size_t off, len; /* the frame's bitstream (ALPH + VP8, or VP8L) in `in` */
     uint32_t x, y, w, h, duration;
     uint8_t dispose_bg, blend, has_alpha;
+    uint8_t opaque; /* lossy without ALPH: every pixel's alpha is 255 */
 } wp_frame;
 
 typedef struct {
@@ -185,6 +191,7 @@ static int anmf_frame(const uint8_t *buf, size_t off, size_t end, wp_frame *f)
             f->w = (uint32_t)ft.width;
             f->h = (uint32_t)ft.height;
             f->has_alpha = (uint8_t)(have_alpha || ft.has_alpha);
+            f->opaque = (uint8_t)(!have_alpha && c[3] == ' ');
             f->off = have_alpha ? alpha : at;
             f->len = at + 8 + (size_t)padded - f->off;
             at += 8 + (size_t)padded;
@@ -391,6 +398,35 @@ static void dirty(sd__webp *s, uint32_t x, uint32_t y, uint32_t w, uint32_t h)
     s->dy1 = SD__MAX(s->dy1, y + h);
 }
 
+/* An opaque key frame that covers the canvas is the whole picture, already
+ * premultiplied (alpha 255): decoded straight into the bitmap handed out. */
+static int direct(const sd__webp *s, uint32_t i)
+{
+    const wp_frame *f = &s->frames[i];
+    return s->dec->frames[i].key && f->opaque && f->x == 0 && f->y == 0 && f->w == s->dec->width &&
+           f->h == s->dec->height;
+}
+
+static int decode_into(sd__webp *s, uint32_t i, uint8_t *dst, size_t stride)
+{
+    const wp_frame *f = &s->frames[i];
+    WebPDecoderConfig cfg;
+    if (!WebPInitDecoderConfig(&cfg))
+        return SD_EUNSUPPORTED;
+    cfg.output.colorspace = MODE_BGRA;
+    cfg.output.is_external_memory = 1;
+    cfg.output.u.RGBA.rgba = dst;
+    cfg.output.u.RGBA.stride = (int)stride;
+    cfg.output.u.RGBA.size = (f->h - 1) * stride + (size_t)f->w * 4;
+    VP8StatusCode st = WebPDecode(s->in.data + f->off, f->len, &cfg);
+    if (st != VP8_STATUS_OK) {
+        char what[48];
+        snprintf(what, sizeof what, "frame %u", i);
+        return wp_fail(s->dec, st, what);
+    }
+    return SD_OK;
+}
+
 static int draw(sd__webp *s, uint32_t i)
 {
     sd_decoder *d = s->dec;
@@ -420,26 +456,8 @@ static int draw(sd__webp *s, uint32_t i)
         s->F = F;
         s->F_cap = need;
     }
-    WebPDecoderConfig cfg;
-    if (!WebPInitDecoderConfig(&cfg))
-        return SD_EUNSUPPORTED;
-    cfg.output.colorspace = MODE_BGRA;
-    cfg.output.is_external_memory = 1;
-    if (blend) {
-        cfg.output.u.RGBA.rgba = s->F;
-        cfg.output.u.RGBA.stride = (int)f->w * 4;
-        cfg.output.u.RGBA.size = need;
-    } else {
-        cfg.output.u.RGBA.rgba = s->C + ((size_t)f->y * W + f->x) * 4;
-        cfg.output.u.RGBA.stride = (int)(W * 4);
-        cfg.output.u.RGBA.size = (f->h - 1) * W * 4 + (size_t)f->w * 4;
-    }
-    VP8StatusCode st = WebPDecode(s->in.data + f->off, f->len, &cfg);
-    if (st != VP8_STATUS_OK) {
-        char what[48];
-        snprintf(what, sizeof what, "frame %u", i);
-        return wp_fail(d, st, what);
-    }
+    SD__FORWARD_IF_ERROR(blend ? decode_into(s, i, s->F, (size_t)f->w * 4)
+                               : decode_into(s, i, s->C + ((size_t)f->y * W + f->x) * 4, W * 4));
     if (!blend)
         return SD_OK;
     const wp_frame *prev = i > 0 ? &s->frames[i - 1] : NULL;
@@ -489,6 +507,30 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
             s->cur = -1;
         }
         for (uint32_t i = next; i <= index; i++) {
+            if (i == index && fresh != NULL && direct(s, i)) {
+                sd_bitmap *b;
+                SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &b));
+                int rc = decode_into(s, i, b->pixels, b->stride);
+                if (rc < 0) {
+                    sd_bitmap_free(b);
+                    s->cur = -1;
+                    return rc;
+                }
+                /* C is needed only to step on to a frame that is not a key
+                 * frame; else nothing steps on from here */
+                if (i + 1 < s->nframes && !d->frames[i + 1].key) {
+                    for (uint32_t y = 0; y < d->height; y++)
+                        memcpy(s->C + (size_t)y * d->width * 4, b->pixels + (size_t)y * b->stride, (size_t)d->width * 4);
+                    s->cur = i;
+                } else {
+                    s->cur = -1;
+                }
+                s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
+                s->out_stale = 1;
+                sd__frame_cache_put(&s->cache, index, b);
+                *fresh = b;
+                return SD_OK;
+            }
             int rc = draw(s, i);
             if (rc < 0) {
                 s->cur = -1;
