@@ -340,8 +340,9 @@ static int frame_budget(const char *file, int keep)
 }
 
 /* Playing on and on costs nothing more: twenty more loops of a 300-frame
- * GIF leave the heap as it was after two (giflib appends a SavedImage and a
- * copy of any local colour table for every image header it reads). */
+ * GIF leave the heap as it was after two (giflib's DGifGetImageDesc would
+ * append a SavedImage and a copy of any local colour table per frame read;
+ * the renderer must stay on DGifGetImageHeader). */
 static int test_gif_long_play(void)
 {
     int rc = load();

@@ -324,7 +324,6 @@ static int gif_fail(sd__gif *s, uint32_t index)
     return e == D_GIF_ERR_NOT_ENOUGH_MEM ? SD_ENOMEM : SD_ECORRUPT;
 }
 
-/* Draw frame i onto the canvas with giflib. */
 static void pack_palette(const ColorMapObject *cm, uint32_t pal[256])
 {
     int n = SD__MIN(cm->ColorCount, 256);
@@ -334,6 +333,7 @@ static void pack_palette(const ColorMapObject *cm, uint32_t pal[256])
         pal[i] = 0xFF000000u; /* an index past the table: black */
 }
 
+/* Draw frame i onto the canvas with giflib. */
 static int draw(sd__gif *s, uint32_t index)
 {
     sd_decoder *d = s->dec;

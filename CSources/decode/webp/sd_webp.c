@@ -403,8 +403,7 @@ static void dirty(sd__webp *s, uint32_t x, uint32_t y, uint32_t w, uint32_t h)
 static int direct(const sd__webp *s, uint32_t i)
 {
     const wp_frame *f = &s->frames[i];
-    return s->dec->frames[i].key && f->opaque && f->x == 0 && f->y == 0 && f->w == s->dec->width &&
-           f->h == s->dec->height;
+    return s->dec->frames[i].key && f->opaque && covers(s->dec, f);
 }
 
 static int decode_into(sd__webp *s, uint32_t i, uint8_t *dst, size_t stride)
@@ -436,7 +435,7 @@ static int draw(sd__webp *s, uint32_t i)
     int blend = i > 0 && f->blend && !key;
     if (key) {
         /* a frame that covers the canvas writes every pixel of it */
-        if (f->x != 0 || f->y != 0 || f->w != d->width || f->h != d->height)
+        if (!covers(d, f))
             memset(s->C, 0, W * d->height * 4);
         dirty(s, 0, 0, d->width, d->height);
     } else if (s->cur >= 0 && s->frames[s->cur].dispose_bg) {
@@ -482,8 +481,9 @@ static int draw(sd__webp *s, uint32_t i)
 }
 
 /* Frame `index` composited on C. Premultiplied into `out` where C changed
- * when that is a small part (then shown by a copy), else into a new bitmap
- * handed over (*fresh; one pass instead of a premultiply and a copy). */
+ * when that is a small part (then shown by a copy: *fresh = NULL), else into
+ * a new bitmap handed over (*fresh; one pass instead of a premultiply and a
+ * copy). */
 static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
 {
     sd_decoder *d = s->dec;
@@ -507,7 +507,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
             s->cur = -1;
         }
         for (uint32_t i = next; i <= index; i++) {
-            if (i == index && fresh != NULL && direct(s, i)) {
+            if (i == index && direct(s, i)) {
                 sd_bitmap *b;
                 SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &b));
                 int rc = decode_into(s, i, b->pixels, b->stride);
@@ -541,7 +541,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
     }
     uint64_t changed = (uint64_t)(s->dx1 - s->dx0) * (s->dy1 - s->dy0), all = (uint64_t)d->width * d->height;
     sd_bitmap *dst = s->out;
-    if (fresh != NULL && changed * 4 >= all * 3) {
+    if (changed * 4 >= all * 3) {
         SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &dst));
         s->out_stale = 1;
     } else if (s->out == NULL || s->out_stale) {
@@ -559,8 +559,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
                              x1 - x0);
     s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
     sd__frame_cache_put(&s->cache, index, dst);
-    if (fresh != NULL)
-        *fresh = dst == s->out ? NULL : dst;
+    *fresh = dst == s->out ? NULL : dst;
     return SD_OK;
 }
 
