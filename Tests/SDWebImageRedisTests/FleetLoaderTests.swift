@@ -137,8 +137,15 @@ struct FleetLoaderTests {
         async let y = others[1].load(url)
         let results = await [x, y]
         #expect(results.allSatisfy { $0.0 != nil })
-        #expect(hits(servers, id) == 3)  // no lease while the mark stands: each fetched
-        #expect(others.compactMap { $0.fleet?.statistics.uncoordinated }.reduce(0, +) == 2)
+        // No lease while the mark stands: neither takes one nor waits for one;
+        // whoever looks up front fetches at once. (On a starved machine one
+        // host can finish and store before the other even asks its caches;
+        // that one is then a cache hit, so count fetches against the origin.)
+        let stats = others.compactMap { $0.fleet?.statistics }
+        #expect(stats.count == 2 && stats.allSatisfy { $0.fetched == 0 && $0.tookOver == 0 && $0.waitsTimedOut == 0 })
+        let uncoordinated = stats.map(\.uncoordinated).reduce(0, +)
+        #expect(uncoordinated >= 1)
+        #expect(hits(servers, id) == 1 + uncoordinated)  // every origin request after the failure was one of those
     }
 
     @Test("A waiter cancelled while it waits answers cancelled and fetches nothing")
