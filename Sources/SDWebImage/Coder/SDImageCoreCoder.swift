@@ -6,6 +6,9 @@ import SDCoders
 /// data, an incremental instance (`init(incrementalWithOptions:)`) follows a
 /// download, an animated instance (`init?(animatedImageData:options:)`) is
 /// the frame source of one `SDAnimatedImage`, compositing frames on demand.
+/// An incremental instance of an animated format is a frame source too, over
+/// the bytes so far: its images are animations whose frame count grows as
+/// frames complete (SDWebImage's progressive animated decode).
 ///
 /// An animation's frame source keeps only the working canvas (not the C
 /// core's 64 MiB frame cache) unless `.decodeCoreOptions` names a frame
@@ -22,6 +25,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     private let options: SDImageCoderOptions
     // incremental role
     private var incremental: ImageDecoder?
+    private var incrementalData: Data?
     private var pushed = 0
     private var incrementalEnded = false
     // animated role: the bytes, and a decoder fed all of them (made on demand)
@@ -152,20 +156,32 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     // MARK: - SDAnimatedImageProvider
 
-    public var animatedImageData: Data? { data }
+    public var animatedImageData: Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        return data ?? incrementalData
+    }
+
+    /// The decoder frames come from: the incremental one while this is an
+    /// incremental instance (caller holds `lock`).
+    private func source() -> ImageDecoder? {
+        if data == nil { return incremental }
+        return try? framesDecoder()
+    }
 
     /// Frames in the animation (1 for a still image; 0 without data).
     public var animatedImageFrameCount: UInt {
         lock.lock()
         defer { lock.unlock() }
         if let f = frameFacts { return UInt(f.count) }
-        return data == nil ? 0 : UInt((try? framesDecoder())?.frameCount ?? 0)
+        return UInt(source()?.frameCount ?? 0)
     }
 
     public var animatedImageLoopCount: UInt {
         lock.lock()
         defer { lock.unlock() }
         if let f = frameFacts { return UInt(max(0, f.loops)) }
+        if data == nil { return UInt(max(0, incremental?.loopCount ?? 1)) }
         _ = try? framesDecoder()
         return UInt(max(0, frameFacts?.loops ?? 1))
     }
@@ -174,7 +190,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         lock.lock()
         defer { lock.unlock() }
         if index == 0, let firstFrame { return firstFrame }
-        guard data != nil, let d = try? framesDecoder(), let bitmap = try? d.frame(at: Int(index)) else { return nil }
+        guard let d = source(), let bitmap = try? d.frame(at: Int(index)) else { return nil }
         return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1,
                        scale: options.scaleFactor, sourcePixelWidth: d.sourceSize?.width ?? 0,
                        sourcePixelHeight: d.sourceSize?.height ?? 0)
@@ -183,8 +199,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     public func animatedImageDuration(at index: UInt) -> TimeInterval {
         lock.lock()
         defer { lock.unlock() }
-        guard data != nil, let d = try? framesDecoder() else { return 0 }
-        return d.frameDuration(at: Int(index)) ?? 0
+        return source()?.frameDuration(at: Int(index)) ?? 0
     }
 
     /// Drop the decoder (it is made again from the bytes when a frame is asked for).
@@ -205,9 +220,9 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         lock.lock()
         defer { lock.unlock() }
         guard let data, !incrementalEnded else { return }
+        incrementalData = data
         if incremental == nil {
-            var o = options.decodeOptions
-            o.firstFrameOnly = true
+            var o = Self.decoderOptions(options)
             o.progressivePreviews = true
             o.previewIntervalMilliseconds = 0
             incremental = try? ImageDecoder(options: o)
@@ -226,11 +241,22 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         }
     }
 
+    /// The image so far: a preview of the first frame; once an animation's
+    /// first frame is complete, an `SDAnimatedImage` over this coder (marked
+    /// incremental until the data is finished) with the frames complete so far.
     public func incrementalDecodedImage(options: SDImageCoderOptions?) -> SDImage? {
+        let scale = (options ?? self.options).scaleFactor
+        lock.lock()
+        let animates = !Self.decoderOptions(self.options).firstFrameOnly
+        let animation = incremental.map { animates && $0.isAnimated == true && $0.frameCount > 0 } ?? false
+        let ended = incrementalEnded
+        lock.unlock()
+        if animation, let image = SDAnimatedImage(animatedCoder: self, scale: scale, isIncremental: !ended) {
+            return image
+        }
         lock.lock()
         defer { lock.unlock() }
         guard let d = incremental else { return nil }
-        let scale = (options ?? self.options).scaleFactor
         if incrementalEnded, let bitmap = try? d.frame(at: 0) {
             return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1, scale: scale,
                            sourcePixelWidth: d.sourceSize?.width ?? 0, sourcePixelHeight: d.sourceSize?.height ?? 0)

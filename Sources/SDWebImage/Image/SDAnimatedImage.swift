@@ -31,11 +31,20 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
     }
 
     /// Frames from `animatedCoder` (nil when it has no frame 0).
-    public required init?(animatedCoder: any SDAnimatedImageCoder, scale: Double = 1) {
+    public required convenience init?(animatedCoder: any SDAnimatedImageCoder, scale: Double = 1) {
+        self.init(animatedCoder: animatedCoder, scale: scale, isIncremental: false)
+    }
+
+    /// Frames from `animatedCoder`; `isIncremental`: a progressive download's
+    /// animation so far, whose coder keeps growing (SDWebImage's
+    /// `sd_isIncremental` on an animated image): its frame count is what has
+    /// arrived, and a player holds the last frame until more do.
+    public init?(animatedCoder: any SDAnimatedImageCoder, scale: Double = 1, isIncremental: Bool) {
         guard let first = animatedCoder.animatedImageFrame(at: 0) else { return nil }
         self.animatedCoder = animatedCoder
         super.init(bitmap: first.bitmap, format: first.format, orientation: first.orientation, scale: scale,
-                   sourcePixelWidth: first.sourcePixelWidth, sourcePixelHeight: first.sourcePixelHeight)
+                   isIncremental: isIncremental, sourcePixelWidth: first.sourcePixelWidth,
+                   sourcePixelHeight: first.sourcePixelHeight)
     }
 
     /// Itself, when it has more than one frame (a still image in this class is not animated).

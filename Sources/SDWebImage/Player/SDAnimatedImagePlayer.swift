@@ -22,6 +22,11 @@ public enum SDAnimatedImagePlaybackMode: Int, Sendable {
 /// background queue into a buffer of at most `maxBufferSize` bytes (one frame
 /// when a frame is larger), never on the tick's thread: a frame that is not
 /// ready yet keeps the current one on screen a little longer.
+///
+/// A progressive download's animation (an incremental `SDAnimatedImage`)
+/// grows while it plays: the player holds the last frame that has arrived
+/// instead of starting the next loop (`waitsForMoreFrames`), and goes on when
+/// `totalFrameCount` grows — the frame on screen never goes back.
 public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// A frame as shown.
     public struct Frame: Sendable {
@@ -37,9 +42,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     public let provider: any SDAnimatedImageProvider
     /// What ticks the playback (a timer, a display's frame clock, a test's hand).
     public let clock: any SDAnimatedImagePlayerClock
-    /// Frames in the animation.
-    public let totalFrameCount: UInt
-    private let durations: [TimeInterval]
+    private var durations: [TimeInterval]
 
     private let lock = NSLock()
     private let decodeQueue = DispatchQueue(label: "SDAnimatedImagePlayer.decode", qos: .userInitiated)
@@ -61,6 +64,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     private var _mode = SDAnimatedImagePlaybackMode.normal
     private var _maxBuffer = 0
     private var _totalLoops: UInt
+    private var _waits: Bool
     private var _onFrame: (@Sendable (UInt, SDImage) -> Void)?
     private var _onLoop: (@Sendable (UInt) -> Void)?
 
@@ -71,9 +75,9 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         guard n > 0 else { return nil }
         self.provider = provider
         self.clock = clock
-        totalFrameCount = n
         durations = (0..<n).map { provider.animatedImageDuration(at: $0) }
         _totalLoops = provider.animatedImageLoopCount
+        _waits = (provider as? SDImage)?.isIncremental ?? false
     }
 
     /// The player of an animated image (nil for a still one).
@@ -90,6 +94,56 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     private func locked<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
 
     // MARK: - State
+
+    /// Frames in the animation: the source's when the player was made; set it
+    /// when a progressive source has more (SDWebImage's view does, per partial
+    /// image). Frames from the source's `animatedImageDuration` for the new ones.
+    public var totalFrameCount: UInt {
+        get { locked { UInt(durations.count) } }
+        set {
+            guard newValue > 0 else { return }
+            locked {
+                let n = Int(newValue)
+                if n < durations.count {
+                    durations.removeLast(durations.count - n)
+                } else {
+                    for i in durations.count..<n { durations.append(provider.animatedImageDuration(at: UInt(i))) }
+                }
+                unavailable = []  // frames a growing source did not have yet
+                if currentIndex >= newValue {
+                    position = 0
+                    currentIndex = index(at: 0)
+                    current = buffer[currentIndex]
+                    elapsed = 0
+                } else {
+                    position = firstPosition(of: currentIndex)
+                }
+                trim()
+            }
+            prefetch()
+        }
+    }
+
+    /// The source is still arriving (true for an incremental image): at the
+    /// end of a loop the player holds the frame on screen rather than start
+    /// the next loop, until `totalFrameCount` grows or this is cleared.
+    public var waitsForMoreFrames: Bool {
+        get { locked { _waits } }
+        set { locked { _waits = newValue } }
+    }
+
+    /// Take a progressive download's newer image of the same animation: its
+    /// frame count, and whether more are coming. False (nothing changed) when
+    /// `image` is not an animation from the same frame source.
+    @discardableResult
+    public func update(with image: SDImage) -> Bool {
+        guard let mine = (provider as? SDAnimatedImage)?.animatedCoder,
+              let theirs = (image as? SDAnimatedImage)?.animatedCoder, mine === theirs else { return false }
+        let n = theirs.animatedImageFrameCount
+        if n > totalFrameCount { totalFrameCount = n }
+        waitsForMoreFrames = image.isIncremental
+        return true
+    }
 
     /// The frame on screen (nil before the first is decoded).
     public var currentFrame: SDImage? { locked { current } }
@@ -198,8 +252,8 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// Show frame `index` of loop `loopCount` next (at the next tick if it is
     /// not decoded yet).
     public func seekToFrame(at index: UInt, loopCount: UInt) {
-        guard index < totalFrameCount else { return }
         locked {
+            guard index < durations.count else { return }
             position = firstPosition(of: index)
             currentIndex = index
             loop = loopCount
@@ -226,7 +280,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     // MARK: - Play order
 
     private var loopLength: Int {
-        let n = Int(totalFrameCount)
+        let n = durations.count
         switch _mode {
         case .normal, .reverse: return n
         case .bounce, .reversedBounce: return max(1, 2 * n - 2)
@@ -234,7 +288,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     }
 
     private func index(at p: Int) -> UInt {
-        let n = Int(totalFrameCount)
+        let n = durations.count
         let bounce = p < n ? p : 2 * n - 2 - p
         switch _mode {
         case .normal: return UInt(p)
@@ -257,9 +311,10 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         var p = position
         var l = loop
         if current == nil { out.append(currentIndex); seen.insert(currentIndex) }
-        while out.count < min(count, Int(totalFrameCount)) {
+        while out.count < min(count, durations.count) {
             p += 1
             if p >= loopLength {
+                if _waits { break }  // what comes after the end has not arrived
                 p = 0
                 l += 1
                 if _totalLoops > 0 && l >= _totalLoops { break }
@@ -352,7 +407,9 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
                 var p = position + 1
                 var l = loop
                 if p >= loopLength { p = 0; l += 1 }
-                if l > loop && _totalLoops > 0 && l >= _totalLoops {
+                if l > loop && _waits {
+                    elapsed = duration  // hold the last frame that arrived
+                } else if l > loop && _totalLoops > 0 && l >= _totalLoops {
                     // the last loop is done: stay on its last frame
                     playing = false
                     loop = l

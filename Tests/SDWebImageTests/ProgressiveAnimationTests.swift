@@ -1,0 +1,146 @@
+import Foundation
+import SDTestSupport
+import SDWebImage
+import Testing
+
+/// Feeds `data` to `coder` in pieces (sizes from `sizes`), handing each
+/// partial image to `seen` with the bytes given so far.
+func feed(_ data: Data, to coder: any SDProgressiveImageCoder, sizes: (Int) -> Int,
+          _ seen: (SDImage?, _ given: Int, _ finished: Bool) throws -> Void) rethrows {
+    var given = 0
+    while given < data.count {
+        given = min(data.count, given + max(1, sizes(given)))
+        let finished = given == data.count
+        coder.updateIncrementalData(data.prefix(given), finished: finished)
+        try seen(coder.incrementalDecodedImage(options: nil), given, finished)
+    }
+}
+
+@Suite("Progressive animated decode (ports of SDAnimatedImageTest test21, test23, test27)")
+struct ProgressiveAnimationTests {
+    /// The built-in coder class for a corpus-anim format.
+    func coder(_ format: String) -> any SDProgressiveImageCoder {
+        switch format {
+        case "gif": return SDImageGIFCoder(incrementalWithOptions: nil)
+        case "webp": return SDImageWebPCoder(incrementalWithOptions: nil)
+        default: return SDImageAPNGCoder(incrementalWithOptions: nil)
+        }
+    }
+
+    @Test("An incremental coder of an animated format is a frame source over the bytes so far: every corpus-anim animation, fed in pieces and a byte at a time, grows to all its frames, each the oracle's")
+    func coderGrows() throws {
+        let rows = AnimRow.load().filter { ["gif", "webp", "apng"].contains($0.format) && $0.frames >= 2 }
+        try #require(rows.count > 100, "corpus-anim not found at \(corpusAnim)")
+        var rng = SplitMix(seed: 27)
+        var byteByByte = Set<String>()
+        for row in rows {
+            let data = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + row.file))
+            // one small file per format a byte at a time, the rest in random pieces
+            let single = data.count < 4096 && byteByByte.insert(row.format).inserted
+            let coder = coder(row.format)
+            var shown = 0      // frames the partial images had
+            var partials = 0   // animated partial images seen before the end
+            try feed(data, to: coder, sizes: { _ in single ? 1 : Int(rng.next() % UInt64(data.count / 6 + 1)) + 1 }) {
+                image, _, finished in
+                guard let animated = image as? SDAnimatedImage else {
+                    #expect(!finished, "\(row.file): the whole file gives an animation")
+                    #expect(shown == 0, "\(row.file): once animated, every later image is")
+                    return
+                }
+                #expect(animated.isIncremental == !finished, "\(row.file)")
+                #expect(animated.animatedCoder === coder, "\(row.file): the coder is the frame source (test28's one coder)")
+                let n = Int(animated.animatedImageFrameCount)
+                #expect(n >= shown && n <= row.frames, "\(row.file): the frame count never shrinks")
+                if !finished { partials += 1 }
+                for i in shown..<n {
+                    let frame = try #require(animated.animatedImageFrame(at: UInt(i)), "\(row.file) frame \(i) of \(n)")
+                    #expect(sha(frame) == row.expected[i].sha, "\(row.file) frame \(i) with \(n) in")
+                    #expect(Int((animated.animatedImageDuration(at: UInt(i)) * 1000).rounded()) == row.expected[i].ms)
+                }
+                shown = max(shown, n)
+                if finished { #expect(Int(animated.animatedImageLoopCount) == row.loop, "\(row.file)") }
+            }
+            #expect(shown == row.frames, "\(row.file)")
+            // an APNG's frames count once the whole file has checked out (a broken
+            // animation falls back to the still default image)
+            if single && row.format != "apng" {
+                #expect(partials >= row.frames - 1, "\(row.file): a byte at a time shows every frame count on the way")
+            }
+        }
+        #expect(byteByByte == ["gif", "webp", "apng"])
+    }
+
+    @Test("decodeFirstFrameOnly and still coders keep an incremental decode a still image")
+    func firstFrameOnly() throws {
+        let row = try #require(AnimRow.load().first { $0.format == "gif" && $0.frames >= 3 })
+        let data = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + row.file))
+        for coder in [SDImageGIFCoder(incrementalWithOptions: [.decodeFirstFrameOnly: true]) as any SDProgressiveImageCoder,
+                      SDImageIOCoder(incrementalWithOptions: nil)] where coder.canIncrementalDecode(from: data) || coder is SDImageGIFCoder {
+            var last: SDImage?
+            feed(data, to: coder, sizes: { _ in data.count / 5 + 1 }) { image, _, _ in
+                #expect(!(image is SDAnimatedImage))
+                last = image
+            }
+            #expect(last.map(sha) == row.expected[0].sha)
+        }
+    }
+
+    @Test("test27: a player of a progressive animation holds the last frame that arrived, goes on as frames come, and never goes back")
+    func playerFollowsGrowth() throws {
+        let row = try #require(AnimRow.load().first { $0.format == "gif" && $0.frames >= 6 && $0.loop == 0 })
+        let data = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + row.file))
+        let coder = SDImageGIFCoder(incrementalWithOptions: nil)
+        let clock = SDAnimatedImageManualClock()
+        var player: SDAnimatedImagePlayer?
+        let log = PlayLog()
+        var counts: [UInt] = []
+        try feed(data, to: coder, sizes: { _ in data.count / 40 + 1 }) { image, _, finished in
+            guard let image = image as? SDAnimatedImage, image.animatedImageFrameCount >= 2 else { return }
+            if let player {
+                #expect(player.update(with: image))
+                #expect(player.waitsForMoreFrames == !finished)
+            } else {
+                let p = try #require(SDAnimatedImagePlayer(image: image, clock: clock))
+                #expect(p.waitsForMoreFrames)
+                log.attach(p)
+                p.startPlaying()
+                player = p
+            }
+            let p = try #require(player)
+            counts.append(p.totalFrameCount)
+            // plenty of time for every frame that is in: it plays them, then holds the last
+            for _ in 0..<(3 * row.frames) {
+                p.waitForBufferedFrames()
+                clock.advance(by: 0.5)
+            }
+            if !finished {
+                #expect(p.currentFrameIndex == p.totalFrameCount - 1, "holds the last frame that arrived")
+                #expect(p.currentLoopCount == 0 && p.isPlaying)
+            }
+        }
+        let p = try #require(player)
+        #expect(counts.first! < UInt(row.frames) && counts.last == UInt(row.frames), "\(counts)")
+        // frames shown before the data was whole: 0, 1, 2, … in order, none skipped or repeated
+        let frames = log.frames
+        let firstLoop = Array(frames.prefix(row.frames))
+        #expect(firstLoop == (0..<UInt(row.frames)).map { $0 }, "\(frames)")
+        // whole: it loops again
+        #expect(p.currentLoopCount >= 1 && !p.waitsForMoreFrames)
+        // a newer image from another coder is not this animation
+        let other = try #require(SDAnimatedImage(data: data))
+        #expect(!p.update(with: other))
+    }
+}
+
+/// A small seeded generator, so a failing piece pattern can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
