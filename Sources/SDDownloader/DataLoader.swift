@@ -11,6 +11,8 @@ import SDCoders
 /// so no Swift code runs on the loop thread. Each load completes exactly once.
 public final class DataLoader: @unchecked Sendable {
     private let loop: OpaquePointer
+    /// The loop's decode sink, which a transfer with a body observer wraps.
+    private var decodeSink: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)?
 
     /// A loop with its own thread and a decode pool of `decodeThreads` workers
     /// (nil or 0: one per core); throws when the C core cannot start one.
@@ -22,7 +24,17 @@ public final class DataLoader: @unchecked Sendable {
         do {
             try Self.check(sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(maxConcurrentDownloads)))
             // bodies decode while they stream in: the decode sink of the C core
-            try Self.check(sd_loop_use_decoder(loop, Int32(max(0, decodeThreads ?? 0))))
+            // (sd_loop_use_decoder's steps, keeping the sink for the tee)
+            let threads = max(0, decodeThreads ?? 0)
+            var sink: UnsafePointer<sd_body_sink>?
+            var ctx: UnsafeMutableRawPointer?
+            try Self.check(sd_decode_sink_new(Int32(threads), &sink, &ctx))
+            let rc = sd_loop_set_body_sink(loop, sink, ctx)
+            if rc < 0 { sd_decode_sink_free(ctx) }
+            try Self.check(rc)  // from here the loop frees the sink
+            decodeSink = (sink!, ctx)
+            let workers = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
+            try Self.check(sd_loop_set(loop, SD_LOOP_MAX_SINK_BACKLOG, Int64(4 * max(1, workers))))
             try Self.check(sd_loop_start(loop))
         } catch {
             sd_loop_free(loop)
@@ -121,9 +133,10 @@ public final class DataLoader: @unchecked Sendable {
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
         let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString)
-        if !request.decode, let observer = request.bodyObserver {
-            // a sink of our own that only watches: the bytes still go to the result
-            let box = BodyObserver(observer)
+        if let observer = request.bodyObserver {
+            // a sink of our own that watches — and, when the body decodes,
+            // hands every call on to the decode sink: the bytes still go to the result
+            let box = BodyObserver(observer, forwardingTo: request.decode ? decodeSink : nil)
             handlers.observer = box
             _ = sd_request_set_body_sink(req, BodyObserver.sink, Unmanaged.passUnretained(box).toOpaque())
             _ = sd_request_set(req, SD_REQ_USE_SINK, 1)
@@ -356,12 +369,20 @@ private final class Handlers: @unchecked Sendable {
 }
 
 /// A body sink that hands each piece to a Swift closure and is done when the
-/// body is: `DownloadRequest.bodyObserver`.
+/// body is: `DownloadRequest.bodyObserver`. With an inner sink (the decode
+/// sink) it is a tee: every call goes on to the inner sink, which owns the
+/// port and answers the transfer.
 final class BodyObserver: @unchecked Sendable {
     let observe: @Sendable (UnsafeRawBufferPointer) -> Void
+    let inner: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)?
     var port: OpaquePointer?  // the loop thread's only
+    var innerState: UnsafeMutableRawPointer?  // likewise
 
-    init(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { self.observe = observe }
+    init(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
+         forwardingTo inner: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)? = nil) {
+        self.observe = observe
+        self.inner = inner
+    }
 
     static func of(_ p: UnsafeMutableRawPointer?) -> BodyObserver { Unmanaged<BodyObserver>.fromOpaque(p!).takeUnretainedValue() }
 
@@ -369,23 +390,34 @@ final class BodyObserver: @unchecked Sendable {
     nonisolated(unsafe) static let sink: UnsafeMutablePointer<sd_body_sink> = {
         var s = sd_body_sink()
         s.size = MemoryLayout<sd_body_sink>.size
-        s.open = { ctx, _, port, state in
-            BodyObserver.of(ctx).port = port
+        s.open = { ctx, request, port, state in
+            let o = BodyObserver.of(ctx)
             state?.pointee = ctx
+            if let inner = o.inner { return inner.sink.pointee.open(inner.ctx, request, port, &o.innerState) }
+            o.port = port
             return 0
         }
         s.push = { state, data, length in
-            BodyObserver.of(state).observe(UnsafeRawBufferPointer(start: data, count: length))
+            let o = BodyObserver.of(state)
+            o.observe(UnsafeRawBufferPointer(start: data, count: length))
+            if let inner = o.inner { return inner.sink.pointee.push(o.innerState, data, length) }
             return 0
+        }
+        s.room = { state in
+            let o = BodyObserver.of(state)
+            guard let inner = o.inner, let room = inner.sink.pointee.room else { return 1 << 30 }
+            return room(o.innerState)
         }
         s.finish = { state in
             let o = BodyObserver.of(state)
+            if let inner = o.inner { inner.sink.pointee.finish(o.innerState); return }
             sd_sink_port_done(o.port, 0, nil, nil, nil, 0)
             sd_sink_port_release(o.port)
             o.port = nil
         }
         s.abort = { state in
             let o = BodyObserver.of(state)
+            if let inner = o.inner { inner.sink.pointee.abort(o.innerState); return }
             sd_sink_port_release(o.port)
             o.port = nil
         }

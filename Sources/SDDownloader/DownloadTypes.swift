@@ -219,8 +219,9 @@ public struct DownloadRequest: Sendable {
     /// Redirects followed at most (0: none).
     public var maxRedirects = DownloadRequest.defaultMaxRedirects
     /// Sees each piece of the body as it arrives, on the loop thread (copy
-    /// and hop; never block), when `decode` is false: for decoders that are
-    /// not the C core's (a progressive coder of the user's).
+    /// and hop; never block): for decoders that are not the C core's (a
+    /// progressive coder of the user's), or beside it (`decode` true: a
+    /// progressive animation's frames so far).
     public var bodyObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)?
 
     /// The defaults above, for the layers that carry these settings.

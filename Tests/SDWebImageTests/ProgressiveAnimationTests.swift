@@ -132,6 +132,110 @@ struct ProgressiveAnimationTests {
     }
 }
 
+extension ProgressiveAnimationTests {
+    /// A corpus-anim file dripping in from the fault server in `pieces` pieces
+    /// 30 ms apart, the last held until `open(gate)`: the test looks at the
+    /// animation so far when it is there, however loaded the machine (the
+    /// suites run in parallel, and under TSan).
+    func drip(_ file: String, pieces: Int) throws -> (url: URL, row: AnimRow, gate: String) {
+        let s = try #require(TestServers.shared)
+        let row = try #require(AnimRow.load().first { $0.file == file }, "\(file) in corpus-anim")
+        let data = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/" + file))
+        let dir = s.www.appendingPathComponent("drip-anim")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let name = file.replacingOccurrences(of: "/", with: "_")
+        try data.write(to: dir.appendingPathComponent(name))
+        let gate = UUID().uuidString
+        return (s.url(s.fault, "/drip-file?name=drip-anim/\(name)&piece=\(data.count / pieces + 1)&gap=30&gate=\(gate)"),
+                row, gate)
+    }
+
+    func open(_ gate: String) { _ = TestServers.shared?.faultGet("/open?gate=\(gate)") }
+
+    /// Poll until `ready` (20 s at most).
+    func until(_ ready: () async -> Bool) async throws {
+        for _ in 0..<2000 {
+            if await ready() { return }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+    }
+
+    @Test("test23/test18: a progressive download of an animated GIF and WebP through the C core — the animation so far (incremental, growing, the oracle's frames), then the whole animation")
+    func downloaderPreviews() async throws {
+        for file in ["third_party/pillow/chi.gif", "third_party/pillow/iss634.webp"] {
+            let (url, row, gate) = try drip(file, pieces: 12)
+            let downloader = SDWebImageDownloader()
+            let (out, _) = downloader.start(url, .progressiveLoad)
+            // all but the last piece are in: the animation so far comes out
+            try await until { out.previews.contains { ($0 as? SDAnimatedImage)?.animatedImageFrameCount ?? 0 >= 2 } }
+            open(gate)
+            await out.wait()
+            let final = try #require(out.image as? SDAnimatedImage, "\(file): \(String(describing: out.error))")
+            #expect(!final.isIncremental && Int(final.animatedImageFrameCount) == row.frames)
+            #expect(sha(try #require(final.animatedImageFrame(at: UInt(row.frames - 1)))) == row.expected.last?.sha)
+            let previews = out.previews
+            let firstAnimated = try #require(previews.firstIndex { $0 is SDAnimatedImage }, "\(file): \(previews)")
+            let animated = previews[firstAnimated...].compactMap { $0 as? SDAnimatedImage }
+            #expect(animated.count == previews.count - firstAnimated, "\(file): no still preview after the animation")
+            #expect(animated.allSatisfy { $0.isIncremental && $0.animatedImageFrameCount >= 2 })
+            let counts = animated.map(\.animatedImageFrameCount)
+            // a new image only when frames were added; the first before the last frame is in
+            #expect(counts == counts.sorted() && Set(counts).count == counts.count && counts.first! < UInt(row.frames),
+                    "\(file): \(counts)")
+            #expect(Set(animated.map { ObjectIdentifier($0.animatedCoder) }).count == 1, "one coder per download (test28)")
+            // the frames so far are the oracle's
+            let last = try #require(animated.last)
+            for i in 0..<Int(last.animatedImageFrameCount) {
+                #expect(sha(try #require(last.animatedImageFrame(at: UInt(i)))) == row.expected[i].sha, "\(file) \(i)")
+            }
+            #expect(previews.allSatisfy { $0.isIncremental })
+        }
+        // .decodeFirstFrameOnly: no animation, so far or at the end
+        let (url, _, gate) = try drip("third_party/pillow/chi.gif", pieces: 6)
+        open(gate)
+        let still = await SDWebImageDownloader().load(url, [.progressiveLoad, .decodeFirstFrameOnly])
+        #expect(still.image?.sd_isAnimated == false && !still.previews.contains { $0 is SDAnimatedImage })
+    }
+
+    @Test("test21/test23: sd_setImage with .progressiveLoad plays the animation so far in one player that grows, then the whole one on from the frame on screen")
+    func viewPlaysGrowth() async throws {
+        let (url, row, gate) = try drip("third_party/pillow/chi.gif", pieces: 12)
+        let (m, _) = makeManager()
+        let view = TestImageView()
+        let clock = SDAnimatedImageManualClock()
+        view.clock = clock
+        let log = SetImageLog()
+        await view.onView {
+            view.sd_setImage(with: url, options: [.progressiveLoad], context: [.customManager: m], completed: log.block(view))
+        }
+        // all but the last piece are in: a player plays the animation so far
+        try await until { await view.onView { view.sd_webImageState.animationPlayer?.totalFrameCount ?? 0 } >= 3 }
+        let preview = try #require(await view.onView { view.sd_webImageState.animationPlayer })
+        #expect(preview.waitsForMoreFrames && preview.totalFrameCount < UInt(row.frames))
+        var indices: [UInt] = []
+        for _ in 0..<(2 * Int(preview.totalFrameCount) + 4) {
+            preview.waitForBufferedFrames()
+            clock.advance(by: 0.2)
+            indices.append(preview.currentFrameIndex)
+        }
+        #expect(indices == indices.sorted(), "the frame on screen only moves on: \(indices)")
+        #expect(indices.last == preview.totalFrameCount - 1 && preview.currentLoopCount == 0,
+                "it holds the last frame that arrived: \(indices)")
+        #expect(await view.onView { view.sd_webImageState.animationPlayer } === preview, "one player while the bytes arrive")
+        let held = preview.currentFrameIndex
+        open(gate)
+        await log.wait()
+        let final = try #require(log.last?.image as? SDAnimatedImage)
+        #expect(!final.isIncremental && log.calls.count == 1 && log.last?.type == SDImageCacheType.none)
+        let player = try #require(await view.onView { view.sd_webImageState.animationPlayer })
+        #expect(player !== preview && player.totalFrameCount == UInt(row.frames) && !player.waitsForMoreFrames)
+        #expect(player.currentFrameIndex == held, "the whole animation goes on from the frame on screen")
+        let shown = await view.onView { view.shown }
+        #expect(shown.compactMap { $0 }.filter { $0 is SDAnimatedImage }.allSatisfy { $0.isIncremental },
+                "the final image is not set over the frame on screen (it would show its frame 0)")
+    }
+}
+
 /// A small seeded generator, so a failing piece pattern can be replayed.
 struct SplitMix {
     var state: UInt64

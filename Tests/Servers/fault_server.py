@@ -42,9 +42,11 @@ Paths (all serve the image given with --file unless said otherwise):
                     ETag "K-n" on the n-th request for K, body the image
                     (alternately the --file and the --progressive image), so
                     every revalidation finds a changed image; waits MS ms first
-  /drip-file?name=REL[&piece=N][&gap=MS]
+  /drip-file?name=REL[&piece=N][&gap=MS][&gate=K]
                     the file REL under the web root (the --file image's
-                    folder's parent), N bytes (default 512) every MS ms (default 20)
+                    folder's parent), N bytes (default 512) every MS ms (default 20);
+                    gate: the last piece waits for /open?gate=K (30 s at most)
+  /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
                     Cache-Control: no-cache after MS ms; If-None-Match "V" gets a
@@ -69,6 +71,12 @@ HITS = {}  # /flaky key -> requests seen
 HITS_LOCK = threading.Lock()
 RANGES = {}  # /resumable key -> range starts asked for
 PROXIED = []  # absolute-form targets, in order
+GATES = {}  # /drip-file gate key -> threading.Event
+
+
+def gate(key):
+    with HITS_LOCK:
+        return GATES.setdefault(key, threading.Event())
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -99,7 +107,11 @@ class Handler(socketserver.BaseRequestHandler):
         headers = data.split(b"\r\n\r\n")[0].decode("latin-1").lower()
         half = len(IMAGE) // 2
         try:
-            if path == "/ok":
+            if path == "/open":
+                gate(query.get("gate", "")).set()
+                self.send_head("200 OK", 4, ctype="text/plain")
+                sock.sendall(b"open")
+            elif path == "/ok":
                 self.send_head("200 OK", len(IMAGE))
                 sock.sendall(IMAGE)
             elif path == "/drip":
@@ -118,6 +130,8 @@ class Handler(socketserver.BaseRequestHandler):
                 piece, gap = int(query.get("piece", "512")), int(query.get("gap", "20")) / 1000
                 self.send_head("200 OK", len(body), ctype="application/octet-stream")
                 for i in range(0, len(body), piece):
+                    if "gate" in query and i + piece >= len(body):
+                        gate(query["gate"]).wait(30)  # all but the last piece are in, until /open
                     sock.sendall(body[i:i + piece])
                     time.sleep(gap)
             elif path == "/drip-progressive":

@@ -191,9 +191,12 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         defer { lock.unlock() }
         if index == 0, let firstFrame { return firstFrame }
         guard let d = source(), let bitmap = try? d.frame(at: Int(index)) else { return nil }
-        return SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1,
-                       scale: options.scaleFactor, sourcePixelWidth: d.sourceSize?.width ?? 0,
-                       sourcePixelHeight: d.sourceSize?.height ?? 0)
+        let frame = SDImage(bitmap: bitmap, format: d.format ?? .unknown, orientation: d.orientation ?? 1,
+                            scale: options.scaleFactor, sourcePixelWidth: d.sourceSize?.width ?? 0,
+                            sourcePixelHeight: d.sourceSize?.height ?? 0)
+        // an incremental source makes an image per update, each asking for frame 0
+        if index == 0 && data == nil { firstFrame = frame }
+        return frame
     }
 
     public func animatedImageDuration(at index: UInt) -> TimeInterval {
@@ -210,6 +213,13 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     }
 
     // MARK: - SDProgressiveImageCoder
+
+    /// Whether the incremental decode is an animation (nil: not known yet).
+    var incrementalIsAnimated: Bool? {
+        lock.lock()
+        defer { lock.unlock() }
+        return incremental?.isAnimated
+    }
 
     /// Whether the bytes are a format this coder decodes as they arrive.
     public func canIncrementalDecode(from data: Data?) -> Bool {

@@ -93,8 +93,9 @@ extension SDWebImageDownloaderOperation {
         lock.lock()
         let hs = handlers
         let t = transferOptions
+        let animating = swiftPreviews?.isAnimating ?? false
         lock.unlock()
-        guard let t else { return }
+        guard let t, !animating else { return }
         for h in hs where h.options.progressive && h.options.decodesLike(t) {
             guard let c = h.completed else { continue }
             let image = SDImage(bitmap: bitmap, orientation: 1, scale: h.options.scaleFactor, isIncremental: true)

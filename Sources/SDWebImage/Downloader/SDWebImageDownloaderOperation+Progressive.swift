@@ -9,7 +9,12 @@ import SDDownloader
 /// to the size limit). With previews asked for, one progressive coder
 /// instance per download (SDWebImage's test28) is fed all the data so far on
 /// `work`, at most one pending update at a time, and its image goes to the
-/// subscribers that asked. The C core's own path needs none of this.
+/// subscribers that asked.
+///
+/// Beside the C core's decode (`animationsOnly`: a progressive load it
+/// decodes) the C previews show the first frame; this follows a GIF, PNG or
+/// WebP body only to give the animation so far once it has two frames
+/// (SDWebImage's progressive animated load), and lets go of anything else.
 final class SwiftPreviews: @unchecked Sendable {
     /// Bytes enough for every coder's magic-number check.
     static let sniffBytes = 256
@@ -18,19 +23,28 @@ final class SwiftPreviews: @unchecked Sendable {
     private var scheduled = false
     private var sniffed = false
     let previews: Bool
+    let animationsOnly: Bool
     private var coder: (any SDProgressiveImageCoder)?
     private var noCoder = false
+    private var abandoned = false  // animationsOnly: not an animation, the bytes are not kept
+    private var animating = false
+    private var shownFrames: UInt = 0  // `work` only
     let options: SDImageLoaderDecodeOptions
 
-    init(_ options: SDImageLoaderDecodeOptions, previews: Bool) {
+    init(_ options: SDImageLoaderDecodeOptions, previews: Bool, animationsOnly: Bool = false) {
         self.options = options
         self.previews = previews
+        self.animationsOnly = animationsOnly
     }
+
+    /// An animation so far has gone out: the C core's first-frame previews stop.
+    var isAnimating: Bool { lock.lock(); defer { lock.unlock() }; return animating }
 
     /// Loop thread: record; true when an update (a sniff or a preview) should be scheduled.
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        if abandoned { return false }
         if previews || data.count < Self.sniffBytes {
             data.append(contentsOf: previews ? bytes : UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.sniffBytes - data.count)))
         }
@@ -42,7 +56,7 @@ final class SwiftPreviews: @unchecked Sendable {
     /// `work`, once enough bytes are in: nil, or why no coder will decode them.
     func refusal() -> SDWebImageError? {
         lock.lock()
-        if sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
+        if animationsOnly || sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
         sniffed = true
         let head = data.prefix(Self.sniffBytes)
         lock.unlock()
@@ -55,8 +69,13 @@ final class SwiftPreviews: @unchecked Sendable {
         lock.lock()
         let now = data
         scheduled = false
+        let gone = abandoned
         lock.unlock()
-        guard previews else { return nil }
+        guard previews, !gone else { return nil }
+        if animationsOnly && now.count >= 16 && ![.gif, .png, .webP].contains(ImageFormat(data: now)) {
+            abandon()
+            return nil
+        }
         if coder == nil && !noCoder {
             let o = options.coderOptions
             if let c = options.coder {
@@ -70,7 +89,29 @@ final class SwiftPreviews: @unchecked Sendable {
         }
         guard let coder else { return nil }
         coder.updateIncrementalData(now, finished: false)
-        return coder.incrementalDecodedImage(options: options.coderOptions)
+        let image = coder.incrementalDecodedImage(options: options.coderOptions)
+        guard animationsOnly else { return image }
+        if (coder as? SDImageCoreCoder)?.incrementalIsAnimated == false {
+            abandon()  // a still image: the C previews have it
+            return nil
+        }
+        // a new image only when frames were added
+        guard let animated = image as? SDAnimatedImage, animated.animatedImageFrameCount >= max(2, shownFrames + 1) else {
+            return nil
+        }
+        shownFrames = animated.animatedImageFrameCount
+        lock.lock()
+        animating = true
+        lock.unlock()
+        return animated
+    }
+
+    private func abandon() {
+        lock.lock()
+        abandoned = true
+        data = Data()
+        lock.unlock()
+        coder = nil
     }
 }
 

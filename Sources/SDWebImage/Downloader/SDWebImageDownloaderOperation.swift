@@ -153,6 +153,12 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             let p = SwiftPreviews(first, previews: first.progressive && options.contains(.progressiveLoad))
             swiftPreviews = p
             dl?.bodyObserver = observeBody(p)
+        } else if decodesInTransfer, first.progressive, options.contains(.progressiveLoad), !first.decode.firstFrameOnly {
+            // the C core decodes and previews the first frame; an animation's
+            // frames so far come from a coder following the same bytes
+            let p = SwiftPreviews(first, previews: true, animationsOnly: true)
+            swiftPreviews = p
+            dl?.bodyObserver = observeBody(p)
         }
         lock.unlock()
         post(.SDWebImageDownloadStart, self)

@@ -13,6 +13,8 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
     /// The frame source.
     public let animatedCoder: any SDAnimatedImageCoder
 
+    /// An incremental image's frame count when it was made (its coder grows on).
+    private let arrived: UInt?
     private let lock = NSLock()
     private var loaded: [SDImage?] = []
     private var allLoaded = false
@@ -37,9 +39,10 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
 
     /// Frames from `animatedCoder`; `isIncremental`: a progressive download's
     /// animation so far, whose coder keeps growing (SDWebImage's
-    /// `sd_isIncremental` on an animated image): its frame count is what has
-    /// arrived, and a player holds the last frame until more do.
+    /// `sd_isIncremental` on an animated image): its frame count is what had
+    /// arrived when it was made, and a player holds the last frame until more do.
     public init?(animatedCoder: any SDAnimatedImageCoder, scale: Double = 1, isIncremental: Bool) {
+        arrived = isIncremental ? animatedCoder.animatedImageFrameCount : nil
         guard let first = animatedCoder.animatedImageFrame(at: 0) else { return nil }
         self.animatedCoder = animatedCoder
         super.init(bitmap: first.bitmap, format: first.format, orientation: first.orientation, scale: scale,
@@ -60,8 +63,9 @@ open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendabl
     // MARK: - SDAnimatedImageProvider
 
     public var animatedImageData: Data? { animatedCoder.animatedImageData }
-    /// Frames in the animation, as its coder reports.
-    public var animatedImageFrameCount: UInt { animatedCoder.animatedImageFrameCount }
+    /// Frames in the animation, as its coder reports (for an incremental
+    /// image: as it reported when the image was made).
+    public var animatedImageFrameCount: UInt { arrived ?? animatedCoder.animatedImageFrameCount }
     public var animatedImageLoopCount: UInt { animatedCoder.animatedImageLoopCount }
 
     public func animatedImageFrame(at index: UInt) -> SDImage? {

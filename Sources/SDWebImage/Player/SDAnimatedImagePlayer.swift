@@ -137,9 +137,9 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// `image` is not an animation from the same frame source.
     @discardableResult
     public func update(with image: SDImage) -> Bool {
-        guard let mine = (provider as? SDAnimatedImage)?.animatedCoder,
-              let theirs = (image as? SDAnimatedImage)?.animatedCoder, mine === theirs else { return false }
-        let n = theirs.animatedImageFrameCount
+        guard let mine = (provider as? SDAnimatedImage)?.animatedCoder, let image = image as? SDAnimatedImage,
+              mine === image.animatedCoder else { return false }
+        let n = image.animatedImageFrameCount
         if n > totalFrameCount { totalFrameCount = n }
         waitsForMoreFrames = image.isIncremental
         return true

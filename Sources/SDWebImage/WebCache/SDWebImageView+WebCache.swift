@@ -125,14 +125,35 @@ extension SDWebImageView {
     /// Put `image` on the view for load `generation` (on the view's queue):
     /// the animation of whatever was shown stops; an animated image plays;
     /// `transition` fades it in frame by frame; `then` runs when it is on.
+    /// A progressive download's animation grows in the player already
+    /// playing it (SDWebImage's progressive `SDAnimatedImageView`), and its
+    /// final image plays on from the frame on screen.
     func sd_show(_ image: SDImage?, data: Data?, cacheType: SDImageCacheType, url: URL?, generation: UInt64,
                  transition: SDWebImageTransition?, setImageBlock: SDSetImageBlock?, then: (@Sendable () -> Void)?) {
         let state = sd_webImageState
+        let previous = setImageBlock == nil && state.isShown(generation) ? state.animationPlayer : nil
+        if let previous, let image, previous.update(with: image) {
+            then?()  // the same animation, more of it: the player shows it
+            return
+        }
         let player: SDAnimatedImagePlayer? = setImageBlock == nil && sd_playsAnimatedImages && image?.sd_isAnimated == true
             ? image.flatMap { SDAnimatedImagePlayer(image: $0, clock: sd_makeAnimationClock()) } : nil
+        // the whole animation after its progressive preview: on from the frame shown
+        var onScreen: SDImage?
+        if let player, let previous, (previous.provider as? SDImage)?.isIncremental == true,
+           previous.currentFrameIndex < player.totalFrameCount, let frame = previous.currentFrame {
+            player.seekToFrame(at: previous.currentFrameIndex, loopCount: previous.currentLoopCount)
+            onScreen = frame
+        }
         state.show(generation, player: player)?.stopPlaying()
         if let setImageBlock {
             setImageBlock(image, data, cacheType, url)
+            then?()
+            return
+        }
+        if let onScreen {
+            sd_display(onScreen)
+            sd_play(player, generation: generation)
             then?()
             return
         }
