@@ -7,15 +7,10 @@
 #include <png.h>
 
 #include "bitmap/sd_bitmap_int.h"
+#include "encode/sd_encode_int.h"
 #include "sdcore.h"
 
-typedef struct {
-    uint8_t *data;
-    size_t len, cap;
-    int oom;
-} sd__membuf;
-
-static void membuf_put(sd__membuf *m, const void *p, size_t n)
+void sd__membuf_put(sd__membuf *m, const void *p, size_t n)
 {
     if (m->oom)
         return;
@@ -38,7 +33,7 @@ static void membuf_put(sd__membuf *m, const void *p, size_t n)
 
 static void png_write_cb(png_structp png, png_bytep p, size_t n)
 {
-    membuf_put(png_get_io_ptr(png), p, n);
+    sd__membuf_put(png_get_io_ptr(png), p, n);
 }
 static void png_flush_cb(png_structp png) { (void)png; }
 static void png_err_cb(png_structp png, png_const_charp msg)
@@ -51,9 +46,13 @@ static void png_warn_cb(png_structp png, png_const_charp msg) { (void)png; (void
 int sd_encode_png(const sd_bitmap *b, int level, uint8_t **out, size_t *out_len)
 {
     SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL || level > 9, SD_EINVAL);
+    return sd__encode_png(b, level, sd_bitmap_has_alpha(b), out, out_len);
+}
+
+int sd__encode_png(const sd_bitmap *b, int level, int alpha, uint8_t **out, size_t *out_len)
+{
     *out = NULL;
     *out_len = 0;
-    const int alpha = sd_bitmap_has_alpha(b);
     sd__membuf m = {0};
     uint8_t *row = sd__malloc(b->width * (size_t)4);
     SD__RETURN_IF(row == NULL, SD_ENOMEM);
@@ -122,7 +121,7 @@ static void jdest_init(j_compress_ptr c)
 static boolean jdest_empty(j_compress_ptr c)
 {
     sd__jdest *d = (sd__jdest *)c->dest;
-    membuf_put(&d->m, d->chunk, sizeof d->chunk);
+    sd__membuf_put(&d->m, d->chunk, sizeof d->chunk);
     d->pub.next_output_byte = d->chunk;
     d->pub.free_in_buffer = sizeof d->chunk;
     return TRUE;
@@ -130,7 +129,7 @@ static boolean jdest_empty(j_compress_ptr c)
 static void jdest_term(j_compress_ptr c)
 {
     sd__jdest *d = (sd__jdest *)c->dest;
-    membuf_put(&d->m, d->chunk, sizeof d->chunk - d->pub.free_in_buffer);
+    sd__membuf_put(&d->m, d->chunk, sizeof d->chunk - d->pub.free_in_buffer);
 }
 
 int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **out,

@@ -114,6 +114,14 @@ public final class Bitmap: @unchecked Sendable {
         }
     }
 
+    /// An APNG of frames of one size (each after the first is the rectangle
+    /// that changed, replacing it); delays in ms, `loopCount` 0 = forever.
+    public static func apngData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int) throws(CoderError) -> [UInt8] {
+        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
+            sd_encode_apng(h, delays, frames.count, Int32(clamping: max(0, loopCount)), -1, out, len)
+        }
+    }
+
     /// An animated WebP of frames of one size: lossy at `quality` 0...100 or
     /// lossless; delays in ms, `loopCount` 0 = forever.
     public static func webpAnimationData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int,

@@ -123,8 +123,8 @@ extension Decode {
         guard SDImageCodersManager.shared.canEncode(to: format) else { fail("no encoder for \(format) in this build") }
         var o: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality ?? 90) / 100]
         let image: SDImage
-        if format == .gif || format == .webP, let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
-            image = anim  // GIF and WebP keep every frame; the size limit applies to each
+        if [.gif, .webP, .png].contains(format), let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
+            image = anim  // GIF, WebP and APNG keep every frame; the size limit applies to each
             if let m = maxPixelSize { o[.encodeMaxPixelSize] = m }
         } else {
             do {
@@ -140,7 +140,7 @@ extension Decode {
         }
         do { try data.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
         var animated = !image.sd_isAnimated ? ""
-            : format == .gif || format == .webP ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
+            : [.gif, .webP, .png].contains(format) ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
         if let maxFileSize, data.count > maxFileSize { animated += " (over --max-file-size even at the lowest quality)" }
         FileHandle.standardError.write(Data("\(image.width)x\(image.height) \(image.format) -> \(format) \(data.count) bytes\(animated)\n".utf8))
     }

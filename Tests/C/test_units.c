@@ -670,6 +670,78 @@ static int test_encoder_gif(void)
     return 0;
 }
 
+/* Frame `which`'s fcTL rectangle in an APNG: {w, h, x, y}. */
+static int fctl_rect(const uint8_t *p, size_t n, int which, uint32_t r[4])
+{
+    int seen = 0;
+    for (size_t at = 8; at + 12 <= n;) {
+        uint32_t len = (uint32_t)p[at] << 24 | (uint32_t)p[at + 1] << 16 | (uint32_t)p[at + 2] << 8 | p[at + 3];
+        if (memcmp(p + at + 4, "fcTL", 4) == 0 && seen++ == which) {
+            for (int i = 0; i < 4; i++) {
+                const uint8_t *q = p + at + 12 + 4 * i;
+                r[i] = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+            }
+            return 0;
+        }
+        at += 12 + (size_t)len;
+    }
+    return -1;
+}
+
+static int test_encoder_apng(void)
+{
+    /* alpha, opaque, a red square, the same again, then one pixel changed */
+    sd_bitmap *f[5] = {synth(40, 30, 1), synth(40, 30, 0), red_square(40, 30), red_square(40, 30), red_square(40, 30)};
+    ASSERT(f[2] != NULL && f[3] != NULL && f[4] != NULL);
+    ((uint32_t *)(void *)(sd_bitmap_pixels(f[4]) + 7 * sd_bitmap_stride(f[4])))[33] = 0xFF00FF00u;
+    int delays[5] = {70, 200, 40, 70000, 0};
+    uint8_t *apng;
+    size_t n;
+    ASSERT_OK(sd_encode_apng((const sd_bitmap *const *)f, delays, 5, 2, -1, &apng, &n));
+    ASSERT_EQ(sd_sniff_format(apng, n), SD_FORMAT_PNG);
+    sd_decoder *d;
+    ASSERT_OK(open_anim(apng, n, 5, 2, &d));
+    int64_t v;
+    for (uint32_t i = 0; i < 5; i++) {
+        ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_STORED_DURATION_MS, &v));
+        ASSERT_EQ(v, delays[i]);
+        sd_bitmap *b;
+        ASSERT_OK(sd_decoder_frame(d, i, &b));
+        /* straight 8-bit pixels in the file: premultiplied back within 1 */
+        ASSERT(max_diff(f[i], b) <= 1);
+        if (i == 2) /* a frame replaces what it covers: frame 1 does not show through */
+            ASSERT_EQ(px_at(b, 0, 0), 0u);
+        sd_bitmap_free(b);
+    }
+    sd_decoder_free(d);
+    /* frames past the first are the rectangle that changed */
+    uint32_t r[4];
+    ASSERT_OK(fctl_rect(apng, n, 0, r));
+    ASSERT(r[0] == 40 && r[1] == 30 && r[2] == 0 && r[3] == 0);
+    ASSERT_OK(fctl_rect(apng, n, 3, r)); /* the same as before: one pixel */
+    ASSERT(r[0] == 1 && r[1] == 1);
+    ASSERT_OK(fctl_rect(apng, n, 4, r)); /* the pixel that changed */
+    ASSERT(r[0] == 1 && r[1] == 1 && r[2] == 33 && r[3] == 7);
+    sd_free(apng);
+    /* one frame: a PNG that decodes as its frame */
+    ASSERT_OK(sd_encode_apng((const sd_bitmap *const *)f, NULL, 1, 0, 9, &apng, &n));
+    sd_bitmap *one;
+    ASSERT_OK(sd_decode(apng, n, &one));
+    ASSERT(max_diff(f[0], one) <= 1);
+    sd_bitmap_free(one);
+    sd_free(apng);
+    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, NULL, 0, 0, -1, &apng, &n), SD_EINVAL);
+    int bad[2] = {10, -1};
+    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, bad, 2, 0, -1, &apng, &n), SD_EINVAL);
+    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, NULL, 2, -1, -1, &apng, &n), SD_EINVAL);
+    sd_bitmap *other = synth(20, 30, 0), *mixed[2] = {f[0], other};
+    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)mixed, NULL, 2, 0, -1, &apng, &n), SD_EINVAL);
+    sd_bitmap_free(other);
+    for (int i = 0; i < 5; i++)
+        sd_bitmap_free(f[i]);
+    return 0;
+}
+
 static int test_decoder_state_rules(void)
 {
     sd_decoder *d;
@@ -1060,6 +1132,7 @@ int main(int argc, char **argv)
         {"encoders_roundtrip", test_encoders_roundtrip},
         {"encoders_webp_avif", test_encoders_webp_avif},
         {"encoder_gif", test_encoder_gif},
+        {"encoder_apng", test_encoder_apng},
         {"encoder_webp_anim", test_encoder_webp_anim},
         {"decoder_state_rules", test_decoder_state_rules},
         {"progressive_previews", test_progressive_previews},

@@ -75,6 +75,28 @@ struct AnimatedLoadTests {
         #expect(matched.type != .memory && matched.image is MyAnimatedImage && matched.image?.sd_isAnimated == false)
     }
 
+    @Test("An APNG transformed frame by frame is stored as an APNG: from disk the same frames, durations and loop count")
+    func transformedAPNGStaysAPNG() async throws {
+        let (url, row, _) = try serve("apng", minFrames: 4)
+        let flip = SDImageFlippingTransformer(horizontal: true, vertical: false)
+        let (m, cache) = makeManager()
+        let all = try #require(await m.load(url, [.transformAnimatedImage], [.imageTransformer: flip]).last?.image)
+        let made = try #require(all.animatedProvider)
+        cache.waitForPendingWrites()
+        cache.clearMemory()
+        let fromDisk = try #require(await m.load(url, [.transformAnimatedImage], [.imageTransformer: flip]).last)
+        let stored = try #require(fromDisk.image?.animatedProvider, "\(row.file): stored animated")
+        #expect(fromDisk.type == .disk && fromDisk.image?.format == .png)
+        #expect(stored.animatedImageFrameCount == UInt(row.frames) && stored.animatedImageLoopCount == UInt(row.loop))
+        for i in 0..<UInt(row.frames) {
+            #expect(stored.animatedImageDuration(at: i) == made.animatedImageDuration(at: i), "\(row.file) \(i)")
+            let a = try #require(stored.animatedImageFrame(at: i)), b = try #require(made.animatedImageFrame(at: i))
+            // straight 8-bit in the file: premultiplied pixels come back within 1
+            let close = a.withUnsafeBytes { x in b.withUnsafeBytes { y in zip(x, y).allSatisfy { abs(Int($0) - Int($1)) <= 1 } } }
+            #expect(close, "\(row.file) frame \(i)")
+        }
+    }
+
     @Test("A transformer: every frame with transformAnimatedImage, the first frame only (a still image) without")
     func transformAnimated() async throws {
         let (url, row, _) = try serve("webp", minFrames: 3)

@@ -83,6 +83,25 @@ SD_API int sd_encode_avif(const sd_bitmap *bitmap, int quality, int speed,
 SD_API int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
                          int loop_count, uint8_t **out, size_t *out_length);
 
+/*
+ * Name: sd_encode_apng
+ * Desc: An APNG of `count` frames of one size (libpng writes each frame's
+ *       data; the APNG chunks are ours): frame 0 is the default image; each
+ *       later frame is the rectangle where it differs from the one before,
+ *       replacing it (blend source, dispose none), so a decoder's canvas
+ *       after frame i is frame i exactly. Colour type RGBA when any frame
+ *       has alpha, else RGB; `level` is zlib's 0..9 (-1: libpng's default).
+ *       Frame i shows for `delays_ms[i]` (NULL: 0; stored as num/den of a
+ *       second: 1000ths up to 65535 ms, else 100ths); `loop_count` 0 =
+ *       forever. One frame gives a plain PNG's pixels with an acTL.
+ *       Since 0.5 (SDCORE_0.5).
+ * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
+ *          loop count, level over 9), SD_ETOOLARGE, SD_ENOMEM, SD_ECORRUPT
+ *          (libpng failure). *out is freed with sd_free.
+ */
+SD_API int sd_encode_apng(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
+                          int loop_count, int level, uint8_t **out, size_t *out_length);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,7 +76,7 @@ extension SDImageCache {
 
     /// The bytes stored for an image given without data (SDWebImage's rule):
     /// an animation's original bytes when it has them; made in memory, its
-    /// own format when that is GIF or WebP, else a GIF; a still image its own format
+    /// own format when that is GIF, PNG (APNG) or WebP, else a GIF; a still image its own format
     /// when the coder (a coders manager: any listed coder) encodes it, else
     /// PNG with alpha and JPEG without; `options` as `.imageEncodeOptions`
     /// (default: quality 1).
@@ -85,8 +85,8 @@ extension SDImageCache {
         if image.sd_isAnimated, let original = image.animatedProvider?.animatedImageData { return original }
         var format = image.format != .undefined && coder.canEncode(to: image.format) ? image.format : .undefined
         // an animation made in memory (frames transformed one by one) stays animated: in its
-        // source's format when that encodes animations (GIF, WebP), else as a GIF
-        if image.sd_isAnimated && format != .gif && format != .webP && coder.canEncode(to: .gif) { format = .gif }
+        // source's format when that encodes animations (GIF, APNG, WebP), else as a GIF
+        if image.sd_isAnimated && ![.gif, .png, .webP].contains(format) && coder.canEncode(to: .gif) { format = .gif }
         if let data = coder.encodedData(with: image, format: format, options: options) { return data }
         // a single coder that knows only its own format: the built-ins take the rest
         return coder is SDImageCodersManager ? nil

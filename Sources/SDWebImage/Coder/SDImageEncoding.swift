@@ -20,6 +20,9 @@ enum SDImageEncoding {
                 ? try flatten(bitmap, on: UInt32(truncatingIfNeeded: options.int(.encodeBackgroundColor) ?? 0xFFFFFF))
                 : bitmap
             encodeAt = { q throws(CoderError) in try flat.jpegData(quality: q) }
+        case .png where animates(image, options):
+            let (frames, delays, loops) = try animation(image, first: bitmap)
+            return Data(try Bitmap.apngData(frames: frames, delaysMilliseconds: delays, loopCount: loops))
         case .png:
             return Data(try bitmap.pngData())
         case .gif:
@@ -46,7 +49,7 @@ enum SDImageEncoding {
         return Data(try bestFit(limit: limit, highest: q, encodeAt))
     }
 
-    /// An animation is encoded as one unless `.encodeFirstFrameOnly` (GIF and WebP).
+    /// An animation is encoded as one unless `.encodeFirstFrameOnly` (GIF, APNG and WebP).
     static func animates(_ image: SDImage, _ options: SDImageCoderOptions) -> Bool {
         image.sd_isAnimated && options.bool(.encodeFirstFrameOnly) != true && image.animatedProvider != nil
     }

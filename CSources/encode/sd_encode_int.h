@@ -1,0 +1,20 @@
+/* sd_encode_int.h — what the encoders share. */
+#ifndef SD_ENCODE_INT_H
+#define SD_ENCODE_INT_H
+
+#include "common/sd_internal.h"
+#include "sdcore.h"
+
+/* Bytes written to memory; `oom` once a growth failed (later puts do nothing). */
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+} sd__membuf;
+SD__HIDDEN void sd__membuf_put(sd__membuf *m, const void *p, size_t n);
+
+/* sd_encode_png with the colour type chosen by the caller: RGBA when
+ * `alpha`, else RGB (an APNG's frames must all have the file's). */
+SD__HIDDEN int sd__encode_png(const sd_bitmap *b, int level, int alpha, uint8_t **out, size_t *out_len);
+
+#endif
