@@ -168,7 +168,7 @@ int sd_encode_apng(const sd_bitmap *const *frames, const int *delays_ms, size_t 
                       SD_EINVAL);
         alpha |= sd_bitmap_has_alpha(frames[i]);
     }
-    SD__RETURN_IF(count > UINT32_MAX / 4, SD_ETOOLARGE);
+    SD__RETURN_IF(count > INT32_MAX, SD_ETOOLARGE); /* acTL's frame count is below 2^31 */
     sd__membuf m = {0};
     static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     sd__membuf_put(&m, sig, sizeof sig);

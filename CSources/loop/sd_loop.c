@@ -243,6 +243,24 @@ int sd_loop_set_body_sink(sd_loop *l, const sd_body_sink *sink, void *ctx)
     return bad ? SD_EBADSTATE : SD_OK;
 }
 
+int sd_loop_body_sink(sd_loop *l, sd_body_sink *sink, void **ctx)
+{
+    SD__RETURN_IF(l == NULL || sink == NULL || ctx == NULL || sink->size < SD__SIZE_THROUGH(sd_body_sink, release),
+                  SD_EINVAL);
+    pthread_mutex_lock(&l->mu);
+    const int has = l->has_sink;
+    sd_body_sink copy = l->sink;
+    void *c = l->sink_ctx;
+    pthread_mutex_unlock(&l->mu);
+    SD__RETURN_IF(!has, SD_EAGAIN);
+    const size_t theirs = sink->size, n = SD__MIN(theirs, sizeof copy);
+    memset(sink, 0, theirs); /* newer headers: members we do not have are NULL */
+    memcpy(sink, &copy, n);
+    sink->size = theirs;
+    *ctx = c;
+    return SD_OK;
+}
+
 void sd__loop_default_backlog(sd_loop *l, int64_t backlog)
 {
     pthread_mutex_lock(&l->mu);

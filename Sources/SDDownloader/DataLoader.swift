@@ -12,7 +12,7 @@ import SDCoders
 public final class DataLoader: @unchecked Sendable {
     private let loop: OpaquePointer
     /// The loop's decode sink, which a transfer with a body observer wraps.
-    private var decodeSink: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)?
+    private var decodeSink = BodyObserver.Inner(sink: sd_body_sink(), ctx: nil)
 
     /// A loop with its own thread and a decode pool of `decodeThreads` workers
     /// (nil or 0: one per core); throws when the C core cannot start one.
@@ -24,17 +24,12 @@ public final class DataLoader: @unchecked Sendable {
         do {
             try Self.check(sd_loop_set(loop, SD_LOOP_MAX_CONCURRENT, Int64(maxConcurrentDownloads)))
             // bodies decode while they stream in: the decode sink of the C core
-            // (sd_loop_use_decoder's steps, keeping the sink for the tee)
-            let threads = max(0, decodeThreads ?? 0)
-            var sink: UnsafePointer<sd_body_sink>?
+            try Self.check(sd_loop_use_decoder(loop, Int32(max(0, decodeThreads ?? 0))))
+            var sink = sd_body_sink()
+            sink.size = MemoryLayout<sd_body_sink>.size
             var ctx: UnsafeMutableRawPointer?
-            try Self.check(sd_decode_sink_new(Int32(threads), &sink, &ctx))
-            let rc = sd_loop_set_body_sink(loop, sink, ctx)
-            if rc < 0 { sd_decode_sink_free(ctx) }
-            try Self.check(rc)  // from here the loop frees the sink
-            decodeSink = (sink!, ctx)
-            let workers = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
-            try Self.check(sd_loop_set(loop, SD_LOOP_MAX_SINK_BACKLOG, Int64(4 * max(1, workers))))
+            try Self.check(sd_loop_body_sink(loop, &sink, &ctx))
+            decodeSink = BodyObserver.Inner(sink: sink, ctx: ctx)
             try Self.check(sd_loop_start(loop))
         } catch {
             sd_loop_free(loop)
@@ -373,13 +368,17 @@ private final class Handlers: @unchecked Sendable {
 /// sink) it is a tee: every call goes on to the inner sink, which owns the
 /// port and answers the transfer.
 final class BodyObserver: @unchecked Sendable {
+    /// A sink to hand every call on to, with its context (`sd_loop_body_sink`).
+    struct Inner {
+        var sink: sd_body_sink
+        var ctx: UnsafeMutableRawPointer?
+    }
     let observe: @Sendable (UnsafeRawBufferPointer) -> Void
-    let inner: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)?
+    let inner: Inner?
     var port: OpaquePointer?  // the loop thread's only
     var innerState: UnsafeMutableRawPointer?  // likewise
 
-    init(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
-         forwardingTo inner: (sink: UnsafePointer<sd_body_sink>, ctx: UnsafeMutableRawPointer?)? = nil) {
+    init(_ observe: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, forwardingTo inner: Inner? = nil) {
         self.observe = observe
         self.inner = inner
     }
@@ -393,31 +392,31 @@ final class BodyObserver: @unchecked Sendable {
         s.open = { ctx, request, port, state in
             let o = BodyObserver.of(ctx)
             state?.pointee = ctx
-            if let inner = o.inner { return inner.sink.pointee.open(inner.ctx, request, port, &o.innerState) }
+            if let inner = o.inner { return inner.sink.open(inner.ctx, request, port, &o.innerState) }
             o.port = port
             return 0
         }
         s.push = { state, data, length in
             let o = BodyObserver.of(state)
             o.observe(UnsafeRawBufferPointer(start: data, count: length))
-            if let inner = o.inner { return inner.sink.pointee.push(o.innerState, data, length) }
+            if let inner = o.inner { return inner.sink.push(o.innerState, data, length) }
             return 0
         }
         s.room = { state in
             let o = BodyObserver.of(state)
-            guard let inner = o.inner, let room = inner.sink.pointee.room else { return 1 << 30 }
+            guard let inner = o.inner, let room = inner.sink.room else { return 1 << 30 }
             return room(o.innerState)
         }
         s.finish = { state in
             let o = BodyObserver.of(state)
-            if let inner = o.inner { inner.sink.pointee.finish(o.innerState); return }
+            if let inner = o.inner { inner.sink.finish(o.innerState); return }
             sd_sink_port_done(o.port, 0, nil, nil, nil, 0)
             sd_sink_port_release(o.port)
             o.port = nil
         }
         s.abort = { state in
             let o = BodyObserver.of(state)
-            if let inner = o.inner { inner.sink.pointee.abort(o.innerState); return }
+            if let inner = o.inner { inner.sink.abort(o.innerState); return }
             sd_sink_port_release(o.port)
             o.port = nil
         }

@@ -1099,6 +1099,66 @@ static int test_receive_buffer(void)
     return 0;
 }
 
+/* A request's own sink that counts the body and hands every call on to the
+ * loop's (sd_loop_body_sink): the Swift layer's tee for progressive animations. */
+typedef struct {
+    sd_body_sink inner;
+    void *inner_ctx, *inner_state;
+    size_t seen;
+} tee;
+
+static int tee_open(void *ctx, const sd_request *r, sd_sink_port *port, void **state)
+{
+    tee *t = ctx;
+    *state = t;
+    return t->inner.open(t->inner_ctx, r, port, &t->inner_state);
+}
+static int tee_push(void *state, const uint8_t *p, size_t n)
+{
+    tee *t = state;
+    t->seen += n;
+    return t->inner.push(t->inner_state, p, n);
+}
+static int64_t tee_room(void *state)
+{
+    tee *t = state;
+    return t->inner.room ? t->inner.room(t->inner_state) : 1;
+}
+static void tee_finish(void *state) { ((tee *)state)->inner.finish(((tee *)state)->inner_state); }
+static void tee_abort(void *state) { ((tee *)state)->inner.abort(((tee *)state)->inner_state); }
+
+static void use_tee(sd_request *r, void *arg)
+{
+    static const sd_body_sink vt = {sizeof(sd_body_sink), tee_open, tee_push, tee_room, tee_finish, tee_abort, NULL};
+    sd_request_set_body_sink(r, &vt, arg);
+    sd_request_set(r, SD_REQ_USE_SINK, 1);
+}
+
+static int test_body_sink_tee(void)
+{
+    sd_loop *bare = NULL;
+    sd_body_sink s = SD_BODY_SINK_INIT;
+    void *ctx = NULL;
+    ASSERT_OK(sd_loop_new(&bare));
+    ASSERT_EQ(sd_loop_body_sink(bare, &s, &ctx), SD_EAGAIN); /* no sink set */
+    sd_loop_free(bare);
+    sd_loop *l = new_loop();
+    ASSERT(l != NULL);
+    s.size = 8;
+    ASSERT_EQ(sd_loop_body_sink(l, &s, &ctx), SD_EINVAL); /* a size too small to hold it */
+    tee t = {.inner = SD_BODY_SINK_INIT};
+    ASSERT_OK(sd_loop_body_sink(l, &t.inner, &t.inner_ctx));
+    ASSERT(t.inner.open != NULL && t.inner.push != NULL && t.inner_ctx != NULL);
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), use_tee, &t, &c));
+    ASSERT_OK(c.status);
+    ASSERT(c.width == 640 && c.body_len > 8192); /* the decode sink decoded it */
+    ASSERT_EQ(t.seen, c.body_len);               /* and the tee saw every byte */
+    collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
 typedef struct {
     const uint8_t *data;
     size_t len;
@@ -2358,6 +2418,7 @@ int main(int argc, char **argv)
         {"https_self_signed", test_https_self_signed},
         {"http2_multiplexing", test_http2_multiplexing},
         {"basic_auth", test_basic_auth},
+        {"body_sink_tee", test_body_sink_tee},
         {"status_404_500", test_status_404_500},
         {"not_modified_etag", test_not_modified_etag},
         {"redirects", test_redirects},

@@ -24,6 +24,41 @@ static void px_set(sd_bitmap *b, uint32_t x, uint32_t y, uint32_t v)
     memcpy(sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, &v, 4);
 }
 
+/* `fn` over all 65536 (c, a) pairs in one call, plus odd counts so every
+ * tail length of the vector path is covered: channels (c, 255 - c, c ^ 0x5A,
+ * a) in, premultiplied native ARGB32 out; `rgba`: the input is R,G,B,A (else
+ * B,G,R,A). Leaves the input in `pm_in`. */
+static uint8_t pm_in[65536 * 4], pm_out[65536 * 4];
+
+static int premultiply_every_pair(void (*fn)(const uint8_t *, uint8_t *, size_t), int rgba)
+{
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t c = i & 0xFF, a = i >> 8;
+        pm_in[i * 4] = (uint8_t)c;
+        pm_in[i * 4 + 1] = (uint8_t)(255 - c);
+        pm_in[i * 4 + 2] = (uint8_t)(c ^ 0x5A);
+        pm_in[i * 4 + 3] = (uint8_t)a;
+    }
+    for (size_t count = 65536; count >= 65533; count--) {
+        memset(pm_out, 0xEE, sizeof pm_out);
+        fn(pm_in, pm_out, count);
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint32_t v;
+            memcpy(&v, pm_out + i * 4, 4);
+            if (i >= count) {
+                ASSERT_EQ(v, 0xEEEEEEEEu); /* nothing written past count */
+                continue;
+            }
+            uint32_t c = i & 0xFF, a = i >> 8, r = rgba ? c : c ^ 0x5A, b = rgba ? c ^ 0x5A : c;
+            ASSERT_EQ(v >> 24, a);
+            ASSERT_EQ((v >> 16) & 0xFF, (r * a + 127) / 255);
+            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
+            ASSERT_EQ(v & 0xFF, (b * a + 127) / 255);
+        }
+    }
+    return 0;
+}
+
 static int test_premultiply_exact(void)
 {
     /* every (c, a): c' == (c*a + 127) / 255, written as native ARGB32 */
@@ -39,33 +74,9 @@ static int test_premultiply_exact(void)
             ASSERT_EQ(v & 0xFF, ((c / 2) * a + 127) / 255);
         }
     }
-    /* the same through the vector path: all 65536 (c, a) pairs in one call,
-     * plus odd counts so every tail length is covered */
-    static uint8_t in[65536 * 4], out[65536 * 4];
-    for (uint32_t i = 0; i < 65536; i++) {
-        uint32_t c = i & 0xFF, a = i >> 8;
-        in[i * 4] = (uint8_t)c;
-        in[i * 4 + 1] = (uint8_t)(255 - c);
-        in[i * 4 + 2] = (uint8_t)(c ^ 0x5A);
-        in[i * 4 + 3] = (uint8_t)a;
-    }
-    for (size_t count = 65536; count >= 65533; count--) {
-        memset(out, 0xEE, sizeof out);
-        sd_premultiply_rgba(in, out, count);
-        for (uint32_t i = 0; i < 65536; i++) {
-            uint32_t v;
-            memcpy(&v, out + i * 4, 4);
-            if (i >= count) {
-                ASSERT_EQ(v, 0xEEEEEEEEu); /* nothing written past count */
-                continue;
-            }
-            uint32_t c = i & 0xFF, a = i >> 8;
-            ASSERT_EQ(v >> 24, a);
-            ASSERT_EQ((v >> 16) & 0xFF, (c * a + 127) / 255);
-            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
-            ASSERT_EQ(v & 0xFF, ((c ^ 0x5A) * a + 127) / 255);
-        }
-    }
+    /* the same through the vector path */
+    if (premultiply_every_pair(sd_premultiply_rgba, 1) != 0)
+        return 1;
     /* in place works too, and byte order is B,G,R,A on little-endian */
     uint8_t buf[4] = {10, 20, 30, 255};
     sd_premultiply_rgba(buf, buf, 1);
@@ -81,32 +92,10 @@ void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count);
 
 static int test_premultiply_bgra_exact(void)
 {
-    static uint8_t in[65536 * 4], out[65536 * 4];
-    for (uint32_t i = 0; i < 65536; i++) {
-        uint32_t c = i & 0xFF, a = i >> 8;
-        in[i * 4] = (uint8_t)c;             /* B */
-        in[i * 4 + 1] = (uint8_t)(255 - c); /* G */
-        in[i * 4 + 2] = (uint8_t)(c ^ 0x5A); /* R */
-        in[i * 4 + 3] = (uint8_t)a;
-    }
-    for (size_t count = 65536; count >= 65533; count--) {
-        memset(out, 0xEE, sizeof out);
-        sd__premultiply_bgra(in, out, count);
-        for (uint32_t i = 0; i < 65536; i++) {
-            uint32_t v;
-            memcpy(&v, out + i * 4, 4);
-            if (i >= count) {
-                ASSERT_EQ(v, 0xEEEEEEEEu);
-                continue;
-            }
-            uint32_t c = i & 0xFF, a = i >> 8;
-            ASSERT_EQ(v >> 24, a);
-            ASSERT_EQ((v >> 16) & 0xFF, ((c ^ 0x5A) * a + 127) / 255);
-            ASSERT_EQ((v >> 8) & 0xFF, ((255 - c) * a + 127) / 255);
-            ASSERT_EQ(v & 0xFF, (c * a + 127) / 255);
-        }
-    }
-    memcpy(out, in, sizeof out); /* in place */
+    static uint8_t out[65536 * 4];
+    if (premultiply_every_pair(sd__premultiply_bgra, 0) != 0)
+        return 1;
+    memcpy(out, pm_in, sizeof out); /* in place */
     sd__premultiply_bgra(out, out, 65536);
     uint32_t v;
     memcpy(&v, out + 0xC080u * 4, 4); /* c = 0x80, a = 0xC0 */

@@ -1,6 +1,6 @@
 import Foundation
 import SDTestSupport
-import SDWebImage
+@testable import SDWebImage
 import Testing
 
 /// Feeds `data` to `coder` in pieces (sizes from `sizes`), handing each
@@ -195,6 +195,30 @@ extension ProgressiveAnimationTests {
         open(gate)
         let still = await SDWebImageDownloader().load(url, [.progressiveLoad, .decodeFirstFrameOnly])
         #expect(still.image?.sd_isAnimated == false && !still.previews.contains { $0 is SDAnimatedImage })
+    }
+
+    @Test("Beside the C core the side coder follows animations only: a JPEG and a still PNG are let go at once, an animated GIF is followed")
+    func sideCoderLetsGo() throws {
+        func follow(_ data: Data) -> SwiftPreviews {
+            let p = SwiftPreviews(SDImageLoaderDecodeOptions(), previews: true, animationsOnly: true)
+            var at = 0
+            while at < data.count && !p.isAbandoned {
+                let n = min(data.count - at, 512)
+                if data[at..<(at + n)].withUnsafeBytes({ p.append($0) }) { _ = p.update() }
+                at += n
+            }
+            return p
+        }
+        let jpeg = try TestServers.jpeg(width: 400, height: 300, progressive: false)
+        let png = try TestServers.png(width: 300, height: 200)
+        for (name, data) in [("jpeg", jpeg), ("png", png)] {
+            let p = follow(data)
+            #expect(p.isAbandoned && !p.isAnimating, "\(name)")
+            #expect(!data.prefix(64).withUnsafeBytes { p.append($0) }, "\(name): no more bytes are kept")
+        }
+        let gif = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/third_party/pillow/chi.gif"))
+        let p = follow(gif)
+        #expect(!p.isAbandoned && p.isAnimating)
     }
 
     @Test("test21/test23: sd_setImage with .progressiveLoad plays the animation so far in one player that grows, then the whole one on from the frame on screen")

@@ -371,6 +371,16 @@ typedef struct sd_body_sink {
  * Returns: SD_OK, SD_EINVAL, SD_EBADSTATE (started, or a sink was set).
  */
 SD_API int sd_loop_set_body_sink(sd_loop *loop, const sd_body_sink *sink, void *ctx);
+/*
+ * Name: sd_loop_body_sink
+ * Desc: The loop's body sink (sd_loop_set_body_sink, sd_loop_use_decoder)
+ *       and its context, for a sink of one request's own that wraps it — a
+ *       tee that watches the bytes and hands every call on. Set
+ *       `sink->size` first (SD_BODY_SINK_INIT). The context stays the
+ *       loop's: valid until sd_loop_free. Since 0.5 (SDCORE_0.5).
+ * Returns: SD_OK, SD_EINVAL, SD_EAGAIN (no sink was set).
+ */
+SD_API int sd_loop_body_sink(sd_loop *loop, sd_body_sink *sink, void **ctx);
 /* The same for one request: `sink` is copied; `ctx` stays the caller's and
  * must outlive the complete callback of every transfer submitted with it
  * (release is not called). NULL clears.

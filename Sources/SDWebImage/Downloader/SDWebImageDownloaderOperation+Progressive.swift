@@ -27,8 +27,7 @@ final class SwiftPreviews: @unchecked Sendable {
     private var coder: (any SDProgressiveImageCoder)?
     private var noCoder = false
     private var abandoned = false  // animationsOnly: not an animation, the bytes are not kept
-    private var animating = false
-    private var shownFrames: UInt = 0  // `work` only
+    private var shownFrames: UInt = 0  // in the last animation so far that went out
     let options: SDImageLoaderDecodeOptions
 
     init(_ options: SDImageLoaderDecodeOptions, previews: Bool, animationsOnly: Bool = false) {
@@ -38,7 +37,10 @@ final class SwiftPreviews: @unchecked Sendable {
     }
 
     /// An animation so far has gone out: the C core's first-frame previews stop.
-    var isAnimating: Bool { lock.lock(); defer { lock.unlock() }; return animating }
+    var isAnimating: Bool { lock.lock(); defer { lock.unlock() }; return shownFrames > 0 }
+
+    /// The body is no longer followed (not an animation: `animationsOnly`).
+    var isAbandoned: Bool { lock.lock(); defer { lock.unlock() }; return abandoned }
 
     /// Loop thread: record; true when an update (a sniff or a preview) should be scheduled.
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -96,13 +98,11 @@ final class SwiftPreviews: @unchecked Sendable {
             return nil
         }
         // a new image only when frames were added
-        guard let animated = image as? SDAnimatedImage, animated.animatedImageFrameCount >= max(2, shownFrames + 1) else {
-            return nil
-        }
-        shownFrames = animated.animatedImageFrameCount
+        guard let animated = image as? SDAnimatedImage else { return nil }
         lock.lock()
-        animating = true
-        lock.unlock()
+        defer { lock.unlock() }
+        guard animated.animatedImageFrameCount >= max(2, shownFrames + 1) else { return nil }
+        shownFrames = animated.animatedImageFrameCount
         return animated
     }
 
