@@ -14,6 +14,7 @@
 
 #include "common/sd_internal.h"
 #include "sdcore/sd_bitmap.h" /* the pool size knob lives with the bitmaps it serves */
+#include "sdcore/sd_loop.h"   /* sd_body_free: taken bodies come back here */
 
 #define SD__POOL_SLOTS 16
 #define SD__POOL_MIN (64u << 10) /* smaller blocks: malloc's own bins do fine */
@@ -100,6 +101,11 @@ void *sd__body_alloc(size_t bytes, size_t *cap)
     return pool_alloc(bytes, 0, cap, 1);
 }
 
+void sd_body_free(void *p, size_t cap)
+{
+    sd__body_free(p, cap);
+}
+
 void sd__body_free(void *p, size_t cap)
 {
     if (cap >= SD__HUGE_MIN || sd__alloc_is_custom())
@@ -181,8 +187,25 @@ size_t sd_bitmap_pool_bytes(void)
     return n;
 }
 
-void sd__pool_drain(void)
+size_t sd_bitmap_pool_trim(void)
 {
-    size_t limit = sd_bitmap_pool_limit(0); /* a zero limit empties every slot */
-    sd_bitmap_pool_limit(limit);
+    void *drop[SD__POOL_SLOTS];
+    size_t drop_cap[SD__POOL_SLOTS];
+    int n = 0;
+    pthread_mutex_lock(&pool_mu);
+    size_t bytes = pool_bytes;
+    for (int i = 0; i < SD__POOL_SLOTS; i++) {
+        if (slots[i].p) {
+            drop_cap[n] = slots[i].cap;
+            drop[n++] = slots[i].p;
+            slots[i].p = NULL;
+        }
+    }
+    pool_bytes = 0;
+    pthread_mutex_unlock(&pool_mu);
+    for (int i = 0; i < n; i++)
+        release(drop[i], drop_cap[i]);
+    return bytes;
 }
+
+void sd__pool_drain(void) { (void)sd_bitmap_pool_trim(); }

@@ -358,8 +358,15 @@ const uint8_t *sd_result_body(const sd_result *r, size_t *len)
 
 int sd_result_take_body(sd_result *r, uint8_t **data, size_t *len)
 {
-    SD__RETURN_IF(r == NULL || data == NULL || len == NULL, SD_EINVAL);
+    size_t cap;
+    return sd_result_take_body_block(r, data, len, &cap);
+}
+
+int sd_result_take_body_block(sd_result *r, uint8_t **data, size_t *len, size_t *cap)
+{
+    SD__RETURN_IF(r == NULL || data == NULL || len == NULL || cap == NULL, SD_EINVAL);
     *data = r->body;
+    *cap = r->body ? r->body_cap : 0;
     *len = r->body_len;
     r->body = NULL;
     r->body_len = 0;

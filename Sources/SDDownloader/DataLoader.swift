@@ -273,10 +273,13 @@ public final class DataLoader: @unchecked Sendable {
             return .failure(e)
         }
         var body: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        _ = sd_result_take_body(r, &body, &length)
-        let data = body.map { Data(bytesNoCopy: $0, count: length, deallocator: .custom { p, _ in sd_free(p) }) }
-            ?? Data()
+        var length = 0, capacity = 0
+        _ = sd_result_take_body_block(r, &body, &length, &capacity)
+        // no copy; when the last Data lets go, the block goes back to the pixel
+        // pool for the next transfer or canvas, already mapped
+        let data = body.map {
+            Data(bytesNoCopy: $0, count: length, deallocator: .custom { p, _ in sd_body_free(p, capacity) })
+        } ?? Data()
         var image: DecodedImage?
         if decoded, let bitmap = sd_result_take_bitmap(r) {
             func info(_ p: sd_decoder_param) -> Int {

@@ -37,6 +37,7 @@ typedef struct {
     pthread_cond_t cv;
     int completes, responses, previews, progress_calls;
     int progress_bad;          /* non-monotonic, or first call not 0 */
+    int take_bad;              /* a second take found something */
     uint64_t last_received, first_expected;
     int status;
     long http_status;
@@ -46,7 +47,7 @@ typedef struct {
     int header_count;
     char effective_url[512];
     uint32_t width, height;
-    size_t body_len;
+    size_t body_len, body_cap;
     uint8_t *body;
     double metrics[16];
     int64_t info_complete;
@@ -61,7 +62,7 @@ static void collect_init(collect *c)
 
 static void collect_free(collect *c)
 {
-    sd_free(c->body); /* a taken body is libsdcore's: sd_free, never free() */
+    sd_body_free(c->body, c->body_cap); /* a taken body is libsdcore's: never free() */
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
 }
@@ -119,7 +120,11 @@ static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
         c->height = sd_bitmap_height(b);
         sd_bitmap_free(b);
     }
-    sd_result_take_body(r, &c->body, &c->body_len);
+    sd_result_take_body_block(r, &c->body, &c->body_len, &c->body_cap);
+    uint8_t *again = (uint8_t *)c;
+    size_t again_len = 1, again_cap = 1; /* taken: nothing left, no capacity */
+    if (sd_result_take_body_block(r, &again, &again_len, &again_cap) != SD_OK || again || again_len || again_cap)
+        c->take_bad = 1;
     for (int m = 1; m <= SD_METRIC_RESUMED_BYTES; m++)
         c->metrics[m] = sd_result_metric(r, (sd_metric)m);
     sd_result_decoder_info(r, SD_DEC_INFO_COMPLETE, &c->info_complete);
@@ -206,6 +211,8 @@ static int make_jpeg(const char *rel, uint32_t w, uint32_t h, int progressive)
     return rc;
 }
 
+#define BLOB_BYTES ((size_t)300 << 10)
+
 static int setup_servers(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sdloop.XXXXXX");
@@ -220,6 +227,16 @@ static int setup_servers(void)
     mkdir(path, 0755);
     if (make_jpeg("img/small.jpg", 64, 48, 0) || make_jpeg("img/photo.jpg", 640, 480, 0) ||
         make_jpeg("img/prog.jpg", 640, 480, 1) || make_jpeg("auth/secret.jpg", 32, 32, 0))
+        return -1;
+    uint8_t *blob = malloc(BLOB_BYTES);
+    if (blob == NULL)
+        return -1;
+    for (size_t i = 0; i < BLOB_BYTES; i++)
+        blob[i] = (uint8_t)(i * 2654435761u >> 13);
+    snprintf(path, sizeof path, "%s/img/blob.bin", WWW);
+    int wrc = write_file(path, blob, BLOB_BYTES);
+    free(blob);
+    if (wrc)
         return -1;
     for (int i = 0; i < 16; i++) {
         char rel[64];
@@ -912,6 +929,49 @@ static int test_bytes_only_body_kept(void)
     ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), NULL, NULL, &c));
     ASSERT(c.body_len == n && c.width == 640);
     collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* A body taken with its block goes back to the pixel pool (sd_body_free), and
+ * the next transfer of that size gets the same block, already mapped; sd_free
+ * still works and keeps nothing; the pool can be emptied under pressure. */
+static int test_body_block_pool(void)
+{
+    size_t old = sd_bitmap_pool_limit(SD_DEFAULT_PIXEL_POOL_BYTES);
+    sd_bitmap_pool_trim();
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    sd_loop *l = new_loop();
+    collect c;
+    int64_t raw[] = {SD_REQ_DECODE, 0, 0};
+    ASSERT_OK(fetch(l, url(HTTP, "/img/blob.bin"), set_param, raw, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.body_len, BLOB_BYTES);
+    ASSERT(c.body_cap >= c.body_len);
+    ASSERT_EQ(c.body[12345], (uint8_t)(12345 * 2654435761u >> 13));
+    uint8_t *first = c.body;
+    size_t cap = c.body_cap;
+    collect_free(&c);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), cap); /* kept, not freed */
+    ASSERT_OK(fetch(l, url(HTTP, "/img/blob.bin"), set_param, raw, &c));
+    ASSERT(c.body == first && c.body_cap == cap); /* the same block again */
+    ASSERT(!c.take_bad);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    ASSERT_EQ(c.body[12345], (uint8_t)(12345 * 2654435761u >> 13));
+    sd_free(c.body); /* plain free: fine, nothing pooled */
+    c.body = NULL;
+    collect_free(&c);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    ASSERT_OK(fetch(l, url(HTTP, "/img/blob.bin"), set_param, raw, &c));
+    cap = c.body_cap;
+    collect_free(&c);
+    ASSERT_EQ(sd_bitmap_pool_trim(), cap); /* trim: everything idle goes */
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    ASSERT_EQ(sd_bitmap_pool_limit(old), SD_DEFAULT_PIXEL_POOL_BYTES); /* the limit stays */
+    uint8_t *d;
+    size_t n, k;
+    ASSERT_EQ(sd_result_take_body_block(NULL, &d, &n, &k), SD_EINVAL);
+    sd_body_free(NULL, 0);
     sd_loop_free(l);
     return 0;
 }
@@ -2429,6 +2489,7 @@ int main(int argc, char **argv)
         {"policy_matrix", test_policy_matrix},
         {"proxy_policy", test_proxy_policy},
         {"bytes_only_body_kept", test_bytes_only_body_kept},
+        {"body_block_pool", test_body_block_pool},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"faults", test_faults},
         {"progress_interval", test_progress_interval},

@@ -51,6 +51,10 @@ SD_API void sd_bitmap_free(sd_bitmap *bitmap);
 SD_API size_t sd_bitmap_pool_limit(size_t bytes);
 /* Returns the bytes the pool holds idle right now. */
 SD_API size_t sd_bitmap_pool_bytes(void);
+/* Name: sd_bitmap_pool_trim — Desc: free every block the pool holds idle,
+ * keeping its limit (for memory pressure). Since 0.6.
+ * Returns: the bytes given back. */
+SD_API size_t sd_bitmap_pool_trim(void);
 
 /* Accessors. Returns the width and height in pixels, and the bytes from
  * one row to the next (width * 4 or more); 0 for NULL. */

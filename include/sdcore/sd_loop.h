@@ -524,6 +524,15 @@ SD_API const uint8_t *sd_result_body(const sd_result *result, size_t *length);
  * what arrived before the failure (a start for sd_request_set_resume).
  * Returns: SD_OK (*data NULL when there was no body); SD_EINVAL. */
 SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length);
+/* Take the body with the size of its block (*capacity >= *length). Give it
+ * back with sd_body_free(data, capacity): a block of 64 KiB or more then goes
+ * to the pixel pool (sd_bitmap_pool_limit), already mapped for the next
+ * transfer or canvas. sd_free works too, without the reuse. Since 0.6.
+ * Returns: SD_OK (*data NULL, *capacity 0 when there was no body); SD_EINVAL. */
+SD_API int sd_result_take_body_block(sd_result *result, uint8_t **data, size_t *length, size_t *capacity);
+/* Name: sd_body_free — Desc: release a body taken with
+ * sd_result_take_body_block, `capacity` as it gave; NULL accepted. */
+SD_API void sd_body_free(void *data, size_t capacity);
 /* Returns the sink's output (sd_sink_port_done) and, if `output_free` is
  * not NULL, its destructor, which tells whose it is. NULL when there is
  * none. The result keeps it (sd_result_free frees it). */

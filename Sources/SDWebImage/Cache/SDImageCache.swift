@@ -97,6 +97,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
                     Telemetry.cacheLog.notice("memory pressure: \(percent)% stalled; trimming the memory cache while it lasts")
                 }
                 memory.trimUnderMemoryPressure()
+                Bitmap.trimPool()  // after the cache: the canvases it just let go of went there
             }
         } else {
             pressureMonitor = nil
