@@ -219,6 +219,36 @@ extension ProgressiveAnimationTests {
         let gif = try Data(contentsOf: URL(fileURLWithPath: corpusAnim + "/third_party/pillow/chi.gif"))
         let p = follow(gif)
         #expect(!p.isAbandoned && p.isAnimating)
+        // an update every 512 bytes, yet the body was copied only as it doubled
+        #expect(gif.count > 64 << 10 && p.bodyBlocks <= 1 + Int(log2(Double(gif.count) / Double(64 << 10)).rounded(.up)))
+    }
+
+    @Test("The side coder's bytes: snapshots share the growing body without a copy and later appends never change them")
+    func appendOnlyBytes() {
+        var rng = SplitMix(seed: 28)
+        let whole = Data((0..<(4 << 20)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+        let bytes = AppendOnlyBytes()
+        var kept: [Data] = []
+        var at = 0
+        while at < whole.count {
+            let n = min(whole.count - at, 1 + Int(rng.next() % 3000))
+            whole[at..<(at + n)].withUnsafeBytes { bytes.append($0) }
+            at += n
+            let s = bytes.snapshot()
+            #expect(s.count == at)
+            if kept.count < 64 && rng.next() % 40 == 0 { kept.append(s) }
+        }
+        #expect(kept.count > 10)
+        for s in kept { #expect(s == whole.prefix(s.count)) }  // untouched by what came after
+        #expect(bytes.blocksMade <= 7)  // 64 KiB doubled to 4 MiB: one copy per doubling
+        func address(_ d: Data) -> UnsafeRawPointer? { d.withUnsafeBytes { $0.baseAddress } }
+        #expect(address(bytes.snapshot()) == address(kept.last!))  // the same block: no copy per look
+        var written = bytes.snapshot()
+        written[0] ^= 0xFF  // value semantics: the write copies, the shared bytes stay
+        #expect(bytes.snapshot()[0] == whole[0] && written[0] != whole[0])
+        let last = bytes.snapshot()
+        bytes.removeAll()
+        #expect(bytes.count == 0 && bytes.snapshot().isEmpty && last == whole)
     }
 
     @Test("test21/test23: sd_setImage with .progressiveLoad plays the animation so far in one player that grows, then the whole one on from the frame on screen")

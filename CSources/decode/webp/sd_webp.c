@@ -158,6 +158,16 @@ static int reserve_frame(sd__webp *s, uint32_t count)
 
 static uint32_t le24(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16; }
 
+/* The padded end of the chunk at `at` when all of it lies before `end`;
+ * 0 when it does not (yet). The one chunk step of every walk below. */
+static size_t chunk_end(const uint8_t *buf, size_t at, size_t end)
+{
+    if (at > end || end - at < 8)
+        return 0;
+    uint64_t size = le32(buf + at + 4), next = (uint64_t)at + 8 + size + (size & 1);
+    return next <= end ? (size_t)next : 0;
+}
+
 /* The ANMF chunk at `off` (whole in the buffer up to `end`, its padded
  * end), read as libwebpdemux reads it (demux.c: ParseAnimationFrame,
  * StoreFrame, GetFramePayload): an optional ALPH, then VP8 or VP8L, whose
@@ -174,32 +184,28 @@ static int anmf_frame(const uint8_t *buf, size_t off, size_t end, wp_frame *f)
     f->duration = le24(h + 12);
     f->dispose_bg = h[15] & 1;
     f->blend = !(h[15] & 2);
-    size_t at = off + 8 + 16, alpha = 0;
+    size_t at = off + 8 + 16, alpha = 0, next;
     int have_alpha = 0;
-    while (at + 8 <= end) {
+    while ((next = chunk_end(buf, at, end)) != 0) {
         const uint8_t *c = buf + at;
-        uint64_t size = le32(c + 4), padded = size + (size & 1);
-        if (padded > end - at - 8)
-            return 0;
         if (!memcmp(c, "ALPH", 4) && !have_alpha) {
             have_alpha = 1;
             alpha = at;
         } else if (!memcmp(c, "VP8 ", 4) || (!memcmp(c, "VP8L", 4) && !have_alpha)) {
             WebPBitstreamFeatures ft;
-            if (WebPGetFeatures(c, (size_t)(8 + padded), &ft) != VP8_STATUS_OK)
+            if (WebPGetFeatures(c, next - at, &ft) != VP8_STATUS_OK)
                 return 0;
             f->w = (uint32_t)ft.width;
             f->h = (uint32_t)ft.height;
             f->has_alpha = (uint8_t)(have_alpha || ft.has_alpha);
             f->opaque = (uint8_t)(!have_alpha && c[3] == ' ');
             f->off = have_alpha ? alpha : at;
-            f->len = at + 8 + (size_t)padded - f->off;
-            at += 8 + (size_t)padded;
-            return at == end; /* anything after the image: libwebp reads it as top level */
+            f->len = next - f->off;
+            return next == end; /* anything after the image: libwebp reads it as top level */
         } else {
             return 0;
         }
-        at += 8 + (size_t)padded;
+        at = next;
     }
     return 0;
 }
@@ -224,23 +230,21 @@ static int walk_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t n, uint32_t *foun
     const uint8_t *buf = s->in.data;
     size_t end = SD__MIN(s->in.len, s->riff_end), at = s->frame_at ? s->frame_at : 12;
     uint32_t found = 0;
-    while (s->nframes + found < n && at + 8 <= end) {
-        uint64_t size = le32(buf + at + 4), next = (uint64_t)at + 8 + size + (size & 1);
-        if (next > end)
-            break;
+    size_t next;
+    while (s->nframes + found < n && (next = chunk_end(buf, at, end)) != 0) {
         if (!memcmp(buf + at, "ANMF", 4)) {
             uint32_t count = s->nframes + found;
             SD__RESERVE(s->frames, count, s->cap);
             const wp_frame *f = &s->frames[count];
             /* libwebp checked every frame's bounds with its own reading; ours
              * must agree before draw() trusts them */
-            if (!anmf_frame(buf, at, (size_t)next, &s->frames[count]) || f->w == 0 || f->h == 0 ||
+            if (!anmf_frame(buf, at, next, &s->frames[count]) || f->w == 0 || f->h == 0 ||
                 f->x > s->dec->width || f->w > s->dec->width - f->x || f->y > s->dec->height ||
                 f->h > s->dec->height - f->y)
                 return WP_OTHER_LAYOUT;
             found++;
         }
-        at = (size_t)next;
+        at = next;
     }
     if (found) {
         WebPIterator it;
@@ -353,13 +357,9 @@ static int anim_walk(sd__webp *s)
         s->at = 12;
     }
     int grew = 0;
-    size_t end = SD__MIN(n, s->riff_end);
-    while (s->at + 8 <= end) {
-        uint64_t size = le32(p + s->at + 4);
-        uint64_t next = (uint64_t)s->at + 8 + size + (size & 1);
-        if (next > end)
-            break;
-        s->at = (size_t)next;
+    size_t end = SD__MIN(n, s->riff_end), next;
+    while ((next = chunk_end(p, s->at, end)) != 0) {
+        s->at = next;
         grew = 1;
     }
     /* a scan parses the whole file: scan again once the bytes grew by an

@@ -8,8 +8,8 @@ import SDDownloader
 /// the C decoder refuses a body that is not an image, instead of reading it
 /// to the size limit). With previews asked for, one progressive coder
 /// instance per download (SDWebImage's test28) is fed all the data so far on
-/// `work`, at most one pending update at a time, and its image goes to the
-/// subscribers that asked.
+/// `work` (shared, not copied: `AppendOnlyBytes`), at most one pending update
+/// at a time, and its image goes to the subscribers that asked.
 ///
 /// Beside the C core's decode (`animationsOnly`: a progressive load it
 /// decodes) the C previews show the first frame; this follows a GIF, PNG or
@@ -19,7 +19,7 @@ final class SwiftPreviews: @unchecked Sendable {
     /// Bytes enough for every coder's magic-number check.
     static let sniffBytes = 256
     private let lock = NSLock()
-    private var data = Data()
+    private let data = AppendOnlyBytes()  // shared with the coder without a copy per update
     private var scheduled = false
     private var sniffed = false
     let previews: Bool
@@ -42,13 +42,16 @@ final class SwiftPreviews: @unchecked Sendable {
     /// The body is no longer followed (not an animation: `animationsOnly`).
     var isAbandoned: Bool { lock.lock(); defer { lock.unlock() }; return abandoned }
 
+    /// Blocks the followed body was copied into (one per doubling).
+    var bodyBlocks: Int { lock.lock(); defer { lock.unlock() }; return data.blocksMade }
+
     /// Loop thread: record; true when an update (a sniff or a preview) should be scheduled.
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         if abandoned { return false }
         if previews || data.count < Self.sniffBytes {
-            data.append(contentsOf: previews ? bytes : UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.sniffBytes - data.count)))
+            data.append(previews ? bytes : UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.sniffBytes - data.count)))
         }
         if scheduled || (!previews && (sniffed || data.count < Self.sniffBytes)) { return false }
         scheduled = true
@@ -60,7 +63,7 @@ final class SwiftPreviews: @unchecked Sendable {
         lock.lock()
         if animationsOnly || sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
         sniffed = true
-        let head = data.prefix(Self.sniffBytes)
+        let head = data.snapshot().prefix(Self.sniffBytes)
         lock.unlock()
         if options.coder != nil || options.codersManager.canDecode(from: head) { return nil }
         return SDImageCodersManager.noCoder(for: ImageFormat(data: head))
@@ -69,7 +72,7 @@ final class SwiftPreviews: @unchecked Sendable {
     /// `work`: the coder's image for the data so far.
     func update() -> SDImage? {
         lock.lock()
-        let now = data
+        let now = data.snapshot()
         scheduled = false
         let gone = abandoned
         lock.unlock()
@@ -109,7 +112,7 @@ final class SwiftPreviews: @unchecked Sendable {
     private func abandon() {
         lock.lock()
         abandoned = true
-        data = Data()
+        data.removeAll()
         lock.unlock()
         coder = nil
     }
