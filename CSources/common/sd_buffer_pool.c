@@ -8,6 +8,7 @@
  * recently freed buffers (bounded in bytes, best fit within 25%) makes the
  * next canvas come back already mapped. Fresco pools bitmaps for the same
  * reason. */
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -103,6 +104,12 @@ void *sd__body_alloc(size_t bytes, size_t *cap)
 
 void sd_body_free(void *p, size_t cap)
 {
+#ifdef __GLIBC__
+    /* the caller's word on the size is checked: a block pooled as bigger than
+     * it is would be handed to a request it cannot hold */
+    if (p != NULL && !sd__alloc_is_custom() && malloc_usable_size(p) < cap)
+        cap = malloc_usable_size(p);
+#endif
     sd__body_free(p, cap);
 }
 

@@ -531,7 +531,8 @@ SD_API int sd_result_take_body(sd_result *result, uint8_t **data, size_t *length
  * Returns: SD_OK (*data NULL, *capacity 0 when there was no body); SD_EINVAL. */
 SD_API int sd_result_take_body_block(sd_result *result, uint8_t **data, size_t *length, size_t *capacity);
 /* Name: sd_body_free — Desc: release a body taken with
- * sd_result_take_body_block, `capacity` as it gave; NULL accepted. */
+ * sd_result_take_body_block, `capacity` as it gave (on glibc a bigger one
+ * is caught and not believed); NULL accepted. */
 SD_API void sd_body_free(void *data, size_t capacity);
 /* Returns the sink's output (sd_sink_port_done) and, if `output_free` is
  * not NULL, its destructor, which tells whose it is. NULL when there is
