@@ -265,41 +265,179 @@ static int test_damaged_and_thumbnail(void)
     return 0;
 }
 
-/* An image sequence (two images given to avifenc) is reported animated and
- * decodes as its first image. */
-static int test_sequence_first_frame(void)
+/* An image sequence (lossless, three images given to avifenc with their
+ * durations, the last 10 ms: shown 100) is an animation: every frame equals
+ * libavif's own decode of it (avifdec --index), asked in order, out of order
+ * and again, fed whole, byte by byte and in random pieces; the
+ * stored durations and key frames are libavif's; it loops forever; sd_decode
+ * and SD_DEC_FIRST_FRAME_ONLY give the first image as a still. */
+static int test_sequence(void)
 {
     if (!have_avifenc())
         return 77;
-    char a[128], b[128], avif[128];
-    snprintf(a, sizeof a, "%s/seq_a.png", dir);
-    snprintf(b, sizeof b, "%s/seq_b.png", dir);
+    char png[3][128], avif[128];
+    sd_bitmap *want[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(png[i], sizeof png[i], "%s/seq_%d.png", dir, i);
+        want[i] = write_png(png[i], 16, 12, i != 1); /* the middle one opaque */
+        ASSERT(want[i] != NULL);
+    }
+    /* make the frames differ beyond alpha: the second is the first mirrored */
+    sd_bitmap_free(want[2]);
+    sd_bitmap *src = pattern(16, 12, 1), *mirrored = NULL;
+    ASSERT_OK(sd_bitmap_orient(src, 2, &mirrored));
+    uint8_t *bytes;
+    size_t nbytes;
+    ASSERT_OK(sd_encode_png(mirrored, 6, &bytes, &nbytes));
+    FILE *f = fopen(png[2], "wb");
+    fwrite(bytes, 1, nbytes, f);
+    fclose(f);
+    ASSERT_OK(sd_decode(bytes, nbytes, &want[2]));
+    sd_free(bytes);
+    sd_bitmap_free(src);
+    sd_bitmap_free(mirrored);
     snprintf(avif, sizeof avif, "%s/seq.avif", dir);
-    sd_bitmap *first = write_png(a, 16, 12, 1), *second = write_png(b, 16, 12, 0);
-    ASSERT(first != NULL && second != NULL);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "avifenc --lossless -s 10 '%s' '%s' '%s' >/dev/null 2>&1", a, b, avif);
+    char cmd[900];
+    snprintf(cmd, sizeof cmd,
+             "avifenc --lossless -s 10 --timescale 1000 --duration 100 '%s' --duration 250 '%s' --duration 10 '%s' "
+             "'%s' >/dev/null 2>&1",
+             png[0], png[1], png[2], avif);
     ASSERT_EQ(system(cmd), 0);
+    /* the oracle: each frame as libavif's avifdec decodes it (AV1 inter
+     * frames are not bit-exact here even with --lossless); the key frame
+     * must still equal its PNG, and the frames must differ */
+    sd_bitmap *source0 = want[0];
+    for (int i = 0; i < 3; i++) {
+        char ref[160];
+        snprintf(ref, sizeof ref, "%s/seq_ref_%d.png", dir, i);
+        snprintf(cmd, sizeof cmd, "avifdec --index %d '%s' '%s' >/dev/null 2>&1", i, avif, ref);
+        ASSERT_EQ(system(cmd), 0);
+        size_t rn;
+        unsigned char *rb = sd_read_file(ref, &rn);
+        ASSERT_NOT_NULL(rb);
+        if (i > 0)
+            sd_bitmap_free(want[i]);
+        want[i] = NULL;
+        ASSERT_OK(sd_decode(rb, rn, &want[i]));
+        free(rb);
+    }
+    {
+        int max;
+        double mean;
+        diff(source0, want[0], &max, &mean);
+        ASSERT_EQ(max, 0);
+        diff(want[0], want[2], &max, &mean);
+        ASSERT(max > 0);
+        sd_bitmap_free(source0);
+    }
     size_t n;
     unsigned char *data = sd_read_file(avif, &n);
     ASSERT_NOT_NULL(data);
+    static const int64_t stored[3] = {100, 250, 10}, shown[3] = {100, 250, 100};
+    for (int mode = 0; mode < 3; mode++) { /* whole, byte by byte, random pieces */
+        sd_decoder *d;
+        ASSERT_OK(sd_decoder_new(&d));
+        int rc = SD_OK;
+        if (mode == 0) {
+            rc = sd_decoder_push(d, data, n);
+        } else {
+            srand(7);
+            for (size_t at = 0; at < n && rc == SD_OK;) {
+                size_t k = mode == 1 ? 1 : 1 + (size_t)rand() % 300;
+                k = k < n - at ? k : n - at;
+                rc = sd_decoder_push(d, data + at, k);
+                at += k;
+            }
+        }
+        ASSERT_OK(rc);
+        ASSERT_OK(sd_decoder_finish(d));
+        int64_t v = 0;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
+        ASSERT_EQ(v, 1);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
+        ASSERT_EQ(v, 3);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &v));
+        ASSERT_EQ(v, 1);
+        for (uint32_t i = 0; i < 3; i++) {
+            ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_STORED_DURATION_MS, &v));
+            ASSERT_EQ(v, stored[i]);
+            ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_DURATION_MS, &v));
+            ASSERT_EQ(v, shown[i]);
+        }
+        ASSERT_OK(sd_decoder_frame_get(d, 0, SD_FRAME_IS_KEY, &v));
+        ASSERT_EQ(v, 1);
+        static const uint32_t order[] = {0, 1, 2, 2, 0, 2, 1, 0};
+        for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+            sd_bitmap *got = NULL;
+            ASSERT_OK(sd_decoder_frame(d, order[k], &got));
+            int max;
+            double mean;
+            diff(want[order[k]], got, &max, &mean);
+            if (max != 0)
+                fprintf(stderr, "  mode %d, frame %u (step %zu): max diff %d\n", mode, order[k], k, max);
+            ASSERT_EQ(max, 0);
+            sd_bitmap_free(got);
+        }
+        sd_bitmap *none = NULL;
+        ASSERT_EQ(sd_decoder_frame(d, 3, &none), SD_EOI);
+        sd_bitmap *first = NULL;
+        ASSERT_OK(sd_decoder_take_bitmap(d, &first));
+        int max;
+        double mean;
+        diff(want[0], first, &max, &mean);
+        ASSERT_EQ(max, 0);
+        sd_bitmap_free(first);
+        sd_decoder_free(d);
+    }
+    /* sd_decode and SD_DEC_FIRST_FRAME_ONLY: the first image, a still */
+    sd_bitmap *got = NULL;
+    ASSERT_OK(sd_decode(data, n, &got));
+    int max;
+    double mean;
+    diff(want[0], got, &max, &mean);
+    ASSERT_EQ(max, 0);
+    sd_bitmap_free(got);
     sd_decoder *d;
     ASSERT_OK(sd_decoder_new(&d));
-    sd_bitmap *got = NULL;
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_FIRST_FRAME_ONLY, 1));
     ASSERT_OK(sd_decoder_decode(d, data, n, &got));
     int64_t v = 0;
     ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
     ASSERT_EQ(v, 1);
     ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &v));
     ASSERT_EQ(v, 1);
-    int max;
-    double mean;
-    diff(first, got, &max, &mean);
+    diff(want[0], got, &max, &mean);
     ASSERT_EQ(max, 0);
     sd_bitmap_free(got);
-    sd_bitmap_free(first);
-    sd_bitmap_free(second);
     sd_decoder_free(d);
+    /* cut inside the last frame's data: the frames before it still play,
+     * and the animation ends (incomplete) where the data does */
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_push(d, data, n - 8));
+    int rc = sd_decoder_finish(d);
+    if (rc == SD_OK) {
+        ASSERT_OK(sd_decoder_frame(d, 0, &got));
+        diff(want[0], got, &max, &mean);
+        ASSERT_EQ(max, 0);
+        sd_bitmap_free(got);
+        sd_bitmap *late = NULL;
+        int last = SD_OK;
+        for (uint32_t i = 1; i < 3 && last == SD_OK; i++) {
+            last = sd_decoder_frame(d, i, &late);
+            sd_bitmap_free(late);
+            late = NULL;
+        }
+        ASSERT(last != SD_OK);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &v));
+        ASSERT_EQ(v, 0);
+    } else {
+        ASSERT(rc == SD_ETRUNCATED || rc == SD_ECORRUPT); /* a clear error, never a crash */
+    }
+    sd_decoder_free(d);
+    for (int i = 0; i < 3; i++)
+        sd_bitmap_free(want[i]);
     free(data);
     return 0;
 }
@@ -311,7 +449,7 @@ int main(int argc, char **argv)
         {"avif_transforms", test_transforms},
         {"avif_lossy_and_deep", test_lossy_and_deep},
         {"avif_damaged_and_thumbnail", test_damaged_and_thumbnail},
-        {"avif_sequence_first_frame", test_sequence_first_frame},
+        {"avif_sequence", test_sequence},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

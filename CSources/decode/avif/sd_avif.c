@@ -8,8 +8,14 @@
  * contract's rounding; 10/12-bit samples are truncated to 8 bits (as 16-bit
  * PNG is). The irot/imir boxes are reported as the EXIF orientation they
  * equal, so they are applied (or not, SD_DEC_APPLY_ORIENTATION) like a
- * JPEG's. An image sequence (animated AVIF) gives its first frame only.
+ * JPEG's. An image sequence (animated AVIF) is an animation once input
+ * ends: its frames are listed from the sample table (durations, key frames)
+ * and each is decoded on request by avifDecoderNthImage, which starts at the
+ * nearest key frame, so sequential playback is one AV1 frame decode per
+ * frame. libavif 0.11 reads no repetition count: a sequence loops forever,
+ * as browsers play it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <avif/avif.h>
@@ -23,6 +29,10 @@ typedef struct {
     avifIO io;
     avifDecoder *avif;
     sd_bitmap *canvas;
+    int anim;              /* an image sequence played as one */
+    int charged;           /* the planes and a frame are charged */
+    sd__frame_cache cache; /* frames kept (SD_DEC_FRAME_CACHE_BYTES) */
+    uint32_t bad_from;     /* frames from here failed to decode */
 } sd__avif;
 
 static avifResult io_read(avifIO *io, uint32_t flags, uint64_t offset, size_t size, avifROData *out)
@@ -73,7 +83,10 @@ static int parse(sd__avif *s)
         return av_fail(s, r, "header");
     const avifImage *im = s->avif->image;
     s->parsed = 1;
-    s->dec->animated = s->avif->imageCount > 1; /* shown as its first frame */
+    s->dec->animated = s->avif->imageCount > 1;
+    s->anim = s->dec->animated && !s->dec->first_frame_only;
+    if (s->anim)
+        s->dec->loop_count = 0; /* no repetition count in libavif 0.11: forever */
     return sd__decoder_set_header(s->dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
 }
 
@@ -83,6 +96,8 @@ static int sda_init(sd_decoder *d)
     SD__RETURN_IF(s == NULL, SD_ENOMEM);
     d->codec_state = s;
     s->dec = d;
+    s->bad_from = UINT32_MAX;
+    s->cache.budget = d->frame_cache_bytes;
     s->avif = avifDecoderCreate();
     SD__RETURN_IF(s->avif == NULL, SD_ENOMEM);
     s->avif->ignoreExif = s->avif->ignoreXMP = 1;
@@ -106,6 +121,7 @@ static void sda_destroy(sd_decoder *d)
         avifDecoderDestroy(s->avif);
     sd__bytes_free(&s->in);
     sd_bitmap_free(s->canvas);
+    sd__frame_cache_free(&s->cache);
     sd__free(s);
     d->codec_state = NULL;
 }
@@ -117,23 +133,31 @@ static int sda_push(sd_decoder *d, const uint8_t *p, size_t n)
     return s->parsed ? SD_OK : parse(s);
 }
 
-static int sda_finish(sd_decoder *d)
+/* Before the AV1 decoder allocates: its Y, U, V (and alpha) planes at up
+ * to 2 bytes a sample, the canvas, and the 16-bit RGB of a deep image. */
+static int charge(sd__avif *s)
 {
-    sd__avif *s = d->codec_state;
-    s->ended = 1;
-    if (!s->parsed)
-        SD__FORWARD_IF_ERROR(parse(s));
-    /* before the AV1 decoder allocates: its Y, U, V (and alpha) planes at
-     * up to 2 bytes a sample, the canvas, and the 16-bit RGB of a deep image */
+    if (s->charged)
+        return SD_OK;
     const avifImage *hd = s->avif->image;
     uint64_t px = (uint64_t)hd->width * hd->height, deep = hd->depth > 8;
-    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, px * 4 * (deep ? 2 : 1) + px * 4 + (deep ? px * 8 : 0),
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(s->dec, px * 4 * (deep ? 2 : 1) + px * 4 + (deep ? px * 8 : 0),
                                             "the AVIF planes and canvas"));
-    avifResult r = avifDecoderNextImage(s->avif);
-    if (r != AVIF_RESULT_OK)
-        return av_fail(s, r, "decode");
+    s->charged = 1;
+    return SD_OK;
+}
+
+/* The image libavif decoded last, as a new premultiplied bitmap. */
+static int to_bitmap(sd__avif *s, sd_bitmap **out)
+{
     const avifImage *im = s->avif->image;
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(im->width, im->height, 0, &s->canvas));
+    if (im->width != s->dec->width || im->height != s->dec->height) {
+        sd__decoder_msg(s->dec, "AVIF: a frame of %ux%u in a %ux%u sequence", im->width, im->height,
+                        s->dec->width, s->dec->height);
+        return SD_ECORRUPT;
+    }
+    sd_bitmap *b;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(im->width, im->height, 0, &b));
     avifRGBImage rgb;
     avifRGBImageSetDefaults(&rgb, im);
     rgb.format = AVIF_RGB_FORMAT_BGRA;
@@ -142,22 +166,26 @@ static int sda_finish(sd_decoder *d)
         rgb.depth = im->depth;
         rgb.rowBytes = im->width * 8;
         wide = sd__malloc((size_t)rgb.rowBytes * im->height);
-        SD__RETURN_IF(wide == NULL, SD_ENOMEM);
+        if (wide == NULL) {
+            sd_bitmap_free(b);
+            return SD_ENOMEM;
+        }
         rgb.pixels = (uint8_t *)wide;
     } else {
         rgb.depth = 8;
-        rgb.rowBytes = (uint32_t)s->canvas->stride;
-        rgb.pixels = s->canvas->pixels;
+        rgb.rowBytes = (uint32_t)b->stride;
+        rgb.pixels = b->pixels;
     }
-    r = avifImageYUVToRGB(im, &rgb);
+    avifResult r = avifImageYUVToRGB(im, &rgb);
     if (r != AVIF_RESULT_OK) {
         sd__free(wide);
+        sd_bitmap_free(b);
         return av_fail(s, r, "colour conversion");
     }
     /* libavif writes alpha 255 when the image has no alpha plane: no pass */
     if (wide != NULL || im->alphaPlane != NULL) {
         for (uint32_t y = 0; y < im->height; y++) {
-            uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
+            uint8_t *row = b->pixels + (size_t)y * b->stride;
             if (wide != NULL) {
                 const uint16_t *w = wide + (size_t)y * im->width * 4;
                 for (size_t i = 0; i < (size_t)im->width * 4; i++)
@@ -168,17 +196,73 @@ static int sda_finish(sd_decoder *d)
         }
     }
     sd__free(wide);
-    d->rows = im->height;
+    *out = b;
+    return SD_OK;
+}
+
+static int sda_finish(sd_decoder *d)
+{
+    sd__avif *s = d->codec_state;
+    s->ended = 1;
+    if (!s->parsed)
+        SD__FORWARD_IF_ERROR(parse(s));
+    if (s->anim) {
+        /* the whole sample table is in: list every frame (no pixels yet) */
+        for (uint32_t i = 0; i < (uint32_t)s->avif->imageCount; i++) {
+            avifImageTiming t;
+            if (avifDecoderNthImageTiming(s->avif, i, &t) != AVIF_RESULT_OK)
+                return av_fail(s, AVIF_RESULT_BMFF_PARSE_FAILED, "frame timing");
+            double ms = t.duration * 1000.0 + 0.5;
+            SD__FORWARD_IF_ERROR(sd__decoder_add_frame(d, ms >= 0 && ms < (double)UINT32_MAX ? (uint32_t)ms : 0,
+                                                       avifDecoderIsKeyframe(s->avif, i)));
+        }
+        d->framed = 1;
+        d->complete = 1; /* until a frame fails to decode (sd__anim_frame) */
+        d->end_reached = 1;
+        return SD_OK;
+    }
+    SD__FORWARD_IF_ERROR(charge(s));
+    avifResult r = avifDecoderNextImage(s->avif);
+    if (r != AVIF_RESULT_OK)
+        return av_fail(s, r, "decode");
+    SD__FORWARD_IF_ERROR(to_bitmap(s, &s->canvas));
+    d->rows = s->canvas->height;
     d->scans = 1;
     d->complete = 1;
     d->end_reached = 1;
     return SD_OK;
 }
 
+/* Frame `index` of a sequence: libavif seeks from the nearest key frame
+ * (or steps on from the frame it decoded last). */
+static int render(void *state, uint32_t index, sd_bitmap **out, int *owned)
+{
+    sd__avif *s = state;
+    SD__FORWARD_IF_ERROR(charge(s));
+    avifResult r = avifDecoderNthImage(s->avif, index);
+    if (r != AVIF_RESULT_OK) {
+        char what[48];
+        snprintf(what, sizeof what, "frame %u", index);
+        return av_fail(s, r, what);
+    }
+    SD__FORWARD_IF_ERROR(to_bitmap(s, out));
+    *owned = 1;
+    sd__frame_cache_put(&s->cache, index, *out);
+    return SD_OK;
+}
+
+static int sda_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
+{
+    sd__avif *s = d->codec_state;
+    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render, s, out, owned);
+}
+
 static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
 {
     sd__avif *s = d->codec_state;
     *owned = 0;
+    if (s->anim && d->framed) /* the first frame */
+        return final ? sda_frame(d, 0, out, owned) : SD_EAGAIN;
     if (!final || s->canvas == NULL)
         return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: decoded at the end */
     *out = s->canvas;
@@ -190,5 +274,5 @@ static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
 const sd__codec sd__avif_codec = {
     SD_FORMAT_AVIF, "AVIF", "image/avif", sd__sniff_avif,
     SD_CAP_DECODE | SD_CAP_ENCODE,
-    sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, NULL,
+    sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, sda_frame,
 };
