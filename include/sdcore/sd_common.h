@@ -112,8 +112,9 @@ typedef struct sd_allocator {
  *       NULL restores the C library's malloc.
  * Returns: SD_OK; SD_EINVAL (size too small, or malloc/realloc/free NULL);
  *          SD_EBADSTATE (a block libsdcore made is still alive: a handle, a
- *          bitmap, a body or buffer not yet given back to sd_free, or a loop
- *          freed from its own callback whose thread is still ending).
+ *          bitmap, a body or buffer not yet given back to sd_free or
+ *          sd_body_free, or a loop freed from its own callback whose
+ *          thread is still ending).
  */
 SD_API int sd_set_allocator(const sd_allocator *allocator);
 

@@ -49,6 +49,20 @@ static inline int sd__anim_steps_on(const sd_decoder *d, int64_t cur, uint32_t i
     return 1;
 }
 
+/* The first frame to draw on the way to frame `index`: the one after `cur`
+ * when stepping on, else the nearest key frame at or before `index`, and
+ * then *restart = 1 (the caller's canvas starts afresh). */
+static inline uint32_t sd__anim_first_step(const sd_decoder *d, int64_t cur, uint32_t index, int *restart)
+{
+    *restart = !sd__anim_steps_on(d, cur, index);
+    if (!*restart)
+        return (uint32_t)cur + 1;
+    uint32_t k = index;
+    while (k > 0 && !d->frames[k].key)
+        k--;
+    return k;
+}
+
 /* Makes frame `index`: *out is the codec's own bitmap (*owned 0: shown by a
  * copy) or a new one handed over (*owned 1). */
 typedef int (*sd__anim_render)(void *codec_state, uint32_t index, sd_bitmap **out, int *owned);

@@ -428,14 +428,10 @@ static int render(sd__gif *s, uint32_t index)
     }
     if (s->cur == (int64_t)index)
         return SD_OK;
-    uint32_t next;
-    if (sd__anim_steps_on(d, s->cur, index)) {
-        next = (uint32_t)s->cur + 1;
-    } else {
-        uint32_t k = index;
-        while (k > 0 && !d->frames[k].key)
-            k--;
-        next = k;
+    int restart;
+    uint32_t next = sd__anim_first_step(d, s->cur, index, &restart);
+    if (restart) {
+        uint32_t k = next;
         s->cur = -1;
         for (uint32_t j = index; j > k; j--) {
             const sd_bitmap *c = sd__frame_cache_get(&s->cache, j - 1);

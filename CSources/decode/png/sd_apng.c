@@ -488,13 +488,9 @@ static int render(sd__apng *a, uint32_t index)
     }
     if (a->cur == (int64_t)index)
         return SD_OK;
-    uint32_t next;
-    if (sd__anim_steps_on(d, a->cur, index)) {
-        next = (uint32_t)a->cur + 1;
-    } else {
-        next = index;
-        while (next > 0 && !d->frames[next].key)
-            next--;
+    int restart;
+    uint32_t next = sd__anim_first_step(d, a->cur, index, &restart);
+    if (restart) {
         memset(a->C, 0, (size_t)a->W * a->H * 4);
         a->cur = -1;
     }

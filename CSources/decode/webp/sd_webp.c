@@ -497,15 +497,10 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
     if (s->cur == (int64_t)index && s->out != NULL && !s->out_stale)
         return SD_OK; /* `out` shows it */
     if (s->cur != (int64_t)index) {
-        uint32_t next;
-        if (sd__anim_steps_on(d, s->cur, index)) {
-            next = (uint32_t)s->cur + 1;
-        } else {
-            next = index;
-            while (next > 0 && !d->frames[next].key)
-                next--;
+        int restart;
+        uint32_t next = sd__anim_first_step(d, s->cur, index, &restart);
+        if (restart)
             s->cur = -1;
-        }
         for (uint32_t i = next; i <= index; i++) {
             if (i == index && direct(s, i)) {
                 sd_bitmap *b;
