@@ -50,12 +50,13 @@ if [ -f "$anim/MANIFEST.tsv" ]; then
   check "--frames without --raw reports frames and loop" 'grep -c "^frame " "$tmp/err" | grep -q "^3$" && grep -q "^loop 5$" "$tmp/err"'
   "$bin" decode "$anim/gif/loop_5.gif" --raw - 2>"$tmp/err" | wc -c > "$tmp/n"
   check "without --frames: the first frame only" '[ "$(cat "$tmp/n")" = 256 ] && tail -1 "$tmp/err" | grep -q "^8x8 gif"'
-  # an animation converted to WebP (lossless), GIF or PNG (APNG) keeps every frame, its delays and
-  # loop count (pixels exact: lossless WebP, a GIF of at most 255 colours a frame gets its exact
-  # palette, and APNG's straight 8-bit pixels are exact for alpha 0 and 255)
+  # an animation converted to WebP (lossless), GIF, PNG (APNG) or AVIF (quality 100: lossless)
+  # keeps every frame, its delays and loop count (pixels exact: lossless WebP and AVIF, a GIF of at
+  # most 255 colours a frame gets its exact palette, and APNG's straight 8-bit pixels are exact for
+  # alpha 0 and 255; this GIF loops forever, as every AVIF sequence does)
   src="$anim/gif/dispose2_trans.gif"
-  for ext in webp gif png; do
-    "$bin" decode "$src" --out "$tmp/anim.$ext" --lossless 2>"$tmp/err"
+  for ext in webp gif png avif; do
+    "$bin" decode "$src" --out "$tmp/anim.$ext" --lossless --quality 100 2>"$tmp/err"
     check "gif -> $ext keeps the animation" 'grep -q "(4 frames)" "$tmp/err" && [ "$("$bin" decode "$tmp/anim.$ext" --frames --raw - 2>"$tmp/err2" | sha256sum)" = "$("$bin" decode "$src" --frames --raw - 2>"$tmp/err3" | sha256sum)" ] && [ "$(cat "$tmp/err2")" = "$(cat "$tmp/err3")" ]'
   done
 else

@@ -174,15 +174,18 @@ int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, si
     return rc;
 }
 
-int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, size_t *out_len)
+/* libavif's result as a status. */
+static int avif_status(avifResult r)
 {
-    SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
-    SD__RETURN_IF(quality < 0 || quality > 100 || speed < -1 || speed > 10, SD_EINVAL);
-    *out = NULL;
-    *out_len = 0;
-    const int lossless = quality == 100;
-    /* quality 0..100 -> quantizer 63..0 (libavif 1.x's own mapping) */
-    const int q = ((100 - quality) * 63 + 50) / 100;
+    return r == AVIF_RESULT_OK ? SD_OK
+           : r == AVIF_RESULT_OUT_OF_MEMORY ? SD_ENOMEM
+           : r == AVIF_RESULT_NO_CODEC_AVAILABLE ? SD_EUNSUPPORTED : SD_ECORRUPT;
+}
+
+/* One bitmap as an 8-bit avifImage (lossless: 4:4:4, identity matrix; else
+ * 4:2:0), with an alpha plane unless `drop_alpha`. */
+static int avif_image(const sd_bitmap *b, int lossless, int drop_alpha, avifImage **out)
+{
     avifImage *img = avifImageCreate(b->width, b->height, 8, lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420);
     SD__RETURN_IF(img == NULL, SD_ENOMEM);
     if (lossless)
@@ -190,39 +193,97 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     img->yuvRange = AVIF_RANGE_FULL;
     sd__straight px;
     int rc = straight_pixels(b, &px);
+    if (rc == SD_OK) {
+        avifRGBImage rgb;
+        avifRGBImageSetDefaults(&rgb, img);
+        rgb.format = px.bgra ? AVIF_RGB_FORMAT_BGRA : AVIF_RGB_FORMAT_RGBA;
+        rgb.depth = 8;
+        rgb.pixels = (uint8_t *)px.pixels; /* read only: avifImageRGBToYUV does not write it */
+        rgb.rowBytes = (uint32_t)px.stride;
+        rc = avif_status(avifImageRGBToYUV(img, &rgb));
+        sd__free(px.owned);
+    }
+    if (rc == SD_OK && drop_alpha)
+        avifImageFreePlanes(img, AVIF_PLANES_A); /* opaque: no alpha item */
     if (rc != SD_OK) {
         avifImageDestroy(img);
         return rc;
     }
-    avifRGBImage rgb;
-    avifRGBImageSetDefaults(&rgb, img);
-    rgb.format = px.bgra ? AVIF_RGB_FORMAT_BGRA : AVIF_RGB_FORMAT_RGBA;
-    rgb.depth = 8;
-    rgb.pixels = (uint8_t *)px.pixels; /* read only: avifImageRGBToYUV does not write it */
-    rgb.rowBytes = (uint32_t)px.stride;
-    if (avifImageRGBToYUV(img, &rgb) != AVIF_RESULT_OK)
-        rc = SD_ECORRUPT;
-    if (rc == SD_OK && px.opaque) {
-        avifImageFreePlanes(img, AVIF_PLANES_A); /* opaque: no alpha item */
-    }
-    avifEncoder *enc = rc == SD_OK ? avifEncoderCreate() : NULL;
-    if (rc == SD_OK && enc == NULL)
-        rc = SD_ENOMEM;
+    *out = img;
+    return SD_OK;
+}
+
+/* An encoder at `quality` (0..100 -> quantizer 63..0, libavif 1.x's own
+ * mapping) and `speed`, on one thread. */
+static avifEncoder *avif_encoder(int quality, int speed)
+{
+    avifEncoder *enc = avifEncoderCreate();
+    if (enc == NULL)
+        return NULL;
+    const int q = ((100 - quality) * 63 + 50) / 100;
+    enc->speed = speed < 0 ? AVIF_SPEED_DEFAULT : speed;
+    enc->minQuantizer = enc->maxQuantizer = q;
+    enc->minQuantizerAlpha = enc->maxQuantizerAlpha = q;
+    enc->maxThreads = 1;
+    return enc;
+}
+
+int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, size_t *out_len)
+{
+    SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
+    SD__RETURN_IF(quality < 0 || quality > 100 || speed < -1 || speed > 10, SD_EINVAL);
+    *out = NULL;
+    *out_len = 0;
+    avifImage *img = NULL;
+    int rc = avif_image(b, quality == 100, !sd_bitmap_has_alpha(b), &img);
+    SD__RETURN_IF(rc != SD_OK, rc);
+    avifEncoder *enc = avif_encoder(quality, speed);
     avifRWData data = AVIF_DATA_EMPTY;
-    if (rc == SD_OK) {
-        enc->speed = speed < 0 ? AVIF_SPEED_DEFAULT : speed;
-        enc->minQuantizer = enc->maxQuantizer = q;
-        enc->minQuantizerAlpha = enc->maxQuantizerAlpha = q;
-        enc->maxThreads = 1;
-        avifResult r = avifEncoderWrite(enc, img, &data);
-        rc = r == AVIF_RESULT_OK ? hand_over(data.data, data.size, out, out_len)
-             : r == AVIF_RESULT_OUT_OF_MEMORY ? SD_ENOMEM
-             : r == AVIF_RESULT_NO_CODEC_AVAILABLE ? SD_EUNSUPPORTED : SD_ECORRUPT;
-    }
+    rc = enc == NULL ? SD_ENOMEM : avif_status(avifEncoderWrite(enc, img, &data));
+    if (rc == SD_OK)
+        rc = hand_over(data.data, data.size, out, out_len);
     avifRWDataFree(&data);
     if (enc)
         avifEncoderDestroy(enc);
     avifImageDestroy(img);
-    sd__free(px.owned);
+    return rc;
+}
+
+int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int quality, int speed,
+                        uint8_t **out, size_t *out_len)
+{
+    SD__RETURN_IF(frames == NULL || count == 0 || out == NULL || out_len == NULL, SD_EINVAL);
+    SD__RETURN_IF(quality < 0 || quality > 100 || speed < -1 || speed > 10, SD_EINVAL);
+    *out = NULL;
+    *out_len = 0;
+    const uint32_t w = frames[0] ? frames[0]->width : 0, h = frames[0] ? frames[0]->height : 0;
+    int opaque = 1;
+    for (size_t i = 0; i < count; i++) {
+        SD__RETURN_IF(frames[i] == NULL || frames[i]->width != w || frames[i]->height != h, SD_EINVAL);
+        SD__RETURN_IF(delays_ms && delays_ms[i] < 0, SD_EINVAL);
+        opaque = opaque && !sd_bitmap_has_alpha(frames[i]);
+    }
+    avifEncoder *enc = avif_encoder(quality, speed);
+    SD__RETURN_IF(enc == NULL, SD_ENOMEM);
+    enc->timescale = 1000; /* durations in milliseconds */
+    int rc = SD_OK;
+    /* every frame has an alpha plane or none does (one alpha track) */
+    for (size_t i = 0; i < count && rc == SD_OK; i++) {
+        avifImage *img = NULL;
+        rc = avif_image(frames[i], quality == 100, opaque, &img);
+        if (rc != SD_OK)
+            break;
+        /* a duration of 0 is stored as 1 ms: a sample lasts at least one tick */
+        const uint64_t ms = delays_ms && delays_ms[i] > 0 ? (uint64_t)delays_ms[i] : 1;
+        rc = avif_status(avifEncoderAddImage(enc, img, ms, AVIF_ADD_IMAGE_FLAG_NONE));
+        avifImageDestroy(img);
+    }
+    avifRWData data = AVIF_DATA_EMPTY;
+    if (rc == SD_OK)
+        rc = avif_status(avifEncoderFinish(enc, &data));
+    if (rc == SD_OK)
+        rc = hand_over(data.data, data.size, out, out_len);
+    avifRWDataFree(&data);
+    avifEncoderDestroy(enc);
     return rc;
 }

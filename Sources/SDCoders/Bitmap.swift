@@ -131,6 +131,15 @@ public final class Bitmap: @unchecked Sendable {
         }
     }
 
+    /// An AVIF image sequence of same-sized frames (`quality` and `speed` as
+    /// for `avifData`); it plays forever (libavif 0.11 writes no loop count).
+    public static func avifAnimationData(frames: [Bitmap], delaysMilliseconds: [Int],
+                                         quality: Int = 80, speed: Int = -1) throws(CoderError) -> [UInt8] {
+        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
+            sd_encode_avif_anim(h, delays, frames.count, Int32(quality), Int32(speed), out, len)
+        }
+    }
+
     /// The frame handles and delays as the C encoders take them; the output adopted.
     private static func encodeFrames(
         _ frames: [Bitmap], _ delaysMilliseconds: [Int],

@@ -42,7 +42,7 @@ struct Decode: ParsableCommand {
     @Flag(help: "Every frame of an animation, composited (with --raw: all of them, in order).")
     var frames = false
 
-    @Option(help: "Convert: write the image encoded as the extension says (.jpg, .png, .webp, .avif).")
+    @Option(help: "Convert: write the image encoded as the extension says (.jpg, .png, .webp, .avif, .gif); an animation stays one in .gif, .png (APNG), .webp and .avif.")
     var out: String?
 
     @Option(help: "With --out: quality 0...100 (JPEG, WebP, AVIF; AVIF 100 is lossless). Default 90.")
@@ -123,8 +123,8 @@ extension Decode {
         guard SDImageCodersManager.shared.canEncode(to: format) else { fail("no encoder for \(format) in this build") }
         var o: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality ?? 90) / 100]
         let image: SDImage
-        if [.gif, .webP, .png].contains(format), let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
-            image = anim  // GIF, WebP and APNG keep every frame; the size limit applies to each
+        if [.gif, .webP, .png, .avif].contains(format), let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
+            image = anim  // GIF, WebP, APNG and AVIF keep every frame; the size limit applies to each
             if let m = maxPixelSize { o[.encodeMaxPixelSize] = m }
         } else {
             do {
@@ -140,7 +140,7 @@ extension Decode {
         }
         do { try data.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
         var animated = !image.sd_isAnimated ? ""
-            : [.gif, .webP, .png].contains(format) ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
+            : [.gif, .webP, .png, .avif].contains(format) ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
         if let maxFileSize, data.count > maxFileSize { animated += " (over --max-file-size even at the lowest quality)" }
         FileHandle.standardError.write(Data("\(image.width)x\(image.height) \(image.format) -> \(format) \(data.count) bytes\(animated)\n".utf8))
     }

@@ -622,6 +622,67 @@ static int test_encoder_webp_anim(void)
     return 0;
 }
 
+/* An AVIF image sequence: frame count, durations (0 stored as 1 ms, shown
+ * as 100), loops forever; lossless frames come back within 1 (straight
+ * pixels exact); one alpha track unless every frame is opaque. */
+static int test_encoder_avif_anim(void)
+{
+    sd_bitmap *f[3] = {synth(40, 30, 1), synth(40, 30, 0), red_square(40, 30)};
+    ASSERT(f[2] != NULL);
+    int delays[3] = {70, 200, 0};
+    static const int64_t stored[3] = {70, 200, 1}, shown[3] = {70, 200, 100};
+    for (int lossless = 1; lossless >= 0; lossless--) {
+        uint8_t *avif;
+        size_t n;
+        ASSERT_OK(sd_encode_avif_anim((const sd_bitmap *const *)f, delays, 3, lossless ? 100 : 80, 10, &avif, &n));
+        ASSERT_EQ(sd_sniff_format(avif, n), SD_FORMAT_AVIF);
+        sd_decoder *d;
+        ASSERT_OK(open_anim(avif, n, 3, 0, &d));
+        int64_t v;
+        for (uint32_t i = 0; i < 3; i++) {
+            ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_STORED_DURATION_MS, &v));
+            ASSERT_EQ(v, stored[i]);
+            ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_DURATION_MS, &v));
+            ASSERT_EQ(v, shown[i]);
+            sd_bitmap *b;
+            ASSERT_OK(sd_decoder_frame(d, i, &b));
+            const int diff = max_diff(f[i], b);
+            ASSERT(lossless ? diff <= 1 : diff < 96);
+            ASSERT(i == 1 || sd_bitmap_has_alpha(b));
+            if (i == 2 && lossless)
+                ASSERT_EQ(px_at(b, 0, 0), 0u); /* frame 1 does not show through */
+            sd_bitmap_free(b);
+        }
+        sd_decoder_free(d);
+        sd_free(avif);
+    }
+    /* all opaque: no alpha track */
+    sd_bitmap *opaque[2] = {f[1], synth(40, 30, 0)};
+    uint8_t *out;
+    size_t n;
+    ASSERT_OK(sd_encode_avif_anim((const sd_bitmap *const *)opaque, NULL, 2, 100, 10, &out, &n));
+    sd_decoder *d;
+    ASSERT_OK(open_anim(out, n, 2, 0, &d));
+    sd_bitmap *b;
+    ASSERT_OK(sd_decoder_frame(d, 1, &b));
+    ASSERT(!sd_bitmap_has_alpha(b) && max_diff(opaque[1], b) == 0);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    sd_free(out);
+    sd_bitmap_free(opaque[1]);
+    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 0, 80, 10, &out, &n), SD_EINVAL);
+    int bad[3] = {10, -1, 10};
+    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, bad, 3, 80, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 3, 101, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 3, 80, 11, &out, &n), SD_EINVAL);
+    sd_bitmap *other = synth(20, 30, 0), *mixed[2] = {f[0], other};
+    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)mixed, NULL, 2, 80, 10, &out, &n), SD_EINVAL);
+    sd_bitmap_free(other);
+    for (int i = 0; i < 3; i++)
+        sd_bitmap_free(f[i]);
+    return 0;
+}
+
 static int test_encoder_gif(void)
 {
     sd_bitmap *f[2] = {synth(40, 30, 0), red_square(40, 30)};
@@ -1120,6 +1181,7 @@ int main(int argc, char **argv)
         {"orientation_and_downscale_compose", test_orientation_and_downscale_compose},
         {"encoders_roundtrip", test_encoders_roundtrip},
         {"encoders_webp_avif", test_encoders_webp_avif},
+        {"encoder_avif_anim", test_encoder_avif_anim},
         {"encoder_gif", test_encoder_gif},
         {"encoder_apng", test_encoder_apng},
         {"encoder_webp_anim", test_encoder_webp_anim},

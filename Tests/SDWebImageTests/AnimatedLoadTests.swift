@@ -124,4 +124,60 @@ struct AnimatedLoadTests {
         #expect(pixel(f2, 0, 0) == pixel(o2, o2.width - 1, 0) && pixel(still, 0, 1) == pixel(original, original.width - 1, 1))
         #expect(abs(all.duration - original.duration) < 1e-9)
     }
+
+    @Test("An AVIF image sequence (avifenc): every frame equals libavif's decode, from the network, memory and disk; encoded back as a sequence")
+    func avifSequence() async throws {
+        let s = try #require(TestServers.shared)
+        let dir = s.www.appendingPathComponent("avifseq")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let sources = try (0..<3).map { i in
+            try Bitmap(width: 48, height: 32) { raw in
+                for p in 0..<(48 * 32) {
+                    let x = p % 48, y = p / 48
+                    raw[p * 4] = UInt8((x * 5 + i * 80) & 0xFF); raw[p * 4 + 1] = UInt8(y * 7); raw[p * 4 + 2] = UInt8(i * 100); raw[p * 4 + 3] = 255
+                }
+            }
+        }
+        for (i, b) in sources.enumerated() { try Data(b.pngData()).write(to: dir.appendingPathComponent("f\(i).png")) }
+        let d = dir.path
+        // quantizer 0, 4:4:4 (avifenc 0.11's --lossless writes the first frame three times)
+        #expect(system("avifenc --min 0 --max 0 -y 444 -s 10 --timescale 1000 --duration 100 '\(d)/f0.png' --duration 250 '\(d)/f1.png' "
+                       + "--duration 10 '\(d)/f2.png' '\(d)/seq.avif' >/dev/null 2>&1") == 0)
+        // the oracle: each frame as libavif's own avifdec decodes it
+        let want = try (0..<3).map { i in
+            #expect(system("avifdec --index \(i) '\(d)/seq.avif' '\(d)/ref\(i).png' >/dev/null 2>&1") == 0)
+            return sha(try #require(SDImage(data: try Data(contentsOf: dir.appendingPathComponent("ref\(i).png")))))
+        }
+        #expect(Set(want).count == 3)
+        let data = try Data(contentsOf: dir.appendingPathComponent("seq.avif"))
+        let image = try #require(SDAnimatedImage(data: data))
+        #expect(image.format == .avif && image.sd_isAnimated && frames(image) == want)
+        #expect(image.animatedImageLoopCount == 0 && (0..<3).map { image.animatedImageDuration(at: $0) } == [0.1, 0.25, 0.1])
+        #expect(SDImageAVIFCoder.shared.decodedImage(with: data, options: nil)?.sd_imageFrameCount == 3)
+        let first = try #require(SDImageAVIFCoder.shared.decodedImage(with: data, options: [.decodeFirstFrameOnly: true]))
+        #expect(!first.sd_isAnimated && sha(first) == want[0])
+        // through the manager: network, memory (same object), disk (same frames)
+        let url = s.url(s.http, "/avifseq/seq.avif")
+        let (m, cache) = makeManager()
+        let net = try #require(await m.load(url).last)
+        let loaded = try #require(net.image as? SDAnimatedImage)
+        #expect(net.type == .none && frames(loaded) == want && loaded.animatedImageData == data)
+        #expect(await m.load(url).last?.image === loaded)
+        cache.waitForPendingWrites()
+        cache.clearMemory()
+        let disk = try #require(await m.load(url).last)
+        #expect(disk.type == .disk && frames(disk.image) == want)
+        // encoded back (lossless): a sequence again, same timeline, frames within 1 of the sources
+        let back = try #require(SDImageCodersManager.shared.encodedData(with: image, format: .avif, options: [.encodeCompressionQuality: 1.0]))
+        let again = try #require(SDAnimatedImage(data: back))
+        #expect(again.format == .avif && again.animatedImageFrameCount == 3)
+        #expect((0..<3).map { again.animatedImageDuration(at: $0) } == [0.1, 0.25, 0.1])
+        for i in 0..<3 {
+            let a = try #require(again.animatedImageFrame(at: UInt(i))), b = try #require(image.animatedImageFrame(at: UInt(i)))
+            let close = a.withUnsafeBytes { x in b.withUnsafeBytes { y in zip(x, y).allSatisfy { abs(Int($0) - Int($1)) <= 1 } } }
+            #expect(close, "frame \(i)")
+        }
+        let still = try #require(SDImageCodersManager.shared.encodedData(with: image, format: .avif, options: [.encodeFirstFrameOnly: true]))
+        #expect(SDAnimatedImage(data: still)?.animatedImageFrameCount == 1)
+    }
 }

@@ -70,6 +70,21 @@ SD_API int sd_encode_avif(const sd_bitmap *bitmap, int quality, int speed,
                           uint8_t **out, size_t *out_length);
 
 /*
+ * Name: sd_encode_avif_anim
+ * Desc: An AVIF image sequence (libavif) of `count` frames of one size,
+ *       with sd_encode_avif's quality and speed; frame i shows for
+ *       `delays_ms[i]` (NULL or 0: 1 ms, the shortest sample). Only the
+ *       first frame is a key frame (libavif's default). Every frame has an
+ *       alpha plane unless all are opaque. It plays forever: libavif 0.11
+ *       writes no repetition count.
+ * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
+ *          out-of-range quality/speed), SD_ENOMEM, SD_EUNSUPPORTED (libavif
+ *          was built without an AV1 encoder), SD_ECORRUPT (encoder failure).
+ */
+SD_API int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
+                               int quality, int speed, uint8_t **out, size_t *out_length);
+
+/*
  * Name: sd_encode_gif
  * Desc: A GIF of `count` frames of one size (an animation when count > 1):
  *       each frame full-canvas, quantised to its own palette of 255 colours

@@ -311,11 +311,14 @@ public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
     override class var decodesAnimation: Bool { true }
 }
 
-/// AVIF stills (SDWebImage's `SDImageAVIFCoder`, libavif); an image
-/// sequence shows its first frame.
+/// AVIF stills and image sequences (SDWebImage's `SDImageAVIFCoder`,
+/// libavif): a sequence is an animation once all its bytes are in, each
+/// frame decoded from the nearest key frame; it loops forever (libavif 0.11
+/// reads and writes no repetition count).
 public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageAVIFCoder()
     override class var decodableFormats: Set<ImageFormat> { [.avif] }
     override class var encodableFormats: Set<ImageFormat> { [.avif] }
+    override class var decodesAnimation: Bool { true }
 }

@@ -39,6 +39,12 @@ enum SDImageEncoding {
             return Data(try bitmap.webpData(lossless: true))
         case .webP:
             encodeAt = { q throws(CoderError) in try bitmap.webpData(quality: q) }
+        case .avif where animates(image, options):
+            let (frames, delays, _) = try animation(image, first: bitmap)
+            let speed = options.int(.encodeAVIFSpeed) ?? 8
+            encodeAt = { q throws(CoderError) in
+                try Bitmap.avifAnimationData(frames: frames, delaysMilliseconds: delays, quality: q, speed: speed)
+            }
         case .avif:
             encodeAt = { q throws(CoderError) in try bitmap.avifData(quality: q, speed: options.int(.encodeAVIFSpeed) ?? 8) }
         default:
@@ -49,7 +55,8 @@ enum SDImageEncoding {
         return Data(try bestFit(limit: limit, highest: q, encodeAt))
     }
 
-    /// An animation is encoded as one unless `.encodeFirstFrameOnly` (GIF, APNG and WebP).
+    /// An animation is encoded as one unless `.encodeFirstFrameOnly` (GIF, APNG,
+    /// WebP and AVIF; an AVIF sequence plays forever, whatever the loop count).
     static func animates(_ image: SDImage, _ options: SDImageCoderOptions) -> Bool {
         image.sd_isAnimated && options.bool(.encodeFirstFrameOnly) != true && image.animatedProvider != nil
     }
