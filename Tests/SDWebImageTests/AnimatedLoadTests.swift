@@ -140,7 +140,7 @@ struct AnimatedLoadTests {
         }
         for (i, b) in sources.enumerated() { try Data(b.pngData()).write(to: dir.appendingPathComponent("f\(i).png")) }
         let d = dir.path
-        // quantizer 0, 4:4:4 (avifenc 0.11's --lossless writes the first frame three times)
+        // quantizer 0, 4:4:4 (avifenc 0.11's --lossless at speed 8 and above repeats frame 0's pixels here)
         #expect(system("avifenc --min 0 --max 0 -y 444 -s 10 --timescale 1000 --duration 100 '\(d)/f0.png' --duration 250 '\(d)/f1.png' "
                        + "--duration 10 '\(d)/f2.png' '\(d)/seq.avif' >/dev/null 2>&1") == 0)
         // the oracle: each frame as libavif's own avifdec decodes it
