@@ -84,6 +84,10 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   check "fetch ok" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "network.:3," "$tmp/out.json"'
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>/dev/null
   check "second run comes from disk" 'grep -q "disk.:3," "$tmp/out.json"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --max-pixels 1000 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+  check "--max-pixels binds disk hits too (refused there and on the network)" '[ $rc -eq 1 ] && grep -q "ok.:0," "$tmp/out.json" && grep -q "disk.:0," "$tmp/out.json"'
+  "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>/dev/null
+  check "entries refused by the caps stay on disk" 'grep -q "disk.:3," "$tmp/out.json"'
   "$bin" fetch "$base/img/photo-000.jpg" "$base/img/photo-000.jpg" --concurrency 1 --cache-dir "$tmp/cache-m" --json >"$tmp/out.json" 2>/dev/null
   check "a repeated URL comes from the memory cache" 'grep -q "network.:1," "$tmp/out.json" && grep -q "memory.:1" "$tmp/out.json"'
   "$bin" fetch "$base/img/alpha-002.png" "$base/img/alpha-002.png" --concurrency 1 --cache-dir "$tmp/cache-m" --memory-cache 0 --json >"$tmp/out.json" 2>/dev/null

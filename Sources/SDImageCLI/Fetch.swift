@@ -89,7 +89,7 @@ struct Fetch: ParsableCommand {
     @Option(help: ArgumentHelp("The longest one download may take (default 120; 30 with --server-policy).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(help: "Images of more source pixels (width x height) fail (default 268435456; 40000000 with --server-policy).")
+    @Option(help: "Images of more source pixels (width x height) fail, fetched or read from the cache (default 268435456; 40000000 with --server-policy); so for the two below.")
     var maxPixels: Int?
 
     @Option(help: "Images wider or taller than PX fail (default 65535; 8192 with --server-policy).")
@@ -132,10 +132,6 @@ struct Fetch: ParsableCommand {
                 .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
         let targets = all.map { URL(string: $0) }
-        let config = SDImageCacheConfig()
-        config.maxMemoryCost = coldWarmHot ? 0 : memoryCache << 20  // hot pass: every image stays in memory
-        config.shouldCacheImagesInMemory = coldWarmHot || memoryCache > 0
-        let cache = cacheOptions.open(config)
         let downloaderConfig = serverPolicy ? SDWebImageDownloaderConfig.server() : SDWebImageDownloaderConfig()
         downloaderConfig.maxConcurrentDownloads = concurrency
         downloaderConfig.maxConnectionsPerHost = maxPerHost
@@ -145,6 +141,11 @@ struct Fetch: ParsableCommand {
         if let maxDimension { limits.maxDimension = maxDimension }
         if let maxCodecMemory { limits.maxCodecMemory = maxCodecMemory << 20 }
         downloaderConfig.decodeLimits = limits
+        let config = SDImageCacheConfig()
+        config.maxMemoryCost = coldWarmHot ? 0 : memoryCache << 20  // hot pass: every image stays in memory
+        config.shouldCacheImagesInMemory = coldWarmHot || memoryCache > 0
+        config.decodeLimits = limits  // a cache folder or Redis others write to gets the same caps
+        let cache = cacheOptions.open(config)
         downloaderConfig.proxy = proxy
         if let maxRedirects { downloaderConfig.maxRedirects = maxRedirects }
         if let timeout { downloaderConfig.downloadTotalTimeout = timeout }

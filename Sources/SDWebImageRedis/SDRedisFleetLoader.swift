@@ -167,8 +167,10 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
         if !load.options.contains(.avoidDecodeImage) {
             // the owner's finished transfer, checksummed: a truncated image
             // in it is the origin's, served as the downloader served it
+            // another process's bytes get the caps the downloader would apply
+            let limits = (loader as? SDWebImageDownloader)?.config.decodeLimits ?? DecodeLimits()
             image = SDImageCacheDecodeImageData(entry.data, load.key, load.options, load.context,
-                                                acceptingIncomplete: true)
+                                                limits: limits, acceptingIncomplete: true)
             if image == nil { return false }
         }
         // the manager stores what it gets in every tier; this one has it already

@@ -16,11 +16,12 @@ struct Host {
     let fleet: SDRedisFleetLoader?
 
     init(_ server: RedisTestServer, namespace: String, fleet: Bool = true,
-         options: SDRedisFleetLoader.Options = .init()) throws {
-        local = SDImageCache(namespace: "fleet", diskCacheDirectory: NSTemporaryDirectory() + unique("host"))
-        redis = try SDImageRedisCache(url: server.url, namespace: namespace, options: patient())
+         options: SDRedisFleetLoader.Options = .init(), downloaderConfig: SDWebImageDownloaderConfig = .init(),
+         cacheConfig: SDImageCacheConfig = .init()) throws {
+        local = SDImageCache(namespace: "fleet", diskCacheDirectory: NSTemporaryDirectory() + unique("host"), config: cacheConfig)
+        redis = try SDImageRedisCache(url: server.url, namespace: namespace, options: patient(), config: cacheConfig)
         let caches = redis.tiered(behind: local)
-        let downloader = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        let downloader = SDWebImageDownloader(config: downloaderConfig)
         self.fleet = fleet ? SDRedisFleetLoader(loader: downloader, cache: redis, options: options) : nil
         manager = SDWebImageManager(cache: caches, loader: self.fleet ?? downloader)
     }
@@ -76,6 +77,33 @@ struct FleetLoaderTests {
         } else {
             Issue.record("EXISTS failed")
         }
+    }
+
+    @Test("decodeLimits bind what another process wrote: a Redis value over them is neither an L2 hit nor served by the fleet loader")
+    func decodeLimits() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        let id = unique("caps")
+        let url = try #require(URL(string: servers.fault + "/etag?id=\(id)"))  // the origin's image: 64x48
+        let planted = try fixture(200, 150)  // 30,000 pixels, written by some other process
+        let tight = SDWebImageDownloaderConfig()
+        tight.decodeLimits.maxPixels = 5000
+        let tightCache = SDImageCacheConfig()
+        tightCache.decodeLimits = tight.decodeLimits
+        let capped = try Host(server, namespace: ns, downloaderConfig: tight, cacheConfig: tightCache)
+        try capped.redis.store.setData(planted, forKey: url.absoluteString, extendedData: nil)
+        // the L2 query refuses it (a miss), the fleet loader finds it and refuses it too: the origin's
+        let (image, error, type) = await capped.loadWithType(url)
+        #expect(image?.width == 64 && error == nil && type == .none)
+        #expect(hits(servers, id) == 1 && capped.fleet?.statistics.shared == 0)
+        // under the default caps the same value is an L2 hit (planted again once the load's stores are done)
+        capped.local.waitForPendingWrites()
+        capped.redis.cache.waitForPendingWrites()
+        try capped.redis.store.setData(planted, forKey: url.absoluteString, extendedData: nil)
+        let open = try Host(server, namespace: ns)
+        let (openImage, _, openType) = await open.loadWithType(url)
+        #expect(openImage?.width == 200 && openType == .disk && hits(servers, id) == 1)
     }
 
     @Test("Bytes the fleet loader just wrote or read are not written again when the manager stores them in every tier")

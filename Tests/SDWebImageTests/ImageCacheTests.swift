@@ -167,6 +167,39 @@ struct ImageCacheTests {
         #expect(!c.diskImageDataExists(withKey: "rot"))
     }
 
+    @Test("decodeLimits cap every disk hit, whatever the query asks; SDImageCacheDecodeImageData takes them too")
+    func decodeLimits() async throws {
+        let config = SDImageCacheConfig()
+        #expect(config.decodeLimits == DecodeLimits())
+        config.decodeLimits = DecodeLimits(maxPixels: 100 * 80, maxDimension: 120, maxCodecMemory: 256 << 20)
+        let c = makeCache(config: config)
+        let (_, big) = try testImage(200, 150)  // 30,000 pixels
+        let (_, wide) = try testImage(121, 10)  // few pixels, one side over
+        let (_, fits) = try testImage(100, 80)  // at the caps
+        try c.storeImageData(toDisk: big, forKey: "big")
+        try c.storeImageData(toDisk: wide, forKey: "wide")
+        try c.storeImageData(toDisk: fits, forKey: "fits")
+        #expect(c.imageFromDiskCache(forKey: "big") == nil && c.imageFromDiskCache(forKey: "wide") == nil)
+        #expect(await c.image(forKey: "big").image == nil)
+        // a thumbnail, or a query asking for more, gets no further: the caps are on the source
+        #expect(await c.image(forKey: "big", context: [.imageThumbnailPixelSize: CGSize(width: 50, height: 50)]).image == nil)
+        var more = DecodeOptions()
+        more.maxPixels = 1 << 28
+        more.maxDimension = 1 << 16
+        #expect(await c.image(forKey: "big", context: [.imageDecodeOptions: [SDImageCoderOption.decodeCoreOptions: more]]).image == nil)
+        #expect(c.imageFromDiskCache(forKey: "fits")?.width == 100)
+        #expect(c.diskImageData(forKey: "big") == big)  // refused, not damaged: the bytes stay
+        // the same bytes under the default caps decode
+        let open = makeCache()
+        try open.storeImageData(toDisk: big, forKey: "big")
+        #expect(open.imageFromDiskCache(forKey: "big")?.width == 200)
+        #expect(SDImageCacheDecodeImageData(big, "big", [], nil)?.width == 200)
+        #expect(SDImageCacheDecodeImageData(big, "big", [], nil, limits: config.decodeLimits) == nil)
+        // a cache copies its config: changing it later does not loosen the cache
+        config.decodeLimits = DecodeLimits()
+        #expect(c.imageFromDiskCache(forKey: "big") == nil)
+    }
+
     @Test("Async variants: containsImage, diskImageExists, calculateSize, removeImage (issue 19)")
     func asyncVariants() async throws {
         let c = makeCache()

@@ -87,16 +87,17 @@ extension SDImageCache {
     }
 
     func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
-        Self.decode(data, key, options, request)
+        Self.decode(data, key, options, request, limits: config.decodeLimits)
     }
 
     static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
-                       acceptingIncomplete: Bool = false) -> SDImage? {
-        let o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
+                       limits: DecodeLimits, acceptingIncomplete: Bool = false) -> SDImage? {
+        var o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
                                      preloadAllFrames: options.contains(.preloadAllFrames),
                                      matchAnimatedImageClass: options.contains(.matchAnimatedImageClass))
+        o.decode = o.decode.capped(by: limits)
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
         // The caller fetches again and the new store replaces it.
@@ -192,10 +193,13 @@ extension SDImageCache {
 /// Nil when the bytes do not decode, or hold an image that ends early —
 /// unless `acceptingIncomplete`: for bytes known to be whole (a checksummed
 /// value, a finished transfer) whose image the origin itself cut short,
-/// which then decode as the downloader decodes them (the tail grey). For
-/// caches and loaders of your own that hold encoded bytes.
+/// which then decode as the downloader decodes them (the tail grey).
+/// `limits` caps the decode whatever the context asks (give bytes others
+/// could have written the downloader's caps). For caches and loaders of
+/// your own that hold encoded bytes.
 public func SDImageCacheDecodeImageData(_ imageData: Data, _ cacheKey: String, _ options: SDWebImageOptions,
-                                        _ context: SDWebImageContext?, acceptingIncomplete: Bool = false) -> SDImage? {
+                                        _ context: SDWebImageContext?, limits: DecodeLimits = DecodeLimits(),
+                                        acceptingIncomplete: Bool = false) -> SDImage? {
     SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context),
-                        acceptingIncomplete: acceptingIncomplete)
+                        limits: limits, acceptingIncomplete: acceptingIncomplete)
 }

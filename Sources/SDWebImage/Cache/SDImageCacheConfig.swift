@@ -1,5 +1,6 @@
 import Foundation
 import SDCache
+import SDCoders
 
 /// Where a result came from / where to look or store.
 public enum SDImageCacheType: Int, Sendable {
@@ -66,6 +67,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         var callbackQueue = sdDefaultCallbackQueue
         var diskCacheClass: (any SDDiskCacheProtocol.Type)?
         var memoryCacheClass: (any SDMemoryCacheProtocol.Type)?
+        var decodeLimits = DecodeLimits()
     }
 
     private let lock = NSLock()
@@ -192,6 +194,17 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     public var memoryCacheClass: (any SDMemoryCacheProtocol.Type)? {
         get { self[\.memoryCacheClass] }
         set { self[\.memoryCacheClass] = newValue }
+    }
+
+    /// Ours: caps on every image decoded from the disk tier (and from a
+    /// shared tier behind it, such as Redis), whatever a query asks —
+    /// what `SDWebImageDownloaderConfig.decodeLimits` is for downloads. An
+    /// entry passed the downloader's caps when it was fetched, but a folder
+    /// or a Redis others can write to may hold anything: give such a cache
+    /// the downloader's caps (`.server`). Default: the C core's.
+    public var decodeLimits: DecodeLimits {
+        get { self[\.decodeLimits] }
+        set { self[\.decodeLimits] = newValue }
     }
 
     /// The sweep policy of the disk tier, as configured now.
