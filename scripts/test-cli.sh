@@ -140,8 +140,12 @@ sys.exit(0 if red(8) > 300 and red(176) == 0 else 1)" "$tmp/sheet2.raw" "$(tail 
     "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc1" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
     check "--redis: first fetch from the network" '[ $rc -eq 0 ] && grep -q "network.:3," "$tmp/out.json"'
     "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc2" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
-    check "--redis: a fresh local cache is served from Redis" '[ $rc -eq 0 ] && grep -q "network.:0," "$tmp/out.json" && grep -q "disk.:3," "$tmp/out.json"'
+    check "--redis: a fresh local cache is served from Redis (counted as such)" '[ $rc -eq 0 ] && grep -q "network.:0," "$tmp/out.json" && grep -q "redis.:3," "$tmp/out.json" && grep -q "disk.:0," "$tmp/out.json"'
     check "--redis: the local cache is filled too" '"$bin" cache info --cache-dir "$tmp/rc2" --json | grep -q "entries.:3,"'
+    "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc2" --redis "$rurl" --json >"$tmp/out.json" 2>/dev/null; rc=$?
+    check "--redis: then from the local disk" '[ $rc -eq 0 ] && grep -q "disk.:3," "$tmp/out.json" && grep -q "redis.:0," "$tmp/out.json"'
+    "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/rc4" --redis "$rurl" --max-pixels 1000 --json >"$tmp/out.json" 2>/dev/null; rc=$?
+    check "--redis: --max-pixels binds Redis hits too" '[ $rc -eq 1 ] && grep -q "ok.:0," "$tmp/out.json" && grep -q "redis.:0," "$tmp/out.json"'
     "$bin" cache info --redis "$rurl" --json >"$tmp/info.json" 2>/dev/null; rc=$?
     check "cache info --redis: entries, bytes, hit rate" '[ $rc -eq 0 ] && python3 -c "
 import json, sys; s = json.load(open(sys.argv[1]))

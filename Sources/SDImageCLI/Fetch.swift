@@ -158,7 +158,7 @@ struct Fetch: ParsableCommand {
         if let redis {
             var o = SDRedisDiskCache.Options()
             o.connections = concurrency
-            do { redisTier = try SDImageRedisCache(url: redis, options: o) } catch {
+            do { redisTier = try SDImageRedisCache(url: redis, options: o, config: config) } catch {
                 throw ValidationError("--redis: \(error)")
             }
         }
@@ -200,7 +200,9 @@ struct Fetch: ParsableCommand {
             let pass = Pass(manager: manager, targets: targets, options: options, context: context,
                             concurrency: concurrency, keepImages: contactSheet != nil || out != nil, label: name,
                             quiet: json)
+            let redisBefore = redisTier?.hits ?? 0
             pass.run()
+            pass.countRedis((redisTier?.hits ?? 0) - redisBefore)
             cache.waitForPendingWrites()
             passes.append((name, pass))
         }
@@ -240,16 +242,18 @@ struct Fetch: ParsableCommand {
             }
             return
         }
-        let rows: [(String, (Pass) -> String)] = [
+        var rows: [(String, (Pass) -> String)] = [
             ("images ok", { "\($0.ok)" }), ("failed", { "\($0.failures)" }),
             ("animated", { "\($0.animated)" }), ("their frames", { "\($0.animatedFrames)" }),
-            ("from network", { "\($0.network)" }), ("from disk", { "\($0.disk)" }), ("from memory", { "\($0.memory)" }),
+            ("from network", { "\($0.network)" }), ("from disk", { "\($0.disk)" }),
+            ("from Redis", { "\($0.redis)" }), ("from memory", { "\($0.memory)" }),
             ("MB downloaded", { String(format: "%.1f", Double($0.bytes) / 1e6) }),
             ("wall time (s)", { String(format: "%.2f", $0.wall) }),
             ("images/s", { String(format: "%.0f", $0.wall > 0 ? Double($0.ok) / $0.wall : 0) }),
             ("p50 latency (ms)", { String(format: "%.1f", $0.percentile(0.5)) }),
             ("p95 latency (ms)", { String(format: "%.1f", $0.percentile(0.95)) }),
         ]
+        if redis == nil { rows.removeAll { $0.0 == "from Redis" } }
         print("")
         print("".padding(toLength: 18, withPad: " ", startingAt: 0)
               + passes.map { $0.0.leftPad(10) }.joined(separator: " "))
@@ -287,7 +291,7 @@ final class Pass: @unchecked Sendable {
     private(set) var images: [SDImage?]
     private(set) var errors: [String?]
     private var latencies: [Double] = []
-    private(set) var ok = 0, failures = 0, network = 0, disk = 0, memory = 0, bytes = 0, done = 0
+    private(set) var ok = 0, failures = 0, network = 0, disk = 0, redis = 0, memory = 0, bytes = 0, done = 0
     /// Animations among the images, their frames and seconds per loop.
     private(set) var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
     private(set) var wall = 0.0
@@ -364,6 +368,14 @@ final class Pass: @unchecked Sendable {
         bar.update(done: d, bytes: b)
     }
 
+    /// Of the disk hits, `n` came from the Redis tier (it answers as a disk).
+    func countRedis(_ n: Int) {
+        lock.lock()
+        redis = min(n, disk)
+        disk -= redis
+        lock.unlock()
+    }
+
     func percentile(_ p: Double) -> Double {
         lock.lock()
         defer { lock.unlock() }
@@ -372,7 +384,7 @@ final class Pass: @unchecked Sendable {
 
     var summary: [String: Any] {
         ["images": targets.count, "ok": ok, "failed": failures, "animated": animated,
-         "animated_frames": animatedFrames, "animated_duration_s": (animatedSeconds * 1000).rounded() / 1000, "network": network, "disk": disk, "memory": memory,
+         "animated_frames": animatedFrames, "animated_duration_s": (animatedSeconds * 1000).rounded() / 1000, "network": network, "disk": disk, "redis": redis, "memory": memory,
          "bytes": bytes, "wall_s": (wall * 1000).rounded() / 1000,
          "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
          "failures": errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]

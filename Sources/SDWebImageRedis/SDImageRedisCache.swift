@@ -57,6 +57,16 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
 
     private let promotionLock = NSLock()
     private var promotion: (any SDImageCacheProtocol)?
+    private var hitCount = 0
+
+    /// Queries this tier answered from Redis (an image, or bytes when only
+    /// bytes were asked for) since it was made: what a caller cannot tell
+    /// from the `.disk` a hit of either tier reports.
+    public var hits: Int {
+        promotionLock.lock()
+        defer { promotionLock.unlock() }
+        return hitCount
+    }
 
     public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
                            cacheType: SDImageCacheType,
@@ -64,14 +74,15 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
         promotionLock.lock()
         let local = promotion
         promotionLock.unlock()
-        guard let local else {
-            return cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType,
-                                    completion: completion)
-        }
         return cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
             image, data, type in
+            if type == .disk {
+                self.promotionLock.lock()
+                self.hitCount += 1
+                self.promotionLock.unlock()
+            }
             // the bytes only, to disk: the image may be a thumbnail of them
-            if type == .disk, let key, let data {
+            if type == .disk, let local, let key, let data {
                 local.store(nil, imageData: data, forKey: key, cacheType: .disk,
                             extendedData: self.store.takeExtendedDataOfLastRead(forKey: key), completion: nil)
             }

@@ -195,7 +195,7 @@ struct RedisCacheTests {
         #expect(hits == "1")  // one origin request for two managers
     }
 
-    @Test("tiered(behind:): the local cache answers first (no Redis call), a fetch fills both, a Redis hit is copied to the local disk with its validators")
+    @Test("tiered(behind:): the local cache answers first (no Redis call), a fetch fills both, a Redis hit is copied to the local disk with its validators and counted")
     func tieredOrder() async throws {
         let server = try RedisTestServer(name: "tiered")  // its own: the command counts below are exact
         defer { server.run("stop") }
@@ -224,9 +224,11 @@ struct RedisCacheTests {
         let before = gets(redis1)
         #expect(try await m1.loadImage(with: url).cacheType == .disk)
         #expect(gets(redis1) == before)  // the local disk answered; Redis was not asked
+        #expect(redis1.hits == 0)
 
-        let (m2, local2, _) = try host()
+        let (m2, local2, redis2) = try host()
         #expect(try await m2.loadImage(with: url).cacheType == .disk)  // from Redis
+        #expect(redis2.hits == 1)  // what .disk alone does not say
         local2.waitForPendingWrites()
         #expect(local2.diskImageDataExists(withKey: key))  // copied down
         let raw = try #require(local2.extendedData(forKey: key))

@@ -152,9 +152,18 @@ extension ProgressiveAnimationTests {
 
     func open(_ gate: String) { _ = TestServers.shared?.faultGet("/open?gate=\(gate)") }
 
-    /// Poll until `ready` (20 s at most).
+    /// A downloader whose idle timeout outlasts any wait for a held last
+    /// piece (the default 15 s does not, on a machine running every suite
+    /// under TSan at once).
+    func patientDownloader() -> SDWebImageDownloader {
+        let config = SDWebImageDownloaderConfig()
+        config.downloadTimeout = 120
+        return SDWebImageDownloader(config: config)
+    }
+
+    /// Poll until `ready` (100 s at most).
     func until(_ ready: () async -> Bool) async throws {
-        for _ in 0..<2000 {
+        for _ in 0..<10_000 {
             if await ready() { return }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
@@ -164,7 +173,7 @@ extension ProgressiveAnimationTests {
     func downloaderPreviews() async throws {
         for file in ["third_party/pillow/chi.gif", "third_party/pillow/iss634.webp"] {
             let (url, row, gate) = try drip(file, pieces: 12)
-            let downloader = SDWebImageDownloader()
+            let downloader = patientDownloader()
             let (out, _) = downloader.start(url, .progressiveLoad)
             // all but the last piece are in: the animation so far comes out
             try await until { out.previews.contains { ($0 as? SDAnimatedImage)?.animatedImageFrameCount ?? 0 >= 2 } }
@@ -254,7 +263,7 @@ extension ProgressiveAnimationTests {
     @Test("test21/test23: sd_setImage with .progressiveLoad plays the animation so far in one player that grows, then the whole one on from the frame on screen")
     func viewPlaysGrowth() async throws {
         let (url, row, gate) = try drip("third_party/pillow/chi.gif", pieces: 12)
-        let (m, _) = makeManager()
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let view = TestImageView()
         let clock = SDAnimatedImageManualClock()
         view.clock = clock
