@@ -25,29 +25,29 @@ static uint8_t *straight_rgba(const sd_bitmap *b)
     return rgba;
 }
 
-/* Pixels the libraries can read: the bitmap itself when opaque and laid out
+/* Pixels the libraries can read: the bitmap itself when opaque (the
+ * caller's sd_bitmap_has_alpha answer, so it is scanned once) and laid out
  * B,G,R,A in memory (*bgra = 1, nothing to free), else straight RGBA. */
 typedef struct {
     const uint8_t *pixels;
     uint8_t *owned;
     size_t stride;
-    int bgra, opaque;
+    int bgra;
 } sd__straight;
 
-static int straight_pixels(const sd_bitmap *b, sd__straight *s)
+static int straight_pixels(const sd_bitmap *b, int opaque, sd__straight *s)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const int opaque = !sd_bitmap_has_alpha(b);
     if (opaque) {
-        *s = (sd__straight){b->pixels, NULL, b->stride, 1, 1};
+        *s = (sd__straight){b->pixels, NULL, b->stride, 1};
         return SD_OK;
     }
 #else
-    const int opaque = !sd_bitmap_has_alpha(b);
+    (void)opaque;
 #endif
     uint8_t *rgba = straight_rgba(b);
     SD__RETURN_IF(rgba == NULL, SD_ENOMEM);
-    *s = (sd__straight){rgba, rgba, (size_t)b->width * 4, 0, opaque};
+    *s = (sd__straight){rgba, rgba, (size_t)b->width * 4, 0};
     return SD_OK;
 }
 
@@ -182,9 +182,9 @@ static int avif_status(avifResult r)
            : r == AVIF_RESULT_NO_CODEC_AVAILABLE ? SD_EUNSUPPORTED : SD_ECORRUPT;
 }
 
-/* One bitmap as an 8-bit avifImage (lossless: 4:4:4, identity matrix; else
- * 4:2:0), with an alpha plane unless `drop_alpha`. */
-static int avif_image(const sd_bitmap *b, int lossless, int drop_alpha, avifImage **out)
+/* One bitmap (`opaque`: it has no alpha) as an 8-bit avifImage (lossless:
+ * 4:4:4, identity matrix; else 4:2:0), with an alpha plane unless `drop_alpha`. */
+static int avif_image(const sd_bitmap *b, int opaque, int lossless, int drop_alpha, avifImage **out)
 {
     avifImage *img = avifImageCreate(b->width, b->height, 8, lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420);
     SD__RETURN_IF(img == NULL, SD_ENOMEM);
@@ -192,7 +192,7 @@ static int avif_image(const sd_bitmap *b, int lossless, int drop_alpha, avifImag
         img->matrixCoefficients = AVIF_MATRIX_COEFFICIENTS_IDENTITY;
     img->yuvRange = AVIF_RANGE_FULL;
     sd__straight px;
-    int rc = straight_pixels(b, &px);
+    int rc = straight_pixels(b, opaque, &px);
     if (rc == SD_OK) {
         avifRGBImage rgb;
         avifRGBImageSetDefaults(&rgb, img);
@@ -235,7 +235,8 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     *out = NULL;
     *out_len = 0;
     avifImage *img = NULL;
-    int rc = avif_image(b, quality == 100, !sd_bitmap_has_alpha(b), &img);
+    const int opaque = !sd_bitmap_has_alpha(b);
+    int rc = avif_image(b, opaque, quality == 100, opaque, &img);
     SD__RETURN_IF(rc != SD_OK, rc);
     avifEncoder *enc = avif_encoder(quality, speed);
     avifRWData data = AVIF_DATA_EMPTY;
@@ -257,12 +258,14 @@ int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, si
     *out = NULL;
     *out_len = 0;
     const uint32_t w = frames[0] ? frames[0]->width : 0, h = frames[0] ? frames[0]->height : 0;
-    int opaque = 1;
+    size_t first_alpha = count; /* frames before it are opaque; count: all are */
     for (size_t i = 0; i < count; i++) {
         SD__RETURN_IF(frames[i] == NULL || frames[i]->width != w || frames[i]->height != h, SD_EINVAL);
         SD__RETURN_IF(delays_ms && delays_ms[i] < 0, SD_EINVAL);
-        opaque = opaque && !sd_bitmap_has_alpha(frames[i]);
+        if (first_alpha == count && sd_bitmap_has_alpha(frames[i]))
+            first_alpha = i;
     }
+    const int all_opaque = first_alpha == count;
     avifEncoder *enc = avif_encoder(quality, speed);
     SD__RETURN_IF(enc == NULL, SD_ENOMEM);
     enc->timescale = 1000; /* durations in milliseconds */
@@ -270,7 +273,9 @@ int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, si
     /* every frame has an alpha plane or none does (one alpha track) */
     for (size_t i = 0; i < count && rc == SD_OK; i++) {
         avifImage *img = NULL;
-        rc = avif_image(frames[i], quality == 100, opaque, &img);
+        /* each frame scanned for alpha once: here only those after the first with alpha */
+        const int opaque = i < first_alpha || (i > first_alpha && !sd_bitmap_has_alpha(frames[i]));
+        rc = avif_image(frames[i], opaque, quality == 100, all_opaque, &img);
         if (rc != SD_OK)
             break;
         /* a duration of 0 is stored as 1 ms: a sample lasts at least one tick */
