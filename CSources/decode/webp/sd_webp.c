@@ -24,6 +24,9 @@
  */
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <webp/decode.h>
 #include <webp/demux.h>
@@ -370,19 +373,58 @@ static int anim_walk(sd__webp *s)
     return SD_OK;
 }
 
-/* libwebp's BlendPixelNonPremult (anim_decode.c), on B,G,R,A bytes. */
-static void blend_px(const uint8_t *src, uint8_t *dst)
+/* (1 << 24) / a, libwebp's per-pixel division, looked up */
+#define BS1(a) ((1u << 24) / ((a) + !(a))) /* [0] unused */
+#define BS4(a) BS1(a), BS1((a) + 1), BS1((a) + 2), BS1((a) + 3)
+#define BS16(a) BS4(a), BS4((a) + 4), BS4((a) + 8), BS4((a) + 12)
+#define BS64(a) BS16(a), BS16((a) + 16), BS16((a) + 32), BS16((a) + 48)
+static const uint32_t blend_scale[256] = {BS64(0), BS64(64), BS64(128), BS64(192)};
+
+/* libwebp's BlendPixelRowNonPremult (anim_decode.c) for one pixel, on B,G,R,A
+ * bytes. */
+static inline void blend_px(const uint8_t *src, uint8_t *dst)
 {
     uint32_t sa = src[3];
     if (sa == 0)
         return; /* dst stays */
+    if (sa == 255) { /* libwebp's row loop leaves an opaque pixel as it is */
+        memcpy(dst, src, 4);
+        return;
+    }
     uint32_t da = dst[3];
     uint32_t dfa = (da * (256 - sa)) >> 8;
-    uint32_t a = sa + dfa;
-    uint64_t scale = (1u << 24) / a;
+    uint32_t a = sa + dfa; /* 1..255 */
+    uint64_t scale = blend_scale[a];
     for (int c = 0; c < 3; c++)
         dst[c] = (uint8_t)(((uint64_t)(src[c] * sa + dst[c] * dfa) * scale) >> 24);
     dst[3] = (uint8_t)a;
+}
+
+/* n pixels of a frame over the canvas; an opaque pixel replaces and a
+ * transparent one leaves the canvas, so groups of four of either kind are
+ * done at once. */
+static void blend_row(const uint8_t *src, uint8_t *dst, uint32_t n)
+{
+    uint32_t x = 0;
+#if defined(__SSE2__) /* x86: little-endian, alpha in each pixel's top byte */
+    const __m128i amask = _mm_set1_epi32((int)0xff000000u);
+    for (; x + 4 <= n; x += 4) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + (size_t)x * 4));
+        __m128i a = _mm_and_si128(v, amask);
+        __m128i opaque = _mm_cmpeq_epi32(a, amask), clear = _mm_cmpeq_epi32(a, _mm_setzero_si128());
+        if (_mm_movemask_epi8(_mm_or_si128(opaque, clear)) == 0xffff) {
+            /* each pixel opaque (the frame's) or transparent (the canvas's) */
+            __m128i *at = (__m128i *)(void *)(dst + (size_t)x * 4);
+            __m128i c = _mm_loadu_si128(at);
+            _mm_storeu_si128(at, _mm_or_si128(_mm_and_si128(opaque, v), _mm_andnot_si128(opaque, c)));
+        } else {
+            for (uint32_t k = x; k < x + 4; k++)
+                blend_px(src + (size_t)k * 4, dst + (size_t)k * 4);
+        }
+    }
+#endif
+    for (; x < n; x++)
+        blend_px(src + (size_t)x * 4, dst + (size_t)x * 4);
 }
 
 /* Grow the changed rectangle by (x, y, w, h). */
@@ -398,12 +440,20 @@ static void dirty(sd__webp *s, uint32_t x, uint32_t y, uint32_t w, uint32_t h)
     s->dy1 = SD__MAX(s->dy1, y + h);
 }
 
-/* An opaque key frame that covers the canvas is the whole picture, already
- * premultiplied (alpha 255): decoded straight into the bitmap handed out. */
+/* A key frame owes nothing to the canvas under it, so it is decoded straight
+ * into the bitmap handed out (the rest of it transparent) and premultiplied
+ * there, without C — when no frame steps on from it (the next is a key frame,
+ * or the listing is complete and it is the last), or when it is opaque and
+ * covers the canvas (then C becomes a copy of it). */
 static int direct(const sd__webp *s, uint32_t i)
 {
     const wp_frame *f = &s->frames[i];
-    return s->dec->frames[i].key && f->opaque && covers(s->dec, f);
+    const sd_decoder *d = s->dec;
+    if (!d->frames[i].key)
+        return 0;
+    if (i + 1 < s->nframes ? d->frames[i + 1].key : s->demux_done)
+        return 1;
+    return f->opaque && covers(d, f);
 }
 
 static int decode_into(sd__webp *s, uint32_t i, uint8_t *dst, size_t stride)
@@ -432,7 +482,8 @@ static int draw(sd__webp *s, uint32_t i)
     const wp_frame *f = &s->frames[i];
     const size_t W = d->width;
     int key = d->frames[i].key;
-    int blend = i > 0 && f->blend && !key;
+    /* an opaque frame over the canvas is the frame: nothing to blend */
+    int blend = i > 0 && f->blend && !key && !f->opaque;
     if (key) {
         /* a frame that covers the canvas writes every pixel of it */
         if (!covers(d, f))
@@ -459,24 +510,53 @@ static int draw(sd__webp *s, uint32_t i)
                                : decode_into(s, i, s->C + ((size_t)f->y * W + f->x) * 4, W * 4));
     if (!blend)
         return SD_OK;
-    const wp_frame *prev = i > 0 ? &s->frames[i - 1] : NULL;
+    const wp_frame *prev = &s->frames[i - 1];
     for (uint32_t y = 0; y < f->h; y++) {
         const uint8_t *src = s->F + (size_t)y * f->w * 4;
         uint8_t *dst = s->C + ((f->y + y) * W + f->x) * 4;
         /* inside the rectangle just disposed to background: no blending */
-        uint32_t cy = f->y + y, lo = 0, hi = 0;
+        uint32_t cy = f->y + y, lo = f->w, hi = f->w; /* in frame columns */
         if (prev->dispose_bg && cy >= prev->y && cy < prev->y + prev->h) {
-            lo = prev->x;
-            hi = prev->x + prev->w;
+            lo = SD__MIN(f->w, prev->x > f->x ? prev->x - f->x : 0);
+            hi = SD__MAX(lo, SD__MIN(f->w, prev->x + prev->w > f->x ? prev->x + prev->w - f->x : 0));
         }
-        for (uint32_t x = 0; x < f->w; x++, src += 4, dst += 4) {
-            uint32_t cx = f->x + x;
-            if (src[3] == 255 || (cx >= lo && cx < hi))
-                memcpy(dst, src, 4);
-            else
-                blend_px(src, dst);
+        blend_row(src, dst, lo);
+        memcpy(dst + (size_t)lo * 4, src + (size_t)lo * 4, (size_t)(hi - lo) * 4);
+        blend_row(src + (size_t)hi * 4, dst + (size_t)hi * 4, f->w - hi);
+    }
+    return SD_OK;
+}
+
+/* Key frame i alone on a new bitmap: transparent around its rectangle,
+ * decoded in place and premultiplied there. */
+static int draw_direct(sd__webp *s, uint32_t i, sd_bitmap **out)
+{
+    sd_decoder *d = s->dec;
+    const wp_frame *f = &s->frames[i];
+    sd_bitmap *b;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &b));
+    if (!covers(d, f)) {
+        for (uint32_t y = 0; y < d->height; y++) {
+            uint8_t *row = b->pixels + (size_t)y * b->stride;
+            if (y < f->y || y >= f->y + f->h) {
+                memset(row, 0, (size_t)d->width * 4);
+            } else {
+                memset(row, 0, (size_t)f->x * 4);
+                memset(row + (size_t)(f->x + f->w) * 4, 0, (size_t)(d->width - f->x - f->w) * 4);
+            }
         }
     }
+    uint8_t *at = b->pixels + (size_t)f->y * b->stride + (size_t)f->x * 4;
+    int rc = decode_into(s, i, at, b->stride);
+    if (rc < 0) {
+        sd_bitmap_free(b);
+        s->cur = -1;
+        return rc;
+    }
+    if (!f->opaque) /* alpha 255 everywhere needs no pass */
+        for (uint32_t y = 0; y < f->h; y++)
+            sd__premultiply_bgra(at + (size_t)y * b->stride, at + (size_t)y * b->stride, f->w);
+    *out = b;
     return SD_OK;
 }
 
@@ -504,13 +584,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
         for (uint32_t i = next; i <= index; i++) {
             if (i == index && direct(s, i)) {
                 sd_bitmap *b;
-                SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &b));
-                int rc = decode_into(s, i, b->pixels, b->stride);
-                if (rc < 0) {
-                    sd_bitmap_free(b);
-                    s->cur = -1;
-                    return rc;
-                }
+                SD__FORWARD_IF_ERROR(draw_direct(s, i, &b));
                 /* C is needed only to step on to a frame that is not a key
                  * frame; else nothing steps on from here */
                 if (i + 1 < s->nframes && !d->frames[i + 1].key) {
