@@ -207,7 +207,7 @@ if [ -x build/release/sdcore-bench ]; then
   check "bench player: every frame shown once, budget honoured" '[ $rc -eq 0 ] && grep -q "\"budget_honoured\":true" "$tmp/player.json" && grep -q "\"distinct_frames\":40," "$tmp/player.json"'
   build/release/sdcore-bench make-anim "$tmp/steps.gif" --frames 60 --size 400 >/dev/null 2>&1 &&
     build/release/sdcore-bench anim-memory "$tmp/steps.gif" --kept-mib 0 --kept-mib 4 --json >"$tmp/steps.json" 2>&1; rc=$?
-  check "sdcore-bench anim-memory: peak RSS within kept budget + canvas + frame out" '[ $rc -eq 0 ] && [ "$(grep -c "\"frames\":60," "$tmp/steps.json")" = 2 ]'
+  check "sdcore-bench anim-memory: peak RSS within kept budget + canvas (+ frame out when given)" '[ $rc -eq 0 ] && [ "$(grep -c "\"frames\":\"given\",\"count\":60," "$tmp/steps.json")" = 2 ] && [ "$(grep -c "\"frames\":\"lent\",\"count\":60," "$tmp/steps.json")" = 2 ]'
   if command -v redis-server >/dev/null; then
     SDCORE_BENCH=build/release/sdcore-bench "$bin" bench redis --count 12 --rounds 1 --json >"$tmp/redis.json" 2>&1; rc=$?
     check "bench redis: every row measured (its own redis-server)" '[ $rc -eq 0 ] && python3 -c "

@@ -466,7 +466,7 @@ static int64_t proc_status_bytes(const char *field)
 
 /* One stepping run in a child of its own, so a run never starts with pages
  * an earlier run freed (the pixel pool and malloc keep them). */
-static int step_once(const unsigned char *data, size_t len, int64_t kept, int json)
+static int step_once(const unsigned char *data, size_t len, int64_t kept, int lend, int json)
 {
     fflush(stdout);
     pid_t pid = fork();
@@ -494,43 +494,49 @@ static int step_once(const unsigned char *data, size_t len, int64_t kept, int js
     int64_t before = proc_status_bytes("VmRSS:");
     double t0 = now();
     for (int64_t i = 0; i < n; i++) {
-        sd_bitmap *b;
-        if (sd_decoder_frame(d, (uint32_t)i, &b) != SD_OK)
+        sd_bitmap *b = NULL;
+        const sd_bitmap *v;
+        if ((lend ? sd_decoder_frame_view(d, (uint32_t)i, &v) : sd_decoder_frame(d, (uint32_t)i, &b)) != SD_OK)
             _exit(1);
         sd_decode_memory(&budget, &in_use);
         in_use_max = in_use > in_use_max ? in_use : in_use_max;
         sd_bitmap_free(b);
     }
     double t = now() - t0;
-    /* the decoder holds its working canvas and the kept frames; the caller
-     * holds the frame handed out (freed before the next is asked for) */
+    /* the decoder holds its working canvas and the kept frames; given
+     * frames (sd_decoder_frame), the caller holds one more canvas, the frame
+     * handed out (freed before the next is asked for); lent frames
+     * (sd_decoder_frame_view) are the working canvas itself */
     int64_t peak = proc_status_bytes("VmHWM:"), canvas = w * h * 4, slack = 1 << 20;
-    double grew = (double)(peak - before) / (1 << 20), allowed = (double)(kept + 2 * canvas) / (1 << 20);
+    int64_t allowance = kept + (lend ? 1 : 2) * canvas;
+    double grew = (double)(peak - before) / (1 << 20), allowed = (double)allowance / (1 << 20);
     if (json)
-        printf("{\"row\":\"anim memory\",\"frames\":%lld,\"width\":%lld,\"height\":%lld,\"kept_mib\":%.1f,"
-               "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"grew_mib\":%.1f,\"kept_canvas_frame_mib\":%.1f,"
+        printf("{\"row\":\"anim memory\",\"frames\":\"%s\",\"count\":%lld,\"width\":%lld,\"height\":%lld,\"kept_mib\":%.1f,"
+               "\"rss_before_mib\":%.1f,\"peak_rss_mib\":%.1f,\"grew_mib\":%.1f,\"allowed_mib\":%.1f,"
                "\"charged_mib\":%.1f,\"ms_per_frame\":%.3f}\n",
-               (long long)n, (long long)w, (long long)h, (double)kept / (1 << 20), (double)before / (1 << 20),
-               (double)peak / (1 << 20), grew, allowed, (double)(in_use_max - in_use0) / (1 << 20), t * 1e3 / (double)n);
+               lend ? "lent" : "given", (long long)n, (long long)w, (long long)h, (double)kept / (1 << 20),
+               (double)before / (1 << 20), (double)peak / (1 << 20), grew, allowed,
+               (double)(in_use_max - in_use0) / (1 << 20), t * 1e3 / (double)n);
     else
-        printf("%lld frames %lldx%lld, kept %5.1f MiB: RSS before %6.1f MiB, peak %6.1f MiB, grew %6.1f MiB "
-               "(kept budget + working canvas + frame out %6.1f MiB; charged %5.1f MiB)  %.2f ms a frame\n",
-               (long long)n, (long long)w, (long long)h, (double)kept / (1 << 20), (double)before / (1 << 20),
-               (double)peak / (1 << 20), grew, allowed, (double)(in_use_max - in_use0) / (1 << 20),
-               t * 1e3 / (double)n);
+        printf("%lld frames %lldx%lld %s, kept %5.1f MiB: RSS before %6.1f MiB, peak %6.1f MiB, grew %6.1f MiB "
+               "(kept budget + working canvas%s %6.1f MiB; charged %5.1f MiB)  %.2f ms a frame\n",
+               (long long)n, (long long)w, (long long)h, lend ? "lent " : "given", (double)kept / (1 << 20),
+               (double)before / (1 << 20), (double)peak / (1 << 20), grew, lend ? "" : " + frame out", allowed,
+               (double)(in_use_max - in_use0) / (1 << 20), t * 1e3 / (double)n);
     fflush(stdout);
     sd_decoder_free(d);
-    _exit(peak - before > kept + 2 * canvas + slack ? 3 : 0);
+    _exit(peak - before > allowance + slack ? 3 : 0);
 }
 
 /*
  * `sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]`: step once
  * through every frame of an animation (default: a 500-frame 1000x1000 GIF,
  * made with make-anim when FILE does not exist) and report the peak RSS
- * growth against the kept-frame budget plus the decoder's working canvas plus
- * the frame handed out; each budget (default 0, 16 and 64 MiB) in a fresh
- * child process. Exit 3 when a run grew more than that (+1 MiB for giflib
- * and malloc's own).
+ * growth against the kept-frame budget plus the decoder's working canvas —
+ * plus the frame handed out when frames are given (sd_decoder_frame); lent
+ * frames (sd_decoder_frame_view) add nothing. Each budget (default 0, 16 and
+ * 64 MiB), given and lent, in a fresh child process. Exit 3 when a run grew
+ * more than that (+1 MiB for giflib and malloc's own).
  */
 int bench_anim_memory_main(int argc, char **argv)
 {
@@ -564,10 +570,11 @@ int bench_anim_memory_main(int argc, char **argv)
         }
     }
     int rc = 0;
-    for (int i = 0; i < nkept; i++) {
-        int r = step_once(data, len, kept[i], json);
-        rc = rc ? rc : r;
-    }
+    for (int i = 0; i < nkept; i++)
+        for (int lend = 0; lend < 2; lend++) {
+            int r = step_once(data, len, kept[i], lend, json);
+            rc = rc ? rc : r;
+        }
     free(data);
     return rc;
 }

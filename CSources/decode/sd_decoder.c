@@ -41,6 +41,7 @@ void sd_decoder_free(sd_decoder *dec)
     if (dec->codec != NULL)
         dec->codec->destroy(dec);
     sd_bitmap_free(dec->still);
+    sd_bitmap_free(dec->view);
     sd__free(dec->frames);
     sd__decoder_uncharge_all(dec);
     sd__free(dec);
@@ -400,11 +401,17 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
     return SD_OK;
 }
 
-int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
+/* The codec's picture is already at the output size and orientation. */
+static int presentable(const sd_decoder *d, const sd_bitmap *c)
 {
-    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
-    *out = NULL;
-    SD__RETURN_IF(d->error, SD_EBADSTATE);
+    return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1);
+}
+
+/* Frame i into *out: a new bitmap for the caller, or lent (`lend`): the
+ * codec's own picture when it needs no resampling or orienting, else one the
+ * decoder keeps in d->view until the next lend. */
+static int frame_at(sd_decoder *d, uint32_t i, int lend, sd_bitmap **out)
+{
     SD__FORWARD_IF_ERROR(frame_exists(d, i));
     sd_bitmap *c;
     int owned, rc;
@@ -412,7 +419,13 @@ int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
         rc = d->codec->frame(d, i, &c, &owned);
         if (rc < 0) /* a later frame that fails ends the animation there */
             return rc == SD_ENOMEM || (i > 0 && i >= d->nframes) ? rc : fail(d, rc);
+        if (lend && !owned && presentable(d, c)) {
+            *out = c;
+            return SD_OK;
+        }
         rc = present(d, c, owned, out);
+        if (rc == SD_OK && lend)
+            d->view = *out;
         return rc == SD_OK || rc == SD_ENOMEM ? rc : fail(d, rc);
     }
     /* A still: its final picture, made once and kept until taken. */
@@ -425,7 +438,33 @@ int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
         if (rc < 0)
             return fail(d, rc);
     }
+    if (lend) {
+        *out = d->still;
+        return SD_OK;
+    }
     return sd__bitmap_copy(d->still, out);
+}
+
+int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(d->error, SD_EBADSTATE);
+    return frame_at(d, i, 0, out);
+}
+
+int sd_decoder_frame_view(sd_decoder *d, uint32_t i, const sd_bitmap **out)
+{
+    SD__RETURN_IF(d == NULL || out == NULL, SD_EINVAL);
+    *out = NULL;
+    /* what was lent last is given up first, so at most one is held */
+    sd_bitmap_free(d->view);
+    d->view = NULL;
+    SD__RETURN_IF(d->error, SD_EBADSTATE);
+    sd_bitmap *b = NULL;
+    int rc = frame_at(d, i, 1, &b);
+    *out = b;
+    return rc;
 }
 
 const char *sd_decoder_message(const sd_decoder *d)

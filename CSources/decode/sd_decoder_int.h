@@ -99,6 +99,7 @@ struct sd_decoder {
     sd__frame_meta *frames;
     uint32_t nframes, frames_cap;
     sd_bitmap *still; /* a still's frame, kept once sd_decoder_frame asked */
+    sd_bitmap *view;  /* a frame made for sd_decoder_frame_view, lent until the next */
 
     const sd__codec *codec;
     void *codec_state;

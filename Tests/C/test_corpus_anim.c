@@ -98,11 +98,15 @@ static int load(void)
     return 0;
 }
 
-/* Frame i as decoded now must be the row's frame i. */
-static int check_frame(const row_t *r, sd_decoder *d, int i, const char *when)
+/* Frame i as decoded now (given, or lent: sd_decoder_frame_view) must be
+ * the row's frame i. */
+static int check_frame_as(const row_t *r, sd_decoder *d, int i, int lend, const char *when)
 {
     sd_bitmap *b = NULL;
-    int rc = sd_decoder_frame(d, (uint32_t)i, &b);
+    const sd_bitmap *lent = NULL;
+    int rc = lend ? sd_decoder_frame_view(d, (uint32_t)i, &lent) : sd_decoder_frame(d, (uint32_t)i, &b);
+    if (lend)
+        b = (sd_bitmap *)(uintptr_t)lent;
     if (rc != SD_OK) {
         fprintf(stderr, "  %s: frame %d %s: %s (%s)\n", r->file, i, when, sd_strerror(rc), sd_decoder_message(d));
         return 1;
@@ -118,8 +122,14 @@ static int check_frame(const row_t *r, sd_decoder *d, int i, const char *when)
         fprintf(stderr, "  %s: frame %d %s: %ux%u %.12s %lld/%lld ms, want %ux%u %.12s %d/%ld ms\n", r->file, i,
                 when, sd_bitmap_width(b), sd_bitmap_height(b), hex, (long long)dur, (long long)raw, r->w, r->h,
                 r->sha[i], r->dur[i], r->raw[i]);
-    sd_bitmap_free(b);
+    if (!lend)
+        sd_bitmap_free(b);
     return bad;
+}
+
+static int check_frame(const row_t *r, sd_decoder *d, int i, const char *when)
+{
+    return check_frame_as(r, d, i, 0, when);
 }
 
 /* mode 0 whole, 1 one byte, -1 random chunks (asking for frames as they come). */
@@ -149,7 +159,7 @@ static int check_row(const row_t *r, int mode, unsigned seed)
             sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &count);
             /* the newest complete frame, while the rest is still coming */
             if (count > seen && count <= r->ndur) {
-                bad |= check_frame(r, d, (int)count - 1, "mid-stream");
+                bad |= check_frame_as(r, d, (int)count - 1, (int)count % 2, "mid-stream");
                 seen = count;
             }
         }
@@ -194,6 +204,9 @@ static int check_row(const row_t *r, int mode, unsigned seed)
             }
             for (int i = 0; i < want && i < count; i++, got++)
                 bad |= check_frame(r, d, i, "after finish");
+            if (mode == 0) /* and lent, a second time through */
+                for (int i = 0; i < want && i < count; i++)
+                    bad |= check_frame_as(r, d, i, 1, "lent");
             if (sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &loop) == SD_OK && loop != r->loop) {
                 fprintf(stderr, "  %s: loop %lld, want %ld\n", r->file, (long long)loop, r->loop);
                 bad = 1;
@@ -281,6 +294,15 @@ static int no_frame_cache(const char *format)
         /* the frame just made, asked for again (nothing kept to answer it) */
         for (int k = 0; k < r->ndur; k++)
             if (check_frame(r, d, k, "forward, no cache") || check_frame(r, d, k, "the same again, no cache"))
+                return 1;
+        /* lent: backwards, then forward with each frame lent twice and
+         * given in between (the lent picture is the one drawn on) */
+        for (int k = r->ndur - 1; k >= 0; k--)
+            if (check_frame_as(r, d, k, 1, "lent backwards, no cache"))
+                return 1;
+        for (int k = 0; k < r->ndur; k++)
+            if (check_frame_as(r, d, k, 1, "lent forward, no cache") || check_frame(r, d, k, "given after lent") ||
+                check_frame_as(r, d, k, 1, "lent again, no cache"))
                 return 1;
         sd_decoder_free(d);
     }
@@ -376,6 +398,90 @@ static int test_gif_frame_budget(void) { return frame_budget("gif/many_frames_30
 static int test_webp_frame_budget(void) { return frame_budget("webp/anim_many_frames_150.webp", 10); }
 static int test_apng_frame_budget(void) { return frame_budget("apng/many_frames_120.png", 10); }
 static int test_webp_no_frame_cache(void) { return no_frame_cache("webp"); }
+
+/* sd_decoder_frame_view: a GIF's frames are lent from its one working
+ * canvas (no copy: the same bitmap each time, drawn on by the next frame); a resampled animation lends
+ * frames the decoder keeps until the next view, equal to the ones it gives;
+ * a still lends the picture it would give; and what cannot be lent says why.
+ * Views left held when the decoder is freed are freed with it (ASan and
+ * valgrind runs of this test see no leak). */
+static int test_view(void)
+{
+    int rc = load();
+    if (rc)
+        return rc;
+    sd_decoder *d;
+    const sd_bitmap *first = NULL, *v = NULL;
+    int64_t n = 0;
+    ASSERT_OK(open_fed("gif/many_frames_300.gif", SD_DEC_FRAME_CACHE_BYTES, 0, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_OK(sd_decoder_finish(d));
+    sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+    ASSERT(n > 2);
+    ASSERT_OK(sd_decoder_frame_view(d, 0, &first));
+    for (int64_t i = 1; i < n; i++) {
+        ASSERT_OK(sd_decoder_frame_view(d, (uint32_t)i, &v));
+        ASSERT(v == first);
+    }
+    /* no copy: what frame 0 lent is the canvas frame 1 is then drawn on */
+    char lent0[65], lent_after[65], given1[65];
+    sd_bitmap *b1;
+    ASSERT_OK(sd_decoder_frame_view(d, 0, &first));
+    sd_bitmap_sha256(first, lent0);
+    ASSERT_OK(sd_decoder_frame(d, 1, &b1));
+    sd_bitmap_sha256(b1, given1);
+    sd_bitmap_sha256(first, lent_after);
+    ASSERT(strcmp(lent0, given1) != 0);
+    ASSERT(strcmp(lent_after, given1) == 0);
+    sd_bitmap_free(b1);
+    ASSERT_EQ(sd_decoder_frame_view(d, (uint32_t)n, &v), SD_EOI);
+    ASSERT(v == NULL);
+    ASSERT_EQ(sd_decoder_frame_view(d, 0, NULL), SD_EINVAL);
+    ASSERT_EQ(sd_decoder_frame_view(NULL, 0, &v), SD_EINVAL);
+    sd_decoder_free(d);
+
+    /* resampled: lent frames are the given ones, at the output size */
+    const char *anims[] = {"gif/many_frames_300.gif", "webp/anim_lossy_alpha_blend_disposebg.webp",
+                           "apng/many_frames_120.png"};
+    for (int k = 0; k < 3; k++) {
+        ASSERT_OK(open_fed(anims[k], SD_DEC_TARGET_WIDTH, 7, &d, &rc));
+        ASSERT_OK(rc);
+        ASSERT_OK(sd_decoder_finish(d));
+        sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+        ASSERT(n > 1);
+        for (int64_t i = 0; i < n; i++) {
+            sd_bitmap *b;
+            char lent_hex[65], given_hex[65];
+            ASSERT_OK(sd_decoder_frame_view(d, (uint32_t)i, &v));
+            ASSERT_EQ(sd_bitmap_width(v), 7);
+            sd_bitmap_sha256(v, lent_hex);
+            ASSERT_OK(sd_decoder_frame(d, (uint32_t)i, &b));
+            sd_bitmap_sha256(b, given_hex);
+            ASSERT(v != b);
+            ASSERT(strcmp(lent_hex, given_hex) == 0);
+            sd_bitmap_free(b);
+        }
+        ASSERT_OK(sd_decoder_frame_view(d, 0, &v)); /* held when freed */
+        sd_decoder_free(d);
+    }
+
+    /* a still lends the picture sd_decoder_take_bitmap then gives */
+    ASSERT_OK(open_fed("webp/lossy_64x48.webp", SD_DEC_APPLY_ORIENTATION, 1, &d, &rc));
+    ASSERT_OK(rc);
+    ASSERT_EQ(sd_decoder_frame_view(d, 0, &v), SD_EAGAIN); /* not finished */
+    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(sd_decoder_frame_view(d, 0, &first));
+    ASSERT_OK(sd_decoder_frame_view(d, 0, &v));
+    ASSERT(v == first);
+    ASSERT_EQ(sd_decoder_frame_view(d, 1, &v), SD_EOI);
+    sd_bitmap *taken;
+    ASSERT_OK(sd_decoder_take_bitmap(d, &taken));
+    ASSERT(taken == first);
+    ASSERT_EQ(sd_decoder_frame_view(d, 0, &v), SD_EBADSTATE);
+    sd_bitmap_free(taken);
+    sd_decoder_free(d);
+    return 0;
+}
 
 /* First-frame-only stops at the second image and still says "animated". */
 static int test_gif_first_frame_only(void)
@@ -550,6 +656,7 @@ int main(int argc, char **argv)
         {"gif_opt_first_frame_only", test_gif_first_frame_only},
         {"gif_opt_max_frames", test_gif_max_frames},
         {"gif_opt_bombs", test_bombs},
+        {"gif_opt_view", test_view},
         {"webp_whole", test_webp_whole},
         {"webp_one_byte", test_webp_one_byte},
         {"webp_random", test_webp_random},

@@ -273,6 +273,21 @@ SD_API int sd_decoder_frame_get(const sd_decoder *dec, uint32_t index,
 SD_API int sd_decoder_frame(sd_decoder *dec, uint32_t index, sd_bitmap **out);
 
 /*
+ * Name: sd_decoder_frame_view
+ * Desc: Frame `index` as sd_decoder_frame() makes it, but lent, not given
+ *       (as WebPAnimDecoderGetNext lends its canvas): *out belongs to the
+ *       decoder, must not be changed or freed, and stays valid until the
+ *       next call on `dec` (any call may draw on it). Usually it is the
+ *       decoder's own picture, so no copy is made: stepping through an
+ *       animation holds the working canvas and the kept frames, not a frame
+ *       more. Resampling or orienting makes a bitmap the decoder keeps until
+ *       the next view. Copy the frame (or use sd_decoder_frame) to keep it.
+ * Returns: as sd_decoder_frame.
+ * Since 0.8.
+ */
+SD_API int sd_decoder_frame_view(sd_decoder *dec, uint32_t index, const sd_bitmap **out);
+
+/*
  * Name: sd_decoder_message
  * Desc: Detail of the last failure or warning, e.g. libjpeg's or libpng's
  *       own message. Valid until the next call on `dec`.
