@@ -13,7 +13,9 @@
  *        (premultiplied by libwebp: the same output, its rounding).
  *   Ours keeps no frames for going back (SD_DEC_FRAME_CACHE_BYTES 0), as the
  *   baselines keep none; one "kept" row shows the default (64 MiB of frames
- *   kept, each a copy into memory the decoder allocates).
+ *   kept, each a copy into memory the decoder allocates). Ours gives each
+ *   frame (a bitmap the pool recycles); the "lent" rows take each frame from
+ *   sd_decoder_frame_view, as WebPAnimDecoderGetNext lends its canvas.
  *   WebP frame list: every frame's facts (count, durations), no pixels, of a
  *        generated 20,000-frame animation: ours (push whole, finish, read
  *        each frame's duration) vs WebPDemux + its frame iterator.
@@ -87,6 +89,25 @@ static int ours_all_frames(const input *in)
         if (sd_decoder_frame(d, (uint32_t)i, &b) != SD_OK)
             return 1;
         sd_bitmap_free(b);
+    }
+    sd_decoder_free(d);
+    return 0;
+}
+
+/* the same, each frame lent (sd_decoder_frame_view), as WebPAnimDecoder lends
+ * its canvas */
+static int ours_all_frames_lent(const input *in)
+{
+    sd_decoder *d;
+    if (sd_decoder_new(&d) != SD_OK || sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept_frame_bytes) != SD_OK ||
+        sd_decoder_push(d, in->data, in->len) != SD_OK || sd_decoder_finish(d) != SD_OK)
+        return 1;
+    int64_t n = 0;
+    sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
+    for (int64_t i = 0; i < n; i++) {
+        const sd_bitmap *b;
+        if (sd_decoder_frame_view(d, (uint32_t)i, &b) != SD_OK)
+            return 1;
     }
     sd_decoder_free(d);
     return 0;
@@ -352,6 +373,18 @@ int bench_anim_main(int argc, char **argv)
         row(&kept, "webp anim, kept", ours_all_frames, webp_anim_alone, "WebPAnimDecoder alone", json);
         kept_frame_bytes = 0;
         free(kept.data);
+    }
+    /* frames lent instead of given: no copy out of ours, as none out of
+     * WebPAnimDecoder's (straight) canvas */
+    const char *lent_files[] = {"third_party/pillow/iss634.webp", "third_party/sdwebimage/TestImageAnimated.webp"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, lent_files[i]);
+        input lent = {lent_files[i], NULL, 0};
+        lent.data = sd_read_file(path, &lent.len);
+        if (lent.data == NULL)
+            continue;
+        row(&lent, "webp anim, lent", ours_all_frames_lent, webp_anim_alone, "WebPAnimDecoder alone", json);
+        free(lent.data);
     }
     snprintf(path, sizeof path, "%s/webp/lossless_1x1_full.webp", dir);
     input one = {"webp/lossless_1x1_full.webp", NULL, 0};
