@@ -50,6 +50,9 @@ if [ -f "$anim/MANIFEST.tsv" ]; then
   check "--frames without --raw reports frames and loop" 'grep -c "^frame " "$tmp/err" | grep -q "^3$" && grep -q "^loop 5$" "$tmp/err"'
   "$bin" decode "$anim/gif/loop_5.gif" --raw - 2>"$tmp/err" | wc -c > "$tmp/n"
   check "without --frames: the first frame only" '[ "$(cat "$tmp/n")" = 256 ] && tail -1 "$tmp/err" | grep -q "^8x8 gif"'
+  # a full disk under --raw: a clear error and exit 1, not a crash
+  "$bin" decode "$anim/gif/loop_5.gif" --frames --raw - >/dev/full 2>"$tmp/err"; rc=$?
+  check "--frames --raw onto a full disk: cannot write, exit 1" '[ $rc -eq 1 ] && grep -q "cannot write -" "$tmp/err"'
   # an animation converted to WebP (lossless), GIF, PNG (APNG) or AVIF (quality 100: lossless)
   # keeps every frame, its delays and loop count (pixels exact: lossless WebP and AVIF, a GIF of at
   # most 255 colours a frame gets its exact palette, and APNG's straight 8-bit pixels are exact for

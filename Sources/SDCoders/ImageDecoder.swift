@@ -245,7 +245,7 @@ public struct DecodeLimits: Sendable, Equatable {
 /// Wraps one C `sd_decoder`. Not thread-safe: use it from one thread (or
 /// actor) at a time. Decoding never re-reads earlier bytes.
 public final class ImageDecoder {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
 
     /// The process-wide memory budget every decode in flight draws on, in
     /// bytes (`sd_set_decode_memory_budget`): canvases and codec memory are
@@ -283,7 +283,7 @@ public final class ImageDecoder {
         sd_decoder_free(handle)
     }
 
-    private var message: String { String(cString: sd_decoder_message(handle)) }
+    var message: String { String(cString: sd_decoder_message(handle)) }
 
     private func info(_ p: sd_decoder_param) -> Int? {
         var v: Int64 = 0

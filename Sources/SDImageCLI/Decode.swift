@@ -178,19 +178,24 @@ extension Decode {
         var index = 0
         var status: Int32 = 0
         while true {
-            let frame: Bitmap?
+            // each frame lent by the decoder (its canvas, not a copy) and written out
+            let size: (width: Int, height: Int)?
+            var writeError: (any Error)?
             do {
-                frame = try decoder.frame(at: index)
+                size = try decoder.withFrame(at: index) { f in
+                    do { try out?.write(contentsOf: f.bytes) } catch { writeError = error }
+                    return (f.width, f.height)
+                }
             } catch {
                 err.write(Data("sdimage: \(file): \(error.message)\n".utf8))
                 status = 1
                 break
             }
-            guard let frame else { break }
-            frame.withUnsafeBytes { out?.write(Data($0)) }
+            if let writeError { fail("cannot write \(raw ?? "-"): \(writeError.localizedDescription)") }
+            guard let size else { break }
             let shown = Int(((decoder.frameDuration(at: index) ?? 0) * 1000).rounded())
             let stored = decoder.storedFrameDuration(at: index) ?? 0
-            err.write(Data("frame \(index) \(frame.width)x\(frame.height) \(shown) raw=\(stored)\n".utf8))
+            err.write(Data("frame \(index) \(size.width)x\(size.height) \(shown) raw=\(stored)\n".utf8))
             index += 1
         }
         err.write(Data("loop \(decoder.loopCount ?? 1)\n".utf8))

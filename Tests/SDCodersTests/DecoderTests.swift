@@ -179,6 +179,54 @@ struct DecoderTests {
         #expect(throws: CoderError.self) { try d.frame(at: 0) } // handed over by finish
     }
 
+    @Test("Lent frames (withFrame) equal the frames given, at the output size, without a copy")
+    func lentFrames() throws {
+        let frames = try (0..<3).map { i in
+            try Bitmap(width: 16, height: 8) { buf in
+                for p in stride(from: 0, to: buf.count, by: 4) { // opaque grey levels: one per frame
+                    buf[p] = UInt8(40 + 80 * i); buf[p + 1] = UInt8(40 + 80 * i); buf[p + 2] = UInt8(40 + 80 * i)
+                    buf[p + 3] = 255
+                }
+            }
+        }
+        let gif = try Bitmap.gifData(frames: frames, delaysMilliseconds: [50, 50, 50], loopCount: 0)
+        var o = DecodeOptions()
+        o.frameCacheBytes = 0
+        let d = try ImageDecoder(options: o)
+        try d.push(gif)
+        try d.endInput()
+        #expect(d.frameCount == 3)
+        var lent: [[UInt8]] = []
+        for i in 0..<3 {
+            let given = try #require(try d.frame(at: i))
+            let got = try #require(try d.withFrame(at: i) { f -> [UInt8] in
+                #expect(f.width == 16 && f.height == 8 && f.bytesPerRow >= 64)
+                return Array(f.bytes)
+            })
+            #expect(got == given.withUnsafeBytes { Array($0) })
+            lent.append(got)
+        }
+        #expect(Set(lent).count == 3)
+        // no copy: frame 0 lent is the decoder's canvas, which asking for
+        // frame 1 draws on (a caller must not do this; the test looks)
+        let seen = try d.withFrame(at: 0) { f -> ([UInt8], [UInt8]) in
+            let before = Array(f.bytes)
+            _ = try? d.frame(at: 1)
+            return (before, Array(f.bytes))
+        }
+        #expect(seen?.0 == lent[0] && seen?.1 == lent[1])
+        #expect(try d.withFrame(at: 3) { _ in 0 } == nil)
+        #expect(try d.withFrame(at: -1) { _ in 0 } == nil)
+
+        let small = try ImageDecoder(options: .thumbnail(maxPixelSize: 8))
+        try small.push(gif)
+        try small.endInput()
+        let size = try small.withFrame(at: 2) { ($0.width, $0.height) }
+        #expect(size?.0 == 8 && size?.1 == 4)
+        let thumb = try #require(try small.frame(at: 2))
+        #expect(try small.withFrame(at: 2) { Array($0.bytes) } == thumb.withUnsafeBytes { Array($0) })
+    }
+
     @Test("Progressive previews arrive as scans complete")
     func progressivePreviews() throws {
         let jpeg = try synthetic(width: 256, height: 192, alpha: false).jpegData(quality: 90, progressive: true)
