@@ -53,6 +53,8 @@ if [ -f "$anim/MANIFEST.tsv" ]; then
   # a full disk under --raw: a clear error and exit 1, not a crash
   "$bin" decode "$anim/gif/loop_5.gif" --frames --raw - >/dev/full 2>"$tmp/err"; rc=$?
   check "--frames --raw onto a full disk: cannot write, exit 1" '[ $rc -eq 1 ] && grep -q "cannot write -" "$tmp/err"'
+  "$bin" decode "$anim/gif/loop_5.gif" --raw - >/dev/full 2>"$tmp/err"; rc=$?
+  check "--raw onto a full disk: cannot write, exit 1" '[ $rc -eq 1 ] && grep -q "cannot write -" "$tmp/err"'
   # an animation converted to WebP (lossless), GIF, PNG (APNG) or AVIF (quality 100: lossless)
   # keeps every frame, its delays and loop count (pixels exact: lossless WebP and AVIF, a GIF of at
   # most 255 colours a frame gets its exact palette, and APNG's straight 8-bit pixels are exact for

@@ -165,13 +165,6 @@ struct BenchCache: ParsableCommand {
 
     private func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? (a / b * 1000).rounded() / 1000 : 0 }
 
-    /// Linux: writing 5 to clear_refs resets the peak resident size (VmHWM).
-    private func resetPeakRSS() {
-        if let f = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
-            f.write(Data("5".utf8))
-            try? f.close()
-        }
-    }
 
     /// VmHWM in MB: the peak resident size since the last reset.
     private func peakRSSMB() -> Double {

@@ -197,10 +197,11 @@ func rss(field: String) -> Int {
     return kb * 1024
 }
 
-/// Start the peak-RSS mark (VmHWM) afresh (Linux: "5" to clear_refs).
+/// Start the peak-RSS mark (VmHWM) afresh (Linux: "5" to clear_refs); where
+/// that is refused (some containers), the mark stays as it was.
 func resetPeakRSS() {
     if let h = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
-        h.write(Data("5".utf8))
+        try? h.write(contentsOf: Data("5".utf8))
         try? h.close()
     }
 }

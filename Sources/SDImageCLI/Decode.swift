@@ -93,7 +93,9 @@ struct Decode: ParsableCommand {
             bitmap.withUnsafeBytes { bytes in
                 let data = Data(bytes)
                 if raw == "-" {
-                    FileHandle.standardOutput.write(data)
+                    do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
+                        fail("cannot write -: \(error.localizedDescription)")
+                    }
                 } else if !FileManager.default.createFile(atPath: raw, contents: data) {
                     fail("cannot write \(raw)")
                 }
