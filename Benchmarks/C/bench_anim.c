@@ -76,42 +76,29 @@ static uint8_t *out_for(size_t n)
  * baselines keep none, except in the row that says "kept". */
 static int64_t kept_frame_bytes = 0;
 
-static int ours_all_frames(const input *in)
+/* Every frame, given (sd_decoder_frame: a bitmap the pool recycles) or lent
+ * (sd_decoder_frame_view, as WebPAnimDecoder lends its canvas). */
+static int ours_frames(const input *in, int lend)
 {
     sd_decoder *d;
-    if (sd_decoder_new(&d) != SD_OK || sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept_frame_bytes) != SD_OK ||
-        sd_decoder_push(d, in->data, in->len) != SD_OK || sd_decoder_finish(d) != SD_OK)
+    if (sd_decoder_new(&d) != SD_OK)
         return 1;
+    int rc = sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept_frame_bytes) != SD_OK ||
+             sd_decoder_push(d, in->data, in->len) != SD_OK || sd_decoder_finish(d) != SD_OK;
     int64_t n = 0;
     sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
-    for (int64_t i = 0; i < n; i++) {
-        sd_bitmap *b;
-        if (sd_decoder_frame(d, (uint32_t)i, &b) != SD_OK)
-            return 1;
+    for (int64_t i = 0; i < n && rc == 0; i++) {
+        sd_bitmap *b = NULL;
+        const sd_bitmap *v;
+        rc = (lend ? sd_decoder_frame_view(d, (uint32_t)i, &v) : sd_decoder_frame(d, (uint32_t)i, &b)) != SD_OK;
         sd_bitmap_free(b);
     }
     sd_decoder_free(d);
-    return 0;
+    return rc;
 }
 
-/* the same, each frame lent (sd_decoder_frame_view), as WebPAnimDecoder lends
- * its canvas */
-static int ours_all_frames_lent(const input *in)
-{
-    sd_decoder *d;
-    if (sd_decoder_new(&d) != SD_OK || sd_decoder_set(d, SD_DEC_FRAME_CACHE_BYTES, kept_frame_bytes) != SD_OK ||
-        sd_decoder_push(d, in->data, in->len) != SD_OK || sd_decoder_finish(d) != SD_OK)
-        return 1;
-    int64_t n = 0;
-    sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &n);
-    for (int64_t i = 0; i < n; i++) {
-        const sd_bitmap *b;
-        if (sd_decoder_frame_view(d, (uint32_t)i, &b) != SD_OK)
-            return 1;
-    }
-    sd_decoder_free(d);
-    return 0;
-}
+static int ours_all_frames(const input *in) { return ours_frames(in, 0); }
+static int ours_all_frames_lent(const input *in) { return ours_frames(in, 1); }
 
 static int ours_still(const input *in)
 {
