@@ -144,8 +144,12 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
     table_del(l, x->id);
     if (status != SD_OK && status != SD_ECANCELLED && status != SD_ENOTMODIFIED) {
         sd_log_level level = status == SD_ENOMEM ? SD_LOG_WARNING : status == SD_EPOLICY ? SD_LOG_INFO : SD_LOG_DEBUG;
-        sd__log(level, "transfer %llu (%s) failed: %s: %s", (unsigned long long)x->id, x->req->url,
-                sd_strerror(status), msg && *msg ? msg : "-");
+        if (sd__log_enabled(level)) {
+            char shown[1024]; /* logs never carry credentials (sd_redact_url) */
+            sd_redact_url(x->req->url, shown, sizeof shown);
+            sd__log(level, "transfer %llu (%s) failed: %s: %s", (unsigned long long)x->id, shown,
+                    sd_strerror(status), msg && *msg ? msg : "-");
+        }
     }
     sd_result *r = x->result; /* allocated at submit: every transfer gets its end */
     x->result = NULL;

@@ -51,6 +51,18 @@ package enum Telemetry {
         }, max, nil)
     }()
 
+    /// `url` as the logs write it: the user info, query values and fragment
+    /// redacted (`sd_redact_url`, the C core's rule, so both halves agree).
+    package static func redacted(_ url: String) -> String {
+        url.withCString { c in
+            let n = Int(sd_redact_url(c, nil, 0))
+            guard n >= 0 else { return "" }
+            var out = [CChar](repeating: 0, count: n + 1)
+            _ = sd_redact_url(c, &out, n + 1)
+            return out.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        }
+    }
+
     /// A short, stable name for an error kind (a metrics dimension).
     package static func kind(_ status: SDStatus) -> String {
         switch status {
@@ -103,7 +115,7 @@ package enum Telemetry {
                 }
                 if detail {
                     downloaderLog.trace("downloaded", metadata: [
-                        "url": "\(url)", "bytes": "\(r.metrics.bytes)", "ms": "\(Int(r.metrics.totalMs))",
+                        "url": "\(redacted(url))", "bytes": "\(r.metrics.bytes)", "ms": "\(Int(r.metrics.totalMs))",
                         "status": "\(r.response?.statusCode ?? 0)",
                     ])
                 }
@@ -114,7 +126,7 @@ package enum Telemetry {
                 }
                 if failures && e.code != .cancelled {
                     downloaderLog.debug("download failed", metadata: [
-                        "url": "\(url)", "kind": "\(kind)", "error": "\(e.message)",
+                        "url": "\(redacted(url))", "kind": "\(kind)", "error": "\(e.message)",
                     ])
                 }
             }

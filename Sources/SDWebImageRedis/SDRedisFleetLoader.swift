@@ -141,7 +141,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
                 return
             }
             // gone or damaged between the two calls: fetch without the fleet
-            log.debug("fleet: the Redis entry for \(load.url.absoluteString) did not serve; fetching without the lease")
+            log.debug("fleet: the Redis entry for \(LogText.url(load.url.absoluteString)) did not serve; fetching without the lease")
             count { $0.uncoordinated += 1 }
             start(load, owning: false)
         case .acquired:
@@ -149,13 +149,13 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
             start(load, owning: true)
         case .held:
             if DispatchTime.now() >= load.deadline {
-                log.notice("fleet lease on \(load.url.absoluteString) held past \(options.maxWait) s; fetching without it")
+                log.notice("fleet lease on \(LogText.url(load.url.absoluteString)) held past \(options.maxWait) s; fetching without it")
                 count { $0.waitsTimedOut += 1; $0.uncoordinated += 1 }
                 return start(load, owning: false)
             }
             queue.asyncAfter(deadline: .now() + delay) { self.step(load, delay: min(delay * 2, 0.1), waited: true) }
         case .fetchYourself, .unavailable:
-            log.debug("fleet: \(load.url.absoluteString): \(lease == .unavailable ? "Redis unavailable" : "the owner's fetch failed"); fetching without the lease")
+            log.debug("fleet: \(LogText.url(load.url.absoluteString)): \(lease == .unavailable ? "Redis unavailable" : "the owner's fetch failed"); fetching without the lease")
             count { $0.uncoordinated += 1 }
             start(load, owning: false)
         }

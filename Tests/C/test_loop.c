@@ -2400,6 +2400,12 @@ static int test_log_callback(void)
     ASSERT_OK(fetch(l, url(HTTP, "/img/none.jpg"), NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_EHTTPSTATUS);
     collect_free(&c);
+    /* credentials in the URL stay out of the line (sd_redact_url) */
+    char secret[1200];
+    snprintf(secret, sizeof secret, "http://user:hunter2@%s/img/none.jpg?w=1&sig=s3cr3t#tok", HTTP + strlen("http://"));
+    ASSERT_OK(fetch(l, secret, NULL, NULL, &c));
+    ASSERT_EQ(c.status, SD_EHTTPSTATUS);
+    collect_free(&c);
     int64_t no_loopback[] = {SD_REQ_BLOCK_ADDRESSES, SD_ADDRESS_LOOPBACK, 0};
     ASSERT_OK(fetch(l, url(HTTP, "/img/small.jpg"), set_param, no_loopback, &c));
     ASSERT_EQ(c.status, SD_EPOLICY);
@@ -2408,11 +2414,14 @@ static int test_log_callback(void)
     ASSERT_OK(fetch(l, url(HTTP, "/img/none.jpg"), NULL, NULL, &c)); /* off again */
     collect_free(&c);
     sd_loop_free(l);
-    ASSERT_EQ(log_count, 2);
+    ASSERT_EQ(log_count, 3);
     ASSERT_EQ(log_levels[0], SD_LOG_DEBUG);
     ASSERT(strstr(log_lines[0], "/img/none.jpg") && strstr(log_lines[0], "404"));
-    ASSERT_EQ(log_levels[1], SD_LOG_INFO);
-    ASSERT(strstr(log_lines[1], "refused by policy"));
+    ASSERT_EQ(log_levels[1], SD_LOG_DEBUG);
+    ASSERT(strstr(log_lines[1], "http://***@127.0.0.1:") && strstr(log_lines[1], "/img/none.jpg?w=***&sig=***#***"));
+    ASSERT(!strstr(log_lines[1], "hunter2") && !strstr(log_lines[1], "s3cr3t") && !strstr(log_lines[1], "user"));
+    ASSERT_EQ(log_levels[2], SD_LOG_INFO);
+    ASSERT(strstr(log_lines[2], "refused by policy"));
     log_count = 0;
     return 0;
 }

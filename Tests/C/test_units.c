@@ -59,6 +59,49 @@ static int premultiply_every_pair(void (*fn)(const uint8_t *, uint8_t *, size_t)
     return 0;
 }
 
+/* What diagnostics write for a URL: credentials never, the rest as is. */
+static int test_redact_url(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"https://cdn.example.com/a/b.jpg", "https://cdn.example.com/a/b.jpg"},
+        {"https://user:hunter2@cdn.example.com:8443/a.jpg", "https://***@cdn.example.com:8443/a.jpg"},
+        {"http://tok%40en:p@ss@h/x", "http://***@h/x"}, /* the last '@' ends the user info */
+        {"https://h/a.jpg?w=100&sig=abc123&X-Amz-Signature=f00", "https://h/a.jpg?w=***&sig=***&X-Amz-Signature=***"},
+        {"https://h/a.jpg?secrettoken", "https://h/a.jpg?***"},
+        {"https://h/a.jpg?a=1&&b&c=", "https://h/a.jpg?a=***&&***&c=***"},
+        {"https://h/a.jpg?", "https://h/a.jpg?"},
+        {"https://h/a.jpg#access_token=xyz", "https://h/a.jpg#***"},
+        {"https://u:p@h/a?k=v#f", "https://***@h/a?k=***#***"},
+        {"https://h/p@th/a.jpg", "https://h/p@th/a.jpg"}, /* an '@' in the path is not user info */
+        {"https://h?q=1@x", "https://h?q=***"},
+        {"file:///tmp/a b.png", "file:///tmp/a b.png"},
+        {"not a url?key=v", "not a url?key=***"},
+        {"1http://u:p@h/", "1http://u:p@h/"}, /* not a scheme: nothing taken for user info */
+        {"", ""},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = sd_redact_url(cases[i].in, out, sizeof out);
+        if (strcmp(out, cases[i].out) != 0 || n != (int)strlen(cases[i].out)) {
+            fprintf(stderr, "  redact %s: got %s (%d), want %s\n", cases[i].in, out, n, cases[i].out);
+            return 1;
+        }
+    }
+    /* cut short as snprintf: the whole length back, a NUL within cap */
+    const char *u = "https://u:p@h/a?k=v";
+    ASSERT_EQ(sd_redact_url(u, NULL, 0), (int)strlen("https://***@h/a?k=***"));
+    memset(out, 'Z', sizeof out);
+    ASSERT_EQ(sd_redact_url(u, out, 12), (int)strlen("https://***@h/a?k=***"));
+    ASSERT(strcmp(out, "https://***") == 0 && out[12] == 'Z');
+    ASSERT_EQ(sd_redact_url(u, out, 1), (int)strlen("https://***@h/a?k=***"));
+    ASSERT_EQ(out[0], '\0');
+    ASSERT_EQ(sd_redact_url(NULL, out, sizeof out), SD_EINVAL);
+    ASSERT_EQ(sd_redact_url(u, NULL, 8), SD_EINVAL);
+    return 0;
+}
+
 static int test_premultiply_exact(void)
 {
     /* every (c, a): c' == (c*a + 127) / 255, written as native ARGB32 */
@@ -1170,6 +1213,7 @@ int main(int argc, char **argv)
     static const sd_test_case tests[] = {
         {"codec_registry", test_codec_registry},
         {"still_frames", test_still_frames},
+        {"redact_url", test_redact_url},
         {"premultiply_exact", test_premultiply_exact},
         {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},
         {"unpremultiply_exhaustive", test_unpremultiply_exhaustive},

@@ -1,7 +1,9 @@
 /* Request strings, response header lines, validators and the URL policy:
  * nothing accepted may carry a control character onto the wire, nothing
  * kept from a response may hold one (it could travel back in a conditional
- * request), and the policy checks never read out of bounds. */
+ * request), the policy checks never read out of bounds, and a redacted
+ * URL (sd_redact_url) agrees with itself cut short and keeps no query
+ * value. */
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -51,6 +53,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sd_request_free(r);
     }
     sd__host_matches(part[4], part[1]);
+    char whole[4096], cut[7];
+    int n = sd_redact_url(part[0], whole, sizeof whole);
+    if (n < 0 || sd_redact_url(part[0], NULL, 0) != n || sd_redact_url(part[0], cut, sizeof cut) != n)
+        __builtin_trap();
+    if ((size_t)n < sizeof whole) {
+        if (strlen(whole) != (size_t)n || strncmp(cut, whole, sizeof cut - 1) != 0)
+            __builtin_trap();
+        /* every '=' after the '?' (and before any '#') is followed by the mask */
+        const char *q = strchr(whole, '?'), *end = strchr(whole, '#');
+        for (const char *e = q ? strchr(q, '=') : NULL; e && (!end || e < end); e = strchr(e + 1, '='))
+            if (strncmp(e, "=***", 4) != 0)
+                __builtin_trap();
+    }
     if (size >= 16) {
         sd__address_class(AF_INET, data);
         sd__address_class(AF_INET6, data);

@@ -6,31 +6,37 @@ import Testing
 /// child process (bootstrapping is once per process, and other tests run
 /// beside these): a load's log lines, the C core's diagnostic bridged
 /// through its log callback, and the metrics of network, memory, disk and
-/// failed loads.
+/// failed loads. The URLs carry a password and a signed query: no line may.
 @Suite("Logging and metrics (swift-log, swift-metrics)")
 struct ObservabilityTests {
-    @Test("A load's log lines, a C-core diagnostic, and the metrics of network, memory, disk and 404 loads")
+    @Test("A load's log lines (credentials in its URL redacted), a C-core diagnostic, and the metrics of network, memory, disk and 404 loads")
     func logsAndMetrics() throws {
         let s = try #require(TestServers.shared)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sd-obs-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let url = s.url(s.http, "/img/small.jpg?obs").absoluteString
-        let missing = s.url(s.http, "/img/none.jpg?obs").absoluteString
+        // credentials in the user info and the query, which no line may carry
+        func secret(_ path: String) -> String {
+            s.url(s.http, path + "?obs=1&sig=s3cr3t").absoluteString.replacingOccurrences(of: "http://", with: "http://user:hunter2@")
+        }
+        let url = secret("/img/small.jpg"), missing = secret("/img/none.jpg")
+        let shown = s.url(s.http, "/img/small.jpg?obs=***&sig=***").absoluteString.replacingOccurrences(of: "http://", with: "http://***@")
+        let shownMissing = shown.replacingOccurrences(of: "small.jpg", with: "none.jpg")
         let child = try Child.start(["observability", dir.path, url, missing])
         let out = child.output()
         #expect(child.wait() == 0)
         let lines = out.split(separator: "\n").map(String.init)
         func has(_ parts: String...) -> Bool { lines.contains { l in parts.allSatisfy { l.contains($0) } } }
         // the downloader: a success at trace, the 404 at debug with its kind
-        #expect(has("log sdwebimage.downloader trace downloaded", "url=\(url)", "status=200"))
-        #expect(has("log sdwebimage.downloader debug download failed", "kind=http_status", "url=\(missing)"))
+        #expect(has("log sdwebimage.downloader trace downloaded", "url=\(shown)", "status=200"))
+        #expect(has("log sdwebimage.downloader debug download failed", "kind=http_status", "url=\(shownMissing)"))
         // the C core's own diagnostic, through sd_set_log_callback
-        #expect(has("log sdwebimage.core trace transfer", "none.jpg?obs", "failed"))
+        #expect(has("log sdwebimage.core trace transfer", shownMissing, "failed"))
         // the manager: where each load's image came from
         #expect(has("log sdwebimage.manager trace load done", "source=network"))
         #expect(has("log sdwebimage.manager trace load done", "source=memory"))
         #expect(has("log sdwebimage.manager trace load done", "source=disk"))
-        #expect(has("log sdwebimage.manager debug load failed", "none.jpg?obs"))
+        #expect(has("log sdwebimage.manager debug load failed", "key=\(shownMissing)"))
+        #expect(!lines.contains { $0.contains("hunter2") || $0.contains("s3cr3t") })
         func metric(_ name: String) -> Int64? {
             lines.first { $0.hasPrefix("metric \(name) ") }.flatMap { Int64($0.split(separator: " ")[2]) }
         }

@@ -26,7 +26,7 @@ extern "C" {
  * version, soname, sdcore.pc, sdcoreConfigVersion.cmake) and the library's
  * version string is made from them (sd_config.h). */
 #define SD_VERSION_MAJOR 0
-#define SD_VERSION_MINOR 8
+#define SD_VERSION_MINOR 9
 #define SD_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH */
 #define SD_VERSION_NUMBER \
@@ -141,6 +141,22 @@ typedef void (*sd_log_fn)(sd_log_level level, const char *message, void *user);
  * Returns: SD_OK; SD_EINVAL (max_level out of range).
  */
 SD_API int sd_set_log_callback(sd_log_fn fn, sd_log_level max_level, void *user);
+
+/*
+ * Name: sd_redact_url
+ * Desc: `url` as libsdcore's diagnostics write it, with what may be a
+ *       credential replaced by `***`: the user info (`***@` before the
+ *       host), every query value (`?w=***&sig=***`; a parameter without
+ *       `=` is `***` whole) and the fragment (`#***`). Scheme, host, port
+ *       and path are kept, so a line still says which image. Use it
+ *       wherever your own logs name a URL libsdcore fetched. Writes at most
+ *       `cap` bytes with the terminating NUL, cutting short as snprintf
+ *       does; `out` may be NULL when `cap` is 0.
+ * Returns: the length of the whole redacted URL (without the NUL; as
+ *          snprintf, so a result >= cap means it was cut short);
+ *          SD_EINVAL (url NULL, out NULL with cap > 0).
+ */
+SD_API int sd_redact_url(const char *url, char *out, size_t cap);
 
 /*
  * Name: sd_version_number / sd_version_string

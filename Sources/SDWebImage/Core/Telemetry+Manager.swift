@@ -58,9 +58,15 @@ extension Telemetry {
         }
         let what = error.map { "\($0)" }
         queue.async {
-            var metadata: Logger.Metadata = ["key": "\(key ?? "-")", "source": "\(source)"]
+            var metadata: Logger.Metadata = ["key": "\(key.map(redacted) ?? "-")", "source": "\(source)"]
             if let what { metadata["error"] = "\(what)" }
             managerLog.log(level: level, what == nil ? "load done" : "load failed", metadata: metadata)
         }
     }
+}
+
+/// What the tiers above the manager (the Redis cache, the fleet loader) log
+/// for a URL: credentials redacted, by the same rule as everything else.
+package enum LogText {
+    package static func url(_ s: String) -> String { Telemetry.redacted(s) }
 }
