@@ -234,7 +234,7 @@ struct Fetch: ParsableCommand {
             if passes.count == 1 { out = passes[0].1.summary }
             if let f = fleet {
                 out["fleet"] = ["fetched": f.fetched, "shared": f.shared, "took_over": f.tookOver,
-                                "uncoordinated": f.uncoordinated, "waits_timed_out": f.waitsTimedOut]
+                                "uncoordinated": f.uncoordinated, "waits_timed_out": f.waitsTimedOut, "gone": f.gone]
             }
             if let data = try? JSONSerialization.data(withJSONObject: out,
                                                        options: [.sortedKeys]) {
@@ -262,7 +262,8 @@ struct Fetch: ParsableCommand {
         }
         if let f = fleet {
             print("fleet: \(f.fetched) fetched holding the lease (\(f.tookOver) taken over), \(f.shared) read from Redis "
-                  + "after another process fetched them, \(f.uncoordinated) fetched alone (\(f.waitsTimedOut) waits ran out)")
+                  + "after another process fetched them, \(f.uncoordinated) fetched alone (\(f.waitsTimedOut) waits ran out), "
+                  + "\(f.gone) failed on another process's 404/410")
         }
         for (name, p) in passes {
             for (i, e) in p.errors.enumerated() where e != nil {

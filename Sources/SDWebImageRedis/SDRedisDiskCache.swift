@@ -266,7 +266,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     }
 
     /// What one look at an entry and its lease found.
-    enum Lease {
+    enum Lease: Equatable {
         /// The bytes are in Redis.
         case present
         /// No bytes, and now this caller holds the lease.
@@ -275,6 +275,9 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         case held
         /// The owner's fetch failed: everyone fetches alone for a while.
         case fetchYourself
+        /// The owner got this status, which says the image is not there
+        /// (404, 410): everyone fails alike, without asking, for a while.
+        case gone(status: Int)
         /// Redis did not answer (or not sensibly).
         case unavailable
     }
@@ -282,11 +285,20 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     /// The failure mark an owner leaves instead of its lease.
     static let failedMark = "-"
 
+    /// The mark an owner leaves for a status that says the image is not
+    /// there: `-` and the status (`-404`).
+    static func goneMark(_ status: Int) -> String { failedMark + String(status) }
+
     // One round trip, atomic: is the value there, else take the lease.
     private static let acquireScript = """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
         if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 2 end
-        if redis.call('GET', KEYS[2]) == ARGV[3] then return 3 end
+        local v = redis.call('GET', KEYS[2])
+        if v == ARGV[3] then return 3 end
+        if v and string.sub(v, 1, 1) == ARGV[3] then
+          local status = tonumber(string.sub(v, 2))
+          if status and status >= 400 and status < 600 then return 1000 + status end
+        end
         return 0
         """
     // Only the owner (its token) may release, renew or mark its lease.
@@ -317,6 +329,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         case .integer(1)?: return .present
         case .integer(2)?: return .acquired
         case .integer(3)?: return .fetchYourself
+        case .integer(let n)? where n >= 1400 && n < 1600: return .gone(status: Int(n - 1000))
         case .integer(0)?: return .held
         default: return .unavailable  // down, or an error reply (no EVAL on this server)
         }
@@ -333,8 +346,11 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         return false
     }
 
-    func markFailed(forKey key: String, token: String, ttl: TimeInterval) {
-        _ = eval(Self.markScript, keys: [leaseKey(forKey: key)], [token, Self.failedMark, Self.ms(ttl)])
+    /// Leave the failure mark instead of the lease (the owner only): the
+    /// plain one, or with `goneStatus` the one that fails everyone alike.
+    func markFailed(forKey key: String, token: String, ttl: TimeInterval, goneStatus: Int? = nil) {
+        let mark = goneStatus.map(Self.goneMark) ?? Self.failedMark
+        _ = eval(Self.markScript, keys: [leaseKey(forKey: key)], [token, mark, Self.ms(ttl)])
     }
 
     /// The whole checked entry in one read.

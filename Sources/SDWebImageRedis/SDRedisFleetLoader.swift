@@ -27,6 +27,11 @@ import SDWebImage
 /// - An owner whose fetch failed, or whose bytes could not be stored (too
 ///   large, Redis full), leaves a short "fetch yourselves" mark instead of
 ///   the lease: the waiters fetch at once, in parallel, as without the lock.
+/// - An owner that got 404 or 410 (the image is not there, whoever asks)
+///   leaves a mark with the status for `goneTTL`: meanwhile every process
+///   fails that URL at once with the same error (`invalidDownloadStatusCode`,
+///   its `statusCode`), and the origin is not asked again. Other statuses
+///   can depend on who asks (401, 403) or pass (429, 5xx): fetch yourselves.
 /// - Redis down, slow or answering garbage: every request goes straight to
 ///   the inner loader (the outage costs coordination, never a load).
 /// - Not coordinated: revalidations (`.refreshCached` sends validators; they
@@ -43,6 +48,10 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
         public var maxWait: TimeInterval = 15
         /// How long a "fetch yourselves" mark stays after a failed fetch (default 5 s).
         public var failureMarkTTL: TimeInterval = 5
+        /// How long a 404 or 410 the owner got is remembered across the
+        /// fleet (default 30 s; 0: not remembered, a "fetch yourselves" mark
+        /// as after any failure).
+        public var goneTTL: TimeInterval = 30
         /// The defaults.
         public init() {}
     }
@@ -59,6 +68,8 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
         public var uncoordinated = 0
         /// Waits that ran out (`maxWait`) and fetched themselves.
         public var waitsTimedOut = 0
+        /// Loads failed at once on another process's 404 or 410 (`goneTTL`).
+        public var gone = 0
     }
 
     /// The loader that fetches (the downloader).
@@ -154,6 +165,11 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
                 return start(load, owning: false)
             }
             queue.asyncAfter(deadline: .now() + delay) { self.step(load, delay: min(delay * 2, 0.1), waited: true) }
+        case .gone(let status):
+            count { $0.gone += 1 }
+            load.finish(nil, nil, SDWebImageError(.invalidDownloadStatusCode,
+                                                  "download failed with HTTP status \(status) (another process's, within goneTTL)",
+                                                  statusCode: status, response: Self.response(load.url, status: status)), nil)
         case .fetchYourself, .unavailable:
             log.debug("fleet: \(LogText.url(load.url.absoluteString)): \(lease == .unavailable ? "Redis unavailable" : "the owner's fetch failed"); fetching without the lease")
             count { $0.uncoordinated += 1 }
@@ -181,6 +197,10 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
 
     /// A 200 carrying the stored validators, so the manager keeps them with
     /// its own copy as it would after a fetch.
+    static func response(_ url: URL, status: Int) -> HTTPURLResponse? {
+        HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])
+    }
+
     static func response(_ url: URL, _ extended: Data?) -> HTTPURLResponse? {
         var headers: [String: String] = [:]
         if let extended, let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: extended) {
@@ -216,6 +236,9 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
                 }
                 if shared || (error as? SDWebImageError)?.code == .cancelled {
                     store.release(forKey: load.key, token: load.token)  // cancelled: a waiter takes over
+                } else if let e = error as? SDWebImageError, e.code == .invalidDownloadStatusCode,
+                          let status = e.statusCode, status == 404 || status == 410, options.goneTTL > 0 {
+                    store.markFailed(forKey: load.key, token: load.token, ttl: options.goneTTL, goneStatus: status)
                 } else {
                     store.markFailed(forKey: load.key, token: load.token, ttl: options.failureMarkTTL)
                 }

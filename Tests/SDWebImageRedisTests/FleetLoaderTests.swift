@@ -176,6 +176,59 @@ struct FleetLoaderTests {
         #expect(hits(servers, id) == 1 + uncoordinated)  // every origin request after the failure was one of those
     }
 
+    @Test("A 404 or 410 is remembered across the fleet for goneTTL: other hosts fail alike without asking the origin; a 403 is not")
+    func goneRemembered() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        var o = SDRedisFleetLoader.Options()
+        o.goneTTL = 60  // both marks outlast a starved machine's stalls
+        o.failureMarkTTL = 60
+        func statusOf(_ error: (any Error)?) -> Int? {
+            guard let e = error as? SDWebImageError, e.code == .invalidDownloadStatusCode else { return nil }
+            return e.statusCode
+        }
+        for status in [404, 410] {
+            let id = unique("gone\(status)")
+            let url = try #require(URL(string: servers.fault + "/flaky?id=\(id)&fail=1000&status=\(status)"))
+            let owner = try Host(server, namespace: ns, options: o)
+            let (none, error) = await owner.load(url)
+            #expect(none == nil && statusOf(error) == status)
+            let lease = owner.redis.store.leaseKey(forKey: url.absoluteString)
+            if case .string(let v)? = owner.redis.store.client.command("GET", lease) {
+                #expect(v == Array("-\(status)".utf8))
+            } else {
+                Issue.record("no mark for \(status)")
+            }
+            let others = try (0..<2).map { _ in try Host(server, namespace: ns, options: o) }
+            async let x = others[0].load(url)
+            async let y = others[1].load(url)
+            let results = await [x, y]
+            #expect(results.allSatisfy { $0.0 == nil && statusOf($0.1) == status })
+            let stats = others.compactMap { $0.fleet?.statistics }
+            #expect(stats.count == 2 && stats.allSatisfy { $0.gone == 1 && $0.fetched == 0 && $0.uncoordinated == 0 })
+            #expect(hits(servers, id) == 1)  // only the owner asked
+        }
+        // 403 depends on who asks: the plain mark, and the others fetch
+        let id = unique("forbidden")
+        let url = try #require(URL(string: servers.fault + "/flaky?id=\(id)&fail=1000&status=403"))
+        let owner = try Host(server, namespace: ns, options: o)
+        #expect(statusOf(await owner.load(url).1) == 403)
+        let other = try Host(server, namespace: ns, options: o)
+        #expect(statusOf(await other.load(url).1) == 403)
+        #expect(other.fleet?.statistics.gone == 0 && other.fleet?.statistics.uncoordinated == 1)
+        #expect(hits(servers, id) == 2)
+        // goneTTL 0: a 404 leaves the plain mark too
+        var off = o
+        off.goneTTL = 0
+        let id0 = unique("gone-off")
+        let url0 = try #require(URL(string: servers.fault + "/flaky?id=\(id0)&fail=1000&status=404"))
+        _ = await (try Host(server, namespace: ns, options: off)).load(url0)
+        let late = try Host(server, namespace: ns, options: off)
+        #expect(statusOf(await late.load(url0).1) == 404 && late.fleet?.statistics.gone == 0)
+        #expect(hits(servers, id0) == 2)
+    }
+
     @Test("A waiter cancelled while it waits answers cancelled and fetches nothing")
     func cancelWaiter() async throws {
         let server = try #require(RedisTestServer.shared)
