@@ -15,8 +15,9 @@ from wait4. Rounds interleave the modes, so drift hits all alike:
                DIR --baseline-only`: tjDecompress2 into one reused,
                pre-faulted buffer, best of three per file), and against
                two threads doing the same from memory (`--threads 2`: each
-               its own reused, pre-faulted buffer, best of three rounds) —
-               the floor on two cores with no network and no library
+               its own buffer, pre-faulted before timing and kept across
+               rounds, best of three rounds) — the floor on two cores with
+               no network and no library
 
 Every run starts with no dirty pages (an untimed sync before it): a cold
 run's own write() calls are in its time, but the kernel's writeback of them

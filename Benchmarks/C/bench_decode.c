@@ -389,21 +389,29 @@ static int baseline_seconds(void)
 }
 
 /* --baseline-only --threads N: N threads decoding every file once between
- * them (each takes the next file; each has its own reused, pre-faulted
- * buffer, warmed by an untimed round), best wall time of three rounds. The
+ * them (each takes the next file), best wall time of three rounds after an
+ * untimed one. Each thread writes into its own buffer, sized for the
+ * largest file and pre-faulted before any timing, kept across rounds. The
  * floor on N cores for any program that must decode these files: no
  * network, no loop, no library in the way. */
 static int next_file;
 
+typedef struct {
+    unsigned char *buf;
+    size_t cap;
+    int failed;
+} baseline_thread;
+
 static void *baseline_worker(void *arg)
 {
-    int *failed = arg;
+    baseline_thread *bt = arg;
+    reuse_buf = bt->buf; /* dst_get finds it big enough: never grows */
+    reuse_cap = bt->cap;
     for (int i; (i = __atomic_fetch_add(&next_file, 1, __ATOMIC_RELAXED)) < nfiles;) {
         decode_fn fn = files[i].format == SD_FORMAT_JPEG ? tj_full : libpng_simplified;
         if (fn(&files[i]) != 0)
-            __atomic_store_n(failed, 1, __ATOMIC_RELAXED);
+            bt->failed = 1;
     }
-    free(reuse_buf);
     reuse_buf = NULL;
     reuse_cap = 0;
     return NULL;
@@ -412,28 +420,46 @@ static void *baseline_worker(void *arg)
 static int baseline_threaded_seconds(int threads)
 {
     double best = 1e30, mp = 0;
-    for (int i = 0; i < nfiles; i++)
+    size_t largest = 0;
+    for (int i = 0; i < nfiles; i++) {
         mp += (double)files[i].width * files[i].height / 1e6;
+        size_t n = (size_t)files[i].width * files[i].height * 4;
+        largest = n > largest ? n : largest;
+    }
+    baseline_thread bt[64];
+    for (int t = 0; t < threads; t++) {
+        bt[t].cap = largest;
+        bt[t].buf = malloc(largest);
+        if (bt[t].buf == NULL) {
+            fprintf(stderr, "sdcore-bench: out of memory\n");
+            exit(1);
+        }
+        memset(bt[t].buf, 0, largest); /* pre-fault */
+    }
     for (int round = 0; round < 4; round++) { /* the first one warms */
         pthread_t tid[64];
-        int failed = 0;
         next_file = 0;
         double t0 = now();
-        for (int t = 0; t < threads; t++)
-            if (pthread_create(&tid[t], NULL, baseline_worker, &failed) != 0) {
+        for (int t = 0; t < threads; t++) {
+            bt[t].failed = 0;
+            if (pthread_create(&tid[t], NULL, baseline_worker, &bt[t]) != 0) {
                 fprintf(stderr, "sdcore-bench: cannot start a thread\n");
                 exit(1);
             }
+        }
         for (int t = 0; t < threads; t++)
             pthread_join(tid[t], NULL);
         double t = now() - t0;
-        if (failed) {
-            fprintf(stderr, "sdcore-bench: a baseline decode failed\n");
-            exit(1);
-        }
+        for (int k = 0; k < threads; k++)
+            if (bt[k].failed) {
+                fprintf(stderr, "sdcore-bench: a baseline decode failed\n");
+                exit(1);
+            }
         if (round > 0 && t < best)
             best = t;
     }
+    for (int t = 0; t < threads; t++)
+        free(bt[t].buf);
     printf("{\"bench\":\"decode-baseline\",\"files\":%d,\"megapixels\":%.1f,\"threads\":%d,\"seconds\":%.4f}\n",
            nfiles, mp, threads, best);
     return 0;

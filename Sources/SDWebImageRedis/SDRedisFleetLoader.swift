@@ -195,12 +195,14 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
         return true
     }
 
-    /// A 200 carrying the stored validators, so the manager keeps them with
-    /// its own copy as it would after a fetch.
+    /// The owner's status (a 404 or 410 the fleet remembers), as the response
+    /// of a load that fails on it.
     static func response(_ url: URL, status: Int) -> HTTPURLResponse? {
         HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])
     }
 
+    /// A 200 carrying the stored validators, so the manager keeps them with
+    /// its own copy as it would after a fetch.
     static func response(_ url: URL, _ extended: Data?) -> HTTPURLResponse? {
         var headers: [String: String] = [:]
         if let extended, let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: extended) {

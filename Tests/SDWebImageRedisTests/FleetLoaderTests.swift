@@ -44,6 +44,13 @@ struct Host {
 struct FleetLoaderTests {
     func hits(_ servers: TestServers, _ id: String) -> Int { Int(servers.faultGet("/hits?id=\(id)") ?? "") ?? -1 }
 
+    /// What stands in `url`'s lease key now (a token, a failure mark), or nil.
+    func leaseValue(_ host: Host, _ url: URL) -> String? {
+        guard case .string(let v)? = host.redis.store.client.command("GET", host.redis.store.leaseKey(forKey: url.absoluteString))
+        else { return nil }
+        return String(decoding: v, as: UTF8.self)
+    }
+
     @Test("Three hosts load one slow image at once: one origin request, two read it from Redis with its validators")
     func oneOriginRequest() async throws {
         let server = try #require(RedisTestServer.shared)
@@ -151,15 +158,10 @@ struct FleetLoaderTests {
         var o = SDRedisFleetLoader.Options()
         o.failureMarkTTL = 60  // a starved CI machine stalls for seconds: the mark must outlast the test
         let owner = try Host(server, namespace: ns, options: o)
-        let lease = owner.redis.store.leaseKey(forKey: url.absoluteString)
         let (none, error) = await owner.load(url)
         #expect(none == nil && error != nil)
         #expect(owner.fleet?.statistics.fetched == 1)
-        if case .string(let v)? = owner.redis.store.client.command("GET", lease) {
-            #expect(v == Array("-".utf8))  // the mark, not the lease
-        } else {
-            Issue.record("no failure mark")
-        }
+        #expect(leaseValue(owner, url) == "-")  // the mark, not the lease
         let others = try (0..<2).map { _ in try Host(server, namespace: ns, options: o) }
         async let x = others[0].load(url)
         async let y = others[1].load(url)
@@ -194,12 +196,7 @@ struct FleetLoaderTests {
             let owner = try Host(server, namespace: ns, options: o)
             let (none, error) = await owner.load(url)
             #expect(none == nil && statusOf(error) == status)
-            let lease = owner.redis.store.leaseKey(forKey: url.absoluteString)
-            if case .string(let v)? = owner.redis.store.client.command("GET", lease) {
-                #expect(v == Array("-\(status)".utf8))
-            } else {
-                Issue.record("no mark for \(status)")
-            }
+            #expect(leaseValue(owner, url) == "-\(status)")
             let others = try (0..<2).map { _ in try Host(server, namespace: ns, options: o) }
             async let x = others[0].load(url)
             async let y = others[1].load(url)
