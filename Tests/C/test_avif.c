@@ -265,6 +265,43 @@ static int test_damaged_and_thumbnail(void)
     return 0;
 }
 
+/* A file without a pixi property, as libheif <= 1.11 wrote them (issue 38):
+ * the same file with its pixi box renamed to a property nobody knows decodes
+ * to the same pixels (libavif's strict default refuses it). */
+static int test_no_pixi(void)
+{
+    if (!have_avifenc())
+        return 77;
+    char avif[128];
+    snprintf(avif, sizeof avif, "%s/lossless1.avif", dir);
+    size_t n;
+    unsigned char *data = sd_read_file(avif, &n);
+    if (data == NULL)
+        return 77; /* made by lossless_exact */
+    sd_bitmap *want = NULL, *got = NULL;
+    ASSERT_OK(sd_decode(data, n, &want));
+    int renamed = 0;
+    for (size_t i = 0; i + 4 <= n; i++)
+        if (memcmp(data + i, "pixi", 4) == 0) {
+            data[i] = 'x';
+            renamed++;
+        }
+    ASSERT(renamed >= 1);
+    int rc = sd_decode(data, n, &got);
+    if (rc != SD_OK)
+        fprintf(stderr, "  without pixi: %s\n", sd_strerror(rc));
+    ASSERT_OK(rc);
+    ASSERT(sd_bitmap_width(got) == sd_bitmap_width(want) && sd_bitmap_height(got) == sd_bitmap_height(want));
+    int max;
+    double mean;
+    diff(want, got, &max, &mean);
+    ASSERT_EQ(max, 0);
+    sd_bitmap_free(want);
+    sd_bitmap_free(got);
+    free(data);
+    return 0;
+}
+
 /* An image sequence (lossless, three images given to avifenc with their
  * durations, the last 10 ms: shown 100) is an animation: every frame equals
  * libavif's own decode of it (avifdec --index), asked in order, out of order
@@ -453,6 +490,7 @@ int main(int argc, char **argv)
         {"avif_lossy_and_deep", test_lossy_and_deep},
         {"avif_damaged_and_thumbnail", test_damaged_and_thumbnail},
         {"avif_sequence", test_sequence},
+        {"avif_no_pixi", test_no_pixi},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -101,6 +101,9 @@ static int sda_init(sd_decoder *d)
     s->avif = avifDecoderCreate();
     SD__RETURN_IF(s->avif == NULL, SD_ENOMEM);
     s->avif->ignoreExif = s->avif->ignoreXMP = 1;
+    /* As browsers and libheif read them: a file without a pixi property
+     * (libheif <= 1.11 wrote none) or with a clap that does not fit. */
+    s->avif->strictFlags &= ~(avifStrictFlags)(AVIF_STRICT_PIXI_REQUIRED | AVIF_STRICT_CLAP_VALID);
     /* Our limits are checked with the header (SD_ETOOLARGE and a clear
      * message); libavif's own stay as a backstop no tighter than ours. */
     s->avif->imageSizeLimit = (uint32_t)SD__MIN(SD__MAX(d->max_pixels, (int64_t)AVIF_DEFAULT_IMAGE_SIZE_LIMIT),

@@ -37,6 +37,7 @@ typedef struct {
     int have_info;
     int interlaced;
     int ended;
+    int last_row;   /* the image's last row (of its last pass) arrived */
     int passes_done;
     sd_bitmap *canvas; /* full size, or the box image when reducing */
     /* box reduction */
@@ -148,6 +149,15 @@ static void p_info(png_structp png, png_infop info)
     s->have_info = 1;
 }
 
+/* The last Adam7 pass with any pixel (libpng skips empty ones). */
+static int last_pass(uint32_t W, uint32_t H)
+{
+    int p = 6;
+    while (p > 0 && (W <= adam7_x0[p] || H <= adam7_y0[p]))
+        p--;
+    return p;
+}
+
 static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
 {
     sd__png *s = png_get_progressive_ptr(png);
@@ -201,9 +211,11 @@ static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
         if (row_num + 1 == pass_rows) {
             s->passes_done = pass + 1;
             d->scans = s->passes_done;
+            s->last_row = pass == last_pass(W, H);
         }
     } else {
         d->rows = y + 1;
+        s->last_row = y + 1 == H;
     }
 }
 
@@ -341,7 +353,11 @@ static int sdp_finish(sd_decoder *d)
         emit_box_row(s, s->band); /* the partial band of a truncated file */
     if (s->acc != NULL && s->interlaced)
         emit_all_boxes(s);
-    d->complete = s->ended;
+    /* Complete: every row of every pass arrived. libpng reaches IEND after a
+     * zlib stream whose checksum is bad, having dropped the row it was on. */
+    d->complete = s->ended && s->last_row;
+    if (s->ended && !s->last_row)
+        sd__decoder_msg(d, "PNG: the image data ended before its last row");
     return SD_OK;
 }
 
