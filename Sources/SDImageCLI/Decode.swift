@@ -3,7 +3,7 @@ import Foundation
 import SDCoders
 import SDWebImage
 
-/// `sdimage decode FILE`: decode a JPEG or PNG the way the library does.
+/// `sdimage decode FILE`: decode an image (JPEG, PNG/APNG, GIF, WebP, AVIF) the way the library does.
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Decode an image (JPEG, PNG, GIF, ...) to premultiplied BGRA (raw) or PNG.",

@@ -262,6 +262,137 @@ static int test_png_exif_orientation(void)
     return 0;
 }
 
+/* ---- WebP EXIF orientation (issue 38): a still's EXIF chunk (after the
+ * image data, as the container puts it; VP8X's EXIF flag set) saying 1..8
+ * in either byte order, with and without the "Exif\0\0" prefix some writers
+ * add; lossless and lossy, a non-square image: the decode equals the plain
+ * decode turned by sd_bitmap_orient, whole and one byte at a time, as a
+ * thumbnail, and untouched when orientation is not applied. ---- */
+
+static void put24le(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); }
+static void put32le(uint8_t *p, uint32_t v) { put24le(p, v); p[3] = (uint8_t)(v >> 24); }
+
+/* A simple-format WebP (RIFF, WEBP, one VP8/VP8L chunk) as an extended one
+ * with an EXIF chunk after the image; caller frees. */
+static uint8_t *webp_with_exif(const uint8_t *webp, size_t n, uint32_t w, uint32_t h, int orientation, int le,
+                               int prefix, size_t *out_len)
+{
+    uint8_t tiff[32];
+    size_t t = 0;
+    if (prefix) {
+        memcpy(tiff, "Exif\0\0", 6);
+        t = 6;
+    }
+#define W16(v) do { if (le) { tiff[t++] = (uint8_t)(v); tiff[t++] = (uint8_t)((v) >> 8); } \
+                    else { tiff[t++] = (uint8_t)((v) >> 8); tiff[t++] = (uint8_t)(v); } } while (0)
+#define W32(v) do { if (le) { W16((v) & 0xFFFF); W16((v) >> 16); } else { W16((v) >> 16); W16((v) & 0xFFFF); } } while (0)
+    tiff[t++] = le ? 'I' : 'M';
+    tiff[t++] = le ? 'I' : 'M';
+    W16(42);
+    W32(8u);
+    W16(1);
+    W16(0x0112);
+    W16(3);
+    W32(1u);
+    W16((unsigned)orientation);
+    W16(0);
+    W32(0u);
+#undef W16
+#undef W32
+    int extended = memcmp(webp + 12, "VP8X", 4) == 0; /* lossy with alpha: VP8X, ALPH, VP8 */
+    size_t head = extended ? 0 : 18, image = n - 12, exif = 8 + t + (t & 1);
+    size_t total = 12 + head + image + exif;
+    uint8_t *o = calloc(1, total);
+    memcpy(o, "RIFFxxxxWEBP", 12);
+    put32le(o + 4, (uint32_t)(total - 8));
+    if (!extended) {
+        memcpy(o + 12, "VP8X", 4);
+        put32le(o + 16, 10);
+        o[20] = 0x10; /* alpha */
+        put24le(o + 24, w - 1);
+        put24le(o + 27, h - 1);
+    }
+    memcpy(o + 12 + head, webp + 12, image);
+    o[20] |= 0x08; /* EXIF */
+    memcpy(o + 12 + head + image, "EXIF", 4);
+    put32le(o + 12 + head + image + 4, (uint32_t)t);
+    memcpy(o + 12 + head + image + 8, tiff, t);
+    *out_len = total;
+    return o;
+}
+
+static int test_webp_exif_orientation(void)
+{
+    const uint32_t W = 40, H = 30;
+    sd_bitmap *src = NULL;
+    ASSERT_OK(sd_bitmap_new(W, H, &src));
+    for (uint32_t y = 0; y < H; y++)
+        for (uint32_t x = 0; x < W; x++) {
+            uint8_t rgba[4] = {(uint8_t)(x * 6), (uint8_t)(y * 8), (uint8_t)((x ^ y) * 9), (uint8_t)(x < 5 ? 128 : 255)};
+            sd_premultiply_rgba(rgba, sd_bitmap_pixels(src) + y * sd_bitmap_stride(src) + x * 4, 1);
+        }
+    int checked = 0;
+    for (int lossless = 0; lossless <= 1; lossless++) {
+        uint8_t *webp = NULL;
+        size_t n = 0;
+        ASSERT_OK(sd_encode_webp(src, 90, lossless, &webp, &n));
+        ASSERT(n > 20 && memcmp(webp + 12, lossless ? "VP8L" : "VP8X", 4) == 0);
+        sd_bitmap *plain = NULL, *plain_thumb = NULL, *plain_thumb_t = NULL;
+        int64_t o = 0;
+        ASSERT_OK(decode_png(webp, n, 0, 0, 0, 0, &plain, &o));
+        ASSERT_OK(decode_png(webp, n, 0, 12, 9, 0, &plain_thumb, &o));
+        ASSERT_OK(decode_png(webp, n, 0, 9, 12, 0, &plain_thumb_t, &o));
+        for (int orient = 1; orient <= 8; orient++) {
+            sd_bitmap *want = NULL, *want_thumb = NULL;
+            ASSERT_OK(sd_bitmap_orient(plain, orient, &want));
+            ASSERT_OK(sd_bitmap_orient(orient >= 5 ? plain_thumb_t : plain_thumb, orient, &want_thumb));
+            for (int variant = 0; variant < 4; variant++) {
+                int le = variant & 1, prefix = variant >> 1;
+                size_t m;
+                uint8_t *ex = webp_with_exif(webp, n, W, H, orient, le, prefix, &m);
+                for (int mode = 0; mode <= 1; mode++) {
+                    sd_bitmap *got = NULL;
+                    ASSERT_OK(decode_png(ex, m, 1, 0, 0, mode, &got, &o));
+                    if (o != orient || !same_pixels(got, want))
+                        fprintf(stderr, "  webp lossless=%d orientation %d variant %d mode %d: got %lld, %ux%u\n",
+                                lossless, orient, variant, mode, (long long)o, sd_bitmap_width(got),
+                                sd_bitmap_height(got));
+                    ASSERT_EQ(o, orient);
+                    ASSERT(same_pixels(got, want));
+                    sd_bitmap_free(got);
+                    checked++;
+                }
+                sd_bitmap *thumb = NULL;
+                ASSERT_OK(decode_png(ex, m, 1, 12, 9, 0, &thumb, &o));
+                ASSERT(same_pixels(thumb, want_thumb));
+                sd_bitmap_free(thumb);
+                sd_bitmap *raw = NULL;
+                ASSERT_OK(decode_png(ex, m, 0, 0, 0, 0, &raw, &o));
+                ASSERT(o == orient && same_pixels(raw, plain));
+                sd_bitmap_free(raw);
+                free(ex);
+            }
+            sd_bitmap_free(want);
+            sd_bitmap_free(want_thumb);
+        }
+        /* an EXIF chunk cut short by the end of the file: no orientation, the image whole */
+        size_t m;
+        uint8_t *ex = webp_with_exif(webp, n, W, H, 6, 1, 0, &m);
+        sd_bitmap *cut = NULL;
+        ASSERT_OK(decode_png(ex, m - 4, 1, 0, 0, 0, &cut, &o));
+        ASSERT(o == 1 && same_pixels(cut, plain));
+        sd_bitmap_free(cut);
+        free(ex);
+        sd_bitmap_free(plain);
+        sd_bitmap_free(plain_thumb);
+        sd_bitmap_free(plain_thumb_t);
+        sd_free(webp);
+    }
+    sd_bitmap_free(src);
+    ASSERT_EQ(checked, 2 * 8 * 4 * 2);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -269,6 +400,7 @@ int main(int argc, char **argv)
         {"corpus_random_chunks_with_snapshots", test_corpus_random_chunks},
         {"corpus_one_byte_chunks", test_corpus_one_byte_chunks},
         {"png_exif_orientation", test_png_exif_orientation},
+        {"webp_exif_orientation", test_webp_exif_orientation},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -1122,7 +1122,7 @@ static int test_codec_registry(void)
     sd_decoder *d;
     ASSERT_OK(sd_decoder_new(&d));
     ASSERT_EQ(sd_decoder_push(d, "<html><body>", 12), SD_EUNSUPPORTED);
-    ASSERT(strstr(sd_decoder_message(d), "not a JPEG or PNG") != NULL);
+    ASSERT(strstr(sd_decoder_message(d), "not a JPEG, PNG, APNG, GIF, WebP or AVIF") != NULL);
     sd_decoder_free(d);
     return 0;
 }

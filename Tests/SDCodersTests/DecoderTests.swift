@@ -91,7 +91,7 @@ struct DecoderTests {
             _ = try ImageDecoder.decode(html)
         } catch {
             #expect(error.code == .unsupportedFormat)
-            #expect(error.message.contains("not a JPEG or PNG"))
+            #expect(error.message.contains("not a JPEG, PNG, APNG, GIF, WebP or AVIF"))
         }
         do {
             _ = try ImageDecoder.decode([0xFF, 0xD8, 0xFF, 0xE0])

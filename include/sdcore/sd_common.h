@@ -42,7 +42,7 @@ typedef enum sd_status {
     SD_EAGAIN = -1,        /* not available yet: push more input */
     SD_EINVAL = -2,        /* invalid argument */
     SD_ENOMEM = -3,        /* out of memory */
-    SD_EUNSUPPORTED = -4,  /* not a JPEG or PNG, or a variant we do not decode */
+    SD_EUNSUPPORTED = -4,  /* a format or variant we do not decode */
     SD_ECORRUPT = -5,      /* the image data is corrupt */
     SD_ETOOLARGE = -6,     /* image dimensions exceed the configured limits */
     SD_ETRUNCATED = -7,    /* input ended before the image header was complete */

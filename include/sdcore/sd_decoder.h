@@ -1,5 +1,6 @@
 /*
- * sd_decoder.h — incremental JPEG/PNG decoder into premultiplied ARGB32.
+ * sd_decoder.h — incremental JPEG, PNG/APNG, GIF, WebP and AVIF decoder into
+ * premultiplied ARGB32.
  *
  * Push model (zstd-style): feed the encoded bytes in order, in chunks of any
  * size, with sd_decoder_push(); call sd_decoder_finish() when the input ends;
@@ -200,7 +201,8 @@ SD_API int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param,
  * Desc: Feed the next `length` bytes of the encoded image. All bytes are
  *       consumed (what the codec cannot use yet is buffered). Bytes after
  *       the end of the image are ignored. `data` is not retained.
- * Returns: SD_OK, or a sticky error: SD_EUNSUPPORTED (not JPEG/PNG),
+ * Returns: SD_OK, or a sticky error: SD_EUNSUPPORTED (not a format
+ *          sd_format_capabilities lists as decodable),
  *          SD_ECORRUPT, SD_ETOOLARGE, SD_ENOMEM, SD_EBADSTATE.
  */
 SD_API int sd_decoder_push(sd_decoder *dec, const void *data, size_t length);

@@ -664,6 +664,45 @@ static void sdw_destroy(sd_decoder *d)
     d->codec_state = NULL;
 }
 
+/* A still's EXIF orientation (issue 38), as libvips and JPEG/PNG here apply
+ * it: VP8X's EXIF flag says there is an EXIF chunk, which the container puts
+ * after the image data. 1..8 once known; 0 while the chunk may still come
+ * (then no header yet: such a file gives no preview). Animations keep 1. */
+static int still_orientation(const sd__webp *s, int at_end)
+{
+    const uint8_t *p = s->in.data;
+    size_t n = s->in.len;
+    if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x08))
+        return 1;
+    size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
+    while ((next = chunk_end(p, at, end)) != 0) {
+        if (memcmp(p + at, "EXIF", 4) == 0)
+            return sd_exif_orientation(p + at + 8, le32(p + at + 4));
+        at = next;
+    }
+    return at_end || at >= riff_end ? 1 : 0;
+}
+
+/* The header once the features (and a still's orientation) are known. */
+static int header(sd__webp *s, int at_end)
+{
+    sd_decoder *d = s->dec;
+    WebPBitstreamFeatures f;
+    VP8StatusCode st = WebPGetFeatures(s->in.data, s->in.len, &f);
+    if (st == VP8_STATUS_NOT_ENOUGH_DATA)
+        return SD_OK;
+    if (st != VP8_STATUS_OK)
+        return wp_fail(d, st, "header");
+    int orientation = f.has_animation ? 1 : still_orientation(s, at_end);
+    if (orientation == 0)
+        return SD_OK;
+    SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, (uint32_t)f.width, (uint32_t)f.height, orientation, 0, f.has_alpha));
+    s->have_header = 1;
+    s->anim = f.has_animation;
+    d->animated = d->framed = s->anim;
+    return s->anim ? SD_OK : still_start(s);
+}
+
 static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__webp *s = d->codec_state;
@@ -671,18 +710,9 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
         return still_push(s, p, n);
     SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
     if (!s->have_header) {
-        WebPBitstreamFeatures f;
-        VP8StatusCode st = WebPGetFeatures(s->in.data, s->in.len, &f);
-        if (st == VP8_STATUS_NOT_ENOUGH_DATA)
+        SD__FORWARD_IF_ERROR(header(s, 0));
+        if (!s->have_header || !s->anim)
             return SD_OK;
-        if (st != VP8_STATUS_OK)
-            return wp_fail(d, st, "header");
-        SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, (uint32_t)f.width, (uint32_t)f.height, 1, 0, f.has_alpha));
-        s->have_header = 1;
-        s->anim = f.has_animation;
-        d->animated = d->framed = s->anim;
-        if (!s->anim)
-            return still_start(s);
     }
     return anim_walk(s);
 }
@@ -690,6 +720,8 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
 static int sdw_finish(sd_decoder *d)
 {
     sd__webp *s = d->codec_state;
+    if (!s->have_header)
+        SD__FORWARD_IF_ERROR(header(s, 1)); /* an EXIF chunk cut short: no orientation */
     if (!s->have_header) {
         sd__decoder_msg(d, "WebP: input ended inside the header");
         return SD_ETRUNCATED;
