@@ -483,7 +483,9 @@ static int test_view(void)
     return 0;
 }
 
-/* First-frame-only stops at the second image and still says "animated". */
+/* First-frame-only stops at the second image and still says "animated";
+ * a whole first frame is complete (issue 38: it said incomplete, so a cache
+ * query with .decodeFirstFrameOnly missed); cut inside the first frame, not. */
 static int test_gif_first_frame_only(void)
 {
     int rc = load();
@@ -498,9 +500,36 @@ static int test_gif_first_frame_only(void)
     ASSERT_EQ(v, 1);
     ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_ANIMATED, &v));
     ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &v));
+    ASSERT_EQ(v, 1);
     sd_bitmap *b = NULL;
     ASSERT_EQ(sd_decoder_frame(d, 1, &b), SD_EOI);
     sd_decoder_free(d);
+    /* the same file cut inside its first image */
+    char path[4400];
+    snprintf(path, sizeof path, "%s/gif/dispose_mixed.gif", dir);
+    size_t n;
+    unsigned char *all = sd_read_file(path, &n);
+    ASSERT_NOT_NULL(all);
+    size_t cut = 0, at = 13 + ((all[10] & 0x80) ? 3u << ((all[10] & 7) + 1) : 0);
+    while (at + 2 < n && all[at] == 0x21) { /* extensions before the first image */
+        at += 2;
+        while (at < n && all[at] != 0)
+            at += 1 + all[at];
+        at++;
+    }
+    ASSERT(at < n && all[at] == 0x2C);
+    cut = at + 10 + 1 + 4; /* descriptor, LZW size, a few data bytes */
+    ASSERT(cut < n);
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_FIRST_FRAME_ONLY, 1));
+    if (sd_decoder_decode(d, all, cut, &b) == SD_OK) {
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &v));
+        ASSERT_EQ(v, 0);
+        sd_bitmap_free(b);
+    }
+    sd_decoder_free(d);
+    free(all);
     return 0;
 }
 

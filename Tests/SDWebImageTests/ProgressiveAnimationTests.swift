@@ -192,6 +192,8 @@ extension ProgressiveAnimationTests {
             #expect(counts == counts.sorted() && Set(counts).count == counts.count && counts.first! < UInt(row.frames),
                     "\(file): \(counts)")
             #expect(Set(animated.map { ObjectIdentifier($0.animatedCoder) }).count == 1, "one coder per download (test28)")
+            // what differs from test28 (README): the final image is the C core's decode, another coder, same frames
+            #expect(final.animatedCoder !== animated.last?.animatedCoder)
             // the frames so far are the oracle's
             let last = try #require(animated.last)
             for i in 0..<Int(last.animatedImageFrameCount) {

@@ -45,6 +45,7 @@ typedef struct {
     int gce_disposal, gce_transparent, gce_delay; /* pending GCE, -1 none */
     gif_frame pending;
     int trailer, broken;
+    int first_whole; /* SD_DEC_FIRST_FRAME_ONLY: the first image is all in */
     gif_frame *frames;
     uint32_t nframes, cap;
     uint32_t bad_from; /* frames from here failed to decode (UINT32_MAX: none) */
@@ -171,6 +172,7 @@ static int walk(sd__gif *s)
             };
             if (d->first_frame_only && s->nframes == 1) {
                 s->state = W_DONE; /* a second image: it is an animation; we stop here */
+                s->first_whole = 1; /* what was asked for is all here */
                 d->animated = 1;
                 break;
             }
@@ -266,7 +268,9 @@ static int sdg_finish(sd_decoder *d)
             sd__decoder_msg(d, "GIF: no complete image in the file");
         return s->broken ? SD_ECORRUPT : SD_ETRUNCATED;
     }
-    d->complete = s->trailer && !s->broken && s->bad_from == UINT32_MAX;
+    /* complete: the whole file, or with SD_DEC_FIRST_FRAME_ONLY the whole
+     * first frame (the walk stops at the second image) */
+    d->complete = (s->trailer || s->first_whole) && !s->broken && s->bad_from == UINT32_MAX;
     d->end_reached = 1;
     return SD_OK;
 }

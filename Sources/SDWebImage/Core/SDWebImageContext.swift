@@ -45,22 +45,22 @@ public typealias SDWebImageContext = [SDWebImageContextOption: any Sendable]
 extension Dictionary where Value == any Sendable {
     func bool(_ key: Key) -> Bool? { self[key] as? Bool }
 
+    /// Any integer or floating-point type (a `UInt32` colour, a `CGFloat` size, …).
     func double(_ key: Key) -> Double? {
         switch self[key] {
-        case let v as Double: v
-        case let v as CGFloat: Double(v)
-        case let v as Int: Double(v)
-        case let v as Float: Double(v)
+        case let v as any BinaryFloatingPoint: Double(v)
+        case let v as any BinaryInteger: Double(v)
         default: nil
         }
     }
 
+    /// Any integer type, clamped to `Int`; a finite floating-point value
+    /// rounded toward zero and clamped (NaN and infinities: nil).
     func int(_ key: Key) -> Int? {
         switch self[key] {
-        case let v as Int: v
-        case let v as Int64: Int(v)
-        case let v as UInt: Int(v)
-        case let v as Double: Int(v)
+        case let v as any BinaryInteger: Int(clamping: v)
+        case let v as any BinaryFloatingPoint:
+            Double(v).isFinite ? Int(Swift.max(-9.2e18, Swift.min(9.2e18, Double(v)))) : nil
         default: nil
         }
     }

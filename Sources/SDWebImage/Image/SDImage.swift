@@ -110,15 +110,16 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
         return (try? bitmap.jpegData(quality: max(1, q))).map { Data($0) }
     }
 
-    /// Encoded data; `.undefined` picks PNG when there is alpha, JPEG otherwise
-    /// (SDWebImage's `sd_imageData(as:)`).
-    public func sd_imageData(as format: SDImageFormat = .undefined, compressionQuality: Double = 1) -> Data? {
-        switch format {
-        case .png: pngData()
-        case .jpeg: jpegData(compressionQuality: compressionQuality)
-        case .unknown: hasAlpha ? pngData() : jpegData(compressionQuality: compressionQuality)
-        default: nil // no encoder for it in this build (ImageFormat.capabilities)
-        }
+    /// Encoded data through `SDImageCodersManager.shared`, as SDWebImage's
+    /// `sd_imageData(as:compressionQuality:firstFrameOnly:)`: any format a
+    /// coder there writes (an animation stays one unless `firstFrameOnly`);
+    /// `.undefined` picks PNG when there is alpha, JPEG otherwise. nil when no
+    /// coder writes `format`.
+    public func sd_imageData(as format: SDImageFormat = .undefined, compressionQuality: Double = 1,
+                             firstFrameOnly: Bool = false) -> Data? {
+        SDImageCodersManager.shared.encodedData(with: self, format: format, options: [
+            .encodeCompressionQuality: compressionQuality, .encodeFirstFrameOnly: firstFrameOnly,
+        ])
     }
 
     public var description: String {

@@ -178,7 +178,9 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         }
     }
     /// Bytes of decoded frames kept ahead. 0: automatic, an eighth of the
-    /// available memory up to 128 MiB. At least one frame is always kept.
+    /// available memory up to 128 MiB. It bounds only what is kept ahead: the
+    /// next frame is always decoded (at a budget under one frame, when the one
+    /// before it is shown), so playback goes on at any budget.
     public var maxBufferSize: Int {
         get { locked { _maxBuffer } }
         set { locked { _maxBuffer = max(0, newValue); trim() } }
@@ -233,7 +235,9 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         clock.stop()
     }
 
-    /// Stop and go back to the first frame of the first loop (the buffer is kept).
+    /// Stop and go back to the first frame of the first loop (the buffer is
+    /// kept); nothing is on screen until `startPlaying` shows the first frame
+    /// again at its first tick (SDWebImage's `stopPlaying` resets the status).
     public func stopPlaying() {
         clock.stop()
         let ended: [AsyncStream<Frame>.Continuation] = locked {
@@ -242,24 +246,30 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
             elapsed = 0
             position = 0
             currentIndex = index(at: 0)
-            current = buffer[currentIndex]
+            current = nil
             defer { streams = [:] }
             return Array(streams.values)
         }
         for c in ended { c.finish() }
     }
 
-    /// Show frame `index` of loop `loopCount` next (at the next tick if it is
-    /// not decoded yet).
+    /// Show frame `index` of loop `loopCount`: at once when it is decoded
+    /// (`animationFrameHandler` and `frames` get it now, as SDWebImage shows a
+    /// frame it has), else at the tick after it is.
     public func seekToFrame(at index: UInt, loopCount: UInt) {
-        locked {
-            guard index < durations.count else { return }
+        let shown: (Frame, (@Sendable (UInt, SDImage) -> Void)?, [AsyncStream<Frame>.Continuation])? = locked {
+            guard index < durations.count else { return nil }
             position = firstPosition(of: index)
             currentIndex = index
             loop = loopCount
             elapsed = 0
             current = buffer[index]
             trim()
+            return current.map { (Frame(index: index, loop: loopCount, image: $0), _onFrame, Array(streams.values)) }
+        }
+        if let (frame, onFrame, conts) = shown {
+            onFrame?(frame.index, frame.image)
+            for c in conts { c.yield(frame) }
         }
         prefetch()
     }
@@ -359,8 +369,10 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
         while true {
             lock.lock()
             let budget = _maxBuffer > 0 ? _maxBuffer : Self.automaticBudget
-            let next = window().first { buffer[$0] == nil && !unavailable.contains($0) }
-            let room = buffer.isEmpty || bytes + max(frameBytes, 1) <= budget
+            let wanted = window()
+            let next = wanted.first { buffer[$0] == nil && !unavailable.contains($0) }
+            // the first frame wanted is always decoded; the budget bounds the rest
+            let room = !wanted.contains { buffer[$0] != nil } || bytes + max(frameBytes, 1) <= budget
             guard let next, room else {
                 fetching = false
                 lock.unlock()
@@ -371,7 +383,8 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
             lock.lock()
             if let frame {
                 frameBytes = max(frameBytes, frame.bitmap.cost)
-                if window().contains(next), buffer.isEmpty || bytes + frame.bitmap.cost <= budget {
+                let now = window()
+                if now.contains(next), !now.contains(where: { buffer[$0] != nil }) || bytes + frame.bitmap.cost <= budget {
                     buffer[next] = frame
                     bytes += frame.bitmap.cost
                     peak = max(peak, bytes)
@@ -399,6 +412,7 @@ public final class SDAnimatedImagePlayer: @unchecked Sendable {
                 current = f
                 elapsed = 0
                 shown = Frame(index: currentIndex, loop: loop, image: f)
+                trim()  // the frame on screen is no longer ahead: room for the next
             }
         } else {
             elapsed += dt

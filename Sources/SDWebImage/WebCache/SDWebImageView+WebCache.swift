@@ -15,6 +15,23 @@ final class ViewLoadToken: @unchecked Sendable {
     private let lock = NSLock()
     private var op: SDWebImageCombinedOperation?
     private var finished = false
+    private var answered = false  // the final result went out (a cancel by key answers at once)
+    private var byKey = false     // cancelled by key: its answer counts as current
+
+    /// Cancelled by key (before the operation is): whichever answer comes
+    /// first shows the delayed placeholder, though a newer load began.
+    var cancelledByKey: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return byKey }
+        set { lock.lock(); byKey = newValue; lock.unlock() }
+    }
+
+    /// Whether a result may still go out; the first final one closes the load.
+    func deliverable(finished final: Bool) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        if answered { return false }
+        if final { answered = true }
+        return true
+    }
 
     func started(_ op: SDWebImageCombinedOperation, state: SDWebImageViewState, key: String) {
         lock.lock(); defer { lock.unlock() }
@@ -38,7 +55,9 @@ extension SDWebImageView {
     public var sd_latestOperationKey: String? { sd_webImageState.latestOperationKey }
     /// The progress of the current load (bytes; SDWebImage's `sd_imageProgress`).
     public var sd_imageProgress: SDWebImageProgress { sd_webImageState.imageProgress }
-    /// The transition for images from the network (from the caches too with
+    /// The transition for images from the network and from an asynchronous
+    /// disk query (SDWebImage's rule: not memory hits, not disk hits with
+    /// `.queryMemoryDataSync`/`.queryDiskDataSync`; always with
     /// `.forceTransition`); nil: none.
     public var sd_imageTransition: SDWebImageTransition? {
         get { sd_webImageState.imageTransition }
@@ -74,6 +93,7 @@ extension SDWebImageView {
                                     completed: SDInternalCompletionBlock?) -> SDWebImageCombinedOperation? {
         let state = sd_webImageState
         let key = (context?[.setImageOperationKey] as? String) ?? String(describing: type(of: self))
+        // the previous load under the key is answered (cancelled) now, before this one's first step
         if !options.contains(.avoidAutoCancelImage) { sd_cancelImageLoadOperation(withKey: key) }
         let generation = state.begin(key: key, url: url)
         let queue = sd_viewQueue
@@ -104,6 +124,9 @@ extension SDWebImageView {
         let manager = (context?[.customManager] as? SDWebImageManager) ?? .shared
         var ctx = context ?? [:]
         if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = queue }  // results land on the view's queue
+        // as SDWebImage passes it down: the view's operation key, not the manager itself
+        ctx[.setImageOperationKey] = key
+        ctx[.customManager] = nil
         let token = ViewLoadToken()
         let progressBlock: SDImageLoaderProgressBlock = { [weak state] received, expected, imageURL in
             if let state, state.isCurrent(generation, key: key) {  // weak: the view's end must end its state
@@ -111,9 +134,10 @@ extension SDWebImageView {
             }
             progress?(received, expected, imageURL)
         }
-        let result = ViewLoadResult(view: weakView, key: key, generation: generation, options: options,
+        let result = ViewLoadResult(view: weakView, queue: queue, key: key, generation: generation, url: url, options: options,
                                     placeholder: placeholder, transition: transition, token: token,
                                     setImageBlock: setImageBlock, completed: completed)
+        state.setPending(result, forKey: key)
         let op = manager.loadImage(with: url, options: options, context: ctx, progress: progressBlock) {
             image, data, error, cacheType, finished, imageURL in
             queue.async { result.deliver(image, data, error, cacheType, finished, imageURL) }
@@ -215,10 +239,18 @@ extension SDWebImageView {
         sd_webImageState.setOperation(operation, forKey: key)
     }
 
-    /// Cancel the load under `key` and forget it.
+    /// Cancel the load under `key` and forget it. Its completion gets
+    /// `cancelled` (with `.delayPlaceholder` the placeholder shows first) on
+    /// ``sd_viewQueue`` — in this call when made there — before any step of a
+    /// load started after this call, as SDWebImage answers a cancelled load
+    /// synchronously.
     public func sd_cancelImageLoadOperation(withKey key: String?) {
         guard let key else { return }
-        sd_webImageState.removeOperation(forKey: key)?.cancel()
+        let state = sd_webImageState
+        let pending = state.takePending(forKey: key)
+        pending?.token.cancelledByKey = true
+        state.removeOperation(forKey: key)?.cancel()
+        pending?.deliverCancelled()  // the downloader may answer later, from its own queue
     }
 
     /// Forget the load under `key` without cancelling it.
@@ -237,8 +269,10 @@ extension SDWebImageView {
 /// What one load does with a result, on the view's queue.
 struct ViewLoadResult: Sendable {
     let view: WeakView
+    let queue: SDCallbackQueue
     let key: String
     let generation: UInt64
+    let url: URL
     let options: SDWebImageOptions
     let placeholder: SDImage?
     let transition: SDWebImageTransition?
@@ -246,13 +280,17 @@ struct ViewLoadResult: Sendable {
     let setImageBlock: SDSetImageBlock?
     let completed: SDInternalCompletionBlock?
 
+    /// The answer of a load cancelled by key counts as current (a newer load
+    /// on the key began after the cancel).
     func deliver(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ cacheType: SDImageCacheType,
                  _ finished: Bool, _ imageURL: URL?) {
         guard let view = view.view else { return }  // gone: its loads were cancelled
+        guard token.deliverable(finished: finished) else { return }  // answered already (cancelled by key)
         let state = view.sd_webImageState
-        let current = state.isCurrent(generation, key: key)
+        let current = (image == nil && token.cancelledByKey) || state.isCurrent(generation, key: key)
         if finished {
             token.finish(state: state, key: key)
+            _ = state.takePending(forKey: key, generation: generation)
             if current { state.imageProgress.finish() }
         }
         let notSet = !current || (image != nil && options.contains(.avoidAutoSetImage))
@@ -262,14 +300,28 @@ struct ViewLoadResult: Sendable {
             completed?(image, data, error, cacheType, finished, imageURL)
             return
         }
-        let fade = finished && image != nil && (cacheType == .none || options.contains(.forceTransition))
-            ? transition : nil
+        // SDWebImage's rule: network images fade, and images from an asynchronous
+        // disk query; memory hits and .queryMemoryDataSync/.queryDiskDataSync
+        // disk hits do not (all do with .forceTransition)
+        let fades = options.contains(.forceTransition) || cacheType == .none
+            || (cacheType == .disk && options.isDisjoint(with: [.queryMemoryDataSync, .queryDiskDataSync]))
+        let fade = finished && image != nil && fades ? transition : nil
         let wait = fade != nil && options.contains(.waitTransition)
         var then: (@Sendable () -> Void)?
         if wait { then = { @Sendable in completed?(image, data, error, cacheType, finished, imageURL) } }
         view.sd_show(image ?? placeholder, data: data, cacheType: cacheType, url: imageURL, generation: generation,
                      transition: fade, setImageBlock: setImageBlock, then: then)
         if !wait { completed?(image, data, error, cacheType, finished, imageURL) }
+    }
+}
+
+extension ViewLoadResult {
+    /// Cancelled by key: answered on the view's queue (at once when the caller
+    /// is on it), ahead of whatever a newer load queues after this call.
+    func deliverCancelled() {
+        queue.async {
+            deliver(nil, nil, SDWebImageError(.cancelled, "the load was cancelled"), .none, true, url)
+        }
     }
 }
 

@@ -56,6 +56,7 @@ extension SDWebImageView {
 public final class SDWebImageViewState: @unchecked Sendable {
     private let lock = NSLock()
     private var operations: [String: any SDWebImageOperation] = [:]
+    private var pending: [String: ViewLoadResult] = [:]  // each key's load not finished yet
     private var generations: [String: UInt64] = [:]
     private var nextGeneration: UInt64 = 0
     private var _imageURL: URL?
@@ -107,6 +108,18 @@ public final class SDWebImageViewState: @unchecked Sendable {
     func removeOperation(_ op: any SDWebImageOperation, forKey key: String) {
         locked {
             if let cur = operations[key], cur === op { operations.removeValue(forKey: key) }
+        }
+    }
+
+    /// The load under `key` that has not finished: a cancel by key answers it at once.
+    func setPending(_ result: ViewLoadResult?, forKey key: String) { locked { pending[key] = result } }
+
+    /// Forget the pending load of `key` if it is load `generation`'s; returns what was taken.
+    func takePending(forKey key: String, generation: UInt64? = nil) -> ViewLoadResult? {
+        locked {
+            guard let p = pending[key], generation == nil || p.generation == generation else { return nil }
+            pending[key] = nil
+            return p
         }
     }
 
