@@ -156,7 +156,7 @@ struct FleetLoaderTests {
         // the first request fails (503); later ones succeed
         let url = try #require(URL(string: servers.fault + "/flaky?id=\(id)&fail=1"))
         var o = SDRedisFleetLoader.Options()
-        o.failureMarkTTL = 60  // a starved CI machine stalls for seconds: the mark must outlast the test
+        o.failureMarkTTL = 3600  // a starved TSan run takes a minute a test: the mark must outlast it
         let owner = try Host(server, namespace: ns, options: o)
         let (none, error) = await owner.load(url)
         #expect(none == nil && error != nil)
@@ -184,8 +184,8 @@ struct FleetLoaderTests {
         let servers = try #require(TestServers.shared)
         let ns = unique("fleet")
         var o = SDRedisFleetLoader.Options()
-        o.goneTTL = 60  // both marks outlast a starved machine's stalls
-        o.failureMarkTTL = 60
+        o.goneTTL = 3600  // both marks outlast a starved run (a minute a test under TSan and load)
+        o.failureMarkTTL = 3600
         func statusOf(_ error: (any Error)?) -> Int? {
             guard let e = error as? SDWebImageError, e.code == .invalidDownloadStatusCode else { return nil }
             return e.statusCode
@@ -278,7 +278,7 @@ struct FleetLoaderTests {
         }
         #expect(done.0 == .disk && done.1 == nil)  // the Redis entry, decoded
         var revalidated = false
-        for _ in 0..<100 where !revalidated {
+        for _ in 0..<1200 where !revalidated {  // up to a minute: a starved run
             try await Task.sleep(nanoseconds: 50_000_000)
             revalidated = hits(servers, id + ":304") == 1
         }
@@ -286,7 +286,7 @@ struct FleetLoaderTests {
         #expect(hits(servers, id) == 2)  // the first fetch and the conditional request
         second.redis.waitForPendingWrites()
         var renewed = false
-        for _ in 0..<100 where !renewed {
+        for _ in 0..<1200 where !renewed {
             if case .integer(let ms)? = second.redis.store.client.command("PTTL", key) { renewed = ms > 60_000 }
             if !renewed { try await Task.sleep(nanoseconds: 50_000_000) }
         }

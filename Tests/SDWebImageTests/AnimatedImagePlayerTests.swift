@@ -132,7 +132,7 @@ struct AnimatedImagePlayerTests {
         let log = PlayLog()
         log.attach(player)
         player.startPlaying()
-        #expect(await eventually(10) { !player.isPlaying })
+        #expect(await eventually(60) { !player.isPlaying })
         #expect(log.frames == [0, 1, 2] && log.loops == [1])
     }
 }

@@ -55,7 +55,7 @@ struct CacheMemoryLimitTests {
         #expect(c.memoryCost == full)  // 1% stalled: below the default 10
         #expect(Bitmap.poolTrimCount == poolTrims)
         try "some avg10=35.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
-        for _ in 0..<300 where c.memoryCost > full / 8 || Bitmap.poolTrimCount == poolTrims {
+        for _ in 0..<6000 where c.memoryCost > full / 8 || Bitmap.poolTrimCount == poolTrims {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         #expect(c.memoryCost <= full / 8)

@@ -291,7 +291,7 @@ struct WebCacheTests {
         let load = try #require(await startSlow(on: view!, m, called))
         await withCheckedContinuation { c in queue.async { c.resume() } }  // the placeholder step ran
         view = nil
-        for _ in 0..<200 where weakView != nil { try await Task.sleep(nanoseconds: 10_000_000) }  // GCD releases run blocks a moment later
+        for _ in 0..<6000 where weakView != nil { try await Task.sleep(nanoseconds: 10_000_000) }  // GCD releases run blocks a moment later
         #expect(weakView == nil)
         #expect(load.isCancelled)
         try await Task.sleep(nanoseconds: 300_000_000)
@@ -431,7 +431,7 @@ struct WebCacheTests {
         views.removeAll()
         // the blocks that ran on the views' queues are released by GCD's
         // threads just after they ran: give them a moment
-        for _ in 0..<200 where !weakViews.allSatisfy({ $0.value == nil }) {
+        for _ in 0..<6000 where !weakViews.allSatisfy({ $0.value == nil }) {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         #expect(weakViews.allSatisfy { $0.value == nil })
