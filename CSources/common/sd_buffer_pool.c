@@ -7,7 +7,18 @@
  * are freed on another thread a little later (the Swift layer). Keeping a few
  * recently freed buffers (bounded in bytes, best fit within 25%) makes the
  * next canvas come back already mapped. Fresco pools bitmaps for the same
- * reason. */
+ * reason.
+ *
+ * Canvases bigger than half the limit (a 12 MP photo is 48 MB, over 32 MiB
+ * at the default 64 MiB) would never be kept, and a stream of big photos
+ * would fault every page of every canvas: 0.95x TurboJPEG at the default
+ * settings against 1.0x with every canvas recycled. So the most recent
+ * canvas of each size class above half the limit is kept too, in a few
+ * slots of its own: classes grow by a quarter from half the limit, a canvas
+ * of the class is mapped at the class's top (so any later one of the class
+ * fits it; pages past what a decode writes are never touched), and these
+ * slots hold at most SD__LARGE_SLOTS blocks and twice the limit in bytes
+ * (128 MiB at the default), oldest dropped first. */
 #include <malloc.h>
 #include <pthread.h>
 #include <string.h>
@@ -49,34 +60,67 @@ static void release(void *p, size_t cap)
         sd__free(p);
 }
 
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+#define SD__LARGE_SLOTS 4
+
+typedef struct {
     void *p;
     size_t cap;
     uint64_t age;
-} slots[SD__POOL_SLOTS];
-static size_t pool_bytes, pool_limit = SD_DEFAULT_PIXEL_POOL_BYTES;
+} sd__slot;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+/* slots[0..SD__POOL_SLOTS): the pool within its limit; the last
+ * SD__LARGE_SLOTS: a canvas of each size class above half the limit */
+static sd__slot slots[SD__POOL_SLOTS + SD__LARGE_SLOTS];
+#define SD__ALL_SLOTS (SD__POOL_SLOTS + SD__LARGE_SLOTS)
+static size_t pool_bytes, large_bytes, pool_limit = SD_DEFAULT_PIXEL_POOL_BYTES;
 static uint64_t pool_clock;
+
+/* A canvas the large slots take: mapped (4 MiB and more), over half the
+ * limit and at most twice it. Caller holds pool_mu. */
+static int is_large(size_t bytes)
+{
+    return bytes >= SD__HUGE_MIN && bytes > pool_limit / 2 && bytes <= pool_limit * 2;
+}
+
+/* The top of `bytes`'s size class (a quarter more each, from half the
+ * limit). Caller holds pool_mu and checked is_large. */
+static size_t class_top(size_t bytes)
+{
+    size_t top = pool_limit / 2;
+    while (top < bytes)
+        top += top / 4;
+    return top;
+}
 
 static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)
 {
     *cap = bytes;
     if (sd__alloc_is_custom()) /* every byte through the program's allocator: no pool, no mmap */
         return zeroed ? sd__calloc(1, bytes) : sd__malloc(bytes);
+    size_t map = bytes;
     if (bytes >= SD__POOL_MIN) {
         int best = -1;
         pthread_mutex_lock(&pool_mu);
-        for (int i = 0; i < SD__POOL_SLOTS; i++)
-            if (slots[i].p && slots[i].cap >= bytes && slots[i].cap - bytes <= bytes / 4 &&
+        for (int i = 0; i < SD__ALL_SLOTS; i++) {
+            /* a large block is mapped at its class's top, rounded to a huge page */
+            size_t slack = bytes / 4 + (i >= SD__POOL_SLOTS ? SD__HUGE_PAGE : 0);
+            if (slots[i].p && slots[i].cap >= bytes && slots[i].cap - bytes <= slack &&
                 (!heap_only || slots[i].cap < SD__HUGE_MIN) && (best < 0 || slots[i].cap < slots[best].cap))
                 best = i;
+        }
         void *p = NULL;
         if (best >= 0) {
             p = slots[best].p;
             *cap = slots[best].cap;
-            pool_bytes -= slots[best].cap;
+            if (best < SD__POOL_SLOTS)
+                pool_bytes -= slots[best].cap;
+            else
+                large_bytes -= slots[best].cap;
             slots[best].p = NULL;
         }
+        if (!heap_only && is_large(bytes))
+            map = class_top(bytes);
         pthread_mutex_unlock(&pool_mu);
         if (p) {
             if (zeroed)
@@ -85,7 +129,7 @@ static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)
         }
     }
     if (bytes >= SD__HUGE_MIN && !heap_only)
-        return map_pixels(bytes, cap); /* fresh anonymous pages are zero */
+        return map_pixels(map, cap); /* fresh anonymous pages are zero */
     /* calloc of a large block maps zero pages: zeroing is free where it matters */
     return zeroed ? sd__calloc(1, bytes) : sd__malloc(bytes);
 }
@@ -121,6 +165,48 @@ void sd__body_free(void *p, size_t cap)
         sd__pixels_free(p, cap);
 }
 
+/* Keep a large canvas: it replaces a block of its class (within a quarter),
+ * else takes a free slot or the oldest one's; then the oldest go while the
+ * large slots hold more than twice the limit. Caller holds pool_mu; what is
+ * dropped is released by the caller, outside the lock. */
+static void keep_large(void *p, size_t cap, void **evict, size_t *evict_cap, int *nevict)
+{
+    int at = -1;
+    for (int i = SD__POOL_SLOTS; i < SD__ALL_SLOTS && at < 0; i++) {
+        size_t c = slots[i].cap;
+        if (slots[i].p && (c >= cap ? c - cap : cap - c) <= (c < cap ? c : cap) / 4)
+            at = i; /* the same class: the newer one stays */
+    }
+    for (int i = SD__POOL_SLOTS; i < SD__ALL_SLOTS && at < 0; i++)
+        if (slots[i].p == NULL)
+            at = i;
+    if (at < 0) { /* all full: the oldest's */
+        at = SD__POOL_SLOTS;
+        for (int k = SD__POOL_SLOTS + 1; k < SD__ALL_SLOTS; k++)
+            if (slots[k].age < slots[at].age)
+                at = k;
+    }
+    if (slots[at].p) {
+        evict_cap[*nevict] = slots[at].cap;
+        evict[(*nevict)++] = slots[at].p;
+        large_bytes -= slots[at].cap;
+    }
+    slots[at] = (sd__slot){p, cap, ++pool_clock};
+    large_bytes += cap;
+    while (large_bytes > pool_limit * 2) {
+        int oldest = -1;
+        for (int k = SD__POOL_SLOTS; k < SD__ALL_SLOTS; k++)
+            if (slots[k].p && k != at && (oldest < 0 || slots[k].age < slots[oldest].age))
+                oldest = k;
+        if (oldest < 0)
+            break; /* only the newcomer, which is_large bounds */
+        evict_cap[*nevict] = slots[oldest].cap;
+        evict[(*nevict)++] = slots[oldest].p;
+        large_bytes -= slots[oldest].cap;
+        slots[oldest].p = NULL;
+    }
+}
+
 void sd__pixels_free(void *p, size_t cap)
 {
     if (p == NULL)
@@ -129,10 +215,17 @@ void sd__pixels_free(void *p, size_t cap)
         sd__free(p);
         return;
     }
-    void *evict[SD__POOL_SLOTS];
-    size_t evict_cap[SD__POOL_SLOTS];
+    void *evict[SD__ALL_SLOTS];
+    size_t evict_cap[SD__ALL_SLOTS];
     int nevict = 0;
     pthread_mutex_lock(&pool_mu);
+    if (is_large(cap)) {
+        keep_large(p, cap, evict, evict_cap, &nevict);
+        pthread_mutex_unlock(&pool_mu);
+        for (int i = 0; i < nevict; i++)
+            release(evict[i], evict_cap[i]);
+        return;
+    }
     if (cap < SD__POOL_MIN || cap > pool_limit / 2) {
         pthread_mutex_unlock(&pool_mu);
         release(p, cap);
@@ -166,17 +259,19 @@ void sd__pixels_free(void *p, size_t cap)
 
 size_t sd_bitmap_pool_limit(size_t bytes)
 {
-    void *drop[SD__POOL_SLOTS];
-    size_t drop_cap[SD__POOL_SLOTS];
+    void *drop[SD__ALL_SLOTS];
+    size_t drop_cap[SD__ALL_SLOTS];
     int n = 0;
     pthread_mutex_lock(&pool_mu);
     size_t old = pool_limit;
     pool_limit = bytes;
-    for (int i = 0; i < SD__POOL_SLOTS; i++) {
-        if (slots[i].p && (pool_bytes > pool_limit || slots[i].cap > pool_limit / 2)) {
+    for (int i = 0; i < SD__ALL_SLOTS; i++) {
+        int large = i >= SD__POOL_SLOTS;
+        if (slots[i].p && (large ? !is_large(slots[i].cap) || large_bytes > pool_limit * 2
+                                 : pool_bytes > pool_limit || slots[i].cap > pool_limit / 2)) {
             drop_cap[n] = slots[i].cap;
             drop[n++] = slots[i].p;
-            pool_bytes -= slots[i].cap;
+            *(large ? &large_bytes : &pool_bytes) -= slots[i].cap;
             slots[i].p = NULL;
         }
     }
@@ -189,26 +284,26 @@ size_t sd_bitmap_pool_limit(size_t bytes)
 size_t sd_bitmap_pool_bytes(void)
 {
     pthread_mutex_lock(&pool_mu);
-    size_t n = pool_bytes;
+    size_t n = pool_bytes + large_bytes;
     pthread_mutex_unlock(&pool_mu);
     return n;
 }
 
 size_t sd_bitmap_pool_trim(void)
 {
-    void *drop[SD__POOL_SLOTS];
-    size_t drop_cap[SD__POOL_SLOTS];
+    void *drop[SD__ALL_SLOTS];
+    size_t drop_cap[SD__ALL_SLOTS];
     int n = 0;
     pthread_mutex_lock(&pool_mu);
-    size_t bytes = pool_bytes;
-    for (int i = 0; i < SD__POOL_SLOTS; i++) {
+    size_t bytes = pool_bytes + large_bytes;
+    for (int i = 0; i < SD__ALL_SLOTS; i++) {
         if (slots[i].p) {
             drop_cap[n] = slots[i].cap;
             drop[n++] = slots[i].p;
             slots[i].p = NULL;
         }
     }
-    pool_bytes = 0;
+    pool_bytes = large_bytes = 0;
     pthread_mutex_unlock(&pool_mu);
     for (int i = 0; i < n; i++)
         release(drop[i], drop_cap[i]);

@@ -1052,6 +1052,53 @@ static int test_pixel_pool(void)
     return 0;
 }
 
+/* Issue 38: canvases over half the limit (a 12 MP photo, 48 MB, at the
+ * default 64 MiB) are kept too, the most recent of each size class, so a
+ * stream of big photos does not fault every page of every canvas; those
+ * slots hold at most four blocks and twice the limit in bytes. */
+static int test_pixel_pool_large(void)
+{
+    size_t old = sd_bitmap_pool_limit(SD_DEFAULT_PIXEL_POOL_BYTES);
+    sd_bitmap_pool_trim();
+    sd_bitmap *a, *b, *c;
+    ASSERT_OK(sd_bitmap_new(4000, 3000, &a)); /* 48 MB */
+    uint8_t *pa = sd_bitmap_pixels(a);
+    memset(pa, 0x5A, sd_bitmap_size(a));
+    sd_bitmap_free(a);
+    ASSERT(sd_bitmap_pool_bytes() >= 4000u * 3000 * 4); /* kept */
+    ASSERT_OK(sd_bitmap_new(3700, 3100, &b)); /* same class (within a quarter): the same block, zeroed */
+    ASSERT(sd_bitmap_pixels(b) == pa);
+    for (size_t i = 0; i < sd_bitmap_size(b); i += 4093)
+        ASSERT_EQ(sd_bitmap_pixels(b)[i], 0);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    sd_bitmap_free(b);
+    /* several classes: the large slots never hold more than twice the limit */
+    const uint32_t sides[] = {3400, 3800, 4200, 4700, 5100}; /* 35 to 78 MB: each over half the limit */
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        ASSERT_OK(sd_bitmap_new(sides[i], sides[i] * 3 / 4, &c));
+        sd_bitmap_free(c);
+        ASSERT(sd_bitmap_pool_bytes() <= 2 * (size_t)SD_DEFAULT_PIXEL_POOL_BYTES);
+    }
+    ASSERT(sd_bitmap_pool_bytes() > 0);
+    /* over twice the limit: not kept */
+    sd_bitmap_pool_trim();
+    ASSERT_OK(sd_bitmap_new(8000, 5000, &c)); /* 160 MB */
+    sd_bitmap_free(c);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    /* the pool off: nothing kept, large or not */
+    sd_bitmap_pool_limit(0);
+    ASSERT_OK(sd_bitmap_new(4000, 3000, &c));
+    sd_bitmap_free(c);
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    sd_bitmap_pool_limit(SD_DEFAULT_PIXEL_POOL_BYTES);
+    ASSERT_OK(sd_bitmap_new(4000, 3000, &c));
+    sd_bitmap_free(c);
+    ASSERT(sd_bitmap_pool_trim() >= 4000u * 3000 * 4); /* trim: the large slots go too */
+    ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
+    sd_bitmap_pool_limit(old);
+    return 0;
+}
+
 
 /* The registry recognises every listed format from its first bytes, fed
  * whole or one byte at a time; the ones without a decoder fail with
@@ -1234,6 +1281,7 @@ int main(int argc, char **argv)
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},
         {"adam7_snapshot_replicates", test_adam7_snapshot_replicates},
         {"pixel_pool", test_pixel_pool},
+        {"pixel_pool_large", test_pixel_pool_large},
         {"premultiply_bgra_exact", test_premultiply_bgra_exact},
         {NULL, NULL},
     };

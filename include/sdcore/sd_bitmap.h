@@ -40,7 +40,10 @@ SD_API void sd_bitmap_free(sd_bitmap *bitmap);
  * Pixel buffer pool. Freed pixel buffers of 64 KiB and more are kept (up to
  * a byte limit, oldest dropped first) and handed to the next bitmap of about
  * the same size, so a stream of decodes does not pay a page fault per 4 KiB
- * for every new canvas. Process-wide and thread-safe.
+ * for every new canvas. Canvases over half the limit (a 12 MP photo at the
+ * default) are kept apart: the most recent of each size class, at most four
+ * and twice the limit in bytes — so the pool holds at most three times the
+ * limit idle (192 MiB at the default). Process-wide and thread-safe.
  *
  * Name: sd_bitmap_pool_limit
  * Desc: Set the most bytes the pool may hold idle (0 turns it off and frees
