@@ -10,30 +10,34 @@ SWIFT ?= swift
 # Sanitizer builds use the Swift toolchain's clang (ships compiler-rt).
 SAN_CC ?= clang
 
-# Debian packages the project needs: build, tests, benchmarks.
-APT_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
-                libgif-dev libwebp-dev libavif-dev libavif-bin \
-                libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
-                libhiredis-dev redis-server \
-                libgtk-4-dev libsdl2-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil
+# Debian packages by role. Building the library, sdimage and the example
+# gallery needs only these, none of which starts a service:
+BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
+                  libgif-dev libwebp-dev libavif-dev libhiredis-dev libsdl2-dev
+# The tests and benchmarks add these: reference tools, checkers and the
+# servers the tests start on loopback with their own config (nginx, Redis,
+# Xvfb). They are installed with a policy-rc.d that forbids starting services,
+# so apt leaves no system nginx or redis-server running (scripts/check-deps.sh).
+TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
+                 redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil
 
-.PHONY: all deps build build-c build-swift test test-c test-asan test-valgrind test-swift \
+.PHONY: all deps deps-test deps-demo build build-c build-swift test test-c test-asan test-valgrind test-swift \
         test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
 
 all: build
 
 # Install only what is missing (apt as root, or through sudo).
 deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
-	    | grep -q 'install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:" $$missing; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
-	@command -v python3 >/dev/null || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq python3 >/dev/null; }
+	@PACKAGES="$(BUILD_PACKAGES)" bash scripts/apt-install.sh
+
+# What the tests need besides: say so, and start no service.
+deps-test: deps
+	@PACKAGES="$(TEST_PACKAGES)" NO_SERVICES=1 bash scripts/apt-install.sh
+
+# The demo serves its samples with nginx on loopback (its own config): nginx
+# installed without starting the system's.
+deps-demo: deps
+	@PACKAGES="nginx-light" NO_SERVICES=1 bash scripts/apt-install.sh
 
 build: build-c build-swift
 
@@ -45,16 +49,16 @@ build-swift: deps
 	$(SWIFT) build --explicit-target-dependency-import-check error
 
 # Every test; the last line is the summary CI reads.
-test: deps
+test: deps-test
 	@bash scripts/test-all.sh
 
-test-c: build-c
+test-c: deps-test build-c
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)
 
 # The C ABI as programs link it: exported symbols = cmake/sdcore.map, all
 # versioned and declared; abidiff against the committed cmake/libsdcore.abi;
 # every public function documented (Returns, ownership).
-test-abi: build-c
+test-abi: deps-test build-c
 	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so
 	python3 scripts/check-header-docs.py
 
@@ -62,7 +66,7 @@ test-abi: build-c
 abi-baseline: build-c
 	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so --update
 
-test-asan: deps
+test-asan: deps-test
 	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \
 	    -DSD_SANITIZE=address,undefined -DSD_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
 	    -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld >/dev/null
@@ -74,7 +78,7 @@ test-asan: deps
 # The Swift toolchain's TSan runtime intercepts libdispatch: link the toolchain's.
 SWIFT_LIBDIR := $(realpath $(dir $(shell command -v swift))/../lib/swift/linux)
 TSAN_LDFLAGS := -L$(SWIFT_LIBDIR) -Wl,-rpath,$(SWIFT_LIBDIR) -ldispatch -lBlocksRuntime
-test-tsan: deps
+test-tsan: deps-test
 	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \
 	    -DSD_SANITIZE=thread -DSD_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS="$(TSAN_LDFLAGS)" >/dev/null
 	@cmake --build $(BUILD)/tsan -j $(JOBS) --target test_loop
@@ -84,11 +88,11 @@ test-tsan: deps
 # (same code, 50x slower here). JSIMD_FORCENONE: libjpeg-turbo's SIMD upsampling
 # reads its own row padding, which valgrind reports as uninitialised; the
 # library's C paths are checked here and the SIMD paths under ASan.
-test-valgrind: build-c
+test-valgrind: deps-test build-c
 	cd $(BUILD)/release && JSIMD_FORCENONE=1 ctest -T memcheck -E one_byte --output-on-failure -j $(JOBS) \
 	    --overwrite MemoryCheckCommandOptions="--error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect"
 
-test-swift: deps
+test-swift: deps-test
 	$(SWIFT) build --build-tests --explicit-target-dependency-import-check error
 	$(SWIFT) test
 
@@ -106,7 +110,7 @@ test-docs: docs
 	python3 scripts/check-doc-tests.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
-test-swift-tsan: deps
+test-swift-tsan: deps-test
 	@# SwiftPM 6.3 can fail to re-plan a reused sanitizer build ("unknown build
 	@# description"); dropping the cached plan makes it plan again (no rebuild).
 	rm -f .build-tsan/*/debug/description.json .build-tsan/*/debug/plugin-tools-description.json
@@ -114,14 +118,14 @@ test-swift-tsan: deps
 
 # The Swift stack under AddressSanitizer + LeakSanitizer: a short manager soak
 # (random cancels, priorities, hits) against nginx; any report fails it.
-test-swift-asan: build-c
+test-swift-asan: deps-test build-c
 	rm -f .build-asan/*/debug/description.json .build-asan/*/debug/plugin-tools-description.json
 	@$(SWIFT) build --sanitize=address --scratch-path .build-asan --product sdimage >.build-asan.log 2>&1 \
 	  || { tail -30 .build-asan.log; exit 1; }
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 SDCORE_BENCH=$(BUILD)/release/sdcore-bench \
 	  .build-asan/debug/sdimage bench soak --loads 400 --count 60 --memory-mib 16
 
-test-cli: build-swift
+test-cli: build-swift deps-test
 	@bash scripts/test-cli.sh
 
 # Three sdimage processes, one nginx origin, one Redis: --fleet-lock makes one
@@ -130,44 +134,44 @@ test-cli: build-swift
 # scrolled by xdotool, every visible cell of every screenshot checked against
 # the decoded pixels; screenshots in build/gallery/. `make gallery` opens the
 # SDL one for a person.
-gallery-check: build-c build-swift
+gallery-check: build-c build-swift deps-test
 	bash scripts/gallery-check.sh
 
-gallery: build-c build-swift
+gallery: build-c build-swift deps-test
 	SHOW=1 bash scripts/gallery-check.sh
 
-test-fleet: build-swift
+test-fleet: build-swift deps-test
 	@bash scripts/test-fleet.sh
 
 # libFuzzer targets (ASan+UBSan): make fuzz SECONDS=N runs each for N seconds.
-fuzz: deps
+fuzz: deps-test
 	FUZZ_SECONDS=$(or $(SECONDS),60) bash scripts/fuzz.sh
 
 # What make test runs: replay the regression files, a few seconds per target.
-fuzz-smoke: deps
+fuzz-smoke: deps-test
 	FUZZ_SECONDS=3 bash scripts/fuzz.sh
 
 # The main job: sample images served by nginx on loopback, fetched cold,
 # warm and hot (URLS=file.txt for a list of yours); no network beyond loopback.
-demo: deps
+demo: deps-demo
 	$(SWIFT) build -c release --product sdimage
 	@bash scripts/demo.sh
 
 # Every corpus image through `sdimage decode`, checked against the oracle.
-demo-corpus: build-swift
+demo-corpus: build-swift deps-test
 	@bash scripts/demo-corpus.sh
 
 # The C benchmarks under perf (or callgrind where perf does not work): top functions.
-profile: deps
+profile: deps-test
 	@bash scripts/profile.sh
 
-bench: build-c
+bench: deps-test build-c
 	$(BUILD)/release/sdcore-bench decode
 
 # `sdimage fetch` timed from outside (no cache, cold, warm; median of three
 # processes each; peak RSS) and at 32 in flight against one thread decoding
 # the same files; SD_BENCH_DIR picks the cache folders' file system.
-bench-fetch-cli: build-c
+bench-fetch-cli: deps-test build-c
 	$(SWIFT) build -c release --product sdimage
 	@/usr/bin/python3 scripts/bench-sdimage-fetch.py
 

@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // SDWebImage for Linux: the C core (CSDCore, the same CSources/ that CMake
 // builds into libsdcore) and the Swift modules layered on it.
+// License: MIT (LICENSE); version: include/sdcore/sd_common.h (CHANGELOG.md).
 import PackageDescription
 
 let package = Package(

@@ -13,6 +13,7 @@ run() {
 # Import rules (docs/ARCHITECTURE.md): loop knows no images, layers one way.
 layering() { bash scripts/check-layering.sh; }
 run "layering" layering
+run "package (deps by role, licence, version)" bash scripts/check-package.sh
 run "c (ctest)" make --no-print-directory test-c
 run "c abi (abidiff baseline, symbol versions, header docs)" make --no-print-directory test-abi
 run "c install (pkg-config, find_package)" bash scripts/test-install.sh

@@ -9,6 +9,9 @@ pass=0; fail=0
 check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $1"; fi; }
 
 "$bin" decode --help >/dev/null; check "decode --help" '[ $? -eq 0 ]'
+hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
+check "--version prints the one version ($hv)" '[ "$("$bin" --version)" = "$hv" ]'
+check "--help documents the exit codes" '"$bin" --help | grep -q "Exit codes: 0"'
 if [ -f "$corpus/MANIFEST.tsv" ]; then
   f="$corpus/exif-orientation/Portrait_6.jpg"
   "$bin" decode "$f" --raw "$tmp/raw" 2>"$tmp/err"; rc=$?

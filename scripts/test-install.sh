@@ -11,6 +11,7 @@ pass=0; fail=0
 check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $1"; fi; }
 check "headers installed" '[ -f "$prefix/include/sdcore.h" ] && [ -f "$prefix/include/sdcore/sd_loop.h" ]'
 check "module map not installed" '[ ! -e "$prefix/include/module.modulemap" ]'
+check "licence installed and named" '[ -f "$prefix/share/doc/sdcore/LICENSE" ] && grep -q "^MIT License" "$prefix/share/doc/sdcore/LICENSE"'
 libdir=$(ls -d "$prefix"/lib*/ | head -1)
 check "only sd_ symbols exported" '[ -z "$(nm -D --defined-only "$libdir"/libsdcore.so | awk "\$2 ~ /[TDB]/ {print \$3}" | grep -v "^sd_")" ]'
 # the version from its one place (sd_common.h) everywhere it is installed

@@ -1,12 +1,20 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SDWebImage
 
 @main
 struct SDImageCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdimage",
         abstract: "Fetch, decode, cache and benchmark images with SDWebImage for Linux.",
+        discussion: """
+            Exit codes: 0 everything asked for worked; 1 some image or file failed \
+            (each on stderr, one line); 2 a usage error. Results go to stdout, \
+            errors and the library's log to stderr (level: SDIMAGE_LOG_LEVEL = \
+            trace, debug, info, notice, warning (default), error).
+            """,
+        version: SDWebImageVersion.string,
         subcommands: [Fetch.self, Decode.self, Cache.self, Samples.self, Bench.self])
 
     /// Exit codes: 0 all ok, 1 some images failed, 2 usage error.

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The package plays by the rules a user relies on: deps by role (no server in
+# what `make deps` installs), a licence named everywhere, one version that
+# the changelog knows.
+set -u
+cd "$(dirname "$0")/.."
+pass=0; fail=0
+check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $1"; fi; }
+check "deps by role (scripts/check-deps.sh)" 'bash scripts/check-deps.sh >/tmp/check-deps.$$ 2>&1 || { cat /tmp/check-deps.$$; false; }'
+rm -f /tmp/check-deps.$$
+check "LICENSE is MIT" 'head -1 LICENSE | grep -qx "MIT License"'
+check "the licence named in Package.swift, README, sdcore.pc and the CMake package" \
+  'grep -q "License: MIT" Package.swift && grep -q "MIT" README.md && grep -q "^License: MIT" cmake/sdcore.pc.in &&
+   grep -q "sdcore_LICENSE \"MIT\"" cmake/sdcoreConfig.cmake.in'
+hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
+check "CHANGELOG.md has Unreleased and the current version $hv" \
+  'grep -q "^## \[Unreleased\]" CHANGELOG.md && grep -q "^## \[$hv\]" CHANGELOG.md'
+check "SECURITY.md says how to report privately" 'grep -qi "private vulnerability report" SECURITY.md'
+echo "package: $pass passed, $fail failed"
+[ $fail -eq 0 ]
