@@ -21,7 +21,7 @@ BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev z
 TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
                  redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil
 
-.PHONY: all deps deps-test deps-demo build build-c build-swift test test-c test-asan test-valgrind test-swift \
+.PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift \
         test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
 
 all: build
@@ -61,6 +61,14 @@ test-c: deps-test build-c
 test-abi: deps-test build-c
 	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so
 	python3 scripts/check-header-docs.py
+
+# The Swift public API against api/*.json (swift-api-digester): a source
+# break fails until the baseline is refreshed on purpose and CHANGELOG.md says so.
+test-swift-api: build-swift
+	bash scripts/check-swift-api.sh
+
+api-baseline: build-swift
+	bash scripts/check-swift-api.sh --update
 
 # Refresh the ABI baseline (when a release adds functions on purpose).
 abi-baseline: build-c
@@ -108,6 +116,8 @@ test-docs: docs
 	$(SWIFT) package dump-symbol-graph --minimum-access-level public >/dev/null
 	python3 scripts/check-doc-coverage.py
 	python3 scripts/check-doc-tests.py
+	$(SWIFT) build --explicit-target-dependency-import-check error >/dev/null
+	python3 scripts/check-snippets.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
 test-swift-tsan: deps-test

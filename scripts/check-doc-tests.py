@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check-doc-tests.py — the tests the documents name exist and run.
 
-README.md, SECURITY.md and docs/*.md back their claims with test names:
+README.md, SECURITY.md, docs/*.md and the DocC articles back their claims with test names:
 `c.<suite> case, case` for the C tests (a ctest name, then cases of its
 program's sd_test list; `*` globs) and `SuiteTests.method` for the Swift ones.
 This check fails when a named test does not exist (renamed, deleted), and
@@ -63,7 +63,8 @@ for path in glob.glob(os.path.join(ROOT, "Tests", "**", "*.swift"), recursive=Tr
         if m and suite:
             swift[suite].add(m.group(1))
 
-docs = [os.path.join(ROOT, p) for p in ("README.md", "SECURITY.md")] + glob.glob(os.path.join(ROOT, "docs", "*.md"))
+docs = [os.path.join(ROOT, p) for p in ("README.md", "SECURITY.md")] + glob.glob(os.path.join(ROOT, "docs", "*.md")) \
+    + glob.glob(os.path.join(ROOT, "Sources", "SDWebImage", "SDWebImage.docc", "*.md"))
 named = 0
 for doc in docs:
     rel = os.path.relpath(doc, ROOT)

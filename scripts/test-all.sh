@@ -22,6 +22,7 @@ run "c tsan (loop races)" make --no-print-directory test-tsan
 run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
 run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
 run "swift (swift test)" make --no-print-directory test-swift
+run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
 run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
 run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
 run "cli" make --no-print-directory test-cli

@@ -36,6 +36,11 @@ check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$im
 cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libsdcore.a" \
     $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebpmux libwebp libavif zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
 check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
+# the README's C example, as a reader copies it, built with pkg-config
+readme_block() { python3 scripts/readme-example.py "$1"; }
+readme_block c > "$prefix/thumb.c"
+check "README C example builds with pkg-config" '[ -s "$prefix/thumb.c" ] && cc -std=c11 -Wall -Wextra -Werror "$prefix/thumb.c" $(pkg-config --cflags --libs sdcore) -o "$prefix/thumb"'
+check "README C example runs" '[ "$(LD_LIBRARY_PATH="$libdir" "$prefix/thumb" "$img")" = "256x171 premultiplied ARGB32" ]'
 cmake -S examples/c -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$prefix/build" >/dev/null
 check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/decode_file" "$img" | grep -q "^256x171 "'
 # the fetching example, both ways, against nginx on loopback
@@ -50,6 +55,23 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
   check "find_package fetch example loads from nginx" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/fetch_image" "$base/img/t.png" | grep -q "^300x200$"'
   rc=0; LD_LIBRARY_PATH="$libdir" "$prefix/fetch_pc" "$base/img/none.png" 2>"$prefix/err" || rc=$?
   check "fetch example reports a 404" '[ $rc -eq 1 ] && grep -q "404" "$prefix/err"'
+  # the README's Swift example, in a package of its own outside the tree that
+  # depends on this checkout by path (the scratch folder is shared with the
+  # next build: the dependency is built once)
+  ex=$prefix/readme-example
+  mkdir -p "$ex/Sources/readme-example"
+  readme_block swift > "$ex/Sources/readme-example/main.swift"
+  printf '%s\n' '// swift-tools-version:6.0' 'import PackageDescription' 'let package = Package(' \
+    '    name: "ReadmeExample",' "    dependencies: [.package(name: \"SDWebImage\", path: \"$PWD\")]," \
+    '    targets: [.executableTarget(name: "readme-example", dependencies: [.product(name: "SDWebImage", package: "SDWebImage")])]' \
+    ')' > "$ex/Package.swift"
+  if [ -s "$ex/Sources/readme-example/main.swift" ] && swift build --package-path "$ex" --scratch-path "$prefix/swift" >"$prefix/readme.log" 2>&1; then
+    "$prefix/swift/debug/readme-example" "$base/img/t.png" >"$prefix/readme.out" 2>&1
+    check "README Swift example loads from nginx" 'grep -q "^256x171 from " "$prefix/readme.out" || { cat "$prefix/readme.out"; false; }'
+  else
+    tail -20 "$prefix/readme.log"
+    check "README Swift example builds in a package of its own" 'false'
+  fi
   # a Swift consumer package that depends on this checkout by path
   if swift build --package-path examples/swift --scratch-path "$prefix/swift" >"$prefix/swift.log" 2>&1; then
     "$prefix/swift/debug/sdwebimage-example" "$base/img/t.png" >"$prefix/swift.out" 2>&1
