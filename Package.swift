@@ -4,6 +4,21 @@
 // License: MIT (LICENSE); version: include/sdcore/sd_common.h (CHANGELOG.md).
 import PackageDescription
 
+// The C libraries the core links, each a system-library target found with
+// pkg-config: when one is missing, SwiftPM says which Debian package to
+// install instead of failing at link time.
+let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
+    ("CCurl", "libcurl", "libcurl4-openssl-dev"),
+    ("CJPEG", "libjpeg", "libjpeg-dev"),
+    ("CPNG", "libpng16", "libpng-dev"),
+    ("CGIF", "libgif", "libgif-dev"),
+    ("CWebP", "libwebp", "libwebp-dev"),
+    ("CWebPDemux", "libwebpdemux", "libwebp-dev"),
+    ("CWebPMux", "libwebpmux", "libwebp-dev"),
+    ("CAVIF", "libavif", "libavif-dev"),
+    ("CZlib", "zlib", "zlib1g-dev"),
+]
+
 let package = Package(
     name: "SDWebImage",
     products: [
@@ -31,6 +46,7 @@ let package = Package(
     targets: [
         .target(
             name: "CSDCore",
+            dependencies: cLibraries.map { .target(name: $0.target) },
             path: ".",
             sources: ["CSources"],
             publicHeadersPath: "include",
@@ -38,18 +54,7 @@ let package = Package(
                 .headerSearchPath("CSources"),
                 .define("_GNU_SOURCE"),
             ],
-            linkerSettings: [
-                .linkedLibrary("curl"),
-                .linkedLibrary("jpeg"),
-                .linkedLibrary("png16"),
-                .linkedLibrary("gif"),
-                .linkedLibrary("webpdemux"),
-                .linkedLibrary("webpmux"),
-                .linkedLibrary("webp"),
-                .linkedLibrary("avif"),
-                .linkedLibrary("z"),
-                .linkedLibrary("m"),
-            ]
+            linkerSettings: [.linkedLibrary("m")]
         ),
         .target(name: "SDCoders", dependencies: ["CSDCore"]),
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
@@ -60,14 +65,14 @@ let package = Package(
         ]),
         // The SDWebImage-named API: image type, downloader, (cache, manager).
         // Memory LRU and disk store: keys and values only, no images.
-        .target(name: "CSDSystem", linkerSettings: [.linkedLibrary("z")]),
+        .target(name: "CSDSystem", dependencies: ["CZlib"]),
         .target(name: "SDCache", dependencies: ["CSDSystem"]),
         .target(name: "SDWebImage", dependencies: [
             "CSDCore", "SDCoders", "SDDownloader", "SDCache",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
-        .systemLibrary(name: "CHiredis",
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis",
                        providers: [.apt(["libhiredis-dev"])]),
         .target(name: "SDWebImageRedis", dependencies: [
             "SDWebImage", "SDCache", "CSDSystem", "CHiredis",
@@ -107,3 +112,8 @@ let package = Package(
     ],
     cLanguageStandard: .c11
 )
+
+package.targets += cLibraries.map {
+    .systemLibrary(name: $0.target, path: "Sources/CSystemLibraries/\($0.target)", pkgConfig: $0.pkgConfig,
+                   providers: [.apt([$0.apt])])
+}
