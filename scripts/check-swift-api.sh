@@ -20,8 +20,18 @@ dump() { # module output
     -Xcc -fmodule-map-file=Sources/CHiredis/module.modulemap \
     -target "$(uname -m)-unknown-linux-gnu" -abort-on-module-fail >"$work/dump.log" 2>&1 \
     || { cat "$work/dump.log"; return 1; }
-  # the dump records the command that made it (this checkout's paths): not API
-  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["ABIRoot"].pop("tool_arguments", None); json.dump(d, open(sys.argv[1], "w"), indent=1, sort_keys=True)' "$2"
+  # not API: the command that made the dump (this checkout's paths), and the
+  # `package` declarations the modules share among themselves (isInternal)
+  python3 - "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["ABIRoot"].pop("tool_arguments", None)
+def prune(n):
+    if "children" in n:
+        n["children"] = [prune(c) for c in n["children"] if not c.get("isInternal")]
+    return n
+json.dump(prune(d), open(sys.argv[1], "w"), indent=1, sort_keys=True)
+PY
 }
 changes() { # baseline current -> the lines that report a change
   swift-api-digester -diagnose-sdk -input-paths "$1" -input-paths "$2" 2>&1 | grep -v '^/\*' | grep -v '^\s*$'

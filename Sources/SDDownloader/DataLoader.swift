@@ -14,10 +14,19 @@ public final class DataLoader: @unchecked Sendable {
     /// The loop's decode sink, which a transfer with a body observer wraps.
     private var decodeSink = BodyObserver.Inner(sink: sd_body_sink(), ctx: nil)
 
+    package let telemetry: LoaderTelemetry
+
     /// A loop with its own thread and a decode pool of `decodeThreads` workers
     /// (nil or 0: one per core); throws when the C core cannot start one.
-    public init(maxConcurrentDownloads: Int = 6, decodeThreads: Int? = nil) throws(DownloadError) {
-        Telemetry.coreBridge  // the C core's diagnostics into swift-log, once
+    /// It logs nothing (`init(maxConcurrentDownloads:decodeThreads:telemetry:)` takes a logger).
+    public convenience init(maxConcurrentDownloads: Int = 6, decodeThreads: Int? = nil) throws(DownloadError) {
+        try self.init(maxConcurrentDownloads: maxConcurrentDownloads, decodeThreads: decodeThreads, telemetry: .none)
+    }
+
+    /// A loop as above whose lines and metrics go where `telemetry` says.
+    public init(maxConcurrentDownloads: Int = 6, decodeThreads: Int? = nil,
+                telemetry: SDTelemetry) throws(DownloadError) {
+        self.telemetry = LoaderTelemetry(telemetry)
         var out: OpaquePointer?
         try Self.check(sd_loop_new(&out))
         loop = out!
@@ -127,7 +136,8 @@ public final class DataLoader: @unchecked Sendable {
                 : String(cString: sd_strerror(rc))
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
-        let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString)
+        let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString,
+                                telemetry: telemetry)
         if let observer = request.bodyObserver {
             // a sink of our own that watches — and, when the body decodes,
             // hands every call on to the decode sink: the bytes still go to the result
@@ -158,18 +168,18 @@ public final class DataLoader: @unchecked Sendable {
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
             let outcome = DataLoader.outcome(of: result!, decoded: h.decoded, response: h.response)
             sd_result_free(result)
-            Telemetry.finished(h.url, outcome)
+            h.telemetry.finished(h.url, outcome)
             h.events.completion(outcome)
         }
         var id: sd_transfer_id = 0
-        Telemetry.started()  // before: the completion may run before submit returns
+        telemetry.started()  // before: the completion may run before submit returns
         rc = sd_loop_submit(loop, req, &ev, user, &id)
         if rc < 0 {
-            Telemetry.refused()
+            telemetry.refused()
             Unmanaged<Handlers>.fromOpaque(user).release() // refused: no callback will run
             return .failure(DownloadError(DownloadError.Code(rawValue: rc)))
         }
-        Telemetry.accepted()
+        telemetry.accepted()
         return .success(DownloadTask(loader: self, id: id, url: request.url))
     }
 
@@ -354,15 +364,17 @@ private final class Handlers: @unchecked Sendable {
     let events: LoaderEvents
     let decoded: Bool
     let url: String
+    let telemetry: LoaderTelemetry
     /// Set by the response event; read by the completion (both on the loop thread).
     var response: DownloadResponse?
     /// The body observer's sink context: lives until the completion.
     var observer: BodyObserver?
 
-    init(events: LoaderEvents, decoded: Bool, url: String) {
+    init(events: LoaderEvents, decoded: Bool, url: String, telemetry: LoaderTelemetry) {
         self.events = events
         self.decoded = decoded
         self.url = url
+        self.telemetry = telemetry
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Logging
 import SDWebImage
 import SDWebImageRedis
 #if canImport(Glibc)
@@ -133,6 +134,8 @@ struct Fetch: ParsableCommand {
         }
         let targets = all.map { URL(string: $0) }
         let downloaderConfig = serverPolicy ? SDWebImageDownloaderConfig.server() : SDWebImageDownloaderConfig()
+        downloaderConfig.logger = Logger(label: "sdwebimage.downloader")
+        SDWebImageDownloader.coreLogger = Logger(label: "sdwebimage.core")
         downloaderConfig.maxConcurrentDownloads = concurrency
         downloaderConfig.maxConnectionsPerHost = maxPerHost
         if let maxBytes { downloaderConfig.maxResponseBytes = maxBytes }
@@ -145,6 +148,7 @@ struct Fetch: ParsableCommand {
         config.maxMemoryCost = coldWarmHot ? 0 : memoryCache << 20  // hot pass: every image stays in memory
         config.shouldCacheImagesInMemory = coldWarmHot || memoryCache > 0
         config.decodeLimits = limits  // a cache folder or Redis others write to gets the same caps
+        config.logger = Logger(label: "sdwebimage.cache")  // the library's lines on stderr at SDIMAGE_LOG_LEVEL
         let cache = cacheOptions.open(config)
         downloaderConfig.proxy = proxy
         if let maxRedirects { downloaderConfig.maxRedirects = maxRedirects }
@@ -157,6 +161,7 @@ struct Fetch: ParsableCommand {
         var redisTier: SDImageRedisCache?
         if let redis {
             var o = SDRedisDiskCache.Options()
+            o.logger = Logger(label: "sdwebimage.redis")
             o.connections = concurrency
             do { redisTier = try SDImageRedisCache(url: redis, options: o, config: config) } catch {
                 throw ValidationError("--redis: \(error)")
@@ -173,10 +178,11 @@ struct Fetch: ParsableCommand {
         var fleet: SDRedisFleetLoader?
         if fleetLock, let redisTier {
             var o = SDRedisFleetLoader.Options()
+            o.logger = Logger(label: "sdwebimage.redis")
             o.maxWait = downloaderConfig.downloadTimeout
             fleet = SDRedisFleetLoader(loader: downloader, cache: redisTier, options: o)
         }
-        let manager = SDWebImageManager(cache: tiers, loader: fleet ?? downloader)
+        let manager = SDWebImageManager(cache: tiers, loader: fleet ?? downloader, logger: Logger(label: "sdwebimage.manager"))
         if retries > 0 { manager.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: retries) }
 
         var options: SDWebImageOptions = [.retryFailed]

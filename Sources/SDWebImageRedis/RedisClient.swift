@@ -87,12 +87,13 @@ final class RedisClient: @unchecked Sendable {
     private var retryAt: UInt64 = 0
     private var backoff: UInt64 = 250_000_000
     private var failures = 0
-    private let log = Logger(label: "SDWebImage.redis")
+    private let log: Logger
 
     /// Connections at most (commands in flight at once).
     let connections: Int
 
-    init(endpoint: RedisEndpoint, connections: Int, timeout: TimeInterval) {
+    init(endpoint: RedisEndpoint, connections: Int, timeout: TimeInterval, logger: Logger = .sdNoOp) {
+        log = logger
         self.endpoint = endpoint
         self.timeout = timeout
         self.connections = max(1, connections)

@@ -38,6 +38,9 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         public var connections: Int?
         /// Bound on connecting, sending and waiting for a reply, in seconds (default 0.5).
         public var timeout: TimeInterval = 0.5
+        /// Where the tier's lines go (Redis down or back, a damaged entry, a
+        /// value too large): the application's `Logger`. Default: nowhere.
+        public var logger: Logger = .sdNoOp
         /// The defaults.
         public init() {}
     }
@@ -50,7 +53,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     public let options: Options
     let client: RedisClient
     private let prefix: String
-    private let log = Logger(label: "SDWebImage.redis")
+    private var log: Logger { options.logger }
     private let warnedTooLarge = Flag()
 
     /// A tier on the Redis at `url` (`redis://[user:password@]host[:port][/db]`).
@@ -63,7 +66,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
         client = RedisClient(endpoint: endpoint,
                              connections: options.connections
                                 ?? SDWebImageDownloaderConfig.default.maxConcurrentDownloads,
-                             timeout: options.timeout)
+                             timeout: options.timeout, logger: options.logger)
         prefix = "sdwebimage:\(self.namespace):"
     }
 

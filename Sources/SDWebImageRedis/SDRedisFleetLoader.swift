@@ -52,6 +52,9 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
         /// fleet (default 30 s; 0: not remembered, a "fetch yourselves" mark
         /// as after any failure).
         public var goneTTL: TimeInterval = 30
+        /// Where the loader's lines go (a lease held too long, fetching
+        /// without it): the application's `Logger`. Default: nowhere.
+        public var logger: Logger = .sdNoOp
         /// The defaults.
         public init() {}
     }
@@ -81,7 +84,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
     private let queue = DispatchQueue(label: "SDWebImage.redis.fleet", attributes: .concurrent)
     private let lock = NSLock()
     private var stats = Statistics()
-    private let log = Logger(label: "SDWebImage.redis")
+    private var log: Logger { options.logger }
 
     /// A loader that coordinates `loader`'s fetches through `cache`'s Redis.
     public init(loader: any SDImageLoader = SDWebImageDownloader.shared, cache: SDImageRedisCache,

@@ -7,6 +7,9 @@ import Testing
 /// beside these): a load's log lines, the C core's diagnostic bridged
 /// through its log callback, and the metrics of network, memory, disk and
 /// failed loads. The URLs carry a password and a signed query: no line may.
+/// The loggers are the application's, given per instance (swift-log's advice
+/// for libraries); an instance made without one prints nothing, and the
+/// metrics carry each instance's dimensions.
 @Suite("Logging and metrics (swift-log, swift-metrics)")
 struct ObservabilityTests {
     @Test("A load's log lines (credentials in its URL redacted), a C-core diagnostic, and the metrics of network, memory, disk and 404 loads")
@@ -26,6 +29,8 @@ struct ObservabilityTests {
         #expect(child.wait() == 0)
         let lines = out.split(separator: "\n").map(String.init)
         func has(_ parts: String...) -> Bool { lines.contains { l in parts.allSatisfy { l.contains($0) } } }
+        // a manager and downloader made without a logger print nothing (a failed load among it)
+        #expect(lines.contains("quiet lines 0"), "\(lines.prefix(5))")
         // the downloader: a success at trace, the 404 at debug with its kind
         #expect(has("log sdwebimage.downloader trace downloaded", "url=\(shown)", "status=200"))
         #expect(has("log sdwebimage.downloader debug download failed", "kind=http_status", "url=\(shownMissing)"))

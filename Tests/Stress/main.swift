@@ -222,8 +222,25 @@ case "observability":
     LoggingSystem.bootstrap { MemoryLog(label: $0, lines: lines) }
     let metrics = TestMetrics()
     MetricsSystem.bootstrap(metrics)
+    // a manager and downloader made with no logger: the library's default prints nothing
+    let quiet = SDWebImageManager(cache: cacheWithMemory(args[2] + "-quiet"), loader: SDWebImageDownloader(config: SDWebImageDownloaderConfig()))
+    do {
+        let done = DispatchSemaphore(value: 0)
+        quiet.loadImage(with: URL(string: args[4] + "&quiet")!, options: [], context: nil, progress: nil) { _, _, _, _, finished, _ in
+            if finished { done.signal() }
+        }
+        done.wait()
+        Telemetry.queue.sync {}
+        print("quiet lines \(lines.all.count)")
+    }
+    // the instances this test logs: the application's loggers, given per instance
+    SDWebImageDownloader.coreLogger = Logger(label: "sdwebimage.core")
     let imageCache = cacheWithMemory(args[2])
-    let m = SDWebImageManager(cache: imageCache, loader: SDWebImageDownloader())
+    let dconfig = SDWebImageDownloaderConfig()
+    dconfig.logger = Logger(label: "sdwebimage.downloader")
+    dconfig.metricsDimensions = [("instance", "obs")]
+    let m = SDWebImageManager(cache: imageCache, loader: SDWebImageDownloader(config: dconfig),
+                              logger: Logger(label: "sdwebimage.manager"), metricsDimensions: [("instance", "obs")])
     func load(_ s: String) {
         let done = DispatchSemaphore(value: 0)
         m.loadImage(with: URL(string: s)!, options: [.waitStoreCache], context: nil, progress: nil) { _, _, _, _, finished, _ in
@@ -239,7 +256,7 @@ case "observability":
     Telemetry.queue.sync {}  // what was recorded has arrived
     for l in lines.all { print(l) }
     func counter(_ label: String, _ dims: [(String, String)] = []) -> Int64 {
-        (try? metrics.expectCounter(label, dims).totalValue) ?? -1
+        (try? metrics.expectCounter(label, [("instance", "obs")] + dims).totalValue) ?? -1
     }
     print("metric downloads \(counter("sdwebimage_downloads_total"))")
     print("metric bytes \(counter("sdwebimage_download_bytes_total"))")
@@ -247,9 +264,9 @@ case "observability":
     print("metric hits.memory \(counter("sdwebimage_cache_hits_total", [("tier", "memory")]))")
     print("metric hits.disk \(counter("sdwebimage_cache_hits_total", [("tier", "disk")]))")
     print("metric misses \(counter("sdwebimage_cache_misses_total"))")
-    print("metric download_timer \((try? metrics.expectTimer("sdwebimage_download_duration_seconds").values.count) ?? -1)")
-    print("metric decode_timer \((try? metrics.expectTimer("sdwebimage_decode_duration_seconds").values.count) ?? -1)")
-    let gauge = (try? metrics.expectGauge("sdwebimage_downloads_in_flight").lastValue) ?? nil
+    print("metric download_timer \((try? metrics.expectTimer("sdwebimage_download_duration_seconds", [("instance", "obs")]).values.count) ?? -1)")
+    print("metric decode_timer \((try? metrics.expectTimer("sdwebimage_decode_duration_seconds", [("instance", "obs")]).values.count) ?? -1)")
+    let gauge = (try? metrics.expectGauge("sdwebimage_downloads_in_flight", [("instance", "obs")]).lastValue) ?? nil
     print("metric in_flight \(gauge.map { Int($0) } ?? -1)")
     exit(0)
 default:

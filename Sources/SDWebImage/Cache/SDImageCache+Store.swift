@@ -60,10 +60,10 @@ extension SDImageCache {
             if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0, options: encodeOptions, coder: coder) }) {
                 do {
                     try writeToDisk(data, key, extendedData)
-                    Telemetry.diskWrite(nil, self)
+                    Telemetry.diskWrite(nil, self, config.logger)
                 } catch let e {
                     error = e
-                    Telemetry.diskWrite(e, self)
+                    Telemetry.diskWrite(e, self, config.logger)
                 }
             } else {
                 error = SDWebImageError(.badImageData, "the image could not be encoded")

@@ -94,7 +94,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
             pressureMonitor = MemoryPressureMonitor(file: file, threshold: config.memoryPressureThreshold,
                                                     interval: config.memoryPressureInterval) { percent in
                 if episode.begins() {
-                    Telemetry.cacheLog.notice("memory pressure: \(percent)% stalled; trimming the memory cache while it lasts")
+                    config.logger.notice("memory pressure: \(percent)% stalled; trimming the memory cache while it lasts")
                 }
                 memory.trimUnderMemoryPressure()
                 Bitmap.trimPool()  // after the cache: the canvases it just let go of went there

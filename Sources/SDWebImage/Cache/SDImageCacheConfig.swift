@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SDCache
 import SDCoders
 
@@ -68,6 +69,7 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         var diskCacheClass: (any SDDiskCacheProtocol.Type)?
         var memoryCacheClass: (any SDMemoryCacheProtocol.Type)?
         var decodeLimits = DecodeLimits()
+        var logger = Logger.sdNoOp
     }
 
     private let lock = NSLock()
@@ -92,6 +94,14 @@ public final class SDImageCacheConfig: @unchecked Sendable {
             lock.unlock()
             cb?()
         }
+    }
+
+    /// Where the cache's lines go (a disk that stops taking writes, memory
+    /// pressure): the application's `Logger`, as swift-log advises for
+    /// libraries. Default: nowhere.
+    public var logger: Logger {
+        get { self[\.logger] }
+        set { self[\.logger] = newValue }
     }
 
     /// Keep decoded images in the memory tier (default true).

@@ -3,31 +3,59 @@ import Logging
 import Metrics
 import SDDownloader
 
-/// The manager's share of `Telemetry` (SDDownloader): how loads end and
-/// where their images came from. Same rules: nothing unless a backend wants
-/// it, recorded off the caller's thread.
-extension Telemetry {
-    static let managerLog = Logger(label: "sdwebimage.manager")
-    static let memoryHits = Counter(label: "sdwebimage_cache_hits_total", dimensions: [("tier", "memory")])
-    static let diskHits = Counter(label: "sdwebimage_cache_hits_total", dimensions: [("tier", "disk")])
-    static let misses = Counter(label: "sdwebimage_cache_misses_total")
+/// One manager's lines and counters: how loads end and where their images
+/// came from. Same rules as the loader's: nothing unless the instance's logger
+/// or a metrics backend wants it, recorded off the caller's thread.
+final class ManagerTelemetry: Sendable {
+    let log: Logger
+    let memoryHits: Counter
+    let diskHits: Counter
+    let misses: Counter
+
+    init(_ t: SDTelemetry) {
+        log = t.logger
+        memoryHits = Counter(label: "sdwebimage_cache_hits_total", dimensions: t.metricsDimensions + [("tier", "memory")])
+        diskHits = Counter(label: "sdwebimage_cache_hits_total", dimensions: t.metricsDimensions + [("tier", "disk")])
+        misses = Counter(label: "sdwebimage_cache_misses_total", dimensions: t.metricsDimensions)
+    }
 
     /// A load's cache query answered.
-    static func cacheQueried(hit: Bool, _ type: SDImageCacheType) {
-        guard metricsOn else { return }
-        queue.async {
+    func cacheQueried(hit: Bool, _ type: SDImageCacheType) {
+        guard Telemetry.metricsOn else { return }
+        Telemetry.queue.async { [self] in
             if !hit { misses.increment() } else if type == .memory { memoryHits.increment() } else { diskHits.increment() }
         }
     }
 
-    static let cacheLog = Logger(label: "sdwebimage.cache")
+    /// A load's last word.
+    func loadEnded(_ key: String?, _ error: (any Error)?, _ type: SDImageCacheType) {
+        let level: Logger.Level = error == nil ? .trace : .debug
+        guard log.logLevel <= level else { return }
+        if let e = error as? SDWebImageError, e.code == .cancelled { return }
+        let source = switch type {
+        case .memory: "memory"
+        case .disk: "disk"
+        case .all: "cache"
+        default: "network"
+        }
+        let what = error.map { "\($0)" }
+        let log = self.log
+        Telemetry.queue.async {
+            var metadata: Logger.Metadata = ["key": "\(key.map(Telemetry.redacted) ?? "-")", "source": "\(source)"]
+            if let what { metadata["error"] = "\(what)" }
+            log.log(level: level, what == nil ? "load done" : "load failed", metadata: metadata)
+        }
+    }
+}
+
+extension Telemetry {
     private static let outageLock = NSLock()
     nonisolated(unsafe) private static var failingCaches = Set<ObjectIdentifier>()
 
     /// A disk write of `cache` ended: a failure is a warning once per outage
     /// (a full or read-only disk fails every write until it is fixed), then
-    /// debug; the first success after it says it is over.
-    static func diskWrite(_ error: (any Error)?, _ cache: AnyObject) {
+    /// debug; the first success after it says it is over. To `log`, the cache's.
+    static func diskWrite(_ error: (any Error)?, _ cache: AnyObject, _ log: Logger) {
         let id = ObjectIdentifier(cache)
         outageLock.lock()
         let first = error != nil && failingCaches.insert(id).inserted
@@ -37,30 +65,11 @@ extension Telemetry {
         let what = error.map { "\($0)" } ?? ""
         queue.async {
             if recovered {
-                cacheLog.info("disk cache writes work again")
+                log.info("disk cache writes work again")
             } else {
-                cacheLog.log(level: first ? .warning : .debug, "disk cache write failed; memory still serves",
-                             metadata: ["error": "\(what)"])
+                log.log(level: first ? .warning : .debug, "disk cache write failed; memory still serves",
+                        metadata: ["error": "\(what)"])
             }
-        }
-    }
-
-    /// A load's last word.
-    static func loadEnded(_ key: String?, _ error: (any Error)?, _ type: SDImageCacheType) {
-        let level: Logger.Level = error == nil ? .trace : .debug
-        guard managerLog.logLevel <= level else { return }
-        if let e = error as? SDWebImageError, e.code == .cancelled { return }
-        let source = switch type {
-        case .memory: "memory"
-        case .disk: "disk"
-        case .all: "cache"
-        default: "network"
-        }
-        let what = error.map { "\($0)" }
-        queue.async {
-            var metadata: Logger.Metadata = ["key": "\(key.map(redacted) ?? "-")", "source": "\(source)"]
-            if let what { metadata["error"] = "\(what)" }
-            managerLog.log(level: level, what == nil ? "load done" : "load failed", metadata: metadata)
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Logging
 import SDCoders
 import SDDownloader
 
@@ -24,11 +25,22 @@ public final class SDWebImageDownloader: @unchecked Sendable {
     private var priorities: [ObjectIdentifier: Priorities] = [:]
     private var headers: [String: String]
 
+    /// Where the C core's diagnostics go (a failed transfer, a refused
+    /// address, credentials redacted). The core has one log callback per
+    /// process (`sd_set_log_callback`), so this is one logger per process,
+    /// unlike the per-instance `SDWebImageDownloaderConfig.logger`. Default:
+    /// nowhere.
+    public static var coreLogger: Logger {
+        get { Telemetry.coreLogger }
+        set { Telemetry.coreLogger = newValue }
+    }
+
     /// A downloader with its own transfer loop, configured by a copy of `config`.
     public init(config: SDWebImageDownloaderConfig? = .default) {
         let config = (config ?? .default).copy()
         self.config = config
-        loader = try? DataLoader(maxConcurrentDownloads: config.maxConcurrentDownloads)
+        loader = try? DataLoader(maxConcurrentDownloads: config.maxConcurrentDownloads,
+                                 telemetry: SDTelemetry(logger: config.logger, metricsDimensions: config.metricsDimensions))
         loader?.executionOrder = config.executionOrder == .lifo ? .lifo : .fifo
         loader?.maxConnectionsPerHost = config.maxConnectionsPerHost
         httpCache = HTTPValidatorCache(capacity: config.httpCacheCapacity)

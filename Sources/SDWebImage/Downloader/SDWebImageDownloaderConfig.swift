@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import SDCoders
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -40,6 +41,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         var maxRedirects = DownloadRequest.defaultMaxRedirects
         var decodeLimits = DecodeLimits()
         var proxy: String?
+        var telemetry = SDTelemetry.none
     }
 
     private let lock = NSLock()
@@ -244,6 +246,21 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     public var resumableDataCapacity: Int {
         get { self[\.resumableDataCapacity] }
         set { self[\.resumableDataCapacity] = max(0, newValue) }
+    }
+
+    /// Where the downloader's lines go (the application's `Logger`, as
+    /// swift-log advises for libraries): a download at `.trace`, a failure at
+    /// `.debug`, URLs with their credentials redacted. Default: nowhere. Read
+    /// when the downloader is made.
+    public var logger: Logger {
+        get { self[\.telemetry].logger }
+        set { self[\.telemetry].logger = newValue }
+    }
+    /// Dimensions added to every metric the downloader records (say
+    /// `[("instance", "thumbnails")]`), so two downloaders' series differ.
+    public var metricsDimensions: [(String, String)] {
+        get { self[\.telemetry].metricsDimensions }
+        set { self[\.telemetry].metricsDimensions = newValue }
     }
 
     /// An independent config with the same settings (a downloader copies the one it is given).

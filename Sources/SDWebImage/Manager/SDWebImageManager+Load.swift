@@ -63,7 +63,7 @@ final class ManagerLoad: @unchecked Sendable {
         if ended { lock.unlock(); return }
         ended = true
         lock.unlock()
-        Telemetry.loadEnded(key, error, type)
+        manager.telemetry.loadEnded(key, error, type)
         let (c, u, op, earlier, q) = (completed, url, op, delivering, queue.queue)
         op.answered()
         manager.finished(op, keepingLoader: true)
@@ -103,7 +103,7 @@ final class ManagerLoad: @unchecked Sendable {
         let queryType = request.queryCacheType
         let answer: SDImageCacheQueryCompletionBlock = { [self] image, data, cacheType in
             if op.isCancelled { return cancelled() }
-            Telemetry.cacheQueried(hit: image != nil, cacheType)
+            manager.telemetry.cacheQueried(hit: image != nil, cacheType)
             if image == nil, derived {
                 queryOriginal()
             } else {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -58,11 +59,26 @@ public final class SDWebImageManager: @unchecked Sendable {
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
     private var queries: [String: SharedQuery] = [:]
 
-    /// A manager over `cache` and `loader`.
-    public init(cache: any SDImageCacheProtocol, loader: any SDImageLoader) {
+    let telemetry: ManagerTelemetry
+
+    /// A manager over `cache` and `loader` that logs nothing.
+    public convenience init(cache: any SDImageCacheProtocol, loader: any SDImageLoader) {
+        self.init(cache: cache, loader: loader, logger: .sdNoOp)
+    }
+
+    /// A manager over `cache` and `loader`. `logger`: where its lines go (a
+    /// load's end at `.trace`, a failure at `.debug`; the application's, as
+    /// swift-log advises for libraries); `metricsDimensions`: added to every
+    /// metric it records.
+    public init(cache: any SDImageCacheProtocol, loader: any SDImageLoader, logger: Logger,
+                metricsDimensions: [(String, String)] = []) {
         imageCache = cache
         imageLoader = loader
+        telemetry = ManagerTelemetry(SDTelemetry(logger: logger, metricsDimensions: metricsDimensions))
     }
+
+    /// Where this manager's lines go (given at init).
+    public var logger: Logger { telemetry.log }
 
     private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
     private func set(_ body: () -> Void) { lock.lock(); body(); lock.unlock() }
