@@ -12,6 +12,7 @@ check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL
 hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
 check "--version prints the one version ($hv)" '[ "$("$bin" --version)" = "$hv" ]'
 check "--help documents the exit codes" '"$bin" --help | grep -q "Exit codes: 0"'
+check "fetch --help groups its options" '[ $("$bin" fetch --help | grep -cE "^(NETWORK|UNTRUSTED URLS|CACHE|DECODE|OUTPUT|FLEET.*):$") -eq 6 ]'
 if [ -f "$corpus/MANIFEST.tsv" ]; then
   f="$corpus/exif-orientation/Portrait_6.jpg"
   "$bin" decode "$f" --raw "$tmp/raw" 2>"$tmp/err"; rc=$?

@@ -25,85 +25,40 @@ struct Fetch: ParsableCommand {
     @Option(help: "A file with one URL per line ('#' starts a comment).")
     var list: String?
 
-    @Option(help: "Loads in flight (and the downloader's concurrent transfers).")
-    var concurrency = 6
+    @OptionGroup(title: "Network") var network: FetchNetworkOptions
+    @OptionGroup(title: "Untrusted URLs") var safety: FetchSafetyOptions
+    @OptionGroup(title: "Cache") var cache: FetchCacheOptions
+    @OptionGroup(title: "Decode") var decode: FetchDecodeOptions
+    @OptionGroup(title: "Output") var output: FetchOutputOptions
+    @OptionGroup(title: "Fleet (a shared Redis tier)") var fleet: FetchFleetOptions
 
-    @Flag(help: "Progressive loading (previews while bytes arrive).")
-    var progressive = false
-
-    @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
-    var thumbnail: Int?
-
-    @Option(help: "Write every decoded image as PNG into this folder.")
-    var out: String?
-
-    @OptionGroup var cacheOptions: CacheOptions
-
-    @Flag(help: "Do not read or write the cache.")
-    var noCache = false
-
-    @Option(help: ArgumentHelp("Decoded images kept in the memory cache, in MiB (default 64: a batch load reads each image once, so holding them all would only cost RSS; 0: none; --cold-warm-hot keeps every one).", valueName: "MiB"))
-    var memoryCache = 64
-
-    @Flag(help: "Serve cached images, then revalidate them with the server (ETag / Last-Modified).")
-    var refresh = false
-
-    @Option(help: "Write a PNG contact sheet of every image loaded.")
-    var contactSheet: String?
-
-    @Flag(help: "Load the list three times: as cached, from disk, from memory; summaries side by side.")
-    var coldWarmHot = false
-
-    @Option(help: "Retry a failed load up to N times (timeouts, lost connections, 408/429/5xx; backoff from 0.5 s).")
-    var retries: Int = 0
-
-    @Flag(help: "Accept TLS certificates that do not verify.")
-    var insecure = false
-
-    @Flag(help: ArgumentHelp("For untrusted URL lists: http/https only (no file), no connection to loopback, private, link-local or multicast addresses (checked on every resolved address, redirects included), no https -> http redirect, 3 redirects, 20 MiB bodies, 30 s per image, images of at most 40 megapixels, 8192 px a side and 256 MiB of codec memory.", valueName: "server-policy"))
-    var serverPolicy = false
-
-    @Option(help: "A host exempt from the address rules of --server-policy (repeatable), e.g. 127.0.0.1 for a local server.")
-    var trustHost: [String] = []
-
-    @Flag(help: "Refuse file:// URLs (on with --server-policy).")
-    var noFile = false
-
-    @Option(help: "Connections to one host at most (default 6, as URLSession; 0: no limit).")
-    var maxPerHost = 6
-
-    @Option(help: "Largest response body in bytes (default 200 MiB; 20 MiB with --server-policy).")
-    var maxBytes: Int?
-
-    @Option(help: ArgumentHelp("A shared cache tier on Redis behind the local cache (redis://[user:pass@]host:port/db): images another process or machine fetched come from there, not the origin; a Redis that is down only costs misses.", valueName: "url"))
-    var redis: String?
-
-    @Flag(help: "With --redis: one origin request per image across every process sharing that Redis (a lease in Redis; the others wait for the bytes and read them from there).")
-    var fleetLock = false
-
-    @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
-    var proxy: String?
-
-    @Option(help: "Redirects followed at most (default 10; 3 with --server-policy; 0: none).")
-    var maxRedirects: Int?
-
-    @Option(help: ArgumentHelp("The longest one download may take (default 120; 30 with --server-policy).", valueName: "seconds"))
-    var timeout: Double?
-
-    @Option(help: "Images of more source pixels (width x height) fail, fetched or read from the cache (default 268435456; 40000000 with --server-policy); so for the two below.")
-    var maxPixels: Int?
-
-    @Option(help: "Images wider or taller than PX fail (default 65535; 8192 with --server-policy).")
-    var maxDimension: Int?
-
-    @Option(help: ArgumentHelp("Codec working memory one decode may use, e.g. a progressive JPEG's coefficients (default 1024; 256 with --server-policy).", valueName: "MiB"))
-    var maxCodecMemory: Int?
-
-    @Option(help: ArgumentHelp("Memory all decodes in flight share (canvases and codec memory); a decode that does not fit fails at once (default: half the machine's or cgroup's memory).", valueName: "MiB"))
-    var decodeBudget: Int?
-
-    @Flag(help: "Machine-readable summary on stdout.")
-    var json = false
+    var concurrency: Int { network.concurrency }
+    var maxPerHost: Int { network.maxPerHost }
+    var retries: Int { network.retries }
+    var timeout: Double? { network.timeout }
+    var maxRedirects: Int? { network.maxRedirects }
+    var maxBytes: Int? { network.maxBytes }
+    var proxy: String? { network.proxy }
+    var insecure: Bool { network.insecure }
+    var serverPolicy: Bool { safety.serverPolicy }
+    var trustHost: [String] { safety.trustHost }
+    var noFile: Bool { safety.noFile }
+    var cacheOptions: CacheOptions { cache.cacheOptions }
+    var noCache: Bool { cache.noCache }
+    var memoryCache: Int { cache.memoryCache }
+    var refresh: Bool { cache.refresh }
+    var progressive: Bool { decode.progressive }
+    var thumbnail: Int? { decode.thumbnail }
+    var maxPixels: Int? { decode.maxPixels }
+    var maxDimension: Int? { decode.maxDimension }
+    var maxCodecMemory: Int? { decode.maxCodecMemory }
+    var decodeBudget: Int? { decode.decodeBudget }
+    var out: String? { output.out }
+    var contactSheet: String? { output.contactSheet }
+    var json: Bool { output.json }
+    var coldWarmHot: Bool { output.coldWarmHot }
+    var redis: String? { fleet.redis }
+    var fleetLock: Bool { fleet.fleetLock }
 
     func validate() throws {
         if concurrency <= 0 { throw ValidationError("--concurrency must be positive") }
@@ -517,4 +472,102 @@ enum ContactSheet {
             }
         }
     }
+}
+
+/// `sdimage fetch`'s network options (a group of its own in --help).
+struct FetchNetworkOptions: ParsableArguments {
+    @Option(help: "Loads in flight (and the downloader's concurrent transfers).")
+    var concurrency = 6
+
+    @Option(help: "Connections to one host at most (default 6, as URLSession; 0: no limit).")
+    var maxPerHost = 6
+
+    @Option(help: "Retry a failed load up to N times (timeouts, lost connections, 408/429/5xx; backoff from 0.5 s).")
+    var retries: Int = 0
+
+    @Option(help: ArgumentHelp("The longest one download may take (default 120; 30 with --server-policy).", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(help: "Redirects followed at most (default 10; 3 with --server-policy; 0: none).")
+    var maxRedirects: Int?
+
+    @Option(help: "Largest response body in bytes (default 200 MiB; 20 MiB with --server-policy).")
+    var maxBytes: Int?
+
+    @Option(help: "Fetch through this proxy (http://host:port, socks5h://host:port; '' for none). Default: the environment's http_proxy/https_proxy, ignored under --server-policy, which must see each connection's address; through a proxy an IP-literal host is still judged, a name is the proxy's to police.")
+    var proxy: String?
+
+    @Flag(help: "Accept TLS certificates that do not verify.")
+    var insecure = false
+}
+
+/// `sdimage fetch`'s untrusted urls options (a group of its own in --help).
+struct FetchSafetyOptions: ParsableArguments {
+    @Flag(help: ArgumentHelp("For untrusted URL lists: http/https only (no file), no connection to loopback, private, link-local or multicast addresses (checked on every resolved address, redirects included), no https -> http redirect, 3 redirects, 20 MiB bodies, 30 s per image, images of at most 40 megapixels, 8192 px a side and 256 MiB of codec memory.", valueName: "server-policy"))
+    var serverPolicy = false
+
+    @Option(help: "A host exempt from the address rules of --server-policy (repeatable), e.g. 127.0.0.1 for a local server.")
+    var trustHost: [String] = []
+
+    @Flag(help: "Refuse file:// URLs (on with --server-policy).")
+    var noFile = false
+}
+
+/// `sdimage fetch`'s cache options (a group of its own in --help).
+struct FetchCacheOptions: ParsableArguments {
+    @OptionGroup var cacheOptions: CacheOptions
+
+    @Flag(help: "Do not read or write the cache.")
+    var noCache = false
+
+    @Option(help: ArgumentHelp("Decoded images kept in the memory cache, in MiB (default 64: a batch load reads each image once, so holding them all would only cost RSS; 0: none; --cold-warm-hot keeps every one).", valueName: "MiB"))
+    var memoryCache = 64
+
+    @Flag(help: "Serve cached images, then revalidate them with the server (ETag / Last-Modified).")
+    var refresh = false
+}
+
+/// `sdimage fetch`'s decode options (a group of its own in --help).
+struct FetchDecodeOptions: ParsableArguments {
+    @Flag(help: "Progressive loading (previews while bytes arrive).")
+    var progressive = false
+
+    @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
+    var thumbnail: Int?
+
+    @Option(help: "Images of more source pixels (width x height) fail, fetched or read from the cache (default 268435456; 40000000 with --server-policy); so for the two below.")
+    var maxPixels: Int?
+
+    @Option(help: "Images wider or taller than PX fail (default 65535; 8192 with --server-policy).")
+    var maxDimension: Int?
+
+    @Option(help: ArgumentHelp("Codec working memory one decode may use, e.g. a progressive JPEG's coefficients (default 1024; 256 with --server-policy).", valueName: "MiB"))
+    var maxCodecMemory: Int?
+
+    @Option(help: ArgumentHelp("Memory all decodes in flight share (canvases and codec memory); a decode that does not fit fails at once (default: half the machine's or cgroup's memory).", valueName: "MiB"))
+    var decodeBudget: Int?
+}
+
+/// `sdimage fetch`'s output options (a group of its own in --help).
+struct FetchOutputOptions: ParsableArguments {
+    @Option(help: "Write every decoded image as PNG into this folder.")
+    var out: String?
+
+    @Option(help: "Write a PNG contact sheet of every image loaded.")
+    var contactSheet: String?
+
+    @Flag(help: "Machine-readable summary on stdout.")
+    var json = false
+
+    @Flag(help: "Load the list three times: as cached, from disk, from memory; summaries side by side.")
+    var coldWarmHot = false
+}
+
+/// `sdimage fetch`'s fleet (a shared redis tier) options (a group of its own in --help).
+struct FetchFleetOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("A shared cache tier on Redis behind the local cache (redis://[user:pass@]host:port/db): images another process or machine fetched come from there, not the origin; a Redis that is down only costs misses.", valueName: "url"))
+    var redis: String?
+
+    @Flag(help: "With --redis: one origin request per image across every process sharing that Redis (a lease in Redis; the others wait for the bytes and read them from there).")
+    var fleetLock = false
 }
