@@ -155,10 +155,28 @@ def main():
                 c.append((doc, line, code))
     with tempfile.TemporaryDirectory() as work:
         errors = (check_swift(swift, work) if swift else []) + (check_c(c, work) if c else [])
+    # the check proves itself: the README's first Swift and C blocks, each
+    # broken on purpose (a call to a function that does not exist), must fail
+    proofs = 0
+    for lang, check, blocks_ in (("swift", check_swift, swift), ("c", check_c, c)):
+        first = next((b for b in blocks_ if b[0] == "README.md"), None)
+        if first is None:
+            errors.append(f"no {lang} block in README.md to prove the check on")
+            continue
+        doc, line, code = first
+        broken = code.replace("\n", "\nnoSuchFunction_sdcheck();\n", 1) if lang == "c" \
+            else code + "\nnoSuchFunction_sdcheck()\n"
+        if lang == "c" and "int main" in code:
+            broken = code.replace("{", "{\n    noSuchFunction_sdcheck();", 1)
+        with tempfile.TemporaryDirectory() as work:
+            if not check([(doc, line, broken)], work):
+                errors.append(f"{doc}:{line}: a {lang} block broken on purpose was not reported")
+            else:
+                proofs += 1
     for e in errors:
         print("snippet:", e)
     print(f"snippets: {len(swift)} Swift and {len(c)} C blocks compiled, {skipped} partial skipped, "
-          f"{len(errors)} errors")
+          f"{proofs} broken on purpose and caught, {len(errors)} errors")
     return 1 if errors else 0
 
 
