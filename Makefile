@@ -124,7 +124,9 @@ test-swift-tsan: deps-test
 	@# SwiftPM 6.3 can fail to re-plan a reused sanitizer build ("unknown build
 	@# description"); dropping the cached plan makes it plan again (no rebuild).
 	rm -f .build-tsan/*/debug/description.json .build-tsan/*/debug/plugin-tools-description.json
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	@# A TSan report's llvm-symbolizer can outlive the test process and hold
+	@# swift-test's pipe open (seen: a run that never ended): bounded, it fails instead.
+	timeout --kill-after=30 2400 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 # The Swift stack under AddressSanitizer + LeakSanitizer: a short manager soak
 # (random cancels, priorities, hits) against nginx; any report fails it.

@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import Metrics
 import SDCoders
-import Synchronization
 
 /// What the loaders and the C core tell swift-log and swift-metrics.
 ///
@@ -43,7 +42,7 @@ extension Logger {
 }
 
 /// One loader's counters and logger (`SDTelemetry` made concrete).
-package final class LoaderTelemetry: Sendable {
+package final class LoaderTelemetry: @unchecked Sendable {  // `running` under `lock`; the rest immutable
     package let log: Logger
     let downloads: Counter
     let bytes: Counter
@@ -52,7 +51,8 @@ package final class LoaderTelemetry: Sendable {
     /// Transfers submitted and not yet complete, over this loader.
     let inFlight: Gauge
     let dims: [(String, String)]
-    private let running = Mutex(0)
+    private let lock = NSLock()
+    private var running = 0
 
     package init(_ t: SDTelemetry) {
         log = t.logger
@@ -66,19 +66,19 @@ package final class LoaderTelemetry: Sendable {
 
     /// A transfer is being submitted (its completion may come before
     /// submit returns); then `accepted` or `refused`.
-    func started() { running.withLock { $0 += 1 } }
+    func started() { lock.lock(); running += 1; lock.unlock() }
 
     func accepted() {
         guard Telemetry.metricsOn else { return }
-        let n = running.withLock { $0 }
+        lock.lock(); let n = running; lock.unlock()
         Telemetry.queue.async { [self] in downloads.increment(); inFlight.record(n) }
     }
 
-    func refused() { running.withLock { $0 -= 1 } }
+    func refused() { lock.lock(); running -= 1; lock.unlock() }
 
     /// Loop thread: a transfer ended (everything here is already copied out).
     func finished(_ url: String, _ outcome: Result<DownloadResult, DownloadError>) {
-        let n = running.withLock { $0 -= 1; return $0 }
+        lock.lock(); running -= 1; let n = running; lock.unlock()
         let detail = log.logLevel <= .trace
         let failures = log.logLevel <= .debug
         let metricsOn = Telemetry.metricsOn
@@ -119,15 +119,16 @@ package enum Telemetry {
     /// A metrics backend was bootstrapped: otherwise nothing is recorded.
     package static let metricsOn: Bool = !(MetricsSystem.factory is NOOPMetricsHandler)
 
-    private static let core = Mutex(Logger.sdNoOp)
+    private static let coreLock = NSLock()
+    nonisolated(unsafe) private static var core = Logger.sdNoOp  // under coreLock
 
     /// Where the C core's diagnostics go (`sd_set_log_callback`: one callback
     /// per process, so one logger per process, not per instance); by default
     /// nowhere. Setting it installs the bridge at the level it wants.
     package static var coreLogger: Logger {
-        get { core.withLock { $0 } }
+        get { coreLock.lock(); defer { coreLock.unlock() }; return core }
         set {
-            core.withLock { $0 = newValue }
+            coreLock.lock(); core = newValue; coreLock.unlock()
             let level = newValue.logLevel
             let max: sd_log_level = level <= .trace ? SD_LOG_DEBUG : level <= .debug ? SD_LOG_INFO
                 : level <= .warning ? SD_LOG_WARNING : SD_LOG_ERROR
