@@ -84,13 +84,14 @@ static int is_large(size_t bytes)
 }
 
 /* The top of `bytes`'s size class (a quarter more each, from half the
- * limit). Caller holds pool_mu and checked is_large. */
+ * limit), never past twice the limit, so the block is still one the large
+ * slots take when it is freed. Caller holds pool_mu and checked is_large. */
 static size_t class_top(size_t bytes)
 {
     size_t top = pool_limit / 2;
     while (top < bytes)
         top += top / 4;
-    return top;
+    return SD__MIN(top, pool_limit * 2); /* >= bytes: is_large bounds bytes by it */
 }
 
 static void *pool_alloc(size_t bytes, int zeroed, size_t *cap, int heap_only)

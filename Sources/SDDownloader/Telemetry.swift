@@ -20,7 +20,7 @@ import SDCoders
 /// given per instance; by default a logger that drops everything, so a
 /// library that was not asked prints nothing. Metrics carry the instance's
 /// `metricsDimensions` (say `[("instance", "thumbnails")]`) on every series.
-public struct SDTelemetry: @unchecked Sendable {  // Logger and [(String, String)]: value types, immutable here
+public struct SDTelemetry: Sendable {
     /// Where the lines go.
     public var logger: Logger
     /// Dimensions added to every metric this instance records.

@@ -221,17 +221,23 @@ static int test_lossy_and_deep(void)
     return 0;
 }
 
+/* The file lossless_exact made (NULL, a skip, without avifenc or it). */
+static unsigned char *lossless1(size_t *n)
+{
+    if (!have_avifenc())
+        return NULL;
+    char avif[128];
+    snprintf(avif, sizeof avif, "%s/lossless1.avif", dir);
+    return sd_read_file(avif, n);
+}
+
 /* Truncated and damaged files fail cleanly; a thumbnail is scaled. */
 static int test_damaged_and_thumbnail(void)
 {
-    if (!have_avifenc())
-        return 77;
-    char avif[128];
-    snprintf(avif, sizeof avif, "%s/lossless1.avif", dir);
     size_t n;
-    unsigned char *data = sd_read_file(avif, &n);
+    unsigned char *data = lossless1(&n);
     if (data == NULL)
-        return 77; /* made by lossless_exact */
+        return 77;
     for (size_t cut = 0; cut < n; cut += n / 23 + 1) {
         sd_bitmap *b = NULL;
         int rc = sd_decode(data, cut, &b);
@@ -270,14 +276,10 @@ static int test_damaged_and_thumbnail(void)
  * to the same pixels (libavif's strict default refuses it). */
 static int test_no_pixi(void)
 {
-    if (!have_avifenc())
-        return 77;
-    char avif[128];
-    snprintf(avif, sizeof avif, "%s/lossless1.avif", dir);
     size_t n;
-    unsigned char *data = sd_read_file(avif, &n);
+    unsigned char *data = lossless1(&n);
     if (data == NULL)
-        return 77; /* made by lossless_exact */
+        return 77;
     sd_bitmap *want = NULL, *got = NULL;
     ASSERT_OK(sd_decode(data, n, &want));
     int renamed = 0;

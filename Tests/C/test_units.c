@@ -1080,6 +1080,11 @@ static int test_pixel_pool_large(void)
         ASSERT(sd_bitmap_pool_bytes() <= 2 * (size_t)SD_DEFAULT_PIXEL_POOL_BYTES);
     }
     ASSERT(sd_bitmap_pool_bytes() > 0);
+    /* the top class, up to twice the limit (a 32 MP canvas): kept too */
+    sd_bitmap_pool_trim();
+    ASSERT_OK(sd_bitmap_new(8000, 4100, &c)); /* 131 MB: its class top (160 MB) is clamped to 128 MiB */
+    sd_bitmap_free(c);
+    ASSERT(sd_bitmap_pool_bytes() >= 8000u * 4100 * 4);
     /* over twice the limit: not kept */
     sd_bitmap_pool_trim();
     ASSERT_OK(sd_bitmap_new(8000, 5000, &c)); /* 160 MB */

@@ -1,4 +1,5 @@
 import SDCoders
+import SDDownloader
 
 /// The project's one version (C library, Swift modules, `sdimage`), from
 /// `SD_VERSION_*` in `include/sdcore/sd_common.h`; `CHANGELOG.md` says what
@@ -14,5 +15,5 @@ public enum SDWebImageVersion {
     public static let string = "\(major).\(minor).\(patch)"
     /// The version of the C library linked at run time (`sd_version_string`);
     /// equal to ``string`` unless another libsdcore was loaded.
-    public static var linkedCoreString: String { CoreVersion.linked }
+    public static var linkedCoreString: String { sdCoreVersion }
 }
