@@ -27,6 +27,8 @@ check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work)/' 
 check CSources/work '#include "(loop|decode|bitmap|orientation|encode)/|sdcore\.h"' '' 'the work pool knows no payload'
 check CSources/bitmap '#include "(loop|decode|work)/|curl' '' 'bitmap/ is below decode and loop'
 check CSources/orientation '#include "(loop|decode|work)/' '' 'orientation/ is below decode and loop'
+# The codec registry names entry points; it includes no layer's insides.
+check CSources/codec '#include "(loop|decode|encode|work)/' '' 'codec/ is the registry: rows, not codecs'
 # decode/ may use the loop's public API only in decode/stream (the sink bridge).
 check CSources/decode '#include "(loop/|sdcore/sd_loop\.h|sdcore/sd_decode_sink\.h)' '^CSources/decode/stream/' 'only decode/stream bridges to the loop'
 check CSources/decode '#include "(work/)' '^CSources/decode/stream/' 'only decode/stream posts work'

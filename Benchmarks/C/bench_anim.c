@@ -21,7 +21,7 @@
  *        each frame's duration) vs WebPDemux + its frame iterator.
  *   AVIF still: ours (sd_decode) vs avifDecoderReadMemory + avifImageYUVToRGB
  *        to premultiplied BGRA (libavif's alphaPremultiplied) in the reused
- *        buffer; inputs made here by sd_encode_avif (q60, speed 6) from
+ *        buffer; inputs made here by sd_encoder (AVIF q60, speed 6) from
  *        generated photos, opaque and with alpha.
  * Files from ../shared/corpus-anim (--corpus-anim DIR).
  */
@@ -388,7 +388,7 @@ int bench_anim_main(int argc, char **argv)
     for (int alpha = 0; alpha < 2; alpha++) {
         sd_bitmap *photo = bench_photo(640, 480, alpha);
         input av = {alpha ? "640x480 q60 with alpha (generated)" : "640x480 q60 opaque (generated)", NULL, 0};
-        if (photo == NULL || sd_encode_avif(photo, 60, 6, &av.data, &av.len) != SD_OK) {
+        if (photo == NULL || enc_avif(photo, 60, 6, &av.data, &av.len) != SD_OK) {
             fprintf(stderr, "sdcore-bench anim: cannot make the AVIF input\n");
             return 1;
         }

@@ -38,6 +38,8 @@
 
 #include <sdcore.h>
 
+#include "../../Tests/C/sd_test_encode.h"
+
 typedef struct {
     char name[256];
     unsigned char *data;
@@ -146,7 +148,7 @@ static void generate_corpus(void)
         sd_bitmap *b = bench_photo(jpeg_sizes[i][0], jpeg_sizes[i][1], 0);
         uint8_t *out;
         size_t n;
-        sd_encode_jpeg(b, 85, 0, &out, &n);
+        enc_jpeg(b, 85, 0, &out, &n);
         snprintf(name, sizeof name, "photo-%dx%d.jpg", jpeg_sizes[i][0], jpeg_sizes[i][1]);
         add_file(name, out, n);
         sd_bitmap_free(b);
@@ -155,7 +157,7 @@ static void generate_corpus(void)
         sd_bitmap *b = bench_photo(prog_sizes[i][0], prog_sizes[i][1], 0);
         uint8_t *out;
         size_t n;
-        sd_encode_jpeg(b, 85, 1, &out, &n);
+        enc_jpeg(b, 85, 1, &out, &n);
         snprintf(name, sizeof name, "photo-%dx%d-progressive.jpg", prog_sizes[i][0], prog_sizes[i][1]);
         add_file(name, out, n);
         sd_bitmap_free(b);
@@ -164,7 +166,7 @@ static void generate_corpus(void)
         sd_bitmap *b = bench_photo(png_sizes[i][0], png_sizes[i][1], png_sizes[i][2]);
         uint8_t *out;
         size_t n;
-        sd_encode_png(b, 6, &out, &n);
+        enc_png(b, 6, &out, &n);
         snprintf(name, sizeof name, "photo-%dx%d-%s.png", png_sizes[i][0], png_sizes[i][1],
                  png_sizes[i][2] ? "rgba" : "rgb");
         add_file(name, out, n);

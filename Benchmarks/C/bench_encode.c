@@ -26,6 +26,8 @@
 
 #include <sdcore.h>
 
+#include "../../Tests/C/sd_test_encode.h"
+
 sd_bitmap *bench_photo(int w, int h, int alpha); /* bench_decode.c */
 
 typedef struct {
@@ -49,19 +51,19 @@ static double now(void)
 static blob ours_webp_lossy(const job *j)
 {
     blob b = {0};
-    return sd_encode_webp(j->bitmap, 75, 0, &b.data, &b.len) == SD_OK ? b : (blob){0};
+    return enc_webp(j->bitmap, 75, 0, &b.data, &b.len) == SD_OK ? b : (blob){0};
 }
 
 static blob ours_webp_lossless(const job *j)
 {
     blob b = {0};
-    return sd_encode_webp(j->bitmap, 0, 1, &b.data, &b.len) == SD_OK ? b : (blob){0};
+    return enc_webp(j->bitmap, 0, 1, &b.data, &b.len) == SD_OK ? b : (blob){0};
 }
 
 static blob ours_avif(const job *j)
 {
     blob b = {0};
-    return sd_encode_avif(j->bitmap, 60, 6, &b.data, &b.len) == SD_OK ? b : (blob){0};
+    return enc_avif(j->bitmap, 60, 6, &b.data, &b.len) == SD_OK ? b : (blob){0};
 }
 
 /* cwebp's path through the advanced API, output copied out as ours is. */

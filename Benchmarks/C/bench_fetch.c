@@ -20,6 +20,8 @@
 
 #include <sdcore.h>
 
+#include "../../Tests/C/sd_test_encode.h"
+
 #ifndef SD_SOURCE_DIR
 #define SD_SOURCE_DIR "."
 #endif
@@ -84,7 +86,7 @@ static int make_corpus(int count)
     for (int i = 0; i < DISTINCT; i++) {
         const int *s = sizes[i % 5];
         sd_bitmap *b = photo(s[0], s[1], 7u + (unsigned)i);
-        sd_encode_jpeg(b, 85, i % 4 == 3, &dist[i], &dist_len[i]);
+        enc_jpeg(b, 85, i % 4 == 3, &dist[i], &dist_len[i]);
         sd_bitmap_free(b);
     }
     char path[512];

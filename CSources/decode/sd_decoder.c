@@ -92,6 +92,7 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_FIRST_FRAME_ONLY: dec->first_frame_only = v != 0; break;
     case SD_DEC_MAX_FRAMES: dec->max_frames = v; break;
     case SD_DEC_FRAME_CACHE_BYTES: dec->frame_cache_bytes = v; break;
+    case SD_DEC_FORMATS: dec->formats = v; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -115,6 +116,11 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_FIRST_FRAME_ONLY: *v = dec->first_frame_only; return SD_OK;
     case SD_DEC_MAX_FRAMES: *v = dec->max_frames; return SD_OK;
     case SD_DEC_FRAME_CACHE_BYTES: *v = dec->frame_cache_bytes; return SD_OK;
+    case SD_DEC_FORMATS: *v = dec->formats; return SD_OK;
+    case SD_DEC_INFO_DECLINED:
+        SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
+        *v = dec->declined;
+        return SD_OK;
     case SD_DEC_INFO_FRAME_COUNT: *v = sd__frame_count(dec); return SD_OK;
     case SD_DEC_INFO_FORMAT:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN, SD_EAGAIN);
@@ -233,6 +239,11 @@ static int start_codec(sd_decoder *d, sd_format f)
 {
     const sd__codec *c = sd__codec_for(f);
     d->format = f; /* known even when we cannot decode it */
+    if (d->formats != 0 && (f >= 62 || !(d->formats & (int64_t)1 << f))) {
+        d->declined = 1;
+        sd__decoder_msg(d, "%s data is left to another decoder (SD_DEC_FORMATS)", c->name);
+        return SD_EUNSUPPORTED;
+    }
     if (c->init == NULL) {
         sd__decoder_msg(d, "unsupported format: %s (recognised, but this build has no %s decoder)",
                         c->name, c->name);
@@ -255,6 +266,12 @@ int sd_decoder_push(sd_decoder *d, const void *data, size_t len)
             d->sniff[d->sniff_len++] = *p++;
             len--;
             int f = sd__sniff(d->sniff, d->sniff_len);
+            if ((f == SD_FORMAT_UNKNOWN || (f < 0 && d->sniff_len == SD__SNIFF_MAX)) && d->formats != 0 &&
+                !(d->formats & 1)) {
+                d->declined = 1; /* SD_DEC_FORMATS without bit 0: unrecognised data is another decoder's */
+                sd__decoder_msg(d, "data no codec here recognises is left to another decoder (SD_DEC_FORMATS)");
+                return fail(d, SD_EUNSUPPORTED);
+            }
             if (f == SD_FORMAT_UNKNOWN || (f < 0 && d->sniff_len == SD__SNIFF_MAX)) {
                 char seen[3 * 8 + 1] = "";
                 for (size_t i = 0; i < SD__MIN(d->sniff_len, 8); i++)

@@ -3,58 +3,19 @@
  * A codec (jpeg/, png/) is one sd__codec: how to recognise its bytes, what it
  * can do, and its entry points; it reports header facts with
  * sd__decoder_set_header(), which enforces the limits and plans the size.
- * The codecs are listed once, in decode/sd_codecs.c.
+ * The codecs are listed once, in codec/sd_codecs.c (codec/sd_codec.h).
  */
 #ifndef SD_DECODER_INT_H
 #define SD_DECODER_INT_H
 
 #include "bitmap/sd_bitmap_int.h"
-#include "sdcore.h"
-
-/* Sniffing: 1 these bytes are this format, 0 they are not, -1 undecided
- * (need more; the front end buffers up to SD__SNIFF_MAX bytes). */
-#define SD__SNIFF_MAX 256
-typedef int (*sd__sniff_fn)(const uint8_t *p, size_t n);
-
-typedef struct sd__codec {
-    sd_format format;
-    const char *name; /* "JPEG": in messages and sd_format_name */
-    const char *mime; /* "image/jpeg" */
-    sd__sniff_fn sniff;
-    unsigned caps;    /* SD_CAP_*; 0 for a format we only recognise */
-    /* Entry points; all NULL for a format we only recognise. */
-    /* Create the codec state; called once when the format is known. */
-    int (*init)(sd_decoder *dec);
-    /* Consume bytes (all of them: buffer what cannot be used yet). */
-    int (*push)(sd_decoder *dec, const uint8_t *data, size_t length);
-    /* End of input: finish decoding what can be decoded. */
-    int (*finish)(sd_decoder *dec);
-    /* The picture at decode size, stored orientation. final=0: a view of the
-     * current state (SD_EAGAIN if nothing to show); final=1: the result,
-     * after finish. *owned says whether the caller now owns *out. */
-    int (*canvas)(sd_decoder *dec, int final, sd_bitmap **out, int *owned);
-    void (*destroy)(sd_decoder *dec);
-    /* Animated codecs, while dec->framed: frame `index` (< dec->nframes,
-     * announced with sd__decoder_add_frame) composited at decode size,
-     * stored orientation; *owned as for canvas. The front end scales,
-     * orients and copies. NULL for still codecs: their one frame is the
-     * final canvas (so is an unframed file of an animated codec). */
-    int (*frame)(sd_decoder *dec, uint32_t index, sd_bitmap **out, int *owned);
-} sd__codec;
+#include "codec/sd_codec.h"
 
 /* One frame of an animation, as announced by its codec. */
 typedef struct sd__frame_meta {
     uint32_t stored_ms;
     uint8_t key;
 } sd__frame_meta;
-
-/* The registry (sd_codecs.c): the codec of a format (NULL if unknown), and
- * sniffing over every codec: the format, SD_FORMAT_UNKNOWN when no codec
- * claims the bytes, or -1 while some codec is undecided. */
-SD__HIDDEN const sd__codec *sd__codec_for(sd_format format);
-SD__HIDDEN int sd__sniff(const uint8_t *p, size_t n);
-/* AVIF's ISO BMFF brand check (shared with HEIC's in sd_codecs.c). */
-SD__HIDDEN int sd__sniff_avif(const uint8_t *p, size_t n);
 
 struct sd_decoder {
     /* options */
@@ -65,6 +26,8 @@ struct sd_decoder {
     int previews;
     int64_t preview_interval_ms;
     int first_frame_only;
+    int64_t formats; /* SD_DEC_FORMATS: bit per sd_format, 0 = all */
+    int declined;    /* the format is outside `formats` */
     int64_t max_frames, frame_cache_bytes;
 
     /* front-end state */

@@ -10,6 +10,7 @@
 #include <gif_lib.h>
 
 #include "bitmap/sd_bitmap_int.h"
+#include "encode/sd_encode_int.h"
 #include "sdcore.h"
 
 typedef struct {

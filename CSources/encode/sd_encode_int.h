@@ -4,6 +4,8 @@
 
 #include "common/sd_internal.h"
 #include "sdcore.h"
+#define SD_COMPAT_QUIET /* the encoders define the 0.9 positional functions */
+#include "sdcore/sd_encoder_compat.h"
 
 /* Bytes written to memory; `oom` once a growth failed (later puts do nothing). */
 typedef struct {

@@ -12,6 +12,7 @@
 #include <webp/mux.h>
 
 #include "bitmap/sd_bitmap_int.h"
+#include "encode/sd_encode_int.h"
 #include "sdcore.h"
 
 /* The whole bitmap as straight R,G,B,A rows without padding. */

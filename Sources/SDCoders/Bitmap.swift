@@ -74,88 +74,97 @@ public final class Bitmap: @unchecked Sendable {
         return Bitmap(taking: out!)
     }
 
-    /// PNG data (RGBA when there is alpha, RGB otherwise).
-    public func pngData(compressionLevel: Int = -1) throws(CoderError) -> [UInt8] {
+    /// Encoded as `format` (any whose `capabilities` contain `.encode`):
+    /// `sd_encoder` with `options`. See `Bitmap.encode(_:delaysMilliseconds:as:options:)`.
+    public func encoded(as format: ImageFormat, options: EncodeOptions = EncodeOptions()) throws(CoderError) -> [UInt8] {
+        try Self.encode([self], as: format, options: options)
+    }
+
+    /// `frames` (all one size) encoded as `format`: several frames need a
+    /// format with `.encodeAnimation`; frame i shows for
+    /// `delaysMilliseconds[i]` (nil: 0 each). Throws `.unsupportedFormat`
+    /// when this build does not write the format, `.invalidArgument` for
+    /// out-of-range options, sizes that differ or a second frame of a still format.
+    public static func encode(_ frames: [Bitmap], delaysMilliseconds: [Int]? = nil, as format: ImageFormat,
+                              options: EncodeOptions = EncodeOptions()) throws(CoderError) -> [UInt8] {
+        guard !frames.isEmpty, delaysMilliseconds.map({ $0.count == frames.count }) ?? true else {
+            throw CoderError(.invalidArgument, message: "no frames, or not one delay per frame")
+        }
+        guard format.isCore, format != .unknown else {
+            throw CoderError(.unsupportedFormat, message: "no encoder for \(format.name) in the C core")
+        }
+        var enc: OpaquePointer?
+        do throws(CoderError) {
+            try CoderError.check(sd_encoder_new(sd_format(rawValue: UInt32(format.rawValue)), &enc))
+        } catch {
+            throw CoderError(error.code, message: "no encoder for \(format.name) in this build")
+        }
+        defer { sd_encoder_free(enc) }
+        for (param, value) in options.parameters {
+            do throws(CoderError) {
+                try CoderError.check(sd_encoder_set(enc, param, Int32(clamping: value)))
+            } catch {
+                throw CoderError(error.code, message: "encoder option out of range: \(param) = \(value)")
+            }
+        }
+        for (i, f) in frames.enumerated() {
+            try CoderError.check(sd_encoder_add_frame(enc, f.handle, Int32(clamping: delaysMilliseconds?[i] ?? 0)))
+        }
         var buf: UnsafeMutablePointer<UInt8>?
         var len = 0
-        try CoderError.check(sd_encode_png(handle, Int32(compressionLevel), &buf, &len))
-        return Self.adopt(buf, len)
+        try CoderError.check(sd_encoder_finish(enc, &buf, &len))
+        return adopt(buf, len)
+    }
+
+    /// PNG data (RGBA when there is alpha, RGB otherwise).
+    public func pngData(compressionLevel: Int = -1) throws(CoderError) -> [UInt8] {
+        try encoded(as: .png, options: EncodeOptions(compressionLevel: compressionLevel))
     }
 
     /// JPEG data at `quality` 1...100 (alpha dropped).
     public func jpegData(quality: Int = 90, progressive: Bool = false) throws(CoderError) -> [UInt8] {
-        var buf: UnsafeMutablePointer<UInt8>?
-        var len = 0
-        try CoderError.check(sd_encode_jpeg(handle, Int32(quality), progressive ? 1 : 0, &buf, &len))
-        return Self.adopt(buf, len)
+        guard quality >= 1 else { throw CoderError(.invalidArgument, message: "JPEG quality is 1...100") }
+        return try encoded(as: .jpeg, options: EncodeOptions(quality: quality, progressive: progressive))
     }
 
     /// A still WebP: lossy at `quality` 0...100, or lossless.
     public func webpData(quality: Int = 90, lossless: Bool = false) throws(CoderError) -> [UInt8] {
-        var buf: UnsafeMutablePointer<UInt8>?
-        var len = 0
-        try CoderError.check(sd_encode_webp(handle, Int32(quality), lossless ? 1 : 0, &buf, &len))
-        return Self.adopt(buf, len)
+        try encoded(as: .webP, options: EncodeOptions(quality: quality, lossless: lossless))
     }
 
     /// A still AVIF: `quality` 0...100 (100: lossless); `speed` 0...10, -1 for libavif's default.
     public func avifData(quality: Int = 80, speed: Int = -1) throws(CoderError) -> [UInt8] {
-        var buf: UnsafeMutablePointer<UInt8>?
-        var len = 0
-        try CoderError.check(sd_encode_avif(handle, Int32(quality), Int32(speed), &buf, &len))
-        return Self.adopt(buf, len)
+        try encoded(as: .avif, options: EncodeOptions(quality: quality, speed: speed))
     }
 
     /// A GIF of frames of one size (animated when more than one): delays in
     /// ms, `loopCount` 0 = forever. Each frame gets its own 255-colour palette.
     public static func gifData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int) throws(CoderError) -> [UInt8] {
-        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
-            sd_encode_gif(h, delays, frames.count, Int32(clamping: loopCount), out, len)
-        }
+        try encode(frames, delaysMilliseconds: delaysMilliseconds, as: .gif, options: EncodeOptions(loopCount: loopCount))
     }
 
     /// An APNG of frames of one size (each after the first is the rectangle
     /// that changed, replacing it); delays in ms, `loopCount` 0 = forever.
+    /// One frame is a plain PNG.
     public static func apngData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int) throws(CoderError) -> [UInt8] {
-        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
-            sd_encode_apng(h, delays, frames.count, Int32(clamping: max(0, loopCount)), -1, out, len)
-        }
+        try encode(frames, delaysMilliseconds: delaysMilliseconds, as: .png,
+                   options: EncodeOptions(loopCount: max(0, loopCount)))
     }
 
     /// An animated WebP of frames of one size: lossy at `quality` 0...100 or
     /// lossless; delays in ms, `loopCount` 0 = forever.
     public static func webpAnimationData(frames: [Bitmap], delaysMilliseconds: [Int], loopCount: Int,
                                          quality: Int = 90, lossless: Bool = false) throws(CoderError) -> [UInt8] {
-        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
-            sd_encode_webp_anim(h, delays, frames.count, Int32(clamping: loopCount), Int32(quality), lossless ? 1 : 0, out, len)
-        }
+        try encode(frames, delaysMilliseconds: delaysMilliseconds, as: .webP,
+                   options: EncodeOptions(quality: quality, lossless: lossless, loopCount: loopCount))
     }
 
     /// An AVIF image sequence of same-sized frames (`quality` and `speed` as
     /// for `avifData`); it plays forever (libavif 0.11 writes no loop count).
     public static func avifAnimationData(frames: [Bitmap], delaysMilliseconds: [Int],
                                          quality: Int = 80, speed: Int = -1) throws(CoderError) -> [UInt8] {
-        try encodeFrames(frames, delaysMilliseconds) { h, delays, out, len in
-            sd_encode_avif_anim(h, delays, frames.count, Int32(quality), Int32(speed), out, len)
-        }
-    }
-
-    /// The frame handles and delays as the C encoders take them; the output adopted.
-    private static func encodeFrames(
-        _ frames: [Bitmap], _ delaysMilliseconds: [Int],
-        _ encode: (UnsafePointer<OpaquePointer?>?, UnsafePointer<Int32>?, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
-                   UnsafeMutablePointer<Int>) -> Int32
-    ) throws(CoderError) -> [UInt8] {
-        guard !frames.isEmpty, delaysMilliseconds.count == frames.count else { throw CoderError(.invalidArgument) }
-        var buf: UnsafeMutablePointer<UInt8>?
-        var len = 0
-        let handles: [OpaquePointer?] = frames.map { $0.handle }
-        let delays = delaysMilliseconds.map { Int32(clamping: $0) }
-        let rc = handles.withUnsafeBufferPointer { h in
-            delays.withUnsafeBufferPointer { d in encode(h.baseAddress, d.baseAddress, &buf, &len) }
-        }
-        try CoderError.check(rc)
-        return adopt(buf, len)
+        try encode(frames, delaysMilliseconds: delaysMilliseconds, as: .avif,
+                   options: EncodeOptions(quality: quality, speed: speed))
     }
 
     /// C memory enters Swift in exactly one place: copied, then freed.

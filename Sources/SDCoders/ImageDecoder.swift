@@ -61,6 +61,12 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
         public static let animation = Capabilities(rawValue: SD_CAP_ANIMATION.rawValue)
         /// Encodes (`Bitmap`'s encoders).
         public static let encode = Capabilities(rawValue: SD_CAP_ENCODE.rawValue)
+        /// Encodes animations (several frames).
+        public static let encodeAnimation = Capabilities(rawValue: SD_CAP_ENCODE_ANIMATION.rawValue)
+        /// Encodes alpha (without it, pixels are composited over black).
+        public static let encodeAlpha = Capabilities(rawValue: SD_CAP_ENCODE_ALPHA.rawValue)
+        /// Lossy: `EncodeOptions.quality` trades size for fidelity.
+        public static let encodeQuality = Capabilities(rawValue: SD_CAP_ENCODE_QUALITY.rawValue)
     }
 
     private var c: sd_format { sd_format(rawValue: UInt32(rawValue)) }
@@ -109,6 +115,10 @@ public struct DecodeOptions: Sendable, Equatable {
     /// C core's default (`SD_DEFAULT_FRAME_CACHE_BYTES`), or the layer
     /// above's (an animated image's frame source keeps none).
     public var frameCacheBytes: Int?
+    /// The formats this decode takes (nil: every format the core decodes).
+    /// Data of another format is declined (`.unsupportedFormat`; a download
+    /// then hands its bytes to the coder that claims the format).
+    public var formats: Set<ImageFormat>?
 
     /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
@@ -145,7 +155,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.maxPixels == b.maxPixels && a.maxDimension == b.maxDimension
             && a.maxCodecMemory == b.maxCodecMemory
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
-            && a.frameCacheBytes == b.frameCacheBytes
+            && a.frameCacheBytes == b.frameCacheBytes && a.formats == b.formats
     }
 
     /// Every option as the C core's `sd_decoder_param` values: the one
@@ -168,6 +178,11 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
         p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
         if let bytes = frameCacheBytes { p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, bytes)))) }
+        if let formats {
+            // bit per core format; an empty set still declines everything (bit 63, no format)
+            let mask = formats.reduce(Int64(1) << 62) { m, f in f.isCore && f.rawValue < 62 ? m | Int64(1) << f.rawValue : m }
+            p.append((SD_DEC_FORMATS, mask))
+        }
         return p
     }
 }

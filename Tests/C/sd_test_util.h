@@ -4,6 +4,8 @@
 
 #include <sdcore.h>
 
+#include "sd_test_encode.h"
+
 /* Read a whole file; NULL on failure. Free with free(). */
 unsigned char *sd_read_file(const char *path, size_t *len);
 

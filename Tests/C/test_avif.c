@@ -42,7 +42,7 @@ static sd_bitmap *write_png(const char *png, uint32_t w, uint32_t h, int alpha)
     sd_bitmap *src = pattern(w, h, alpha), *ref = NULL;
     uint8_t *bytes;
     size_t n;
-    if (src == NULL || sd_encode_png(src, 6, &bytes, &n) != SD_OK)
+    if (src == NULL || enc_png(src, 6, &bytes, &n) != SD_OK)
         return NULL;
     FILE *f = fopen(png, "wb");
     fwrite(bytes, 1, n, f);
@@ -327,7 +327,7 @@ static int test_sequence(void)
     ASSERT_OK(sd_bitmap_orient(src, 2, &mirrored));
     uint8_t *bytes;
     size_t nbytes;
-    ASSERT_OK(sd_encode_png(mirrored, 6, &bytes, &nbytes));
+    ASSERT_OK(enc_png(mirrored, 6, &bytes, &nbytes));
     FILE *f = fopen(png[2], "wb");
     fwrite(bytes, 1, nbytes, f);
     fclose(f);

@@ -335,7 +335,7 @@ static int test_webp_exif_orientation(void)
     for (int lossless = 0; lossless <= 1; lossless++) {
         uint8_t *webp = NULL;
         size_t n = 0;
-        ASSERT_OK(sd_encode_webp(src, 90, lossless, &webp, &n));
+        ASSERT_OK(enc_webp(src, 90, lossless, &webp, &n));
         ASSERT(n > 20 && memcmp(webp + 12, lossless ? "VP8L" : "VP8X", 4) == 0);
         sd_bitmap *plain = NULL, *plain_thumb = NULL, *plain_thumb_t = NULL;
         int64_t o = 0;

@@ -166,7 +166,7 @@ static int test_png_bad_checksum(void)
     size_t n = 0;
     sd_bitmap *src = synth(40, 30);
     ASSERT_NOT_NULL(src);
-    ASSERT_OK(sd_encode_png(src, 6, &png, &n));
+    ASSERT_OK(enc_png(src, 6, &png, &n));
     sd_bitmap_free(src);
     ASSERT_OK(damaged_one(png, n, 1, NULL));
     ASSERT_EQ(bad_adler(png, n), 0);
@@ -195,13 +195,13 @@ static int test_truncated_generated(void)
     sd_bitmap *src = synth(200, 120);
     uint8_t *buf;
     size_t n;
-    ASSERT_OK(sd_encode_jpeg(src, 85, 0, &buf, &n));
+    ASSERT_OK(enc_jpeg(src, 85, 0, &buf, &n));
     ASSERT_OK(check_truncations(buf, n, 200, 120));
     sd_free(buf);
-    ASSERT_OK(sd_encode_jpeg(src, 85, 1, &buf, &n));
+    ASSERT_OK(enc_jpeg(src, 85, 1, &buf, &n));
     ASSERT_OK(check_truncations(buf, n, 200, 120));
     sd_free(buf);
-    ASSERT_OK(sd_encode_png(src, 6, &buf, &n));
+    ASSERT_OK(enc_png(src, 6, &buf, &n));
     ASSERT_OK(check_truncations(buf, n, 200, 120));
     /* PNG: rows that never arrived are transparent, the first rows are there */
     sd_bitmap *b;
@@ -255,9 +255,9 @@ static int test_random_damage(void)
     sd_bitmap *src = synth(96, 64);
     uint8_t *files[3];
     size_t lens[3];
-    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &files[0], &lens[0]));
-    ASSERT_OK(sd_encode_jpeg(src, 80, 1, &files[1], &lens[1]));
-    ASSERT_OK(sd_encode_png(src, 6, &files[2], &lens[2]));
+    ASSERT_OK(enc_jpeg(src, 80, 0, &files[0], &lens[0]));
+    ASSERT_OK(enc_jpeg(src, 80, 1, &files[1], &lens[1]));
+    ASSERT_OK(enc_png(src, 6, &files[2], &lens[2]));
     unsigned seed = 99;
     for (int f = 0; f < 3; f++) {
         uint8_t *copy = malloc(lens[f]);
@@ -394,7 +394,7 @@ static int test_jpeg_scan_flood(void)
     sd_bitmap *src = synth(64, 48);
     uint8_t *jpg;
     size_t n;
-    ASSERT_OK(sd_encode_jpeg(src, 80, 1, &jpg, &n));
+    ASSERT_OK(enc_jpeg(src, 80, 1, &jpg, &n));
     sd_bitmap_free(src);
     for (int previews = 0; previews <= 1; previews++) {
         for (int copies = 900; copies <= 1100; copies += 200) {
@@ -433,7 +433,7 @@ static int test_jpeg_bomb(void)
     sd_bitmap *src = synth(16, 16);
     uint8_t *jpg;
     size_t n;
-    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &jpg, &n));
+    ASSERT_OK(enc_jpeg(src, 80, 0, &jpg, &n));
     /* patch the SOF0 dimensions to 65500 x 65500 */
     size_t i = 2;
     int patched = 0;
@@ -457,7 +457,7 @@ static int test_jpeg_bomb(void)
     sd_decoder_free(d);
     sd_free(jpg);
     /* configured limits apply to ordinary images too */
-    ASSERT_OK(sd_encode_jpeg(src, 80, 0, &jpg, &n));
+    ASSERT_OK(enc_jpeg(src, 80, 0, &jpg, &n));
     ASSERT_OK(sd_decoder_new(&d));
     ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXELS, 255));
     ASSERT_EQ(sd_decoder_decode(d, jpg, n, &b), SD_ETOOLARGE);
@@ -469,7 +469,7 @@ static int test_jpeg_bomb(void)
     sd_free(jpg);
     /* a decoder memory budget too small for a progressive coefficient buffer */
     sd_bitmap *big = synth(512, 512);
-    ASSERT_OK(sd_encode_jpeg(big, 80, 1, &jpg, &n));
+    ASSERT_OK(enc_jpeg(big, 80, 1, &jpg, &n));
     ASSERT_OK(sd_decoder_new(&d));
     ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_MEMORY, 100000));
     int rc = sd_decoder_decode(d, jpg, n, &b);
@@ -517,7 +517,7 @@ static int test_decode_memory_budget(void)
     sd_bitmap *src = synth(300, 300), *b = NULL;
     uint8_t *png;
     size_t n;
-    ASSERT_OK(sd_encode_png(src, 1, &png, &n));
+    ASSERT_OK(enc_png(src, 1, &png, &n));
     /* 360 000 bytes of canvas: fits 600 000 once, not twice */
     ASSERT_OK(sd_set_decode_memory_budget(600000));
     sd_decoder *d1, *d2;
@@ -549,7 +549,7 @@ static int test_decode_memory_budget(void)
     ASSERT_OK(sd_set_decode_memory_budget((int64_t)256 << 20));
     for (int progressive = 0; progressive <= 1; progressive++) {
         uint8_t *jpg;
-        ASSERT_OK(sd_encode_jpeg(tiny, 80, progressive, &jpg, &n));
+        ASSERT_OK(enc_jpeg(tiny, 80, progressive, &jpg, &n));
         ASSERT(patch_jpeg_size(jpg, n, 16384, 16384));
         sd_decoder *d;
         ASSERT_OK(sd_decoder_new(&d));
@@ -589,7 +589,7 @@ static int test_decode_memory_budget(void)
         frames[i] = c;
     }
     uint8_t *gif;
-    ASSERT_OK(sd_encode_gif((const sd_bitmap *const *)frames, delays, FRAMES, 0, &gif, &n));
+    ASSERT_OK(enc_gif((const sd_bitmap *const *)frames, delays, FRAMES, 0, &gif, &n));
     uint32_t want[FRAMES];
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: room for everything; pass 1: the canvas and one kept frame */

@@ -200,7 +200,7 @@ static int make_jpeg(const char *rel, uint32_t w, uint32_t h, int progressive)
         }
     uint8_t *d;
     size_t n;
-    int rc = sd_encode_jpeg(b, 85, progressive, &d, &n);
+    int rc = enc_jpeg(b, 85, progressive, &d, &n);
     sd_bitmap_free(b);
     if (rc != SD_OK)
         return -1;
@@ -1014,6 +1014,46 @@ static int test_decoder_params_and_previews(void)
     ASSERT(c.previews >= 1);
     ASSERT(c.width == 640 && c.info_complete == 1);
     collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+static void set_formats(sd_request *r, void *a)
+{
+    sd_request_set_decoder_param(r, SD_DEC_FORMATS, *(const int64_t *)a);
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEW_INTERVAL_MS, 0);
+}
+
+/* A format outside SD_DEC_FORMATS is declined, not failed: the transfer
+ * succeeds with the whole body and no bitmap and no previews (a user's
+ * coder decodes it); a format inside is decoded as ever. */
+static int test_declined_format(void)
+{
+    sd_loop *l = new_loop();
+    collect c;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/img/prog.jpg", WWW);
+    size_t n;
+    uint8_t *want = sd_read_file(path, &n);
+    ASSERT(want != NULL);
+    int64_t png_only = 1 << SD_FORMAT_PNG, jpeg_and_png = 1 << SD_FORMAT_JPEG | 1 << SD_FORMAT_PNG;
+    ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_formats, &png_only, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 0);
+    ASSERT_EQ(c.previews, 0);
+    ASSERT(c.body_len > 0);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(HTTP, "/img/prog.jpg"), set_formats, &png_only, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 0);
+    ASSERT(c.body_len == n && memcmp(c.body, want, n) == 0);
+    collect_free(&c);
+    ASSERT_OK(fetch(l, url(HTTP, "/img/prog.jpg"), set_formats, &jpeg_and_png, &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.width, 640);
+    collect_free(&c);
+    free(want);
     sd_loop_free(l);
     return 0;
 }
@@ -2514,6 +2554,7 @@ int main(int argc, char **argv)
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"body_block_pool", test_body_block_pool},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
+        {"declined_format", test_declined_format},
         {"faults", test_faults},
         {"progress_interval", test_progress_interval},
         {"receive_buffer", test_receive_buffer},

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include <sdcore.h>
+#define SD_COMPAT_QUIET /* the 0.9 wrappers are checked against the handle below */
+#include <sdcore/sd_encoder_compat.h>
 
 #define CHECK(c) do { if (!(c)) { printf("FAILED %s:%d %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
 
@@ -29,8 +31,20 @@ int main(void)
         px[i] = 0xFF000000u | (uint32_t)(i * 40) << 16 | (uint32_t)(255 - i * 40);
     uint8_t *png = NULL;
     size_t png_len = 0;
-    CHECK(sd_encode_png(b, -1, &png, &png_len) == SD_OK);
+    sd_encoder *enc = NULL;
+    CHECK(sd_encoder_new(SD_FORMAT_PNG, &enc) == SD_OK);
+    CHECK(sd_encoder_get(enc, SD_ENC_COMPRESSION_LEVEL) == -1);
+    CHECK(sd_encoder_set(enc, SD_ENC_COMPRESSION_LEVEL, 10) == SD_EINVAL);
+    CHECK(sd_encoder_add_frame(enc, b, 0) == SD_OK);
+    CHECK(sd_encoder_finish(enc, &png, &png_len) == SD_OK);
+    sd_encoder_free(enc);
     CHECK(sd_sniff_format(png, png_len) == SD_FORMAT_PNG);
+    /* the 0.9 positional wrapper writes the same file */
+    uint8_t *old = NULL;
+    size_t old_len = 0;
+    CHECK(sd_encode_png(b, -1, &old, &old_len) == SD_OK);
+    CHECK(old_len == png_len && memcmp(old, png, png_len) == 0);
+    sd_free(old);
     CHECK(sd_decode(png, png_len, &back) == SD_OK);
     CHECK(sd_bitmap_width(back) == 3 && sd_bitmap_height(back) == 2);
     CHECK(memcmp(sd_bitmap_pixels(back), sd_bitmap_pixels(b), sd_bitmap_size(b)) == 0);

@@ -367,8 +367,8 @@ static int test_downscale_sizes(void)
     ASSERT_NOT_NULL(src);
     uint8_t *png, *jpg;
     size_t png_len, jpg_len;
-    ASSERT_OK(sd_encode_png(src, 1, &png, &png_len));
-    ASSERT_OK(sd_encode_jpeg(src, 90, 0, &jpg, &jpg_len));
+    ASSERT_OK(enc_png(src, 1, &png, &png_len));
+    ASSERT_OK(enc_jpeg(src, 90, 0, &jpg, &jpg_len));
     struct { const uint8_t *d; size_t n; } files[2] = {{png, png_len}, {jpg, jpg_len}};
     for (int f = 0; f < 2; f++) {
         uint32_t w = 0, h = 0;
@@ -458,7 +458,7 @@ static int test_downscale_quality(void)
     sd_bitmap_free(s);
     uint8_t *png;
     size_t n;
-    ASSERT_OK(sd_encode_png(src, 1, &png, &n));
+    ASSERT_OK(enc_png(src, 1, &png, &n));
     sd_decoder *d;
     sd_bitmap *b;
     ASSERT_OK(sd_decoder_new(&d));
@@ -503,7 +503,7 @@ static int test_encoders_roundtrip(void)
     sd_bitmap *src = synth(64, 48, 1), *back = NULL;
     uint8_t *png, *jpg;
     size_t n, m;
-    ASSERT_OK(sd_encode_png(src, -1, &png, &n));
+    ASSERT_OK(enc_png(src, -1, &png, &n));
     ASSERT_OK(sd_decode(png, n, &back));
     /* premultiplied -> straight -> premultiplied is lossless where it can be */
     for (uint32_t y = 0; y < 48; y++) {
@@ -518,12 +518,12 @@ static int test_encoders_roundtrip(void)
     }
     sd_bitmap_free(back);
     sd_bitmap *opaque = synth(64, 48, 0);
-    ASSERT_OK(sd_encode_jpeg(opaque, 95, 1, &jpg, &m));
+    ASSERT_OK(enc_jpeg(opaque, 95, 1, &jpg, &m));
     ASSERT_EQ(sd_sniff_format(jpg, m), SD_FORMAT_JPEG);
     ASSERT_OK(sd_decode(jpg, m, &back));
     ASSERT(sd_bitmap_width(back) == 64 && !sd_bitmap_has_alpha(back));
     sd_bitmap_free(back);
-    ASSERT_EQ(sd_encode_jpeg(opaque, 0, 0, &jpg, &m) , SD_EINVAL);
+    ASSERT_EQ(enc_jpeg(opaque, 101, 0, &jpg, &m), SD_EINVAL);
     sd_free(png);
     sd_free(jpg);
     sd_bitmap_free(src);
@@ -552,14 +552,14 @@ static int test_encoders_webp_avif(void)
     uint8_t *out = NULL;
     size_t n = 0;
     /* WebP lossless: the straight pixels come back, so premultiplied within 1 */
-    ASSERT_OK(sd_encode_webp(alpha, 0, 1, &out, &n));
+    ASSERT_OK(enc_webp(alpha, 0, 1, &out, &n));
     ASSERT_EQ(sd_sniff_format(out, n), SD_FORMAT_WEBP);
     ASSERT_OK(sd_decode(out, n, &back));
     ASSERT(max_diff(alpha, back) <= 1);
     sd_bitmap_free(back);
     sd_free(out);
     /* an opaque bitmap is handed to libwebp as it lies in memory: channels in order, exact */
-    ASSERT_OK(sd_encode_webp(opaque, 0, 1, &out, &n));
+    ASSERT_OK(enc_webp(opaque, 0, 1, &out, &n));
     ASSERT_OK(sd_decode(out, n, &back));
     ASSERT(!sd_bitmap_has_alpha(back) && max_diff(opaque, back) == 0);
     sd_bitmap_free(back);
@@ -567,29 +567,29 @@ static int test_encoders_webp_avif(void)
     /* WebP lossy: close, and a lower quality is smaller */
     size_t hi_n, lo_n;
     uint8_t *hi, *lo;
-    ASSERT_OK(sd_encode_webp(opaque, 95, 0, &hi, &hi_n));
-    ASSERT_OK(sd_encode_webp(opaque, 5, 0, &lo, &lo_n));
+    ASSERT_OK(enc_webp(opaque, 95, 0, &hi, &hi_n));
+    ASSERT_OK(enc_webp(opaque, 5, 0, &lo, &lo_n));
     ASSERT(lo_n < hi_n);
     ASSERT_OK(sd_decode(hi, hi_n, &back));
     ASSERT(!sd_bitmap_has_alpha(back) && max_diff(opaque, back) < 64);
     sd_bitmap_free(back);
     sd_free(hi);
     sd_free(lo);
-    ASSERT_EQ(sd_encode_webp(opaque, 101, 0, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_webp(opaque, 101, 0, &out, &n), SD_EINVAL);
     /* AVIF lossless (identity matrix, 4:4:4): exact on opaque pixels */
-    ASSERT_OK(sd_encode_avif(opaque, 100, 10, &out, &n));
+    ASSERT_OK(enc_avif(opaque, 100, 10, &out, &n));
     ASSERT_EQ(sd_sniff_format(out, n), SD_FORMAT_AVIF);
     ASSERT_OK(sd_decode(out, n, &back));
     ASSERT_EQ(max_diff(opaque, back), 0);
     sd_bitmap_free(back);
     sd_free(out);
     /* AVIF lossy with alpha: alpha kept, colours close */
-    ASSERT_OK(sd_encode_avif(alpha, 80, 10, &out, &n));
+    ASSERT_OK(enc_avif(alpha, 80, 10, &out, &n));
     ASSERT_OK(sd_decode(out, n, &back));
     ASSERT(sd_bitmap_has_alpha(back) && max_diff(alpha, back) < 96);
     sd_bitmap_free(back);
     sd_free(out);
-    ASSERT_EQ(sd_encode_avif(opaque, 50, 11, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif(opaque, 50, 11, &out, &n), SD_EINVAL);
     sd_bitmap_free(alpha);
     sd_bitmap_free(opaque);
     return 0;
@@ -633,7 +633,7 @@ static int test_encoder_webp_anim(void)
     for (int lossless = 1; lossless >= 0; lossless--) {
         uint8_t *webp;
         size_t n;
-        ASSERT_OK(sd_encode_webp_anim((const sd_bitmap *const *)f, delays, 3, 2, 90, lossless, &webp, &n));
+        ASSERT_OK(enc_webp_anim((const sd_bitmap *const *)f, delays, 3, 2, 90, lossless, &webp, &n));
         ASSERT_EQ(sd_sniff_format(webp, n), SD_FORMAT_WEBP);
         sd_decoder *d;
         ASSERT_OK(open_anim(webp, n, 3, 2, &d));
@@ -654,11 +654,11 @@ static int test_encoder_webp_anim(void)
     }
     uint8_t *out;
     size_t n;
-    ASSERT_EQ(sd_encode_webp_anim((const sd_bitmap *const *)f, NULL, 0, 0, 90, 0, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_webp_anim((const sd_bitmap *const *)f, NULL, 0, 0, 90, 0, &out, &n), SD_EINVAL);
     int bad[3] = {10, -1, 10};
-    ASSERT_EQ(sd_encode_webp_anim((const sd_bitmap *const *)f, bad, 3, 0, 90, 0, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_webp_anim((const sd_bitmap *const *)f, bad, 3, 0, 90, 0, &out, &n), SD_EINVAL);
     sd_bitmap *other = synth(20, 30, 0), *mixed[2] = {f[0], other};
-    ASSERT_EQ(sd_encode_webp_anim((const sd_bitmap *const *)mixed, NULL, 2, 0, 90, 0, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_webp_anim((const sd_bitmap *const *)mixed, NULL, 2, 0, 90, 0, &out, &n), SD_EINVAL);
     sd_bitmap_free(other);
     for (int i = 0; i < 3; i++)
         sd_bitmap_free(f[i]);
@@ -677,7 +677,7 @@ static int test_encoder_avif_anim(void)
     for (int lossless = 1; lossless >= 0; lossless--) {
         uint8_t *avif;
         size_t n;
-        ASSERT_OK(sd_encode_avif_anim((const sd_bitmap *const *)f, delays, 3, lossless ? 100 : 80, 10, &avif, &n));
+        ASSERT_OK(enc_avif_anim((const sd_bitmap *const *)f, delays, 3, lossless ? 100 : 80, 10, &avif, &n));
         ASSERT_EQ(sd_sniff_format(avif, n), SD_FORMAT_AVIF);
         sd_decoder *d;
         ASSERT_OK(open_anim(avif, n, 3, 0, &d));
@@ -703,7 +703,7 @@ static int test_encoder_avif_anim(void)
     sd_bitmap *opaque[2] = {f[1], synth(40, 30, 0)};
     uint8_t *out;
     size_t n;
-    ASSERT_OK(sd_encode_avif_anim((const sd_bitmap *const *)opaque, NULL, 2, 100, 10, &out, &n));
+    ASSERT_OK(enc_avif_anim((const sd_bitmap *const *)opaque, NULL, 2, 100, 10, &out, &n));
     sd_decoder *d;
     ASSERT_OK(open_anim(out, n, 2, 0, &d));
     sd_bitmap *b;
@@ -713,13 +713,13 @@ static int test_encoder_avif_anim(void)
     sd_decoder_free(d);
     sd_free(out);
     sd_bitmap_free(opaque[1]);
-    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 0, 80, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif_anim((const sd_bitmap *const *)f, NULL, 0, 80, 10, &out, &n), SD_EINVAL);
     int bad[3] = {10, -1, 10};
-    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, bad, 3, 80, 10, &out, &n), SD_EINVAL);
-    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 3, 101, 10, &out, &n), SD_EINVAL);
-    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)f, NULL, 3, 80, 11, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif_anim((const sd_bitmap *const *)f, bad, 3, 80, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif_anim((const sd_bitmap *const *)f, NULL, 3, 101, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif_anim((const sd_bitmap *const *)f, NULL, 3, 80, 11, &out, &n), SD_EINVAL);
     sd_bitmap *other = synth(20, 30, 0), *mixed[2] = {f[0], other};
-    ASSERT_EQ(sd_encode_avif_anim((const sd_bitmap *const *)mixed, NULL, 2, 80, 10, &out, &n), SD_EINVAL);
+    ASSERT_EQ(enc_avif_anim((const sd_bitmap *const *)mixed, NULL, 2, 80, 10, &out, &n), SD_EINVAL);
     sd_bitmap_free(other);
     for (int i = 0; i < 3; i++)
         sd_bitmap_free(f[i]);
@@ -733,7 +733,7 @@ static int test_encoder_gif(void)
     int delays[2] = {70, 200};
     uint8_t *gif;
     size_t n;
-    ASSERT_OK(sd_encode_gif((const sd_bitmap *const *)f, delays, 2, 3, &gif, &n));
+    ASSERT_OK(enc_gif((const sd_bitmap *const *)f, delays, 2, 3, &gif, &n));
     ASSERT_EQ(sd_sniff_format(gif, n), SD_FORMAT_GIF);
     sd_decoder *d;
     ASSERT_OK(open_anim(gif, n, 2, 3, &d));
@@ -757,7 +757,7 @@ static int test_encoder_gif(void)
     sd_bitmap_free(b1);
     sd_decoder_free(d);
     sd_free(gif);
-    ASSERT_EQ(sd_encode_gif((const sd_bitmap *const *)f, NULL, 0, 0, &gif, &n), SD_EINVAL);
+    ASSERT_EQ(enc_gif((const sd_bitmap *const *)f, NULL, 0, 0, &gif, &n), SD_EINVAL);
     sd_bitmap_free(f[0]);
     sd_bitmap_free(f[1]);
     return 0;
@@ -790,7 +790,7 @@ static int test_encoder_apng(void)
     int delays[5] = {70, 200, 40, 70000, 0};
     uint8_t *apng;
     size_t n;
-    ASSERT_OK(sd_encode_apng((const sd_bitmap *const *)f, delays, 5, 2, -1, &apng, &n));
+    ASSERT_OK(enc_apng((const sd_bitmap *const *)f, delays, 5, 2, -1, &apng, &n));
     ASSERT_EQ(sd_sniff_format(apng, n), SD_FORMAT_PNG);
     sd_decoder *d;
     ASSERT_OK(open_anim(apng, n, 5, 2, &d));
@@ -817,18 +817,18 @@ static int test_encoder_apng(void)
     ASSERT(r[0] == 1 && r[1] == 1 && r[2] == 33 && r[3] == 7);
     sd_free(apng);
     /* one frame: a PNG that decodes as its frame */
-    ASSERT_OK(sd_encode_apng((const sd_bitmap *const *)f, NULL, 1, 0, 9, &apng, &n));
+    ASSERT_OK(enc_apng((const sd_bitmap *const *)f, NULL, 1, 0, 9, &apng, &n));
     sd_bitmap *one;
     ASSERT_OK(sd_decode(apng, n, &one));
     ASSERT(max_diff(f[0], one) <= 1);
     sd_bitmap_free(one);
     sd_free(apng);
-    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, NULL, 0, 0, -1, &apng, &n), SD_EINVAL);
+    ASSERT_EQ(enc_apng((const sd_bitmap *const *)f, NULL, 0, 0, -1, &apng, &n), SD_EINVAL);
     int bad[2] = {10, -1};
-    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, bad, 2, 0, -1, &apng, &n), SD_EINVAL);
-    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)f, NULL, 2, -1, -1, &apng, &n), SD_EINVAL);
+    ASSERT_EQ(enc_apng((const sd_bitmap *const *)f, bad, 2, 0, -1, &apng, &n), SD_EINVAL);
+    ASSERT_EQ(enc_apng((const sd_bitmap *const *)f, NULL, 2, -1, -1, &apng, &n), SD_EINVAL);
     sd_bitmap *other = synth(20, 30, 0), *mixed[2] = {f[0], other};
-    ASSERT_EQ(sd_encode_apng((const sd_bitmap *const *)mixed, NULL, 2, 0, -1, &apng, &n), SD_EINVAL);
+    ASSERT_EQ(enc_apng((const sd_bitmap *const *)mixed, NULL, 2, 0, -1, &apng, &n), SD_EINVAL);
     sd_bitmap_free(other);
     for (int i = 0; i < 5; i++)
         sd_bitmap_free(f[i]);
@@ -873,7 +873,7 @@ static int test_decoder_state_rules(void)
     sd_bitmap *src = synth(8, 8, 0);
     uint8_t *png;
     size_t n;
-    ASSERT_OK(sd_encode_png(src, -1, &png, &n));
+    ASSERT_OK(enc_png(src, -1, &png, &n));
     ASSERT_OK(sd_decoder_new(&d));
     ASSERT_OK(sd_decoder_push(d, png, n));
     ASSERT_OK(sd_decoder_push(d, "trailing garbage", 16)); /* ignored after IEND */
@@ -895,7 +895,7 @@ static int test_progressive_previews(void)
     sd_bitmap *src = synth(320, 240, 0);
     uint8_t *jpg;
     size_t n;
-    ASSERT_OK(sd_encode_jpeg(src, 90, 1, &jpg, &n));
+    ASSERT_OK(enc_jpeg(src, 90, 1, &jpg, &n));
     sd_bitmap *reference = NULL;
     ASSERT_OK(sd_decode(jpg, n, &reference));
 
@@ -956,7 +956,7 @@ static int test_baseline_rows_snapshot(void)
     sd_bitmap *src = synth(64, 256, 0);
     uint8_t *jpg;
     size_t n;
-    ASSERT_OK(sd_encode_jpeg(src, 90, 0, &jpg, &n));
+    ASSERT_OK(enc_jpeg(src, 90, 0, &jpg, &n));
     sd_decoder *d;
     /* a whole decode first: its opaque canvas goes back to the pixel pool and
      * is the one the partial decode gets (canvases are not zeroed up front) */
@@ -1189,9 +1189,9 @@ static int test_still_frames(void)
         uint8_t *enc;
         size_t n;
         if (jpeg)
-            ASSERT_OK(sd_encode_jpeg(src, 90, 0, &enc, &n));
+            ASSERT_OK(enc_jpeg(src, 90, 0, &enc, &n));
         else
-            ASSERT_OK(sd_encode_png(src, -1, &enc, &n));
+            ASSERT_OK(enc_png(src, -1, &enc, &n));
         sd_decoder *d;
         int64_t v;
         sd_bitmap *f = NULL, *f2 = NULL, *b = NULL;
@@ -1260,6 +1260,154 @@ static int test_still_frames(void)
     return 0;
 }
 
+/* SD_DEC_FORMATS: a decoder limited to some formats declines the others
+ * (SD_EUNSUPPORTED, SD_DEC_INFO_DECLINED 1, a message saying so) and
+ * decodes its own (declined 0). */
+static int test_decoder_formats(void)
+{
+    sd_bitmap *src = synth(16, 12, 0);
+    uint8_t *jpg = NULL, *png = NULL;
+    size_t jn = 0, pn = 0;
+    ASSERT_OK(enc_jpeg(src, 90, 0, &jpg, &jn));
+    ASSERT_OK(enc_png(src, -1, &png, &pn));
+    sd_decoder *d = NULL;
+    int64_t v = -1;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_FORMATS, &v));
+    ASSERT_EQ(v, 0); /* every format */
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_FORMATS, 1 << SD_FORMAT_PNG));
+    ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_DECLINED, &v), SD_EAGAIN);
+    ASSERT_EQ(sd_decoder_push(d, jpg, jn), SD_EUNSUPPORTED);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_DECLINED, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v));
+    ASSERT_EQ(v, SD_FORMAT_JPEG);
+    ASSERT(strstr(sd_decoder_message(d), "JPEG data is left to another decoder") != NULL);
+    sd_decoder_free(d);
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_FORMATS, 1 << SD_FORMAT_PNG));
+    ASSERT_OK(sd_decoder_push(d, png, pn));
+    ASSERT_OK(sd_decoder_finish(d));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_DECLINED, &v));
+    ASSERT_EQ(v, 0);
+    sd_decoder_free(d);
+    /* data nobody recognises: declined unless bit 0 takes it */
+    static const char html[] = "<!DOCTYPE html><html><body>not an image</body></html>";
+    for (int take_unknown = 0; take_unknown < 2; take_unknown++) {
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_FORMATS, 1 << SD_FORMAT_PNG | take_unknown));
+        ASSERT_EQ(sd_decoder_push(d, html, sizeof html - 1), SD_EUNSUPPORTED);
+        if (take_unknown) {
+            ASSERT_EQ(sd_decoder_get(d, SD_DEC_INFO_DECLINED, &v), SD_EAGAIN);
+        } else {
+            ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_DECLINED, &v));
+            ASSERT_EQ(v, 1);
+        }
+        sd_decoder_free(d);
+    }
+    sd_free(jpg);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
+/* The encoder handle: every format the registry says encodes opens, the
+ * others refuse; the parameters keep their ranges; a still format refuses
+ * a second frame and an animated one takes it; finishing twice writes the
+ * same file; and each wrapper of 0.9 (sd_encoder_compat.h) writes the same
+ * bytes as the handle with the same parameters. */
+#define SD_COMPAT_QUIET
+#include "sdcore/sd_encoder_compat.h"
+static int test_encoder_handle(void)
+{
+    sd_bitmap *a = synth(40, 30, 1), *b = synth(40, 30, 0), *small = synth(20, 30, 0);
+    int encoders = 0;
+    for (int f = SD_FORMAT_UNKNOWN; f <= SD_FORMAT_ICO; f++) {
+        sd_encoder *e = NULL;
+        int rc = sd_encoder_new((sd_format)f, &e);
+        unsigned caps = sd_format_capabilities((sd_format)f);
+        if (f == SD_FORMAT_UNKNOWN) {
+            ASSERT_EQ(rc, SD_EINVAL);
+            continue;
+        }
+        if (!(caps & SD_CAP_ENCODE)) {
+            ASSERT_EQ(rc, SD_EUNSUPPORTED);
+            ASSERT(e == NULL);
+            continue;
+        }
+        ASSERT_OK(rc);
+        encoders++;
+        uint8_t *out = NULL, *again = NULL;
+        size_t n = 0, m = 0;
+        ASSERT_EQ(sd_encoder_finish(e, &out, &n), SD_EINVAL); /* no frames */
+        ASSERT_EQ(sd_encoder_get(e, SD_ENC_QUALITY), 90);
+        ASSERT_EQ(sd_encoder_set(e, SD_ENC_QUALITY, 101), SD_EINVAL);
+        ASSERT_EQ(sd_encoder_set(e, (sd_encoder_param)99, 1), SD_EINVAL);
+        ASSERT_EQ(sd_encoder_get(e, SD_ENC_QUALITY), 90);   /* the old value stays */
+        ASSERT_OK(sd_encoder_set(e, SD_ENC_SPEED, 10));       /* ignored where unused */
+        ASSERT_EQ(sd_encoder_add_frame(e, a, -1), SD_EINVAL);
+        ASSERT_OK(sd_encoder_add_frame(e, a, 100));
+        ASSERT_EQ(sd_encoder_add_frame(e, small, 100), (caps & SD_CAP_ENCODE_ANIMATION) ? SD_EINVAL : SD_EUNSUPPORTED);
+        ASSERT_EQ(sd_encoder_add_frame(e, b, 100), (caps & SD_CAP_ENCODE_ANIMATION) ? SD_OK : SD_EUNSUPPORTED);
+        ASSERT_OK(sd_encoder_finish(e, &out, &n));
+        ASSERT_EQ(sd_sniff_format(out, n), (sd_format)f);
+        ASSERT_OK(sd_encoder_finish(e, &again, &m));
+        ASSERT(n == m && memcmp(out, again, n) == 0);
+        sd_decoder *d = NULL;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_push(d, out, n));
+        ASSERT_OK(sd_decoder_finish(d));
+        int64_t frames = 0;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &frames));
+        ASSERT_EQ(frames, (caps & SD_CAP_ENCODE_ANIMATION) ? 2 : 1);
+        sd_decoder_free(d);
+        sd_free(out);
+        sd_free(again);
+        sd_encoder_free(e);
+    }
+    ASSERT_EQ(encoders, 5);
+    sd_encoder_free(NULL);
+    /* the 0.9 wrappers write what the handle writes */
+    struct { sd_format f; int q, flag; } still[] = {
+        {SD_FORMAT_PNG, 0, 3}, {SD_FORMAT_JPEG, 77, 1}, {SD_FORMAT_WEBP, 60, 0}, {SD_FORMAT_WEBP, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof still / sizeof still[0]; i++) {
+        uint8_t *h = NULL, *w = NULL;
+        size_t hn = 0, wn = 0;
+        if (still[i].f == SD_FORMAT_PNG) {
+            ASSERT_OK(enc_png(a, still[i].flag, &h, &hn));
+            ASSERT_OK(sd_encode_png(a, still[i].flag, &w, &wn));
+        } else if (still[i].f == SD_FORMAT_JPEG) {
+            ASSERT_OK(enc_jpeg(b, still[i].q, still[i].flag, &h, &hn));
+            ASSERT_OK(sd_encode_jpeg(b, still[i].q, still[i].flag, &w, &wn));
+        } else {
+            ASSERT_OK(enc_webp(a, still[i].q, still[i].flag, &h, &hn));
+            ASSERT_OK(sd_encode_webp(a, still[i].q, still[i].flag, &w, &wn));
+        }
+        ASSERT(hn == wn && memcmp(h, w, hn) == 0);
+        sd_free(h);
+        sd_free(w);
+    }
+    const sd_bitmap *two[2] = {a, b};
+    int delays[2] = {40, 70};
+    uint8_t *h = NULL, *w = NULL;
+    size_t hn = 0, wn = 0;
+    ASSERT_OK(enc_gif(two, delays, 2, 3, &h, &hn));
+    ASSERT_OK(sd_encode_gif(two, delays, 2, 3, &w, &wn));
+    ASSERT(hn == wn && memcmp(h, w, hn) == 0);
+    sd_free(h);
+    sd_free(w);
+    ASSERT_OK(enc_apng(two, delays, 2, 1, 5, &h, &hn));
+    ASSERT_OK(sd_encode_apng(two, delays, 2, 1, 5, &w, &wn));
+    ASSERT(hn == wn && memcmp(h, w, hn) == 0);
+    sd_free(h);
+    sd_free(w);
+    sd_bitmap_free(a);
+    sd_bitmap_free(b);
+    sd_bitmap_free(small);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -1281,6 +1429,8 @@ int main(int argc, char **argv)
         {"encoder_gif", test_encoder_gif},
         {"encoder_apng", test_encoder_apng},
         {"encoder_webp_anim", test_encoder_webp_anim},
+        {"encoder_handle", test_encoder_handle},
+        {"decoder_formats", test_decoder_formats},
         {"decoder_state_rules", test_decoder_state_rules},
         {"progressive_previews", test_progressive_previews},
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},

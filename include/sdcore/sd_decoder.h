@@ -86,7 +86,10 @@ typedef enum sd_capability {
     SD_CAP_SCAN_PREVIEWS = 4, /* renders a preview per progressive scan (SD_DEC_PREVIEWS) */
     SD_CAP_DOWNSCALE = 8,     /* scales while decoding (cheaper thumbnails) */
     SD_CAP_ANIMATION = 16,    /* decodes animations (frames: see below) */
-    SD_CAP_ENCODE = 32        /* sd_encode writes it */
+    SD_CAP_ENCODE = 32,       /* sd_encoder writes it (sd_encoder_new) */
+    SD_CAP_ENCODE_ANIMATION = 64, /* sd_encoder writes more than one frame (since 0.10) */
+    SD_CAP_ENCODE_ALPHA = 128,    /* sd_encoder keeps alpha (without: composited over black) */
+    SD_CAP_ENCODE_QUALITY = 256   /* lossy: SD_ENC_QUALITY trades size for fidelity */
 } sd_capability;
 
 /* Returns a static name: "JPEG", "PNG", "GIF", …; "unknown" for
@@ -148,6 +151,14 @@ typedef enum sd_decoder_param {
      * sd_decoder_frame() without recompositing (0 = only the working
      * canvas). Default SD_DEFAULT_FRAME_CACHE_BYTES. */
     SD_DEC_FRAME_CACHE_BYTES = 14,
+    /* The formats this decoder decodes: bit (1 << sd_format) for each, bits
+     * 0..61; 0 (the default) = every format this build decodes. A file of
+     * another format is declined: the push that names it fails with
+     * SD_EUNSUPPORTED and SD_DEC_INFO_DECLINED reads 1 (a decode sink then
+     * passes the body through undecoded, for another decoder: a user's
+     * coder). Data no codec recognises is declined too unless bit 0
+     * (SD_FORMAT_UNKNOWN) is set; with it, such data fails as ever. Since 0.10. */
+    SD_DEC_FORMATS = 15,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
@@ -174,7 +185,10 @@ typedef enum sd_decoder_param {
     SD_DEC_INFO_LOOP_COUNT = 115,
     /* 1 if the file is an animation (even with SD_DEC_FIRST_FRAME_ONLY, or
      * when it turns out to hold one frame); 0 for a still image. */
-    SD_DEC_INFO_ANIMATED = 116
+    SD_DEC_INFO_ANIMATED = 116,
+    /* 1 when the file was declined (its format is outside SD_DEC_FORMATS),
+     * 0 once its format is known and taken. Since 0.10. */
+    SD_DEC_INFO_DECLINED = 117
 } sd_decoder_param;
 
 /*

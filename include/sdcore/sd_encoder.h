@@ -1,121 +1,99 @@
 /*
- * sd_encoder.h — encode an sd_bitmap to PNG, JPEG, WebP, AVIF or GIF in memory.
- *
- * The output buffer is allocated with malloc() and owned by the caller
- * (release it with sd_free()). Pure functions; thread-safe.
+ * sd_encoder.h — encode sd_bitmaps to any format this build writes (PNG
+ * and APNG, JPEG, WebP, AVIF, GIF): one handle with parameters, as
+ * TurboJPEG 3's tj3Set. The output is allocated by the core and owned by
+ * the caller (release it with sd_free()). The positional sd_encode_*
+ * functions of 0.9 are in sd_encoder_compat.h.
  */
 #ifndef SDCORE_SD_ENCODER_H
 #define SDCORE_SD_ENCODER_H
 
 #include "sd_bitmap.h"
+#include "sd_decoder.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/*
- * Name: sd_encode_png
- * Desc: 8-bit RGBA PNG (RGB when the bitmap is opaque), un-premultiplied.
- *       `compression` 0..9 (zlib level), -1 for the default (6).
- * Returns: SD_OK, SD_EINVAL, SD_ENOMEM, SD_ECORRUPT (libpng failure).
- */
-SD_API int sd_encode_png(const sd_bitmap *bitmap, int compression,
-                         uint8_t **out, size_t *out_length);
+typedef struct sd_encoder sd_encoder;
+
+/* What sd_encoder_set sets; each has a range and a default, and a format
+ * ignores the parameters it does not use (so one set of calls serves every
+ * format). */
+typedef enum sd_encoder_param {
+    SD_ENC_QUALITY = 1,           /* 0..100, default 90: JPEG (0 reads as 1), WebP,
+                                   * AVIF (quantizer 63..0; 100 is lossless) */
+    SD_ENC_LOSSLESS = 2,          /* 0/1, default 0: WebP lossless; AVIF at quality 100 */
+    SD_ENC_PROGRESSIVE = 3,       /* 0/1, default 0: a progressive JPEG */
+    SD_ENC_COMPRESSION_LEVEL = 4, /* -1..9, default -1 (libpng's, 6): PNG/APNG's zlib level */
+    SD_ENC_SPEED = 5,             /* -1..10, default -1 (libavif's): AVIF slowest..fastest */
+    SD_ENC_LOOP_COUNT = 6         /* 0..65535, default 0 = forever: GIF, APNG, WebP
+                                   * (an AVIF sequence always plays forever) */
+} sd_encoder_param;
 
 /*
- * Name: sd_encode_jpeg
- * Desc: 4:2:0 YCbCr JPEG at `quality` 1..100; `progressive` 1 for a
- *       progressive file. Alpha is dropped (premultiplied colours are
- *       written, i.e. composited over black).
- * Returns: SD_OK, SD_EINVAL, SD_ENOMEM, SD_ECORRUPT (libjpeg failure).
+ * Name: sd_encoder_new
+ * Desc: An encoder writing `format` (whose sd_format_capabilities has
+ *       SD_CAP_ENCODE): set parameters, add one frame (or several where
+ *       the format has SD_CAP_ENCODE_ANIMATION), then sd_encoder_finish.
+ *       One encoder is used by one thread at a time; encoders are
+ *       independent. What each format writes: JPEG 4:2:0 YCbCr, alpha
+ *       dropped (premultiplied colours, i.e. over black); PNG 8-bit RGBA
+ *       (RGB when opaque), an APNG for several frames (frame 0 the default
+ *       image, later frames as the rectangle that changed); GIF one
+ *       255-colour palette per frame (median cut, no dithering), alpha
+ *       below 128 transparent, delays in hundredths; WebP still or animated
+ *       (libwebp), alpha kept; AVIF 8-bit (4:4:4 identity when lossless,
+ *       else 4:2:0), one thread, alpha kept. Since 0.10 (SDCORE_0.10).
+ * Returns: SD_OK and *out; SD_EUNSUPPORTED (this build does not encode the
+ *          format), SD_EINVAL (an unknown format or out NULL), SD_ENOMEM.
  */
-SD_API int sd_encode_jpeg(const sd_bitmap *bitmap, int quality, int progressive,
-                          uint8_t **out, size_t *out_length);
+SD_API int sd_encoder_new(sd_format format, sd_encoder **out);
 
 /*
- * Name: sd_encode_webp
- * Desc: A still WebP (libwebp): lossy at `quality` 0..100, or lossless
- *       (`lossless` 1: `quality` is ignored). Alpha is kept (straight).
- * Returns: SD_OK, SD_EINVAL, SD_ETOOLARGE (over 16383 a side), SD_ENOMEM,
- *          SD_ECORRUPT (libwebp failure).
+ * Name: sd_encoder_set
+ * Desc: Sets one parameter (see sd_encoder_param for ranges and defaults).
+ * Returns: SD_OK; SD_EINVAL for an unknown parameter or a value out of range
+ *          (the old value stays).
  */
-SD_API int sd_encode_webp(const sd_bitmap *bitmap, int quality, int lossless,
-                          uint8_t **out, size_t *out_length);
+SD_API int sd_encoder_set(sd_encoder *encoder, sd_encoder_param param, int value);
 
 /*
- * Name: sd_encode_webp_anim
- * Desc: An animated WebP (libwebp's WebPAnimEncoder) of `count` frames of
- *       one size: lossy at `quality` 0..100 or lossless (`lossless` 1);
- *       the encoder picks sub-rectangles, blending and key frames. Frame i
- *       shows for `delays_ms[i]` (NULL: 0); `loop_count` 0 = forever
- *       (0..65535). Alpha is kept (straight).
- * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
- *          out-of-range quality/loop), SD_ETOOLARGE (over 16383 a side),
- *          SD_ENOMEM, SD_ECORRUPT (libwebp failure).
+ * Name: sd_encoder_get
+ * Desc: A parameter's current value (its default until set).
+ * Returns: The value; SD_EINVAL for an unknown parameter or a NULL encoder.
  */
-SD_API int sd_encode_webp_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
-                               int loop_count, int quality, int lossless,
-                               uint8_t **out, size_t *out_length);
+SD_API int sd_encoder_get(const sd_encoder *encoder, sd_encoder_param param);
 
 /*
- * Name: sd_encode_avif
- * Desc: A still AVIF (libavif, 8-bit): `quality` 0..100 maps to the AV1
- *       quantizer 63..0; 100 is lossless (YUV 4:4:4, identity matrix),
- *       below it 4:2:0. Alpha is kept when there is any. `speed` 0..10
- *       (slowest..fastest), -1 for libavif's default. One thread.
- * Returns: SD_OK, SD_EINVAL, SD_ENOMEM, SD_EUNSUPPORTED (libavif was built
- *          without an AV1 encoder), SD_ECORRUPT (encoder failure).
+ * Name: sd_encoder_add_frame
+ * Desc: Appends a frame shown for `delay_ms` (ignored for a still). The
+ *       encoder keeps a reference: `frame` must stay valid and unchanged
+ *       until sd_encoder_finish or sd_encoder_free.
+ * Returns: SD_OK; SD_EINVAL (NULL, an empty bitmap, a negative delay, or a
+ *          size other than the first frame's), SD_EUNSUPPORTED (a second
+ *          frame for a format without SD_CAP_ENCODE_ANIMATION), SD_ENOMEM.
  */
-SD_API int sd_encode_avif(const sd_bitmap *bitmap, int quality, int speed,
-                          uint8_t **out, size_t *out_length);
+SD_API int sd_encoder_add_frame(sd_encoder *encoder, const sd_bitmap *frame, int delay_ms);
 
 /*
- * Name: sd_encode_avif_anim
- * Desc: An AVIF image sequence (libavif) of `count` frames of one size,
- *       with sd_encode_avif's quality and speed; frame i shows for
- *       `delays_ms[i]` (NULL or 0: 1 ms, the shortest sample). Only the
- *       first frame is a key frame (libavif's default). Every frame has an
- *       alpha plane unless all are opaque. It plays forever: libavif 0.11
- *       writes no repetition count.
- * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
- *          out-of-range quality/speed), SD_ENOMEM, SD_EUNSUPPORTED (libavif
- *          was built without an AV1 encoder), SD_ECORRUPT (encoder failure).
+ * Name: sd_encoder_finish
+ * Desc: Encodes the frames added so far into a new buffer (*out, freed
+ *       with sd_free). The encoder may be finished again (frames and
+ *       parameters kept, e.g. to try another quality) or freed.
+ * Returns: SD_OK; SD_EINVAL (no frames), SD_ETOOLARGE (over the format's
+ *          size limit: WebP 16383, GIF 65535 a side), SD_ENOMEM,
+ *          SD_EUNSUPPORTED (libavif was built without an AV1 encoder),
+ *          SD_ECORRUPT (the codec library failed).
  */
-SD_API int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
-                               int quality, int speed, uint8_t **out, size_t *out_length);
+SD_API int sd_encoder_finish(sd_encoder *encoder, uint8_t **out, size_t *out_length);
 
 /*
- * Name: sd_encode_gif
- * Desc: A GIF of `count` frames of one size (an animation when count > 1):
- *       each frame full-canvas, quantised to its own palette of 255 colours
- *       (giflib's median cut, no dithering), alpha below 128 transparent,
- *       disposal restore-to-background. `delays_ms` (NULL: 0) rounded to
- *       hundredths; `loop_count` 0 = forever (NETSCAPE2.0, written when
- *       count > 1).
- * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, negative delay),
- *          SD_ETOOLARGE (over 65535 a side), SD_ENOMEM, SD_ECORRUPT.
+ * Name: sd_encoder_free
+ * Desc: Releases the encoder (not the frames, which stay the caller's).
+ *       NULL is a no-op.
  */
-SD_API int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
-                         int loop_count, uint8_t **out, size_t *out_length);
-
-/*
- * Name: sd_encode_apng
- * Desc: An APNG of `count` frames of one size (libpng writes each frame's
- *       data; the APNG chunks are ours): frame 0 is the default image; each
- *       later frame is the rectangle where it differs from the one before,
- *       replacing it (blend source, dispose none), so a decoder's canvas
- *       after frame i is frame i exactly. Colour type RGBA when any frame
- *       has alpha, else RGB; `level` is zlib's 0..9 (-1: libpng's default).
- *       Frame i shows for `delays_ms[i]` (NULL: 0; stored as num/den of a
- *       second: 1000ths up to 65535 ms, else 100ths); `loop_count` 0 =
- *       forever. One frame gives a plain PNG's pixels with an acTL.
- *       Since 0.5 (SDCORE_0.5).
- * Returns: SD_OK, SD_EINVAL (no frames, sizes differ, a negative delay or
- *          loop count, level over 9), SD_ETOOLARGE, SD_ENOMEM, SD_ECORRUPT
- *          (libpng failure). *out is freed with sd_free.
- */
-SD_API int sd_encode_apng(const sd_bitmap *const *frames, const int *delays_ms, size_t count,
-                          int loop_count, int level, uint8_t **out, size_t *out_length);
+SD_API void sd_encoder_free(sd_encoder *encoder);
 
 #ifdef __cplusplus
 }

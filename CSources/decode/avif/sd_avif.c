@@ -276,6 +276,7 @@ static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
 
 const sd__codec sd__avif_codec = {
     SD_FORMAT_AVIF, "AVIF", "image/avif", sd__sniff_avif,
-    SD_CAP_DECODE | SD_CAP_ENCODE,
-    sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, sda_frame,
+    SD_CAP_DECODE | SD_CAP_ANIMATION
+        | SD_CAP_ENCODE | SD_CAP_ENCODE_ANIMATION | SD_CAP_ENCODE_ALPHA | SD_CAP_ENCODE_QUALITY,
+    sda_init, sda_push, sda_finish, sda_canvas, sda_destroy, sda_frame, sd__avif_encode,
 };

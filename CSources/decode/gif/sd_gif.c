@@ -498,6 +498,7 @@ static int sniff_gif(const uint8_t *p, size_t n)
 
 const sd__codec sd__gif_codec = {
     SD_FORMAT_GIF, "GIF", "image/gif", sniff_gif,
-    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_ANIMATION | SD_CAP_ENCODE,
-    sdg_init, sdg_push, sdg_finish, sdg_canvas, sdg_destroy, sdg_frame,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_ANIMATION
+        | SD_CAP_ENCODE | SD_CAP_ENCODE_ANIMATION | SD_CAP_ENCODE_ALPHA,
+    sdg_init, sdg_push, sdg_finish, sdg_canvas, sdg_destroy, sdg_frame, sd__gif_encode,
 };

@@ -512,6 +512,7 @@ static int sniff_jpeg(const uint8_t *p, size_t n)
 
 const sd__codec sd__jpeg_codec = {
     SD_FORMAT_JPEG, "JPEG", "image/jpeg", sniff_jpeg,
-    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_SCAN_PREVIEWS | SD_CAP_DOWNSCALE | SD_CAP_ENCODE,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_SCAN_PREVIEWS | SD_CAP_DOWNSCALE | SD_CAP_ENCODE | SD_CAP_ENCODE_QUALITY,
     sdj_init, sdj_push, sdj_finish, sdj_canvas, sdj_destroy, NULL, /* a still: no frame() */
+    sd__jpeg_encode,
 };

@@ -407,6 +407,7 @@ static int sniff_png(const uint8_t *p, size_t n)
 
 const sd__codec sd__png_codec = {
     SD_FORMAT_PNG, "PNG", "image/png", sniff_png,
-    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION | SD_CAP_ENCODE,
-    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy, sdp_frame,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION
+        | SD_CAP_ENCODE | SD_CAP_ENCODE_ANIMATION | SD_CAP_ENCODE_ALPHA,
+    sdp_init, sdp_push, sdp_finish, sdp_canvas, sdp_destroy, sdp_frame, sd__png_encode,
 };

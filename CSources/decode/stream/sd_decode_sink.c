@@ -52,6 +52,9 @@ typedef struct sd__job {
     sd_decoder *dec;
     int failed, done_sent;
     int rejected; /* atomic: set once by the worker, read by the loop */
+    int declined; /* atomic: the format is another decoder's (SD_DEC_FORMATS):
+                   * set once by the worker; pushes are dropped, the body
+                   * passes through, the done carries no bitmap */
     int previews;
     int64_t preview_interval_ms, last_preview_ms, last_preview_mark;
     double decode_ms;
@@ -169,11 +172,22 @@ static void run_job(sd__job *j)
             free_chunks(chunks);
             return;
         }
+        if (__atomic_load_n(&j->declined, __ATOMIC_RELAXED)) {
+            free_chunks(chunks);
+            if (input_done)
+                send_done(j, SD_OK, NULL); /* the body, undecoded */
+            return;
+        }
         if (chunks == NULL && !input_done)
             return; /* nothing now; a later push schedules us again */
         double t0 = sd__now_msf();
         for (sd__chunk *c = chunks; c && !j->failed; c = c->next) {
             int rc = sd_decoder_push(j->dec, c->data, c->len);
+            int64_t declined = 0;
+            if (rc == SD_EUNSUPPORTED && sd_decoder_get(j->dec, SD_DEC_INFO_DECLINED, &declined) == SD_OK && declined) {
+                __atomic_store_n(&j->declined, 1, __ATOMIC_RELEASE);
+                break;
+            }
             if (rc != SD_OK) {
                 j->failed = 1;
                 __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
@@ -184,6 +198,10 @@ static void run_job(sd__job *j)
         free_chunks(chunks);
         if (j->failed)
             return;
+        if (__atomic_load_n(&j->declined, __ATOMIC_RELAXED)) {
+            j->decode_ms += sd__now_msf() - t0;
+            continue; /* the branch above ends it once the input has */
+        }
         if (chunks == NULL && input_done) {
             /* every chunk is in (finish comes after the last push) */
             sd_bitmap *bmp = NULL;
@@ -253,8 +271,8 @@ static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void 
 static int sink_push(void *state, const uint8_t *data, size_t len)
 {
     sd__job *j = state;
-    if (len == 0)
-        return SD_OK;
+    if (len == 0 || __atomic_load_n(&j->declined, __ATOMIC_ACQUIRE))
+        return SD_OK; /* declined: the loop keeps the body, nothing to decode */
     sd__chunk *c = sd__malloc(sizeof *c + len);
     SD__RETURN_IF(c == NULL, SD_ENOMEM);
     c->next = NULL;

@@ -810,6 +810,8 @@ static int sniff_webp(const uint8_t *p, size_t n)
 
 const sd__codec sd__webp_codec = {
     SD_FORMAT_WEBP, "WebP", "image/webp", sniff_webp,
-    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION | SD_CAP_ENCODE,
-    sdw_init, sdw_push, sdw_finish, sdw_canvas, sdw_destroy, sdw_frame,
+    SD_CAP_DECODE | SD_CAP_INCREMENTAL | SD_CAP_DOWNSCALE | SD_CAP_ANIMATION
+        | SD_CAP_ENCODE | SD_CAP_ENCODE_ANIMATION | SD_CAP_ENCODE_ALPHA
+        | SD_CAP_ENCODE_QUALITY,
+    sdw_init, sdw_push, sdw_finish, sdw_canvas, sdw_destroy, sdw_frame, sd__webp_encode,
 };

@@ -56,6 +56,18 @@ public protocol SDImageCoder: AnyObject, Sendable {
     func canEncode(to format: SDImageFormat) -> Bool
     /// Encoded data, or nil when it cannot be encoded.
     func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data?
+    /// The formats this coder can claim, when it can say before seeing data
+    /// (a format of your own counts: data the C core does not recognise is
+    /// then handed to you). A download of any other format streams into the
+    /// C core's decoder while a coder that says nil — the default: it may
+    /// claim any data — makes every download decode through the list once
+    /// its bytes are in.
+    var claimedFormats: Set<SDImageFormat>? { get }
+}
+
+extension SDImageCoder {
+    /// Nil: this coder may claim any data (`canDecode(from:)` decides).
+    public var claimedFormats: Set<SDImageFormat>? { nil }
 }
 
 /// A coder that decodes as the bytes arrive (SDWebImage's

@@ -5,11 +5,14 @@ import SDCoders
 /// `SDImageCodersManager`): the last added is asked first, so a coder of
 /// yours comes before the built-ins for the data it claims. Itself a coder.
 ///
-/// Built-ins, asked in this order: AVIF, WebP, APNG (all PNGs), GIF, then
-/// `SDImageIOCoder` (JPEG, PNG). While only built-ins are listed, a download
-/// decodes on the C loop's workers as the bytes arrive; with a coder of
-/// yours in the list, it decodes through the list once the bytes are in
-/// (previews from a progressive coder as they arrive).
+/// Built-ins, derived from the C core's codec rows and asked in this order:
+/// a `SDImageCoreCoder(format:)` for each format the core writes or reads
+/// beyond SDWebImage's, AVIF, WebP, APNG (all PNGs), GIF, then
+/// `SDImageIOCoder` (JPEG, PNG). A download of a format a built-in answers
+/// for decodes on the C loop's workers as the bytes arrive; a coder of yours
+/// takes the formats it names (`claimedFormats`), which decode through the
+/// list once the bytes are in (previews from a progressive coder as they
+/// arrive) — a coder that names none takes them all.
 public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
     /// The manager the library decodes and encodes through; add your coders here.
     public static let shared = SDImageCodersManager()
@@ -17,10 +20,10 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
     private let lock = NSLock()
     private var _coders: [any SDImageCoder]
 
-    /// A manager with the built-in coders: JPEG/PNG, GIF, APNG, WebP, AVIF.
+    /// A manager with the built-in coders: one for each format this build's
+    /// C core decodes or encodes (JPEG/PNG, GIF, APNG, WebP, AVIF, …).
     public init() {
-        _coders = [SDImageIOCoder.shared, SDImageGIFCoder.shared, SDImageAPNGCoder.shared,
-                   SDImageWebPCoder.shared, SDImageAVIFCoder.shared]
+        _coders = SDImageCoreCoder.builtIns
     }
 
     /// All coders, first added first (the last is asked first).
@@ -71,13 +74,33 @@ public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
 
     // MARK: - For the layers above
 
-    /// Only built-in coders are listed: the C loop may decode as bytes stream in.
-    var decodesInCore: Bool { coders.allSatisfy { $0 is SDImageCoreCoder } }
+    /// The formats a download streams into the C core's decoder: those a
+    /// built-in is the first to claim, asking in order. A coder of yours
+    /// takes the formats it names (`.unknown` in the result: no coder of
+    /// yours claims data the core does not recognise, so such data fails at
+    /// once); one that names none may claim anything, so from it on nothing
+    /// streams.
+    var streamedFormats: Set<ImageFormat> {
+        var open = Set(ImageFormat.allCases.filter { $0.capabilities.contains(.decode) })
+        var streamed: Set<ImageFormat> = [], custom = false
+        for c in asked {
+            if let core = c as? SDImageCoreCoder {
+                streamed.formUnion(open.intersection(core.decodableFormats))
+                open.subtract(core.decodableFormats)
+            } else if let claimed = c.claimedFormats {
+                open.subtract(claimed)
+                custom = custom || claimed.contains { !$0.isCore || $0 == .unknown }
+            } else {
+                return streamed.isEmpty || custom ? streamed : streamed.union([.unknown])
+            }
+        }
+        return streamed.isEmpty || custom ? streamed : streamed.union([.unknown])
+    }
 
     /// The built-in coder that answers for `format` (nil: no coder listed decodes it).
     func coreCoder(for format: ImageFormat) -> SDImageCoreCoder? {
         for c in asked {
-            if let core = c as? SDImageCoreCoder, type(of: core).decodableFormats.contains(format) { return core }
+            if let core = c as? SDImageCoreCoder, core.decodableFormats.contains(format) { return core }
         }
         return nil
     }

@@ -13,13 +13,52 @@ import SDCoders
 /// An animation's frame source keeps only the working canvas (not the C
 /// core's 64 MiB frame cache) unless `.decodeCoreOptions` names a frame
 /// cache (`decoderOptions`).
+///
+/// The built-ins are derived from the C core's codec rows
+/// (`ImageFormat.capabilities`): `SDImageCoreCoder(format:)` is the coder of
+/// one format, and the coders manager lists one per format this build
+/// decodes or encodes — SDWebImage's names (`SDImageGIFCoder`, …) for the
+/// formats that have one, so a format added to the core needs no Swift.
+/// `SDImageCoreCoder()` itself answers for every format the core decodes.
+// @unchecked: `lock` guards the decoders and the incremental state; the rest is immutable.
 public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @unchecked Sendable {
+    /// What an instance decodes and encodes, and whether it animates.
+    struct Claim: Sendable {
+        var decodes: Set<ImageFormat>
+        var encodes: Set<ImageFormat>
+        /// An animation decodes to all its frames (false: the first frame only).
+        var animates: Bool
+
+        /// The core's own answer for `format`.
+        init(format: ImageFormat) {
+            let caps = format.capabilities
+            decodes = caps.contains(.decode) ? [format] : []
+            encodes = caps.contains(.encode) ? [format] : []
+            animates = caps.contains(.animation)
+        }
+
+        init(decodes: Set<ImageFormat>, encodes: Set<ImageFormat>, animates: Bool) {
+            self.decodes = decodes
+            self.encodes = encodes
+            self.animates = animates
+        }
+    }
+
+    /// The claim of this class's instances: every format the core decodes
+    /// and encodes, animated; SDWebImage's named subclasses narrow it.
+    class var claim: Claim {
+        Claim(decodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.decode) }),
+              encodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.encode) }), animates: true)
+    }
+
+    /// This instance's claim (a class's, or one format's: `init(format:)`).
+    let claim: Claim
     /// Formats this coder decodes.
-    class var decodableFormats: Set<ImageFormat> { [] }
+    public var decodableFormats: Set<ImageFormat> { claim.decodes }
     /// Formats this coder encodes.
-    class var encodableFormats: Set<ImageFormat> { [] }
-    /// An animation decodes to all its frames (false: the first frame only).
-    class var decodesAnimation: Bool { false }
+    public var encodableFormats: Set<ImageFormat> { claim.encodes }
+    /// The formats it decodes: it claims no other data.
+    public var claimedFormats: Set<SDImageFormat>? { claim.decodes }
 
     private let lock = NSLock()
     private let options: SDImageCoderOptions
@@ -37,12 +76,22 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     /// The shared, stateless instance.
     public required init() {
+        claim = Self.claim
+        options = [:]
+        data = nil
+    }
+
+    /// The coder of one format, as the C core's codec row describes it: it
+    /// decodes, encodes and animates what `format.capabilities` says.
+    public init(format: ImageFormat) {
+        claim = Claim(format: format)
         options = [:]
         data = nil
     }
 
     /// A progressive decoder: feed it with `updateIncrementalData(_:finished:)`.
     public required init(incrementalWithOptions options: SDImageCoderOptions?) {
+        claim = Self.claim
         self.options = options ?? [:]
         data = nil
     }
@@ -50,7 +99,8 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     /// A frame source over `data`; nil when the bytes are not one of this coder's
     /// formats or do not decode.
     public required init?(animatedImageData data: Data?, options: SDImageCoderOptions?) {
-        guard let data, Self.decodableFormats.contains(ImageFormat(data: data)) else { return nil }
+        claim = Self.claim
+        guard let data, claim.decodes.contains(ImageFormat(data: data)) else { return nil }
         self.options = options ?? [:]
         self.data = data
         lock.lock()
@@ -60,7 +110,8 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     /// A frame source whose first frame was already decoded elsewhere (the
     /// download's streamed decode): nothing is decoded until frame 1 is asked for.
-    required init(animatedImageData data: Data, options: SDImageCoderOptions, frameCount: Int, loopCount: Int) {
+    required init(animatedImageData data: Data, options: SDImageCoderOptions, frameCount: Int, loopCount: Int, claim: Claim) {
+        self.claim = claim
         self.options = options
         self.data = data
         frameFacts = (frameCount, loopCount)
@@ -69,7 +120,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     // MARK: - SDImageCoder
 
     public func canDecode(from data: Data?) -> Bool {
-        Self.decodableFormats.contains(ImageFormat(data: data))
+        claim.decodes.contains(ImageFormat(data: data))
     }
 
     public func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage? {
@@ -79,7 +130,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     /// Whether this coder writes `format` (`.undefined` means PNG).
     public func canEncode(to format: SDImageFormat) -> Bool {
-        Self.encodableFormats.contains(format == .undefined ? .png : format)
+        claim.encodes.contains(format == .undefined ? .png : format)
     }
 
     public func encodedData(with image: SDImage?, format: SDImageFormat, options: SDImageCoderOptions?) -> Data? {
@@ -91,10 +142,10 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     /// whether the data was whole (a cache read treats a short file as a miss).
     func decode(_ data: Data, options: SDImageCoderOptions) throws(CoderError) -> (image: SDImage, complete: Bool) {
         let format = ImageFormat(data: data)
-        guard Self.decodableFormats.contains(format) else {
+        guard claim.decodes.contains(format) else {
             throw CoderError(.unsupportedFormat, message: "\(type(of: self)) does not decode \(format) data")
         }
-        let o = Self.decoderOptions(options)
+        let o = decoderOptions(options)
         let animates = !o.firstFrameOnly
         let decoder = try ImageDecoder(options: o)
         let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
@@ -114,10 +165,11 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     func image(from d: DecodedImage, data: Data, options: SDImageCoderOptions, decoder: ImageDecoder? = nil) -> SDImage {
         let scale = options.scaleFactor
         let still = SDImage(decoded: d, scale: scale)
-        guard Self.decodesAnimation, d.isAnimated, d.frameCount > 1, !options.decodeOptions.firstFrameOnly else {
+        guard claim.animates, d.isAnimated, d.frameCount > 1, !options.decodeOptions.firstFrameOnly else {
             return still
         }
-        let source = Self(animatedImageData: data, options: options, frameCount: d.frameCount, loopCount: d.loopCount)
+        let source = Self(animatedImageData: data, options: options, frameCount: d.frameCount, loopCount: d.loopCount,
+                          claim: claim)
         source.frames = decoder
         source.firstFrame = still
         return SDAnimatedImage(animatedCoder: source, scale: scale) ?? still
@@ -127,21 +179,21 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     /// decodes the first frame; an animation keeps only its working canvas
     /// unless the options name a frame cache (the image is what a memory cache
     /// holds; a player buffers ahead itself).
-    static func decoderOptions(_ options: SDImageCoderOptions) -> DecodeOptions {
+    func decoderOptions(_ options: SDImageCoderOptions) -> DecodeOptions {
         var o = options.decodeOptions
-        if !decodesAnimation { o.firstFrameOnly = true }
+        if !claim.animates { o.firstFrameOnly = true }
         if o.frameCacheBytes == nil { o.frameCacheBytes = 0 }
         return o
     }
 
     /// The frame cache of this frame source's decoder, in bytes.
-    var frameCacheBytes: Int { Self.decoderOptions(options).frameCacheBytes ?? 0 }
+    var frameCacheBytes: Int { decoderOptions(options).frameCacheBytes ?? 0 }
 
     /// The decoder that has all the bytes (caller holds `lock`).
     private func framesDecoder() throws(CoderError) -> ImageDecoder {
         if let frames { return frames }
         guard let data else { throw CoderError(.badState, message: "not a frame source") }
-        let d = try ImageDecoder(options: Self.decoderOptions(options))
+        let d = try ImageDecoder(options: decoderOptions(options))
         let r: Result<Void, CoderError> = data.withUnsafeBytes { raw in
             Result { () throws(CoderError) in
                 try d.push(raw)
@@ -232,7 +284,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         guard let data, !incrementalEnded else { return }
         incrementalData = data
         if incremental == nil {
-            var o = Self.decoderOptions(options)
+            var o = decoderOptions(options)
             o.progressivePreviews = true
             o.previewIntervalMilliseconds = 0
             incremental = try? ImageDecoder(options: o)
@@ -257,7 +309,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     public func incrementalDecodedImage(options: SDImageCoderOptions?) -> SDImage? {
         let scale = (options ?? self.options).scaleFactor
         lock.lock()
-        let animates = !Self.decoderOptions(self.options).firstFrameOnly
+        let animates = !decoderOptions(self.options).firstFrameOnly
         let animation = incremental.map { animates && $0.isAnimated == true && $0.frameCount > 0 } ?? false
         let ended = incrementalEnded
         lock.unlock()
@@ -280,35 +332,28 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageIOCoder()
-    override class var decodableFormats: Set<ImageFormat> { [.jpeg, .png] }
-    override class var encodableFormats: Set<ImageFormat> { [.jpeg, .png] }
+    override class var claim: Claim { Claim(decodes: [.jpeg, .png], encodes: [.jpeg, .png], animates: false) }
 }
 
 /// GIF, animated (SDWebImage's `SDImageGIFCoder`).
 public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageGIFCoder()
-    override class var decodableFormats: Set<ImageFormat> { [.gif] }
-    override class var encodableFormats: Set<ImageFormat> { [.gif] }
-    override class var decodesAnimation: Bool { true }
+    override class var claim: Claim { Claim(format: .gif) }
 }
 
 /// PNG and APNG, animated (SDWebImage's `SDImageAPNGCoder`).
 public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageAPNGCoder()
-    override class var decodableFormats: Set<ImageFormat> { [.png] }
-    override class var encodableFormats: Set<ImageFormat> { [.png] }
-    override class var decodesAnimation: Bool { true }
+    override class var claim: Claim { Claim(format: .png) }
 }
 
 /// WebP stills and animations (SDWebImage's `SDImageWebPCoder`, libwebp).
 public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageWebPCoder()
-    override class var decodableFormats: Set<ImageFormat> { [.webP] }
-    override class var encodableFormats: Set<ImageFormat> { [.webP] }
-    override class var decodesAnimation: Bool { true }
+    override class var claim: Claim { Claim(format: .webP) }
 }
 
 /// AVIF stills and image sequences (SDWebImage's `SDImageAVIFCoder`,
@@ -318,7 +363,26 @@ public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
 public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageAVIFCoder()
-    override class var decodableFormats: Set<ImageFormat> { [.avif] }
-    override class var encodableFormats: Set<ImageFormat> { [.avif] }
-    override class var decodesAnimation: Bool { true }
+    override class var claim: Claim { Claim(format: .avif) }
+}
+
+extension SDImageCoreCoder {
+    /// The built-in coders, derived from the C core's codec rows: one per
+    /// format this build decodes or encodes — SDWebImage's named coders in
+    /// its order (`SDImageIOCoder` for JPEG and PNG stills, GIF, APNG, WebP,
+    /// AVIF), then `SDImageCoreCoder(format:)` for each other format.
+    static var builtIns: [any SDImageCoder] {
+        let named: [(ImageFormat, SDImageCoreCoder)] = [
+            (.gif, SDImageGIFCoder.shared), (.png, SDImageAPNGCoder.shared),
+            (.webP, SDImageWebPCoder.shared), (.avif, SDImageAVIFCoder.shared),
+        ]
+        let capable = ImageFormat.allCases.filter { !$0.capabilities.isDisjoint(with: [.decode, .encode]) }
+        let others = capable.filter { f in f != .jpeg && !named.contains { $0.0 == f } }
+        return [SDImageIOCoder.shared] + named.filter { capable.contains($0.0) }.map(\.1) + others.map(builtIn(for:))
+    }
+
+    /// One instance per format, made once.
+    private static let generic: [ImageFormat: SDImageCoreCoder] = Dictionary(
+        uniqueKeysWithValues: ImageFormat.allCases.map { ($0, SDImageCoreCoder(format: $0)) })
+    private static func builtIn(for format: ImageFormat) -> SDImageCoreCoder { generic[format]! }
 }

@@ -1,57 +1,46 @@
 import Foundation
 import SDCoders
 
-/// Encoding with SDWebImage's encode options, for every built-in coder:
+/// Encoding with SDWebImage's encode options, for every format the C core
+/// writes (its codec rows' capabilities decide: animation, alpha, quality):
 /// max pixel size first, then the format's encoder at the asked quality, or
-/// the highest quality that fits `encodeMaxFileSize` (a bounded binary search).
+/// for a lossy format the highest quality that fits `encodeMaxFileSize` (a
+/// bounded binary search).
 enum SDImageEncoding {
     static func encode(_ image: SDImage, format: SDImageFormat, options: SDImageCoderOptions) throws(CoderError) -> Data {
         var format = format
         if format == .undefined { format = image.hasAlpha ? .png : .jpeg }
+        // what the format's codec row says it can do: no format is named below
+        let caps = format.capabilities
+        guard caps.contains(.encode) else {
+            throw CoderError(.unsupportedFormat, message: "no encoder for \(format.name) in this build")
+        }
         var bitmap = image.bitmap
         if let box = options.pixelSize(.encodeMaxPixelSize) {
             bitmap = try fit(bitmap, inside: box)
         }
-        let quality = min(1, max(0, options.double(.encodeCompressionQuality) ?? 1))
-        let encodeAt: (Int) throws(CoderError) -> [UInt8]
-        switch format {
-        case .jpeg:
-            let flat = bitmap.hasAlpha
-                ? try flatten(bitmap, on: UInt32(truncatingIfNeeded: options.int(.encodeBackgroundColor) ?? 0xFFFFFF))
-                : bitmap
-            encodeAt = { q throws(CoderError) in try flat.jpegData(quality: q) }
-        case .png where animates(image, options):
-            let (frames, delays, loops) = try animation(image, first: bitmap)
-            return Data(try Bitmap.apngData(frames: frames, delaysMilliseconds: delays, loopCount: loops))
-        case .png:
-            return Data(try bitmap.pngData())
-        case .gif:
-            return try gif(image, first: bitmap, options: options)
-        case .webP where animates(image, options):
-            let (frames, delays, loops) = try animation(image, first: bitmap)
-            if options.bool(.encodeWebPLossless) == true {
-                return Data(try Bitmap.webpAnimationData(frames: frames, delaysMilliseconds: delays, loopCount: loops, lossless: true))
-            }
-            encodeAt = { q throws(CoderError) in
-                try Bitmap.webpAnimationData(frames: frames, delaysMilliseconds: delays, loopCount: loops, quality: q)
-            }
-        case .webP where options.bool(.encodeWebPLossless) == true:
-            return Data(try bitmap.webpData(lossless: true))
-        case .webP:
-            encodeAt = { q throws(CoderError) in try bitmap.webpData(quality: q) }
-        case .avif where animates(image, options):
-            let (frames, delays, _) = try animation(image, first: bitmap)
-            let speed = options.int(.encodeAVIFSpeed) ?? 8
-            encodeAt = { q throws(CoderError) in
-                try Bitmap.avifAnimationData(frames: frames, delaysMilliseconds: delays, quality: q, speed: speed)
-            }
-        case .avif:
-            encodeAt = { q throws(CoderError) in try bitmap.avifData(quality: q, speed: options.int(.encodeAVIFSpeed) ?? 8) }
-        default:
-            throw CoderError(.unsupportedFormat, message: "no encoder for \(format) in this build")
+        var frames = [bitmap], delays = [0], loops = 0
+        if caps.contains(.encodeAnimation), animates(image, options) {
+            (frames, delays, loops) = try animation(image, first: bitmap)
         }
+        if !caps.contains(.encodeAlpha) {
+            let background = UInt32(truncatingIfNeeded: options.int(.encodeBackgroundColor) ?? 0xFFFFFF)
+            frames = try frames.map { f throws(CoderError) in f.hasAlpha ? try flatten(f, on: background) : f }
+        }
+        // SDWebImage's format-named options are the parameters of every
+        // format that has them (WebP's lossless is AVIF's too)
+        let base = EncodeOptions(lossless: options.bool(.encodeWebPLossless) == true,
+                                 speed: options.int(.encodeAVIFSpeed) ?? 8, loopCount: max(0, loops))
+        let encodeAt = { (q: Int) throws(CoderError) -> [UInt8] in
+            var o = base
+            o.quality = q
+            return try Bitmap.encode(frames, delaysMilliseconds: delays, as: format, options: o)
+        }
+        let quality = min(1, max(0, options.double(.encodeCompressionQuality) ?? 1))
         let q = max(1, Int((quality * 100).rounded()))
-        guard let limit = options.int(.encodeMaxFileSize), limit > 0 else { return Data(try encodeAt(q)) }
+        guard caps.contains(.encodeQuality), !base.lossless, let limit = options.int(.encodeMaxFileSize), limit > 0 else {
+            return Data(try encodeAt(q))
+        }
         return Data(try bestFit(limit: limit, highest: q, encodeAt))
     }
 
@@ -72,14 +61,6 @@ enum SDImageEncoding {
             delays.append(Int((p.animatedImageDuration(at: i) * 1000).rounded()))
         }
         return (frames, delays, Int(p.animatedImageLoopCount))
-    }
-
-    static func gif(_ image: SDImage, first: Bitmap, options: SDImageCoderOptions) throws(CoderError) -> Data {
-        guard animates(image, options) else {
-            return Data(try Bitmap.gifData(frames: [first], delaysMilliseconds: [0], loopCount: 0))
-        }
-        let (frames, delays, loops) = try animation(image, first: first)
-        return Data(try Bitmap.gifData(frames: frames, delaysMilliseconds: delays, loopCount: loops))
     }
 
     /// The output at the highest quality in 1...highest that is at most

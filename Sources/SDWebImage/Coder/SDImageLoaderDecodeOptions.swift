@@ -58,10 +58,15 @@ public struct SDImageLoaderDecodeOptions: Sendable {
         return o
     }
 
-    /// The C loop may decode this load as the bytes stream in: only built-in
-    /// coders would be asked.
-    var decodesInCore: Bool {
-        decodeImage && (coder.map { $0 is SDImageCoreCoder } ?? codersManager.decodesInCore)
+    /// The formats the C loop decodes as this load's bytes stream in (empty:
+    /// none; the coders decode once the bytes are in): those a built-in
+    /// answers for (`SDImageCodersManager.streamedFormats`, or `.imageCoder`'s
+    /// own when it is a built-in).
+    var streamedFormats: Set<ImageFormat> {
+        guard decodeImage else { return [] }
+        guard let coder else { return codersManager.streamedFormats }
+        if let list = coder as? SDImageCodersManager { return list.streamedFormats }
+        return (coder as? SDImageCoreCoder).map { $0.decodableFormats.union([.unknown]) } ?? []
     }
 
     /// Decode whole data; `complete` is false when it ended early (a cache
@@ -74,8 +79,8 @@ public struct SDImageLoaderDecodeOptions: Sendable {
 
     /// The image for a decode the C loop made while the bytes streamed in.
     func image(fromTransfer d: DecodedImage, data: Data) -> Result<SDImage, SDWebImageError> {
-        let core = (coder as? SDImageCoreCoder) ?? codersManager.coreCoder(for: d.format)
-        guard let core, type(of: core).decodableFormats.contains(d.format) else {
+        let core = (coder as? SDImageCoreCoder) ?? ((coder as? SDImageCodersManager) ?? codersManager).coreCoder(for: d.format)
+        guard let core, core.decodableFormats.contains(d.format) else {
             return .failure(SDImageCodersManager.noCoder(for: d.format))
         }
         return finished(core.image(from: d, data: data, options: coderOptions), data)

@@ -321,7 +321,7 @@ final class OperationSlot: @unchecked Sendable {
 public final class SDWebImageDownloadToken: @unchecked Sendable {
     /// The URL downloaded.
     public let url: URL?
-    private let operation: any SDWebImageDownloaderOperationProtocol
+    let operation: any SDWebImageDownloaderOperationProtocol
     private let token: (any Sendable)?
     private weak var downloader: SDWebImageDownloader?
     private let lock = NSLock()

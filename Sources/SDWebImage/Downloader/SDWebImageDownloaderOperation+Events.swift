@@ -91,6 +91,7 @@ extension SDWebImageDownloaderOperation {
 
     func previewed(_ bitmap: Bitmap) {
         lock.lock()
+        corePreviews += 1
         let hs = handlers
         let t = transferOptions
         let animating = swiftPreviews?.isAnimating ?? false

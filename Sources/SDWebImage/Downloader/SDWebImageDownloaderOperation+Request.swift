@@ -18,6 +18,9 @@ extension SDWebImageDownloaderOperation {
         return codes.count != hi - lo + 1
     }
 
+    /// Every format the core decodes, and data it does not recognise.
+    static let everyFormat = Set(ImageFormat.allCases.filter { $0.capabilities.contains(.decode) }).union([.unknown])
+
     func makeRequest(_ first: SDImageLoaderDecodeOptions) -> DownloadRequest? {
         guard let r = request, let url = r.url, (r.httpMethod ?? "GET").uppercased() == "GET" else { return nil }
         var d = DownloadRequest(url: url)
@@ -37,6 +40,9 @@ extension SDWebImageDownloaderOperation {
         d.password = env.password
         d.decode = decodesInTransfer
         d.decodeOptions = first.decode
+        if decodesInTransfer, !streamedFormats.isSuperset(of: Self.everyFormat) {
+            d.decodeOptions.formats = streamedFormats  // the others are declined: a user's coder takes them
+        }
         d.progressivePreviews = decodesInTransfer && options.contains(.progressiveLoad)
         if checksInSwift {
             d.acceptableStatusCodes = 0...999

@@ -50,6 +50,12 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var _completionBlock: (@Sendable () -> Void)?
     var transferOptions: SDImageLoaderDecodeOptions?
     var decodesInTransfer = false
+    /// The formats the C loop decodes (the rest it declines, undecoded).
+    var streamedFormats: Set<ImageFormat> = []
+    /// Previews the C core's decoder rendered for this transfer (under `lock`).
+    var corePreviews = 0
+    /// `corePreviews`, read under the lock.
+    var corePreviewCount: Int { lock.withLock { corePreviews } }
     /// A download decoded in Swift: its sniff and previews (not the C core's).
     var swiftPreviews: SwiftPreviews?
     var reported: (received: Int64, fraction: Double)?
@@ -145,8 +151,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         let first = handlers.first?.options ?? SDImageLoaderDecodeOptions()
         transferOptions = first
         // A decryptor must see every byte before anything is an image; a
-        // coder of the user's decodes in Swift, once the bytes are in.
-        decodesInTransfer = first.decodesInCore && env.decryptor == nil
+        // format a coder of the user's claims decodes in Swift once the bytes
+        // are in (the C decoder declines it and passes the body through).
+        streamedFormats = env.decryptor == nil ? first.streamedFormats : []
+        decodesInTransfer = !streamedFormats.isEmpty
         if options.contains(.useHTTPCache), let url = request?.url { validators = env.httpCache?.entry(for: url) }
         var dl = makeRequest(first)
         if !decodesInTransfer, first.decodeImage, env.decryptor == nil {

@@ -1,15 +1,16 @@
 /*
  * sd_codecs.c — the codec registry: every format the core recognises, in
- * one table. A decodable format's codec lives in decode/<format>/ and is
- * listed here by its sd__codec; a format we only recognise has its sniffer
- * here and no entry points, so its bytes fail with SD_EUNSUPPORTED and the
- * format's name instead of "corrupt". Adding a still format: a new
- * decode/<format>/sd_<format>.c with its sd__codec (sniffer moved there),
+ * one table. A decodable format's codec lives in decode/<format>/ (its
+ * encoder in encode/) and is listed here by its sd__codec; a format we
+ * only recognise has its sniffer here and no entry points, so its bytes
+ * fail with SD_EUNSUPPORTED and the format's name instead of "corrupt".
+ * Adding a still format: a new decode/<format>/sd_<format>.c with its
+ * sd__codec (sniffer moved there; its encoder, if any, named in the row),
  * its line below, and the build lines for its library.
  */
 #include <string.h>
 
-#include "decode/sd_decoder_int.h"
+#include "codec/sd_codec.h"
 
 static int has(const uint8_t *p, size_t n, size_t at, const char *s, size_t len)
 {
@@ -120,7 +121,7 @@ static int sniff_svg(const uint8_t *p, size_t n)
     return n < SD__SNIFF_MAX ? -1 : 0;
 }
 
-#define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL}
+#define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
 static const sd__codec jxl = KNOWN(SD_FORMAT_JXL, "JPEG XL", "image/jxl", sniff_jxl);
 static const sd__codec bmp = KNOWN(SD_FORMAT_BMP, "BMP", "image/bmp", sniff_bmp);
