@@ -67,6 +67,8 @@ typedef struct sd__codec {
  * claims the bytes, or -1 while some codec is undecided. */
 SD__HIDDEN const sd__codec *sd__codec_for(sd_format format);
 SD__HIDDEN int sd__sniff(const uint8_t *p, size_t n);
+/* "JPEG, PNG, GIF, WebP or AVIF": the formats this build decodes, for messages. */
+SD__HIDDEN void sd__decodable_names(char *out, size_t size);
 /* AVIF's ISO BMFF brand check (shared with HEIC's in sd_codecs.c). */
 SD__HIDDEN int sd__sniff_avif(const uint8_t *p, size_t n);
 

@@ -8,6 +8,7 @@
  * sd__codec (sniffer moved there; its encoder, if any, named in the row),
  * its line below, and the build lines for its library.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "codec/sd_codec.h"
@@ -195,4 +196,20 @@ unsigned sd_format_capabilities(sd_format f)
 {
     const sd__codec *c = sd__codec_for(f);
     return c ? c->caps : 0;
+}
+
+void sd__decodable_names(char *out, size_t size)
+{
+    size_t n = 0, count = 0, at = 0;
+    for (size_t f = 1; f < SD__NFORMATS; f++)
+        count += (registry[f]->caps & SD_CAP_DECODE) != 0;
+    out[0] = '\0';
+    for (size_t f = 1; f < SD__NFORMATS && at < size; f++) {
+        if (!(registry[f]->caps & SD_CAP_DECODE))
+            continue;
+        const char *sep = n == 0 ? "" : n + 1 == count ? " or " : ", ";
+        int w = snprintf(out + at, size - at, "%s%s", sep, registry[f]->name);
+        at += w > 0 ? (size_t)w : 0;
+        n++;
+    }
 }

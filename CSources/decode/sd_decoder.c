@@ -276,8 +276,10 @@ int sd_decoder_push(sd_decoder *d, const void *data, size_t len)
                 char seen[3 * 8 + 1] = "";
                 for (size_t i = 0; i < SD__MIN(d->sniff_len, 8); i++)
                     snprintf(seen + 3 * i, sizeof seen - 3 * i, "%s%02x", i ? " " : "", d->sniff[i]);
-                sd__decoder_msg(d, "unsupported format: not a JPEG, PNG, APNG, GIF, WebP or AVIF, "
-                                   "nor another image format we recognise (starts with %s)", seen);
+                char names[160];
+                sd__decodable_names(names, sizeof names);
+                sd__decoder_msg(d, "unsupported format: not a %s, "
+                                   "nor another image format we recognise (starts with %s)", names, seen);
                 return fail(d, SD_EUNSUPPORTED);
             }
             if (f > 0) {

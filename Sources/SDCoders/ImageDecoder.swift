@@ -19,26 +19,33 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let gif = ImageFormat(rawValue: 3)
     /// WebP, still or animated (decoded).
     public static let webP = ImageFormat(rawValue: 4)
-    /// AVIF (decoded when the build has libavif).
+    /// AVIF, still or a sequence (`capabilities` says what this build does with it).
     public static let avif = ImageFormat(rawValue: 5)
-    /// HEIC/HEIF: named, not decoded by the core.
+    /// HEIC/HEIF (`capabilities` says what this build does with it).
     public static let heic = ImageFormat(rawValue: 6)
-    /// JPEG XL: named, not decoded by the core.
+    /// JPEG XL (`capabilities` says what this build does with it).
     public static let jpegXL = ImageFormat(rawValue: 7)
-    /// BMP: named, not decoded by the core.
+    /// BMP (`capabilities` says what this build does with it).
     public static let bmp = ImageFormat(rawValue: 8)
-    /// TIFF: named, not decoded by the core.
+    /// TIFF (`capabilities` says what this build does with it).
     public static let tiff = ImageFormat(rawValue: 9)
-    /// SVG: named, not decoded by the core.
+    /// SVG (`capabilities` says what this build does with it).
     public static let svg = ImageFormat(rawValue: 10)
-    /// ICO: named, not decoded by the core.
+    /// ICO (`capabilities` says what this build does with it).
     public static let ico = ImageFormat(rawValue: 11)
-    /// The core's formats (custom ones are not listed).
-    public static let allCases: [ImageFormat] = (0...11).map { ImageFormat(rawValue: $0) }
+    /// The core's formats, read from its registry (custom ones are not listed).
+    public static let allCases: [ImageFormat] = (0..<coreCount).map { ImageFormat(rawValue: $0) }
     /// Where formats of your own start.
     public static let firstCustomRawValue = 1000
     /// One of the core's formats (else a custom one, or an unassigned number).
-    public var isCore: Bool { (0...11).contains(rawValue) }
+    public var isCore: Bool { (0..<Self.coreCount).contains(rawValue) }
+    /// How many formats the C core knows: `sd_format_name` names each, and
+    /// "unknown" past the last (so a format added to the core needs no Swift).
+    private static let coreCount: Int = {
+        var n = 1
+        while n < firstCustomRawValue, String(cString: sd_format_name(sd_format(rawValue: UInt32(n)))) != "unknown" { n += 1 }
+        return n
+    }()
 
     /// The format the first bytes of a file say (`sd_sniff_format`); `.unknown` if none.
     public init(sniffing bytes: UnsafeRawBufferPointer) {
@@ -76,6 +83,22 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public var name: String { isCore ? String(cString: sd_format_name(c)) : "format \(rawValue)" }
     /// "image/jpeg", …; nil for `.unknown` and custom formats.
     public var mimeType: String? { isCore ? sd_format_mime(c).map { String(cString: $0) } : nil }
+    /// The format a file name extension names ("jpg", "webp", "jxl", "svg";
+    /// any case), or nil: a core format's lowercase name or MIME subtype, and
+    /// the usual short forms (jpg, tif).
+    public init?(fileExtension: String) {
+        let ext = fileExtension.lowercased()
+        let aliases: [String: ImageFormat] = ["jpg": .jpeg, "tif": .tiff, "apng": .png]
+        if let f = aliases[ext] { self = f; return }
+        let match = Self.allCases.first { f in
+            guard f != .unknown else { return false }
+            let subtype = f.mimeType?.split(separator: "/").last.map { String($0.split(separator: "+")[0]) }
+            return f.description == ext || subtype == ext
+        }
+        guard let match else { return nil }
+        self = match
+    }
+
     /// Lowercase name ("jpeg", "webp"), as logs and keys print it.
     public var description: String { self == .unknown ? "unknown" : String(name.lowercased().filter { $0 != " " }) }
 }

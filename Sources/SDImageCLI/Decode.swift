@@ -42,7 +42,7 @@ struct Decode: ParsableCommand {
     @Flag(help: "Every frame of an animation, composited (with --raw: all of them, in order).")
     var frames = false
 
-    @Option(help: "Convert: write the image encoded as the extension says (.jpg, .png, .webp, .avif, .gif); an animation stays one in .gif, .png (APNG), .webp and .avif.")
+    @Option(help: "Convert: write the image encoded as the extension says (any format this build writes: .jpg, .png, .webp, .avif, .gif, ...); an animation stays one where the format has animations (.gif, .png as APNG, .webp, .avif).")
     var out: String?
 
     @Option(help: "With --out: quality 0...100 (JPEG, WebP, AVIF; AVIF 100 is lossless). Default 90.")
@@ -119,13 +119,15 @@ extension Decode {
     /// `--out`: through the coders manager, as the library stores derived images.
     func convert(_ input: Data, options: DecodeOptions, to path: String) {
         let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
-        let formats: [String: SDImageFormat] = ["jpg": .jpeg, "jpeg": .jpeg, "png": .png, "webp": .webP, "avif": .avif,
-                                                "gif": .gif]
-        guard let format = formats[ext] else { fail("\(path): unknown extension (jpg, png, webp, avif, gif)") }
+        let writable = SDImageFormat.allCases.filter { $0.capabilities.contains(.encode) }
+        guard let format = SDImageFormat(fileExtension: ext), writable.contains(format) else {
+            fail("\(path): unknown extension (\(writable.map(\.description).joined(separator: ", ")))")
+        }
         guard SDImageCodersManager.shared.canEncode(to: format) else { fail("no encoder for \(format) in this build") }
         var o: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality ?? 90) / 100]
         let image: SDImage
-        if [.gif, .webP, .png, .avif].contains(format), let anim = SDAnimatedImage(data: input), anim.animatedImageFrameCount > 1 {
+        if format.capabilities.contains(.encodeAnimation), let anim = SDAnimatedImage(data: input),
+           anim.animatedImageFrameCount > 1 {
             image = anim  // GIF, WebP, APNG and AVIF keep every frame; the size limit applies to each
             if let m = maxPixelSize { o[.encodeMaxPixelSize] = m }
         } else {
@@ -142,7 +144,7 @@ extension Decode {
         }
         do { try data.write(to: URL(fileURLWithPath: path)) } catch { fail("cannot write \(path): \(error)") }
         var animated = !image.sd_isAnimated ? ""
-            : [.gif, .webP, .png, .avif].contains(format) ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
+            : format.capabilities.contains(.encodeAnimation) ? " (\(image.sd_imageFrameCount) frames)" : " (first of \(image.sd_imageFrameCount) frames)"
         if let maxFileSize, data.count > maxFileSize { animated += " (over --max-file-size even at the lowest quality)" }
         FileHandle.standardError.write(Data("\(image.width)x\(image.height) \(image.format) -> \(format) \(data.count) bytes\(animated)\n".utf8))
     }

@@ -66,6 +66,38 @@ struct CoderRegistryTests {
         #expect(m.encodedData(with: image, format: .heic, options: nil) == nil || SDImageFormat.heic.capabilities.contains(.encode))
     }
 
+    @Test("Every format the core reads and writes, with no Swift of its own: encoded by the coders manager, served over HTTP, loaded by the manager, then from disk")
+    func everyFormatOverHTTPAndDisk() async throws {
+        let s = try #require(TestServers.shared)
+        let formats = SDImageFormat.allCases.filter { $0.capabilities.isSuperset(of: [.decode, .encode]) }
+        #expect(formats.count >= 5)  // JPEG, PNG, GIF, WebP and AVIF in this build
+        let bitmap = try Bitmap(width: 40, height: 24) { px in
+            for i in stride(from: 0, to: px.count, by: 4) {
+                let x = (i / 4) % 40, y = (i / 4) / 40  // 8x8 blocks: 15 colours, exact in a GIF too
+                px[i] = UInt8(x / 8 * 50); px[i + 1] = UInt8(y / 8 * 80); px[i + 2] = 200; px[i + 3] = 255
+            }
+        }
+        let image = SDImage(bitmap: bitmap)
+        try FileManager.default.createDirectory(at: s.www.appendingPathComponent("formats"), withIntermediateDirectories: true)
+        let (m, cache) = makeManager()
+        for f in formats {
+            let data = try #require(SDImageCodersManager.shared.encodedData(with: image, format: f, options: nil), "\(f)")
+            let name = "formats/picture.\(f.description)"
+            try data.write(to: s.www.appendingPathComponent(name))
+            let url = s.url(s.http, "/" + name)
+            let net = try #require(await m.load(url).last, "\(f)")
+            #expect(net.error == nil && net.type == .none, "\(f): \(String(describing: net.error))")
+            #expect(net.image?.width == 40 && net.image?.height == 24 && net.image?.format == f, "\(f)")
+            cache.waitForPendingWrites()
+            cache.clearMemory()
+            let disk = try #require(await m.load(url, [.fromCacheOnly]).last, "\(f)")
+            #expect(disk.type == .disk && disk.image?.width == 40 && disk.image?.format == f, "\(f)")
+            if f.capabilities.contains(.encodeQuality) { continue }
+            // lossless formats give the pixels back
+            #expect(disk.image.map { pixel($0, 39, 23) } == pixel(image, 39, 23), "\(f)")
+        }
+    }
+
     @Test("The formats a download streams into C: every one a built-in answers for, minus those a user's coder names")
     func streamedFormats() {
         let all = SDImageCodersManager()
