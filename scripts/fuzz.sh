@@ -33,6 +33,21 @@ seed() { # target prefix-bytes
     i=$((i + 1))
     { printf "$2"; cat "$f"; } > "$dir/seed$i"
   done < <(find "$corpus" -name '*.png' -size -64k; find "$corpus" -name '*.jpg' -size -64k)
+  # BMP in its variants (ImageMagick, a test package): headers, palettes, RLE, bit fields
+  command -v convert >/dev/null || return 0
+  local png variant=0
+  for png in $(find "$corpus" -name '*.png' -size -8k | sort | head -3); do
+    for args in "BMP:" "-alpha off BMP3:" "-alpha off -colors 200 -type Palette BMP3:" \
+                "-alpha off -colors 12 -type Palette -compress None BMP3:" "-alpha off -type Bilevel BMP3:" \
+                "-alpha off BMP2:" "-alpha off -define bmp:subtype=RGB565 BMP:"; do
+      variant=$((variant + 1))
+      local opts=${args% *}
+      [ "$opts" = "$args" ] && opts=""
+      convert "$png" $opts "${args##* }$out/bmp.tmp" 2>/dev/null || continue
+      { printf "$2"; cat "$out/bmp.tmp"; } > "$dir/bmp$variant"
+    done
+  done
+  rm -f "$out/bmp.tmp"
 }
 seed decode_whole ''
 seed decode_chunked '\x07\x00'

@@ -36,6 +36,9 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
   "$bin" decode "$tmp/c.webp" --out "$tmp/c.avif" --quality 100 2>"$tmp/err"
   check "--out avif (lossless) decodes to the same pixels" \
     '[ "$("$bin" decode "$tmp/c.avif" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
+  "$bin" decode "$tmp/c.webp" --out "$tmp/c.bmp" 2>"$tmp/err"
+  check "--out bmp (a format with no Swift of its own) decodes to the same pixels" \
+    '[ "$("$bin" decode "$tmp/c.bmp" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
   big=$(stat -c %s "$tmp/c.webp")
   "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/small.jpg" --max-file-size $((big / 2)) 2>"$tmp/err"
   check "--max-file-size is honoured" '[ $(stat -c %s "$tmp/small.jpg") -le $((big / 2)) ]'

@@ -78,5 +78,6 @@ SD__HIDDEN int sd__png_encode(const sd__encode_job *job, uint8_t **out, size_t *
 SD__HIDDEN int sd__gif_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);
 SD__HIDDEN int sd__webp_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);
 SD__HIDDEN int sd__avif_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);
+SD__HIDDEN int sd__bmp_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);
 
 #endif

@@ -74,16 +74,6 @@ static int sniff_jxl(const uint8_t *p, size_t n)
     return either(has(p, n, 0, "\xFF\x0A", 2), has(p, n, 0, (const char *)box, 12));
 }
 
-static int sniff_bmp(const uint8_t *p, size_t n)
-{
-    int r = has(p, n, 0, "BM", 2);
-    if (r != 1)
-        return r;
-    if (n < 10)
-        return -1;
-    return memcmp(p + 6, "\0\0\0\0", 4) == 0; /* the reserved words are zero */
-}
-
 static int sniff_tiff(const uint8_t *p, size_t n)
 {
     return either(has(p, n, 0, "II*\0", 4), has(p, n, 0, "MM\0*", 4));
@@ -125,7 +115,6 @@ static int sniff_svg(const uint8_t *p, size_t n)
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
 static const sd__codec jxl = KNOWN(SD_FORMAT_JXL, "JPEG XL", "image/jxl", sniff_jxl);
-static const sd__codec bmp = KNOWN(SD_FORMAT_BMP, "BMP", "image/bmp", sniff_bmp);
 static const sd__codec tiff = KNOWN(SD_FORMAT_TIFF, "TIFF", "image/tiff", sniff_tiff);
 static const sd__codec svg = KNOWN(SD_FORMAT_SVG, "SVG", "image/svg+xml", sniff_svg);
 static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.icon", sniff_ico);
@@ -136,6 +125,7 @@ SD__HIDDEN extern const sd__codec sd__png_codec;
 SD__HIDDEN extern const sd__codec sd__gif_codec;
 SD__HIDDEN extern const sd__codec sd__webp_codec;
 SD__HIDDEN extern const sd__codec sd__avif_codec;
+SD__HIDDEN extern const sd__codec sd__bmp_codec;
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
@@ -147,7 +137,7 @@ static const sd__codec *const registry[] = {
     &sd__avif_codec,
     &heic,
     &jxl,
-    &bmp,
+    &sd__bmp_codec,
     &tiff,
     &svg,
     &ico,

@@ -70,7 +70,7 @@ struct CoderRegistryTests {
     func everyFormatOverHTTPAndDisk() async throws {
         let s = try #require(TestServers.shared)
         let formats = SDImageFormat.allCases.filter { $0.capabilities.isSuperset(of: [.decode, .encode]) }
-        #expect(formats.count >= 5)  // JPEG, PNG, GIF, WebP and AVIF in this build
+        #expect(formats.count >= 6)  // JPEG, PNG, GIF, WebP, AVIF and BMP in this build
         let bitmap = try Bitmap(width: 40, height: 24) { px in
             for i in stride(from: 0, to: px.count, by: 4) {
                 let x = (i / 4) % 40, y = (i / 4) / 40  // 8x8 blocks: 15 colours, exact in a GIF too
