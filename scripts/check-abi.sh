@@ -35,7 +35,7 @@ unversioned=$(objdump -T "$lib" | awk '$NF ~ /^sd_/ && $0 !~ /SDCORE_[0-9]/ {pri
 [ -z "$unversioned" ] || fail "symbols without a version: $unversioned"
 # SD_API declarations, from the preprocessed headers: the name before the
 # first "(" of each exported declaration
-printf '#include "sdcore.h"\n#define SD_COMPAT_QUIET\n#include "sdcore/sd_encoder_compat.h"\n' | gcc -E -P -Iinclude -x c - | tr '\n' ' ' \
+printf '#include "sdcore.h"\n#define SD_COMPAT_QUIET\n#include "sdcore/sd_compat.h"\n' | gcc -E -P -Iinclude -x c - | tr '\n' ' ' \
   | grep -oE 'visibility\("default"\)\)\)[^;]*;' | sed -E 's/^visibility\("default"\)\)\) *//' \
   | sed -E 's/ *\(.*//' | grep -oE 'sd_[a-z_0-9]+$' | sort -u >"$tmp/declared"
 diff -u "$tmp/declared" "$tmp/exported" >"$tmp/d" || { cat "$tmp/d"; fail "SD_API declarations differ from the exported symbols"; }

@@ -234,7 +234,7 @@ static double run_loop(int conc, int rounds, int decode, int threads)
     for (int i = 0; i < total; i++) {
         sd_request *r;
         sd_request_new(urls[i % nfiles], &r);
-        sd_request_set(r, SD_REQ_DECODE, decode);
+        sd_request_set(r, SD_REQ_USE_SINK, decode);
         sd_loop_submit(l, r, &ev, NULL, NULL);
         sd_request_free(r);
     }

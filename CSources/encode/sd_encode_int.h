@@ -5,7 +5,7 @@
 #include "common/sd_internal.h"
 #include "sdcore.h"
 #define SD_COMPAT_QUIET /* the encoders define the 0.9 positional functions */
-#include "sdcore/sd_encoder_compat.h"
+#include "sdcore/sd_compat.h"
 
 /* Bytes written to memory; `oom` once a growth failed (later puts do nothing). */
 typedef struct {

@@ -412,7 +412,7 @@ static int test_status_404_500(void)
     ASSERT_EQ(c.http_status, 500);
     collect_free(&c);
     /* a custom acceptable range lets 404 through (then it does not decode) */
-    int64_t range[] = {SD_REQ_STATUS_MIN, 200, SD_REQ_STATUS_MAX, 404, SD_REQ_DECODE, 0, 0};
+    int64_t range[] = {SD_REQ_STATUS_MIN, 200, SD_REQ_STATUS_MAX, 404, SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(HTTP, "/img/missing.jpg"), set_param, range, &c));
     ASSERT_OK(c.status);
     ASSERT_EQ(c.http_status, 404);
@@ -486,14 +486,14 @@ static int test_file_urls(void)
     ASSERT_EQ(c.status, SD_EIO);
     collect_free(&c);
     /* a format the core knows but cannot decode says which (issue 12) */
-    char bmp[600];
-    snprintf(bmp, sizeof bmp, "%s/image.bmp", tmpdir);
-    static const uint8_t bmp_head[] = {'B', 'M', 0x36, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0, 40, 0, 0, 0};
-    ASSERT_OK(write_file(bmp, bmp_head, sizeof bmp_head));
-    snprintf(u, sizeof u, "file://%s", bmp);
+    char tiff[600];
+    snprintf(tiff, sizeof tiff, "%s/image.tif", tmpdir);
+    static const uint8_t tiff_head[] = {'I', 'I', '*', 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    ASSERT_OK(write_file(tiff, tiff_head, sizeof tiff_head));
+    snprintf(u, sizeof u, "file://%s", tiff);
     ASSERT_OK(fetch(l, u, NULL, NULL, &c));
     ASSERT_EQ(c.status, SD_EDECODE);
-    ASSERT(strstr(c.message, "unsupported format: BMP") != NULL);
+    ASSERT(strstr(c.message, "unsupported format: TIFF") != NULL);
     collect_free(&c);
     /* a GIF (issue 15) decodes through the loop: its first frame */
     char gif[600];
@@ -598,7 +598,7 @@ static int test_request_strings_no_injection(void)
     etag[3002] = 0;
     ASSERT_OK(sd_request_set_string(r, SD_REQ_IF_NONE_MATCH, etag));
     ASSERT_OK(sd_request_set_string(r, SD_REQ_USER_AGENT, "ua\twith tab"));
-    ASSERT_OK(sd_request_set(r, SD_REQ_DECODE, 0));
+    ASSERT_OK(sd_request_set(r, SD_REQ_USE_SINK, 0));
     sd_loop *l = new_loop();
     collect c;
     collect_init(&c);
@@ -707,7 +707,7 @@ static int proxied_count(sd_loop *l, const char *needle)
     collect_init(&c);
     if (sd_request_new(url(FAULT, "/proxied"), &r) != SD_OK)
         return -1;
-    sd_request_set(r, SD_REQ_DECODE, 0);
+    sd_request_set(r, SD_REQ_USE_SINK, 0);
     sd_request_set_string(r, SD_REQ_PROXY, ""); /* asked directly, whatever the environment says */
     sd_loop_submit(l, r, &all_events, &c, NULL);
     sd_request_free(r);
@@ -914,7 +914,7 @@ static int test_bytes_only_body_kept(void)
 {
     sd_loop *l = new_loop();
     collect c;
-    int64_t raw[] = {SD_REQ_DECODE, 0, 0};
+    int64_t raw[] = {SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_param, raw, &c));
     ASSERT_OK(c.status);
     ASSERT_EQ(c.width, 0); /* no bitmap */
@@ -943,7 +943,7 @@ static int test_body_block_pool(void)
     ASSERT_EQ(sd_bitmap_pool_bytes(), 0);
     sd_loop *l = new_loop();
     collect c;
-    int64_t raw[] = {SD_REQ_DECODE, 0, 0};
+    int64_t raw[] = {SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(HTTP, "/img/blob.bin"), set_param, raw, &c));
     ASSERT_OK(c.status);
     ASSERT_EQ(c.body_len, BLOB_BYTES);
@@ -1114,7 +1114,7 @@ static int test_faults(void)
     ASSERT_EQ(c.status, SD_EBODY);
     collect_free(&c);
 
-    int64_t cap[] = {SD_REQ_MAX_BYTES, 1 << 20, SD_REQ_DECODE, 0, 0};
+    int64_t cap[] = {SD_REQ_MAX_BYTES, 1 << 20, SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(FAULT, "/endless"), set_param, cap, &c));
     ASSERT_EQ(c.status, SD_ETOOBIG);
     ASSERT(c.body_len <= (1 << 20));
@@ -1159,14 +1159,14 @@ static int test_progress_interval(void)
     sd_loop *l = new_loop();
     collect c;
     /* prog.jpg (12 KB) dribbles in over ~120 ms in 2 KiB pieces */
-    int64_t every[] = {SD_REQ_DECODE, 0, 0};
+    int64_t every[] = {SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, every, &c));
     ASSERT_OK(c.status);
     /* first, one per read, final: how many reads the pieces take is the
      * scheduler's (a starved reader gets several at once), so at least two */
     ASSERT(c.progress_calls >= 2 && !c.progress_bad);
     collect_free(&c);
-    int64_t throttled[] = {SD_REQ_DECODE, 0, SD_REQ_PROGRESS_INTERVAL_MS, 100, 0};
+    int64_t throttled[] = {SD_REQ_USE_SINK, 0, SD_REQ_PROGRESS_INTERVAL_MS, 100, 0};
     ASSERT_OK(fetch(l, url(FAULT, "/drip-progressive"), set_param, throttled, &c));
     ASSERT_OK(c.status);
     /* the first (0, expected), one per 100 ms at most, and the final call:
@@ -1291,7 +1291,7 @@ static int test_resume(void)
 {
     sd_loop *l = new_loop();
     collect c;
-    int64_t raw[] = {SD_REQ_DECODE, 0, 0};
+    int64_t raw[] = {SD_REQ_USE_SINK, 0, 0};
     ASSERT_OK(fetch(l, url(HTTP, "/img/photo.jpg"), set_param, raw, &c));
     size_t n = c.body_len;
     uint8_t *whole = c.body;
@@ -1413,7 +1413,7 @@ static int run_host_limit(int64_t limit, int *connections)
     for (int i = 0; i < 8; i++) {
         sd_request *r;
         ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
-        ASSERT_OK(sd_request_set(r, SD_REQ_DECODE, 0));
+        ASSERT_OK(sd_request_set(r, SD_REQ_USE_SINK, 0));
         ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
         sd_request_free(r);
     }
@@ -1630,7 +1630,7 @@ static void *race_thread(void *p)
         sd_request_new(u, &r);
         sd_request_set(r, SD_REQ_TIMEOUT_MS, 3000);
         sd_request_set(r, SD_REQ_PRIORITY, (int)(k % 3) - 1);
-        sd_request_set(r, SD_REQ_DECODE, (k >> 4) & 1);
+        sd_request_set(r, SD_REQ_USE_SINK, (k >> 4) & 1);
         if (sd_loop_submit(a->loop, r, &ev, (void *)(intptr_t)(a->base + i), &a->ids[i]) != SD_OK)
             atomic_fetch_add(&race_completes[a->base + i], 100); /* refused: must not complete */
         sd_request_free(r);
@@ -2014,9 +2014,9 @@ static int test_decode_backpressure(void)
     ASSERT_OK(sd_loop_new(&l));
     ASSERT_OK(sd_loop_use_decoder(l, 1));
     ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_CONCURRENT, 2));
-    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_DECODE_BACKLOG, 2));
+    ASSERT_OK(sd_loop_set(l, SD_LOOP_MAX_SINK_BACKLOG, 2));
     int64_t v = 0;
-    ASSERT_OK(sd_loop_get(l, SD_LOOP_MAX_DECODE_BACKLOG, &v));
+    ASSERT_OK(sd_loop_get(l, SD_LOOP_MAX_SINK_BACKLOG, &v));
     ASSERT_EQ(v, 2);
     ASSERT_OK(sd_loop_start(l));
     atomic_store(&bp_started, 0);

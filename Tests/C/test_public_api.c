@@ -5,7 +5,7 @@
 
 #include <sdcore.h>
 #define SD_COMPAT_QUIET /* the 0.9 wrappers are checked against the handle below */
-#include <sdcore/sd_encoder_compat.h>
+#include <sdcore/sd_compat.h>
 
 #define CHECK(c) do { if (!(c)) { printf("FAILED %s:%d %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
 

@@ -25,11 +25,6 @@
 extern "C" {
 #endif
 
-/* Older names, kept for source compatibility. */
-#define SD_REQ_DECODE SD_REQ_USE_SINK
-#define SD_METRIC_DECODE_MS SD_METRIC_SINK_MS
-#define SD_LOOP_MAX_DECODE_BACKLOG SD_LOOP_MAX_SINK_BACKLOG
-
 /*
  * Name: sd_loop_use_decoder
  * Desc: Make the decode sink the loop's body sink, with `threads` decode

@@ -3,7 +3,7 @@
  * and APNG, JPEG, WebP, AVIF, GIF): one handle with parameters, as
  * TurboJPEG 3's tj3Set. The output is allocated by the core and owned by
  * the caller (release it with sd_free()). The positional sd_encode_*
- * functions of 0.9 are in sd_encoder_compat.h.
+ * functions of 0.9 are in sd_compat.h.
  */
 #ifndef SDCORE_SD_ENCODER_H
 #define SDCORE_SD_ENCODER_H

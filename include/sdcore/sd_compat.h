@@ -1,14 +1,21 @@
 /*
- * sd_encoder_compat.h — the positional encoders of 0.9 and before, kept as
- * wrappers of the same code until 0.11; new code uses sd_encoder
- * (sd_encoder.h). Not included by <sdcore.h>: include it by name. They
- * are marked deprecated; define SD_COMPAT_QUIET before including this
- * header to silence that.
+ * sd_compat.h — every compatibility name in one place, kept until 0.11 and
+ * not included by <sdcore.h> (include it by name): the positional
+ * encoders of 0.9 and before, wrappers of the same code as sd_encoder
+ * (sd_encoder.h), marked deprecated (define SD_COMPAT_QUIET before
+ * including this header to silence that); and the decode-named aliases of
+ * the loop's sink parameters (0.4 and before).
  */
-#ifndef SDCORE_SD_ENCODER_COMPAT_H
-#define SDCORE_SD_ENCODER_COMPAT_H
+#ifndef SDCORE_SD_COMPAT_H
+#define SDCORE_SD_COMPAT_H
 
 #include "sd_bitmap.h"
+#include "sd_loop.h"
+
+/* Older names of the loop's sink parameters. */
+#define SD_REQ_DECODE SD_REQ_USE_SINK
+#define SD_METRIC_DECODE_MS SD_METRIC_SINK_MS
+#define SD_LOOP_MAX_DECODE_BACKLOG SD_LOOP_MAX_SINK_BACKLOG
 
 #ifdef __cplusplus
 extern "C" {
@@ -127,4 +134,4 @@ SD_API SD_COMPAT_DEPRECATED int sd_encode_apng(const sd_bitmap *const *frames, c
 #ifdef __cplusplus
 }
 #endif
-#endif /* SDCORE_SD_ENCODER_COMPAT_H */
+#endif /* SDCORE_SD_COMPAT_H */
