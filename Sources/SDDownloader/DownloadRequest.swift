@@ -1,0 +1,98 @@
+import CSDCore
+import Foundation
+import SDCoders
+
+/// Where a request waits in the loop's queue: higher first, then by the
+/// loop's execution order (SDWebImage's low/high priority options).
+public enum DownloadPriority: Int32, Sendable {
+    /// After every queued normal and high request.
+    case low = -1
+    /// The default.
+    case normal = 0
+    /// Before every queued normal and low request.
+    case high = 1
+}
+
+/// The order queued requests of equal priority start in (SDWebImage's
+/// `SDWebImageDownloaderExecutionOrder`).
+public enum DownloadExecutionOrder: Int64, Sendable {
+    /// First in, first out: the default.
+    case fifo = 0
+    /// Last in, first out: the newest request starts first (a scrolling list).
+    case lifo = 1
+}
+
+/// What to fetch and how; a plain value.
+public struct DownloadRequest: Sendable {
+    /// What to fetch: http, https or file (see `policy`).
+    public var url: URL
+    /// Where it waits in the loop's queue.
+    public var priority = DownloadPriority.normal
+    /// Idle timeout: fail when no byte arrived for this long (SDWebImage's
+    /// downloadTimeout, 15 s: URLSession's timeoutInterval is an idle
+    /// timeout, so an image whose bytes keep coming is never cut). 0: off.
+    public var timeout: TimeInterval = 15
+    /// Whole-transfer timeout (ours): a drip that never idles long enough
+    /// still ends. 120 s by default; 0: none.
+    public var totalTimeout: TimeInterval = DownloadRequest.defaultTotalTimeout
+    /// Low-speed floor (ours, curl's low-speed limit): fail with `.timedOut`
+    /// when fewer than this many bytes per second arrive for `lowSpeedTime`
+    /// seconds. 0 (the default): off.
+    public var lowSpeedLimit = 0
+    /// How long a transfer may stay under `lowSpeedLimit` (whole seconds,
+    /// rounded up; default 10).
+    public var lowSpeedTime: TimeInterval = 10
+    /// Extra request headers; a value or name with a control character is refused.
+    public var headers: [String: String] = [:]
+    /// Decode on the loop's workers (false: bytes only, SDWebImage's avoidDecodeImage).
+    public var decode = true
+    /// How the C core decodes (thumbnail size, orientation, limits).
+    public var decodeOptions = DecodeOptions()
+    /// Deliver previews while loading (SDWebImage's progressiveLoad).
+    public var progressivePreviews = false
+    /// HTTP Basic authentication user.
+    public var username: String?
+    /// HTTP Basic authentication password, with `username`.
+    public var password: String?
+    /// Skip TLS certificate verification (SDWebImage's allowInvalidSSLCertificates); never for untrusted hosts.
+    public var allowsInvalidCertificates = false
+    /// Send and keep cookies (SDWebImage's handleCookies); off: no cookie engine at all.
+    public var handlesCookies = false
+    /// Statuses that count as success; any other fails with `.badStatus`.
+    public var acceptableStatusCodes: ClosedRange<Int> = 200...299
+    /// Content-type prefixes, e.g. ["image/"]; nil accepts any.
+    public var acceptableContentTypes: [String]?
+    /// Conditional request for revalidation: a match completes with `.notModified`.
+    public var ifNoneMatch: String?
+    /// Conditional request by date (an HTTP-date): a 304 completes with `.notModified`.
+    public var ifModifiedSince: String?
+    /// Bodies larger than this fail with `.tooLarge` as soon as that is known.
+    public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
+    /// Minimum seconds between two progress calls.
+    public var minimumProgressInterval: TimeInterval = 0
+    /// Continue an earlier transfer that failed part-way (`DownloadError.resumable`):
+    /// the server sends only the rest if the resource is unchanged.
+    public var resume: ResumableData?
+    /// What the request may reach (redirects included).
+    public var policy = URLPolicy.none
+    /// Proxy URL ("" for none); nil: the environment's, unless `policy`
+    /// blocks addresses (`SD_REQ_PROXY`).
+    public var proxy: String?
+    /// Redirects followed at most (0: none).
+    public var maxRedirects = DownloadRequest.defaultMaxRedirects
+    /// Sees each piece of the body as it arrives, on the loop thread (copy
+    /// and hop; never block): for decoders that are not the C core's (a
+    /// progressive coder of the user's), or beside it (`decode` true: a
+    /// progressive animation's frames so far).
+    public var bodyObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)?
+
+    /// The defaults above, for the layers that carry these settings.
+    public static let defaultMaxResponseBytes = Int(SD_DEFAULT_MAX_RESPONSE_BYTES)
+    /// Redirects followed by default (`sd_request`'s default).
+    public static let defaultMaxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
+    /// The whole-transfer timeout by default, in seconds.
+    public static let defaultTotalTimeout: TimeInterval = 120
+
+    /// A request for `url` with every default.
+    public init(url: URL) { self.url = url }
+}

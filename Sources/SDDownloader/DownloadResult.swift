@@ -1,0 +1,62 @@
+import CSDCore
+import Foundation
+import SDCoders
+
+/// The final response's status line and headers.
+public struct DownloadResponse: Sendable {
+    /// The HTTP status (0 when the URL is not HTTP).
+    public let statusCode: Int
+    /// The URL that answered, after redirects.
+    public let url: URL?
+    /// Content-Length, 0 when unknown.
+    public let expectedContentLength: Int64
+    /// The Content-Type header as sent, when there is one.
+    public let mimeType: String?
+    /// Headers in arrival order (names as sent).
+    public let headers: [(name: String, value: String)]
+
+    /// Last value of a header, case-insensitive.
+    public func value(forHTTPHeaderField name: String) -> String? {
+        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Timing and size of one transfer (milliseconds from its start).
+public struct DownloadMetrics: Sendable {
+    /// Name resolution done.
+    public let dnsMs: Double
+    /// TCP connected.
+    public let connectMs: Double
+    /// TLS handshake done (0 without TLS).
+    public let tlsMs: Double
+    /// First response byte arrived.
+    public let firstByteMs: Double
+    /// The whole transfer, redirects included.
+    public let totalMs: Double
+    /// Waiting in the loop's queue before it started.
+    public let queuedMs: Double
+    /// Decoding on the loop's workers, summed over the pieces.
+    public let decodeMs: Double
+    /// Body bytes received over the network.
+    public let bytes: Int
+    /// 10, 11 or 20.
+    public let httpVersion: Int
+    /// Redirects followed.
+    public let redirects: Int
+    /// New connections opened (0: an existing one was reused).
+    public let newConnections: Int
+    /// Body bytes reused from `DownloadRequest.resume` (not fetched again).
+    public var resumedBytes = 0
+}
+
+/// A finished download: the body, its image, the response and timings.
+public struct DownloadResult: Sendable {
+    /// The raw body (what a disk cache stores).
+    public let data: Data
+    /// The decoded image, unless decoding was off.
+    public let image: DecodedImage?
+    /// The final response; nil when none arrived (the connection failed).
+    public let response: DownloadResponse?
+    /// Timings and sizes.
+    public let metrics: DownloadMetrics
+}
