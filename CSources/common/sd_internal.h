@@ -34,6 +34,18 @@
         }                                                                      \
     } while (0)
 
+/* Bytes that grow by doubling (sd_buf.c): the input a codec keeps, an
+ * encoder's output. A failed growth sets `oom`: that put and every later one
+ * return SD_ENOMEM and change nothing, so a writer callback can ignore the
+ * result and check `oom` once at the end. */
+typedef struct sd__buf {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+} sd__buf;
+SD__HIDDEN int sd__buf_put(sd__buf *b, const void *p, size_t n);
+SD__HIDDEN void sd__buf_free(sd__buf *b);
+
 #define SD__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SD__MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -10,30 +10,11 @@
 #include "encode/sd_encode_int.h"
 #include "sdcore.h"
 
-void sd__membuf_put(sd__membuf *m, const void *p, size_t n)
-{
-    if (m->oom)
-        return;
-    if (m->len + n > m->cap) {
-        size_t cap = SD__MAX(m->cap * 2, m->len + n);
-        cap = SD__MAX(cap, 16384);
-        uint8_t *nd = sd__realloc(m->data, cap);
-        if (nd == NULL) {
-            m->oom = 1;
-            return;
-        }
-        m->data = nd;
-        m->cap = cap;
-    }
-    memcpy(m->data + m->len, p, n);
-    m->len += n;
-}
-
 /* ---- PNG ---- */
 
 static void png_write_cb(png_structp png, png_bytep p, size_t n)
 {
-    sd__membuf_put(png_get_io_ptr(png), p, n);
+    (void)sd__buf_put(png_get_io_ptr(png), p, n);
 }
 static void png_flush_cb(png_structp png) { (void)png; }
 static void png_err_cb(png_structp png, png_const_charp msg)
@@ -53,7 +34,7 @@ int sd__encode_png(const sd_bitmap *b, int level, int alpha, uint8_t **out, size
 {
     *out = NULL;
     *out_len = 0;
-    sd__membuf m = {0};
+    sd__buf m = {0};
     uint8_t *row = sd__malloc(b->width * (size_t)4);
     SD__RETURN_IF(row == NULL, SD_ENOMEM);
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, png_err_cb, png_warn_cb);
@@ -108,7 +89,7 @@ static void jenc_output(j_common_ptr c) { (void)c; }
 
 typedef struct {
     struct jpeg_destination_mgr pub;
-    sd__membuf m;
+    sd__buf m;
     JOCTET chunk[16384];
 } sd__jdest;
 
@@ -121,7 +102,7 @@ static void jdest_init(j_compress_ptr c)
 static boolean jdest_empty(j_compress_ptr c)
 {
     sd__jdest *d = (sd__jdest *)c->dest;
-    sd__membuf_put(&d->m, d->chunk, sizeof d->chunk);
+    (void)sd__buf_put(&d->m, d->chunk, sizeof d->chunk);
     d->pub.next_output_byte = d->chunk;
     d->pub.free_in_buffer = sizeof d->chunk;
     return TRUE;
@@ -129,7 +110,7 @@ static boolean jdest_empty(j_compress_ptr c)
 static void jdest_term(j_compress_ptr c)
 {
     sd__jdest *d = (sd__jdest *)c->dest;
-    sd__membuf_put(&d->m, d->chunk, sizeof d->chunk - d->pub.free_in_buffer);
+    (void)sd__buf_put(&d->m, d->chunk, sizeof d->chunk - d->pub.free_in_buffer);
 }
 
 int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **out,

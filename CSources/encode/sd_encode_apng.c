@@ -26,24 +26,24 @@ static uint32_t be32(const uint8_t *p)
 }
 
 /* A chunk of `head` then `body` (either may be empty), with its CRC. */
-static void chunk(sd__membuf *m, const char *type, const uint8_t *head, size_t head_len,
+static void chunk(sd__buf *m, const char *type, const uint8_t *head, size_t head_len,
                   const uint8_t *body, size_t body_len)
 {
     uint8_t b[8];
     put32(b, (uint32_t)(head_len + body_len));
     memcpy(b + 4, type, 4);
-    sd__membuf_put(m, b, 8);
+    (void)sd__buf_put(m, b, 8);
     uLong crc = crc32(0, (const Bytef *)type, 4);
     if (head_len) {
-        sd__membuf_put(m, head, head_len);
+        (void)sd__buf_put(m, head, head_len);
         crc = crc32(crc, head, (uInt)head_len);
     }
     if (body_len) {
-        sd__membuf_put(m, body, body_len);
+        (void)sd__buf_put(m, body, body_len);
         crc = crc32(crc, body, (uInt)body_len);
     }
     put32(b, (uint32_t)crc);
-    sd__membuf_put(m, b, 4);
+    (void)sd__buf_put(m, b, 4);
 }
 
 /* The smallest rectangle {x, y, w, h} where `b` differs from `a`; 1x1 at
@@ -81,7 +81,7 @@ static void changed(const sd_bitmap *a, const sd_bitmap *b, uint32_t r[4])
 
 /* Walk a PNG libpng wrote: IHDR's 13 bytes, and the IDAT payloads as
  * (offset, length) pairs appended to `spans`. */
-static int spans_of(const uint8_t *png, size_t n, uint8_t ihdr[13], sd__membuf *spans)
+static int spans_of(const uint8_t *png, size_t n, uint8_t ihdr[13], sd__buf *spans)
 {
     for (size_t at = 8; at + 12 <= n;) {
         uint32_t len = be32(png + at);
@@ -91,7 +91,7 @@ static int spans_of(const uint8_t *png, size_t n, uint8_t ihdr[13], sd__membuf *
             memcpy(ihdr, png + at + 8, 13);
         else if (memcmp(type, "IDAT", 4) == 0) {
             size_t span[2] = {at + 8, len};
-            sd__membuf_put(spans, span, sizeof span);
+            (void)sd__buf_put(spans, span, sizeof span);
         }
         at += 12 + (size_t)len;
     }
@@ -100,7 +100,7 @@ static int spans_of(const uint8_t *png, size_t n, uint8_t ihdr[13], sd__membuf *
 
 /* One frame: fcTL, then its data as IDAT (the first frame, after IHDR and
  * `actl`) or fdAT chunks. */
-static int put_frame(sd__membuf *m, const sd_bitmap *frame, const uint32_t r[4], int delay_ms, int level,
+static int put_frame(sd__buf *m, const sd_bitmap *frame, const uint32_t r[4], int delay_ms, int level,
                      int alpha, uint32_t *seq, const uint8_t *actl)
 {
     sd_bitmap sub = *frame; /* a view of the rectangle */
@@ -110,7 +110,7 @@ static int put_frame(sd__membuf *m, const sd_bitmap *frame, const uint32_t r[4],
     uint8_t *png = NULL;
     size_t png_len = 0;
     SD__FORWARD_IF_ERROR(sd__encode_png(&sub, level, alpha, &png, &png_len));
-    sd__membuf spans = {0};
+    sd__buf spans = {0};
     uint8_t ihdr[13] = {0};
     int rc = spans_of(png, png_len, ihdr, &spans);
     if (rc == SD_OK) {
@@ -169,9 +169,9 @@ int sd_encode_apng(const sd_bitmap *const *frames, const int *delays_ms, size_t 
         alpha |= sd_bitmap_has_alpha(frames[i]);
     }
     SD__RETURN_IF(count > INT32_MAX, SD_ETOOLARGE); /* acTL's frame count is below 2^31 */
-    sd__membuf m = {0};
+    sd__buf m = {0};
     static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    sd__membuf_put(&m, sig, sizeof sig);
+    (void)sd__buf_put(&m, sig, sizeof sig);
     uint8_t actl[8];
     put32(actl, (uint32_t)count);
     put32(actl + 4, (uint32_t)loop_count);

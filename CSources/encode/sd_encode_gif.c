@@ -13,30 +13,9 @@
 #include "encode/sd_encode_int.h"
 #include "sdcore.h"
 
-typedef struct {
-    uint8_t *data;
-    size_t len, cap;
-    int oom;
-} sd__gifbuf;
-
 static int gif_write(GifFileType *gif, const GifByteType *p, int n)
 {
-    sd__gifbuf *m = gif->UserData;
-    if (m->oom || n < 0)
-        return 0;
-    if (m->len + (size_t)n > m->cap) {
-        size_t cap = SD__MAX(SD__MAX(m->cap * 2, m->len + (size_t)n), (size_t)16384);
-        uint8_t *nd = sd__realloc(m->data, cap);
-        if (nd == NULL) {
-            m->oom = 1;
-            return 0;
-        }
-        m->data = nd;
-        m->cap = cap;
-    }
-    memcpy(m->data + m->len, p, (size_t)n);
-    m->len += (size_t)n;
-    return n;
+    return n >= 0 && sd__buf_put(gif->UserData, p, (size_t)n) == SD_OK ? n : 0;
 }
 
 /* The frame's opaque colours as the palette, if there are at most 255:
@@ -135,7 +114,7 @@ int sd_encode_gif(const sd_bitmap *const *frames, const int *delays_ms, size_t c
     const size_t n = (size_t)w * h;
     uint8_t *rgba = sd__malloc(n * 4), *planes = sd__malloc(n * 3);
     GifByteType *index = sd__malloc(n);
-    sd__gifbuf m = {0};
+    sd__buf m = {0};
     int err = 0, rc = SD_OK;
     GifFileType *gif = rgba && planes && index ? EGifOpen(&m, gif_write, &err) : NULL;
     if (gif == NULL)

@@ -7,14 +7,6 @@
 #define SD_COMPAT_QUIET /* the encoders define the 0.9 positional functions */
 #include "sdcore/sd_compat.h"
 
-/* Bytes written to memory; `oom` once a growth failed (later puts do nothing). */
-typedef struct {
-    uint8_t *data;
-    size_t len, cap;
-    int oom;
-} sd__membuf;
-SD__HIDDEN void sd__membuf_put(sd__membuf *m, const void *p, size_t n);
-
 /* sd_encode_png with the colour type chosen by the caller: RGBA when
  * `alpha`, else RGB (an APNG's frames must all have the file's). */
 SD__HIDDEN int sd__encode_png(const sd_bitmap *b, int level, int alpha, uint8_t **out, size_t *out_len);

@@ -4,30 +4,6 @@
 #include "decode/anim/sd_anim_int.h"
 #include "bitmap/sd_pixel.h"
 
-int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n)
-{
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < n) {
-            SD__RETURN_IF(cap > SIZE_MAX / 2, SD_ENOMEM);
-            cap *= 2;
-        }
-        uint8_t *d = sd__realloc(b->data, cap);
-        SD__RETURN_IF(d == NULL, SD_ENOMEM);
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-    return SD_OK;
-}
-
-void sd__bytes_free(sd__bytes *b)
-{
-    sd__free(b->data);
-    *b = (sd__bytes){0};
-}
-
 void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd_bitmap *frame)
 {
     int64_t size = (int64_t)frame->stride * frame->height, limit, used;

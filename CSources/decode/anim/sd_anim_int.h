@@ -9,15 +9,6 @@
 
 #include "decode/sd_decoder_int.h"
 
-/* The whole input so far; grows geometrically. */
-typedef struct sd__bytes {
-    uint8_t *data;
-    size_t len, cap;
-} sd__bytes;
-
-SD__HIDDEN int sd__bytes_append(sd__bytes *b, const uint8_t *p, size_t n);
-SD__HIDDEN void sd__bytes_free(sd__bytes *b);
-
 /* Composited frames kept by index. Filled in the order frames are made
  * until the budget is spent, never evicted: the first frames of a loop are
  * the ones a player comes back to, and the codec's working canvas serves

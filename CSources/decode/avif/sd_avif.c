@@ -24,7 +24,7 @@
 
 typedef struct {
     sd_decoder *dec;
-    sd__bytes in;
+    sd__buf in;
     int ended, parsed;
     avifIO io;
     avifDecoder *avif;
@@ -122,7 +122,7 @@ static void sda_destroy(sd_decoder *d)
         return;
     if (s->avif != NULL)
         avifDecoderDestroy(s->avif);
-    sd__bytes_free(&s->in);
+    sd__buf_free(&s->in);
     sd_bitmap_free(s->canvas);
     sd__frame_cache_free(&s->cache);
     sd__free(s);
@@ -132,7 +132,7 @@ static void sda_destroy(sd_decoder *d)
 static int sda_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__avif *s = d->codec_state;
-    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
     return s->parsed ? SD_OK : parse(s);
 }
 

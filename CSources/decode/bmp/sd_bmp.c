@@ -25,7 +25,7 @@ typedef struct {
 
 typedef struct {
     sd_decoder *dec;
-    sd__bytes in;
+    sd__buf in;
     int parsed, ended;
     uint32_t offset, width, height, compression, npal;
     int top_down, bpp, alpha;
@@ -200,7 +200,7 @@ static void sdb_destroy(sd_decoder *d)
     sd__bmp *s = d->codec_state;
     if (s == NULL)
         return;
-    sd__bytes_free(&s->in);
+    sd__buf_free(&s->in);
     sd_bitmap_free(s->canvas);
     sd__free(s);
     d->codec_state = NULL;
@@ -213,7 +213,7 @@ static int sdb_push(sd_decoder *d, const uint8_t *p, size_t n)
         return SD_OK; /* past the pixels: nothing more to keep */
     if (s->parsed && (uint64_t)s->in.len + n > s->data_end)
         n = (size_t)(s->data_end - s->in.len);
-    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
     if (!s->parsed && s->in.len >= 14 && s->offset == 0)
         s->offset = le32(s->in.data + 10);
     return s->parsed ? SD_OK : parse(s);

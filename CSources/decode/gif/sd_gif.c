@@ -34,7 +34,7 @@ enum { W_HEADER, W_RECORD, W_EXT, W_IMAGE, W_SUBBLOCKS, W_DONE };
 
 typedef struct {
     sd_decoder *dec;
-    sd__bytes in;
+    sd__buf in;
     /* walker */
     int state;
     size_t at;         /* next byte the walker reads */
@@ -239,7 +239,7 @@ static void sdg_destroy(sd_decoder *d)
         return;
     if (s->gif != NULL)
         DGifCloseFile(s->gif, NULL);
-    sd__bytes_free(&s->in);
+    sd__buf_free(&s->in);
     sd_bitmap_free(s->canvas);
     sd__frame_cache_free(&s->cache);
     sd__free(s->frames);
@@ -252,7 +252,7 @@ static void sdg_destroy(sd_decoder *d)
 static int sdg_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__gif *s = d->codec_state;
-    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
     return walk(s);
 }
 

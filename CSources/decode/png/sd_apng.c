@@ -38,7 +38,7 @@ typedef struct {
 
 struct sd__apng {
     sd_decoder *dec;
-    sd__bytes in;
+    sd__buf in;
     size_t at; /* next chunk header */
     int decision;
     /* IHDR and the chunks every frame needs */
@@ -97,7 +97,7 @@ void sd__apng_free(sd__apng *a)
 {
     if (a == NULL)
         return;
-    sd__bytes_free(&a->in);
+    sd__buf_free(&a->in);
     sd__free(a->frames);
     sd__free(a->data);
     sd__free(a->C);
@@ -176,7 +176,7 @@ static int add_fctl(sd__apng *a, const uint8_t *p, uint32_t len)
 
 int sd__apng_push(sd__apng *a, const uint8_t *p, size_t n)
 {
-    SD__FORWARD_IF_ERROR(sd__bytes_append(&a->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&a->in, p, n));
     const uint8_t *b = a->in.data;
     while (a->decision != SD__APNG_PLAIN && !a->iend && a->at + 8 <= a->in.len) {
         uint32_t len = be32(b + a->at);

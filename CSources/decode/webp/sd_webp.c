@@ -42,7 +42,7 @@ typedef struct {
 
 typedef struct {
     sd_decoder *dec;
-    sd__bytes in; /* until the still decoder has it; an animation keeps it */
+    sd__buf in; /* until the still decoder has it; an animation keeps it */
     int have_header, anim;
     /* still */
     WebPIDecoder *idec;
@@ -120,7 +120,7 @@ static int still_start(sd__webp *s)
     s->idec = WebPIDecode(NULL, 0, cfg);
     SD__RETURN_IF(s->idec == NULL, SD_ENOMEM);
     VP8StatusCode st = WebPIAppend(s->idec, s->in.data, s->in.len);
-    sd__bytes_free(&s->in); /* WebPIAppend keeps what it needs */
+    sd__buf_free(&s->in); /* WebPIAppend keeps what it needs */
     if (st == VP8_STATUS_OK)
         s->still_done = d->end_reached = 1;
     else if (st != VP8_STATUS_SUSPENDED)
@@ -653,7 +653,7 @@ static void sdw_destroy(sd_decoder *d)
         return;
     if (s->idec != NULL)
         WebPIDelete(s->idec);
-    sd__bytes_free(&s->in);
+    sd__buf_free(&s->in);
     sd_bitmap_free(s->canvas);
     sd_bitmap_free(s->out);
     sd__frame_cache_free(&s->cache);
@@ -708,7 +708,7 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
     sd__webp *s = d->codec_state;
     if (s->idec != NULL)
         return still_push(s, p, n);
-    SD__FORWARD_IF_ERROR(sd__bytes_append(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
     if (!s->have_header) {
         SD__FORWARD_IF_ERROR(header(s, 0));
         if (!s->have_header || !s->anim)
