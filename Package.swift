@@ -56,26 +56,27 @@ let package = Package(
             ],
             linkerSettings: [.linkedLibrary("m")]
         ),
-        .target(name: "SDCoders", dependencies: ["CSDCore"]),
+        .target(name: "SDSync"),
+        .target(name: "SDCoders", dependencies: ["CSDCore", "SDSync"]),
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
         .target(name: "SDDownloader", dependencies: [
-            "CSDCore", "SDCoders",
+            "CSDCore", "SDCoders", "SDSync",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
         // The SDWebImage-named API: image type, downloader, (cache, manager).
         // Memory LRU and disk store: keys and values only, no images.
         .target(name: "CSDSystem", dependencies: ["CZlib"]),
-        .target(name: "SDCache", dependencies: ["CSDSystem"]),
+        .target(name: "SDCache", dependencies: ["CSDSystem", "SDSync"]),
         .target(name: "SDWebImage", dependencies: [
-            "CSDCore", "SDCoders", "SDDownloader", "SDCache",
+            "CSDCore", "SDCoders", "SDDownloader", "SDCache", "SDSync",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis",
                        providers: [.apt(["libhiredis-dev"])]),
         .target(name: "SDWebImageRedis", dependencies: [
-            "SDWebImage", "SDCache", "CSDSystem", "CHiredis",
+            "SDWebImage", "SDCache", "CSDSystem", "CHiredis", "SDSync",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(
@@ -85,6 +86,7 @@ let package = Package(
                 "SDCoders",
                 "SDWebImage",
                 "SDWebImageRedis",
+                "SDSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -38,7 +38,8 @@ check CSources/sink '#include "(loop/|decode/|bitmap/|encode/|codec/)' '' 'the d
 check 'Tests/C Benchmarks/C examples/c' '#include "(common|loop|decode|bitmap|orientation|encode|work)/' '' 'C tests use the public API'
 
 # Swift: the wrapper modules own the C; the rest never imports CSDCore.
-check 'Sources/SDCache' '^import (CSDCore|SDCoders|SDDownloader|SDWebImage)' '' 'SDCache is Foundation only'
+check 'Sources/SDCache' '^import (CSDCore|SDCoders|SDDownloader|SDWebImage)' '' 'SDCache is Foundation only (and SDSync)'
+check 'Sources/SDSync' '^import [^F]' '' 'SDSync is Foundation only: the locks every module shares'
 check 'Sources/SDWebImage' '^import CSDCore' '' 'SDWebImage goes through SDCoders/SDDownloader'
 check 'Sources/SDCoders' '^import (SDDownloader|SDCache|SDWebImage)$' '' 'SDCoders is below the facade'
 # SDDownloader hands out what the decode sink made, as SDCoders' Bitmap

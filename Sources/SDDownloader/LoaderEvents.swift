@@ -2,6 +2,7 @@ import CSDCore
 import Dispatch
 import Foundation
 import SDCoders
+import SDSync
 
 /// Loop-thread handlers of one transfer (see `DataLoader.submit`).
 package struct LoaderEvents: Sendable {
@@ -22,28 +23,20 @@ package protocol Cancellable: AnyObject, Sendable {
 
 /// Bridges Swift task cancellation to a task that may not exist yet: a cancel
 /// that comes first is applied when the task is set.
-package final class CancelBox<T: Cancellable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: T?
-    private var cancelled = false
+package final class CancelBox<T: Cancellable>: Sendable {
+    private let state = Locked<(task: T?, cancelled: Bool)>((nil, false))
 
     package init() {}
 
     package func set(_ t: T?) {
-        lock.lock()
-        task = t
-        let c = cancelled
-        lock.unlock()
+        let c = state.withLock { s in s.task = t; return s.cancelled }
         if c { t?.cancel() }
     }
 
     package func cancel() {
-        lock.lock()
-        cancelled = true
-        let t = task
-        lock.unlock()
+        let t = state.withLock { s in s.cancelled = true; return s.task }
         t?.cancel()
     }
 
-    package var value: T? { lock.lock(); defer { lock.unlock() }; return task }
+    package var value: T? { state.withLock { $0.task } }
 }

@@ -8,6 +8,7 @@ import Glibc
 #endif
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import SDSync
 #endif
 
 /// `sdimage bench`: the project's benchmarks in one place. The decode bench is
@@ -269,18 +270,17 @@ func waitForServer(_ handshake: String) -> (base: String, files: Int) {
     fail("sdcore-bench did not start its server")
 }
 
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
+final class Counter: Sendable {
+    private let n = Locked(0)
     private let target: Int
     /// Signalled once, when the count reaches `signalAt`.
     let reached = DispatchSemaphore(value: 0)
     init(signalAt target: Int = -1) { self.target = target }
     func add() {
-        lock.lock(); n += 1; let now = n; lock.unlock()
+        let now = n.withLock { n in n += 1; return n }
         if now == target { reached.signal() }
     }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    var value: Int { n.current }
 }
 
 private extension FileHandle {

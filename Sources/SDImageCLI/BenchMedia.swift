@@ -5,6 +5,7 @@ import SDCoders
 import SDWebImage
 #if canImport(Glibc)
 import Glibc
+import SDSync
 #endif
 
 /// `sdimage bench encode`: the C encoders against the library calls cwebp and
@@ -171,12 +172,10 @@ struct BenchPlayer: ParsableCommand {
         if !honoured { throw ExitCode(1) }
     }
 
-    private final class ShownFrames: @unchecked Sendable {
-        private let lock = NSLock()
-        private var count = 0
-        private var seen = Set<UInt>()
-        func add(_ i: UInt) { lock.lock(); count += 1; seen.insert(i); lock.unlock() }
-        var counts: (Int, Int) { lock.lock(); defer { lock.unlock() }; return (count, seen.count) }
+    private final class ShownFrames: Sendable {
+        private let state = Locked((count: 0, seen: Set<UInt>()))
+        func add(_ i: UInt) { state.withLock { s in s.count += 1; s.seen.insert(i) } }
+        var counts: (Int, Int) { state.withLock { ($0.count, $0.seen.count) } }
     }
 }
 

@@ -5,6 +5,7 @@ import SDWebImage
 import SDWebImageRedis
 #if canImport(Glibc)
 import Glibc
+import SDSync
 #endif
 
 /// `sdimage bench redis`: what the shared tier costs and buys. Latency of one
@@ -156,7 +157,13 @@ struct BenchRedis: ParsableCommand {
     }
 }
 
-private final class ImageBox: @unchecked Sendable { var image: SDImage? }
+private final class ImageBox: Sendable {
+    private let box = Locked<SDImage?>(nil)
+    var image: SDImage? {
+        get { box.current }
+        set { box.set(newValue) }
+    }
+}
 
 /// The q-quantile of `xs` by nearest rank (0.5: the median); 0 when empty.
 /// The one rule behind every p50/p95/p99 `sdimage` prints.

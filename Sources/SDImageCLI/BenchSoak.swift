@@ -4,6 +4,7 @@ import Foundation
 import SDWebImage
 #if canImport(Glibc)
 import Glibc
+import SDSync
 #endif
 
 /// `sdimage bench soak`: many manager loads with random cancels, priorities,
@@ -126,19 +127,25 @@ struct BenchSoak: ParsableCommand {
     }
 }
 
-final class SoakTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private(set) var ok = 0, cancelled = 0, failed = 0, memory = 0, disk = 0, network = 0
+final class SoakTally: Sendable {
+    struct Counts: Sendable { var ok = 0, cancelled = 0, failed = 0, memory = 0, disk = 0, network = 0 }
+    private let counts = Locked(Counts())
+    var ok: Int { counts.current.ok }
+    var cancelled: Int { counts.current.cancelled }
+    var failed: Int { counts.current.failed }
+    var memory: Int { counts.current.memory }
+    var disk: Int { counts.current.disk }
+    var network: Int { counts.current.network }
     func record(image: Bool, error: (any Error)?, type: SDImageCacheType) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let e = error as? SDWebImageError, e.code == .cancelled { cancelled += 1; return }
-        guard image, error == nil else { failed += 1; return }
-        ok += 1
-        switch type {
-        case .memory: memory += 1
-        case .disk: disk += 1
-        default: network += 1
+        counts.withLock { c in
+            if let e = error as? SDWebImageError, e.code == .cancelled { c.cancelled += 1; return }
+            guard image, error == nil else { c.failed += 1; return }
+            c.ok += 1
+            switch type {
+            case .memory: c.memory += 1
+            case .disk: c.disk += 1
+            default: c.network += 1
+            }
         }
     }
 }

@@ -6,6 +6,7 @@ import SDWebImage
 import SDWebImageRedis
 #if canImport(Glibc)
 import Glibc
+import SDSync
 #endif
 
 /// `sdimage fetch`: load images through SDWebImageManager (cache, then network).
@@ -354,21 +355,14 @@ final class Pass: @unchecked Sendable {
 }
 
 /// The last final answer of one load.
-private final class LastAnswer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var image: SDImage?, bytes = 0, error: (any Error)?, type = SDImageCacheType.none
+private final class LastAnswer: Sendable {
+    private let state = Locked<(SDImage?, Int, (any Error)?, SDImageCacheType)>((nil, 0, nil, .none))
 
     func set(image: SDImage?, bytes: Int, error: (any Error)?, type: SDImageCacheType) {
-        lock.lock()
-        (self.image, self.bytes, self.error, self.type) = (image, bytes, error, type)
-        lock.unlock()
+        state.set((image, bytes, error, type))
     }
 
-    func get() -> (SDImage?, Int, (any Error)?, SDImageCacheType) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (image, bytes, error, type)
-    }
+    func get() -> (SDImage?, Int, (any Error)?, SDImageCacheType) { state.current }
 }
 
 /// A live bar on a terminal (count, bytes, rate, ETA); plain lines otherwise.

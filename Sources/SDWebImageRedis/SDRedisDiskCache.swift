@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SDCache
 import SDWebImage
+import SDSync
 
 /// A cache tier's bytes in Redis: the disk-cache protocol on a shared engine,
 /// so several processes or machines share what any of them fetched. Under
@@ -390,13 +391,8 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
 }
 
 /// Set once, from any thread.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var set = false
+final class Flag: Sendable {
+    private let set = Locked(false)
     /// True the first time only.
-    func setOnce() -> Bool {
-        lock.lock()
-        defer { set = true; lock.unlock() }
-        return !set
-    }
+    func setOnce() -> Bool { set.withLock { s in defer { s = true }; return !s } }
 }

@@ -476,7 +476,7 @@ struct BlockingTransformer: SDImageTransformer {
     var transformerKey: String { "blocking" }
     func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         started.signal()
-        _ = release.wait(timeout: .now() + 30)
+        _ = release.wait(timeout: .now() + 120)  // released by the test; the bound only ends a broken run
         return image
     }
 }
@@ -499,7 +499,7 @@ struct ManagerSharingTests {
         // waited for on a thread of its own: the transformer already holds a
         // pool thread, and a second one blocked here could leave none on 2 cores
         let running = await withCheckedContinuation { c in
-            Thread { c.resume(returning: started.wait(timeout: .now() + 30) == .success) }.start()
+            Thread { c.resume(returning: started.wait(timeout: .now() + 120) == .success) }.start()
         }
         #expect(running)
         let other = LoadLog()

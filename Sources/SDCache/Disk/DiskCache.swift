@@ -2,6 +2,7 @@ import CSDSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import SDSync
 #endif
 
 /// Which file date ages an entry out.
@@ -48,7 +49,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
 /// `maxEntryBytes` are read (anything else there is removed and is a miss);
 /// metadata writes never follow links; a folder that others can write to is
 /// made private (0700) and one owned by another user is refused.
-public final class DiskCache: @unchecked Sendable {
+public final class DiskCache: Sendable {
     /// The folder holding the entries.
     public let directory: String
     private static let xattrName = "user.sdwebimage.extended"
@@ -436,19 +437,17 @@ public final class DiskCache: @unchecked Sendable {
 }
 
 /// A lock-guarded integer setting.
-final class Limit: @unchecked Sendable {
-    private let lock = NSLock()
-    private var v: Int
-    init(_ v: Int) { self.v = v }
+final class Limit: Sendable {
+    private let v: Locked<Int>
+    init(_ v: Int) { self.v = Locked(v) }
     var value: Int {
-        get { lock.lock(); defer { lock.unlock() }; return v }
-        set { lock.lock(); v = newValue; lock.unlock() }
+        get { v.current }
+        set { v.set(newValue) }
     }
 }
 
 /// A thread-safe counter for unique temporary names.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n: UInt64 = 0
-    func next() -> UInt64 { lock.lock(); defer { lock.unlock() }; n += 1; return n }
+final class Counter: Sendable {
+    private let n = Locked<UInt64>(0)
+    func next() -> UInt64 { n.withLock { n in n += 1; return n } }
 }

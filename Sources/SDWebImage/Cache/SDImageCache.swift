@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDCache
 import SDCoders
+import SDSync
 
 /// Memory (strict LRU on decoded pixels) plus disk (one file per key) with
 /// SDWebImage 5's API. Disk writes run in order on one queue; reads run
@@ -112,14 +113,14 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
 
 /// One log line per pressure episode, not one per trim: a trim more than
 /// 10 s after the last one starts a new episode.
-private final class PressureEpisode: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: UInt64 = 0
+private final class PressureEpisode: Sendable {
+    private let last = Locked<UInt64>(0)
 
     func begins() -> Bool {
         let now = DispatchTime.now().uptimeNanoseconds
-        lock.lock()
-        defer { last = now; lock.unlock() }
-        return last == 0 || now - last > 10_000_000_000
+        return last.withLock { last in
+            defer { last = now }
+            return last == 0 || now - last > 10_000_000_000
+        }
     }
 }

@@ -2,35 +2,35 @@ import Dispatch
 import Foundation
 import SDCache
 import SDCoders
+import SDSync
 
 /// `(image, data, cacheType)`: where it was found (`.none` on a miss).
 public typealias SDImageCacheQueryCompletionBlock = @Sendable (_ image: SDImage?, _ data: Data?, _ cacheType: SDImageCacheType) -> Void
 
 /// A cancellable cache query. Cancelling a pending query calls its `done`
 /// at once (nil, nil, `.none`), on the cancelling thread, exactly once.
-public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
+public final class SDImageCacheToken: SDWebImageOperation, Sendable {
     /// The key queried.
     public let key: String?
-    private let lock = NSLock()
-    private var done: SDImageCacheQueryCompletionBlock?
-    private var _cancelled = false
+    private let state: Locked<(done: SDImageCacheQueryCompletionBlock?, cancelled: Bool)>
 
     init(key: String?, done: SDImageCacheQueryCompletionBlock?) {
         self.key = key
-        self.done = done
+        state = Locked((done, false))
     }
 
     /// Cancelled before its answer was delivered.
-    public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return _cancelled }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Cancel: the completion runs now with a miss, unless it already ran.
     public func cancel() {
-        lock.lock()
-        guard let d = done else { lock.unlock(); return }
-        done = nil
-        _cancelled = true
-        lock.unlock()
-        d(nil, nil, .none)
+        let d = state.withLock { s -> SDImageCacheQueryCompletionBlock? in
+            guard let d = s.done else { return nil }
+            s.done = nil
+            s.cancelled = true
+            return d
+        }
+        d?(nil, nil, .none)
     }
 
     /// The one real answer, on `queue` (nil: right here). A cancel that comes
@@ -41,10 +41,7 @@ public final class SDImageCacheToken: SDWebImageOperation, @unchecked Sendable {
     }
 
     private func deliver(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
-        lock.lock()
-        let d = done
-        done = nil
-        lock.unlock()
+        let d = state.withLock { s in defer { s.done = nil }; return s.done }
         d?(image, data, type)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// How `SDImageCachesManager` spreads one operation over its caches
 /// (SDWebImage's `SDImageCachesManagerOperationPolicy`). The last cache in
@@ -18,46 +19,40 @@ public enum SDImageCachesManagerOperationPolicy: Int, Sendable {
 
 /// Several caches behind one `SDImageCacheProtocol`: e.g. a small fast cache
 /// over a big shared one, or a read-only bundled cache under the user's.
-public final class SDImageCachesManager: SDImageCacheProtocol, @unchecked Sendable {
+public final class SDImageCachesManager: SDImageCacheProtocol, Sendable {
     /// A manager over the shared cache; add more tiers to it.
     public static let shared = SDImageCachesManager(caches: [SDImageCache.shared])
 
-    private let lock = NSLock()
-    private var _caches: [any SDImageCacheProtocol]
-    private var policies: [Int] = [
-        SDImageCachesManagerOperationPolicy.serial.rawValue,       // query
-        SDImageCachesManagerOperationPolicy.highestOnly.rawValue,  // store
-        SDImageCachesManagerOperationPolicy.concurrent.rawValue,   // remove
-        SDImageCachesManagerOperationPolicy.serial.rawValue,       // contains
-        SDImageCachesManagerOperationPolicy.concurrent.rawValue,   // clear
-    ]
+    private let list: Locked<[any SDImageCacheProtocol]>
+    private let policies = Locked<[SDImageCachesManagerOperationPolicy]>([
+        .serial,       // query
+        .highestOnly,  // store
+        .concurrent,   // remove
+        .serial,       // contains
+        .concurrent,   // clear
+    ])
 
     /// A manager over `caches`, lowest priority first.
-    public init(caches: [any SDImageCacheProtocol] = []) { _caches = caches }
+    public init(caches: [any SDImageCacheProtocol] = []) { list = Locked(caches) }
 
     /// Lowest priority first.
     public var caches: [any SDImageCacheProtocol] {
-        get { lock.lock(); defer { lock.unlock() }; return _caches }
-        set { lock.lock(); _caches = newValue; lock.unlock() }
+        get { list.current }
+        set { list.set(newValue) }
     }
 
     /// Add `cache` with the highest priority.
     public func addCache(_ cache: any SDImageCacheProtocol) {
-        lock.lock(); _caches.append(cache); lock.unlock()
+        list.withLock { $0.append(cache) }
     }
 
     /// Remove `cache` (by identity).
     public func removeCache(_ cache: any SDImageCacheProtocol) {
-        lock.lock(); _caches.removeAll { $0 === cache }; lock.unlock()
+        list.withLock { l in l.removeAll { $0 === cache } }
     }
 
-    private func policy(_ i: Int) -> SDImageCachesManagerOperationPolicy {
-        lock.lock(); defer { lock.unlock() }
-        return SDImageCachesManagerOperationPolicy(rawValue: policies[i]) ?? .serial
-    }
-    private func setPolicy(_ i: Int, _ p: SDImageCachesManagerOperationPolicy) {
-        lock.lock(); policies[i] = p.rawValue; lock.unlock()
-    }
+    private func policy(_ i: Int) -> SDImageCachesManagerOperationPolicy { policies.withLock { $0[i] } }
+    private func setPolicy(_ i: Int, _ p: SDImageCachesManagerOperationPolicy) { policies.withLock { $0[i] = p } }
 
     /// Default `.serial`.
     public var queryOperationPolicy: SDImageCachesManagerOperationPolicy {
@@ -266,45 +261,40 @@ private final class CachesQuery: SDWebImageOperation, @unchecked Sendable {
 }
 
 /// The first answer other than `.none`, or `.none` when all said so.
-private final class FirstAnswer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var left: Int
-    private var done: (@Sendable (SDImageCacheType) -> Void)?
+private final class FirstAnswer: Sendable {
+    private let state: Locked<(left: Int, done: (@Sendable (SDImageCacheType) -> Void)?)>
 
     init(count: Int, done: @escaping @Sendable (SDImageCacheType) -> Void) {
-        left = count
-        self.done = done
+        state = Locked((count, done))
     }
 
     func offer(_ type: SDImageCacheType) {
-        lock.lock()
-        left -= 1
-        let d = type != .none || left == 0 ? done : nil
-        if d != nil { done = nil }
-        lock.unlock()
+        let d = state.withLock { s -> (@Sendable (SDImageCacheType) -> Void)? in
+            s.left -= 1
+            let d = type != .none || s.left == 0 ? s.done : nil
+            if d != nil { s.done = nil }
+            return d
+        }
         d?(type)
     }
 }
 
 /// Counts parts down; calls `done` once with the first error.
-private final class AllDone: @unchecked Sendable {
-    private let lock = NSLock()
-    private var left: Int
-    private var error: (any Error)?
+private final class AllDone: Sendable {
+    private let state: Locked<(left: Int, error: (any Error)?)>
     private let done: (@Sendable ((any Error)?) -> Void)?
 
     init(count: Int, done: (@Sendable ((any Error)?) -> Void)?) {
-        left = count
+        state = Locked((count, nil))
         self.done = done
     }
 
     func finish(_ e: (any Error)?) {
-        lock.lock()
-        left -= 1
-        if error == nil { error = e }
-        let last = left == 0
-        let err = error
-        lock.unlock()
+        let (last, err) = state.withLock { s in
+            s.left -= 1
+            if s.error == nil { s.error = e }
+            return (s.left == 0, s.error)
+        }
         if last { done?(err) }
     }
 }

@@ -35,7 +35,7 @@ extension SDMemoryCacheProtocol {
 }
 
 /// The default memory tier: a strict LRU bounded by cost and count.
-public final class SDMemoryCache: SDMemoryCacheProtocol, @unchecked Sendable {
+public final class SDMemoryCache: SDMemoryCacheProtocol, Sendable {
     private let lru: MemoryCache<String, SDImage>
 
     public init(config: SDImageCacheConfig) {

@@ -1,5 +1,6 @@
 import Foundation
 import SDCoders
+import SDSync
 
 /// The list of coders every decode and encode asks (SDWebImage's
 /// `SDImageCodersManager`): the last added is asked first, so a coder of
@@ -13,38 +14,35 @@ import SDCoders
 /// takes the formats it names (`claimedFormats`), which decode through the
 /// list once the bytes are in (previews from a progressive coder as they
 /// arrive) — a coder that names none takes them all.
-public final class SDImageCodersManager: SDImageCoder, @unchecked Sendable {
+public final class SDImageCodersManager: SDImageCoder, Sendable {
     /// The manager the library decodes and encodes through; add your coders here.
     public static let shared = SDImageCodersManager()
 
-    private let lock = NSLock()
-    private var _coders: [any SDImageCoder]
+    private let list: Locked<[any SDImageCoder]>
 
     /// A manager with the built-in coders: one for each format this build's
     /// C core decodes or encodes (JPEG/PNG, GIF, APNG, WebP, AVIF, …).
     public init() {
-        _coders = SDImageCoreCoder.builtIns
+        list = Locked(SDImageCoreCoder.builtIns)
     }
 
     /// All coders, first added first (the last is asked first).
     public var coders: [any SDImageCoder] {
-        get { lock.lock(); defer { lock.unlock() }; return _coders }
-        set { lock.lock(); _coders = newValue; lock.unlock() }
+        get { list.current }
+        set { list.set(newValue) }
     }
 
     /// Add `coder` as the first one asked (moved there if it was listed).
     public func addCoder(_ coder: any SDImageCoder) {
-        lock.lock()
-        _coders.removeAll { $0 === coder }
-        _coders.append(coder)
-        lock.unlock()
+        list.withLock { l in
+            l.removeAll { $0 === coder }
+            l.append(coder)
+        }
     }
 
     /// Remove `coder` (by identity).
     public func removeCoder(_ coder: any SDImageCoder) {
-        lock.lock()
-        _coders.removeAll { $0 === coder }
-        lock.unlock()
+        list.withLock { l in l.removeAll { $0 === coder } }
     }
 
     /// In asking order.

@@ -1,4 +1,5 @@
 import Foundation
+import SDSync
 
 /// Await a callback-style call. The value also passes through a lock, so
 /// ThreadSanitizer sees the hand-off from the thread that produced it to the
@@ -16,9 +17,8 @@ package func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Voi
     return box.take()
 }
 
-private final class HandOff<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T?
-    func put(_ v: T) { lock.lock(); value = v; lock.unlock() }
-    func take() -> T { lock.lock(); defer { lock.unlock() }; return value! }
+private final class HandOff<T: Sendable>: Sendable {
+    private let value = Locked<T?>(nil)
+    func put(_ v: T) { value.set(v) }
+    func take() -> T { value.current! }
 }

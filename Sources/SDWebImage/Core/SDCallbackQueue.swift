@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// How an `SDCallbackQueue` runs a block (SDWebImage 5.17's `SDCallbackPolicy`).
 public enum SDCallbackPolicy: Int, Sendable {
@@ -14,18 +15,17 @@ public enum SDCallbackPolicy: Int, Sendable {
 /// Where and how completion and progress blocks run: a dispatch queue plus a
 /// policy. The `.callbackQueue` context key takes one (or a plain
 /// `DispatchQueue`, which means `.dispatch` on it).
-public final class SDCallbackQueue: @unchecked Sendable {
+public final class SDCallbackQueue: Sendable {
     /// The dispatch queue blocks go to.
     public let queue: DispatchQueue
-    private let lock = NSLock()
-    private var _policy: SDCallbackPolicy
+    private let _policy: Locked<SDCallbackPolicy>
     private let isMain: Bool
     private static let key = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Blocks on `queue` by `policy`.
     public init(dispatchQueue queue: DispatchQueue, policy: SDCallbackPolicy = .safeExecute) {
         self.queue = queue
-        _policy = policy
+        _policy = Locked(policy)
         isMain = queue === DispatchQueue.main
         if policy == .safeExecute { tag() }  // .dispatch (what a plain queue in a context means) never asks
     }
@@ -47,9 +47,9 @@ public final class SDCallbackQueue: @unchecked Sendable {
 
     /// How blocks run; changeable at any time.
     public var policy: SDCallbackPolicy {
-        get { lock.lock(); defer { lock.unlock() }; return _policy }
+        get { _policy.current }
         set {
-            lock.lock(); _policy = newValue; lock.unlock()
+            _policy.set(newValue)
             if newValue == .safeExecute { tag() }
         }
     }

@@ -12,7 +12,7 @@ import SDDownloader
 ///
 ///     catch SDWebImageError.cancelled { … }
 ///     catch let e as SDWebImageError where e.code == .invalidDownloadStatusCode { e.statusCode }
-public struct SDWebImageError: Error, CustomNSError, CustomStringConvertible, @unchecked Sendable {
+public struct SDWebImageError: Error, CustomNSError, CustomStringConvertible, Sendable {
     /// Codes as a struct with static members: new codes never break callers.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: Int

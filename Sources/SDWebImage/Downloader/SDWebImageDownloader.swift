@@ -6,6 +6,7 @@ import FoundationNetworking
 import Logging
 import SDCoders
 import SDDownloader
+import SDSync
 
 /// Downloads images: one operation per URL (requests for a URL that is
 /// already loading join it), run on the C transfer loop, decoded as bytes
@@ -304,15 +305,11 @@ public final class SDWebImageDownloader: @unchecked Sendable {
 
 /// The operation serving one subscriber, until its final completion reads
 /// the response from it (then let go: the operation holds the completion).
-final class OperationSlot: @unchecked Sendable {
-    private let lock = NSLock()
-    private var op: (any SDWebImageDownloaderOperationProtocol)?
-    func set(_ o: any SDWebImageDownloaderOperationProtocol) { lock.lock(); op = o; lock.unlock() }
+final class OperationSlot: Sendable {
+    private let op = Locked<(any SDWebImageDownloaderOperationProtocol)?>(nil)
+    func set(_ o: any SDWebImageDownloaderOperationProtocol) { op.set(o) }
     func response(taking final: Bool) -> URLResponse? {
-        lock.lock()
-        let o = op
-        if final { op = nil }
-        lock.unlock()
+        let o = op.withLock { o in defer { if final { o = nil } }; return o }
         return final ? o?.response : nil
     }
 }

@@ -1,36 +1,36 @@
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import SDSync
 #endif
 
 /// Several loaders behind one `SDImageLoader`: a URL goes to the last loader
 /// (the highest priority) that can request it (SDWebImage's
 /// `SDImageLoadersManager`). E.g. a loader of your own for an `app://` scheme
 /// over the downloader.
-public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, @unchecked Sendable {
+public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, Sendable {
     /// The manager `SDWebImageManager.shared` loads through: the shared downloader.
     public static let shared = SDImageLoadersManager(loaders: [SDWebImageDownloader.shared])
 
-    private let lock = NSLock()
-    private var _loaders: [any SDImageLoader]
+    private let list: Locked<[any SDImageLoader]>
 
     /// A manager over `loaders`, lowest priority first.
-    public init(loaders: [any SDImageLoader] = []) { _loaders = loaders }
+    public init(loaders: [any SDImageLoader] = []) { list = Locked(loaders) }
 
     /// Lowest priority first.
     public var loaders: [any SDImageLoader] {
-        get { lock.lock(); defer { lock.unlock() }; return _loaders }
-        set { lock.lock(); _loaders = newValue; lock.unlock() }
+        get { list.current }
+        set { list.set(newValue) }
     }
 
     /// Add `loader` with the highest priority.
     public func addLoader(_ loader: any SDImageLoader) {
-        lock.lock(); _loaders.append(loader); lock.unlock()
+        list.withLock { $0.append(loader) }
     }
 
     /// Remove `loader` (by identity).
     public func removeLoader(_ loader: any SDImageLoader) {
-        lock.lock(); _loaders.removeAll { $0 === loader }; lock.unlock()
+        list.withLock { l in l.removeAll { $0 === loader } }
     }
 
     private func loader(for url: URL?) -> (any SDImageLoader)? {

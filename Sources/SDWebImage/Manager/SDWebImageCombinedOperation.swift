@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// One manager load: a cache query, then maybe a download. Cancel stops both.
 public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked Sendable {
@@ -107,8 +108,7 @@ public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked 
 
 extension SDWebImageCombinedOperation: Cancellable {}
 
-final class Once: @unchecked Sendable {
-    private let lock = NSLock()
-    private var done = false
-    func first() -> Bool { lock.lock(); defer { lock.unlock() }; if done { return false }; done = true; return true }
+final class Once: Sendable {
+    private let done = Locked(false)
+    func first() -> Bool { done.withLock { d in defer { d = true }; return !d } }
 }

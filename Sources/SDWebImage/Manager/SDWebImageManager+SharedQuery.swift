@@ -59,7 +59,7 @@ final class SharedQuery: @unchecked Sendable {
         }
     }
 
-    final class Waiter: SDWebImageOperation, @unchecked Sendable {
+    final class Waiter: SDWebImageOperation, Sendable {
         let query: SharedQuery
         let id: Int
         init(query: SharedQuery, id: Int) {

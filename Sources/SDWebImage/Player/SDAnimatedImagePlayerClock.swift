@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// What drives an `SDAnimatedImagePlayer`: a monotonic time and ticks (the
 /// display link's role on Apple platforms). Ticks run the player's frame
@@ -15,6 +16,7 @@ public protocol SDAnimatedImagePlayerClock: AnyObject, Sendable {
 
 /// Ticks at a fixed rate on a dispatch queue (default 60 per second on a
 /// private serial queue; give your toolkit's main queue to draw from the handlers).
+// @unchecked: `lock` guards `timer` (DispatchSourceTimer is not Sendable); the rest is immutable.
 public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unchecked Sendable {
     private let queue: DispatchQueue
     private let interval: TimeInterval
@@ -52,27 +54,25 @@ public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unc
 
 /// A clock moved by hand, for tests and benchmarks: `advance(by:)` moves
 /// time and ticks once, on the caller's thread.
-public final class SDAnimatedImageManualClock: SDAnimatedImagePlayerClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var time: TimeInterval = 0
-    private var tick: (@Sendable () -> Void)?
+public final class SDAnimatedImageManualClock: SDAnimatedImagePlayerClock, Sendable {
+    private let state = Locked<(time: TimeInterval, tick: (@Sendable () -> Void)?)>((0, nil))
 
     /// A stopped clock at time 0.
     public init() {}
 
-    public var now: TimeInterval { lock.lock(); defer { lock.unlock() }; return time }
+    public var now: TimeInterval { state.withLock { $0.time } }
     /// Started and not stopped.
-    public var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return tick != nil }
+    public var isRunning: Bool { state.withLock { $0.tick != nil } }
 
-    public func start(_ tick: @escaping @Sendable () -> Void) { lock.lock(); self.tick = tick; lock.unlock() }
-    public func stop() { lock.lock(); tick = nil; lock.unlock() }
+    public func start(_ tick: @escaping @Sendable () -> Void) { state.withLock { $0.tick = tick } }
+    public func stop() { state.withLock { $0.tick = nil } }
 
     /// Move time on by `seconds` and tick (if started).
     public func advance(by seconds: TimeInterval) {
-        lock.lock()
-        time += max(0, seconds)
-        let t = tick
-        lock.unlock()
+        let t = state.withLock { s in
+            s.time += max(0, seconds)
+            return s.tick
+        }
         t?()
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// Told as a prefetch goes (SDWebImage's `SDWebImagePrefetcherDelegate`); both
 /// methods are optional.
@@ -219,12 +220,11 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
     }
 }
 
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value = false
+private final class Flag: Sendable {
+    private let state = Locked(false)
     var value: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return _value }
-        set { lock.lock(); _value = newValue; lock.unlock() }
+        get { state.current }
+        set { state.set(newValue) }
     }
 }
 extension SDWebImagePrefetchToken: Cancellable {}

@@ -326,7 +326,7 @@ extension ViewLoadResult {
 }
 
 /// A player that crosses to the view's queue inside a transition.
-final class PlayerBox: @unchecked Sendable {
+final class PlayerBox: Sendable {
     let player: SDAnimatedImagePlayer
     init(_ player: SDAnimatedImagePlayer) { self.player = player }
 }

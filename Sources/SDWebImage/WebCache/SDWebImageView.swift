@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// A view that shows images loaded through ``SDWebImageManager``: SDWebImage's
 /// `UIView+WebCache` for any Linux toolkit (GTK, SDL, a terminal UI, a game
@@ -155,47 +156,48 @@ public final class SDWebImageViewState: @unchecked Sendable {
 /// The bytes of a view's current load, SDWebImage's `NSProgress` with the
 /// same property names; thread-safe (Foundation's `Progress` on Linux is
 /// not, and KVO does not exist: `onChange` is the observer).
-public final class SDWebImageProgress: @unchecked Sendable {
-    private let lock = NSLock()
-    private var total: Int64 = 0
-    private var completed: Int64 = 0
-    private var handler: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+public final class SDWebImageProgress: Sendable {
+    private struct State {
+        var total: Int64 = 0
+        var completed: Int64 = 0
+        var handler: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+    }
+    private let state = Locked(State())
 
     /// Nothing loaded yet.
     public init() {}
 
     /// The expected bytes; 0 while unknown (1 once a load of unknown size finished).
-    public var totalUnitCount: Int64 { lock.lock(); defer { lock.unlock() }; return total }
+    public var totalUnitCount: Int64 { state.withLock { $0.total } }
     /// The bytes so far (equal to `totalUnitCount` once the load finished).
-    public var completedUnitCount: Int64 { lock.lock(); defer { lock.unlock() }; return completed }
+    public var completedUnitCount: Int64 { state.withLock { $0.completed } }
     /// `completedUnitCount / totalUnitCount`, 0 while the total is unknown.
     public var fractionCompleted: Double {
-        lock.lock(); defer { lock.unlock() }
-        return total > 0 ? min(1, Double(completed) / Double(total)) : 0
+        state.withLock { s in s.total > 0 ? min(1, Double(s.completed) / Double(s.total)) : 0 }
     }
     /// Called after every change, on the thread that made it (a background
     /// queue while bytes arrive, the view's queue at the start and the end).
     public var onChange: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)? {
-        get { lock.lock(); defer { lock.unlock() }; return handler }
-        set { lock.lock(); handler = newValue; lock.unlock() }
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
     }
 
     func update(completed c: Int64, total t: Int64) {
-        lock.lock()
-        completed = max(0, c)
-        total = max(0, t)
-        let h = handler
-        lock.unlock()
+        let h = state.withLock { s in
+            s.completed = max(0, c)
+            s.total = max(0, t)
+            return s.handler
+        }
         h?(max(0, c), max(0, t))
     }
 
     /// The load finished: complete, whatever was known of its size.
     func finish() {
-        lock.lock()
-        if total <= 0 { total = 1 }
-        completed = total
-        let (c, t, h) = (completed, total, handler)
-        lock.unlock()
+        let (c, t, h) = state.withLock { s in
+            if s.total <= 0 { s.total = 1 }
+            s.completed = s.total
+            return (s.completed, s.total, s.handler)
+        }
         h?(c, t)
     }
 }
