@@ -6,6 +6,7 @@ import CSDCore
 /// Owns exactly one C `sd_bitmap` (no copy is made when a decoder hands one
 /// over) and frees it in `deinit`. Immutable once created, so it may be shared
 /// across threads.
+// @unchecked: owns one C sd_bitmap (an OpaquePointer) that nothing writes after init.
 public final class Bitmap: @unchecked Sendable {
     let handle: OpaquePointer
 

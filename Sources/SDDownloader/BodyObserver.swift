@@ -7,6 +7,7 @@ import SDCoders
 /// body is: `DownloadRequest.bodyObserver`. With an inner sink (the decode
 /// sink) it is a tee: every call goes on to the inner sink, which owns the
 /// port and answers the transfer.
+// @unchecked: `port` and `innerState` are the loop thread's only (the C loop calls the sink there); the rest is `let`.
 final class BodyObserver: @unchecked Sendable {
     /// A sink to hand every call on to, with its context (`sd_loop_body_sink`).
     struct Inner {

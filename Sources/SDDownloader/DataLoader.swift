@@ -9,6 +9,7 @@ import SDCoders
 /// Threading: the C callbacks run on the loop thread; every handler given
 /// here is hopped to its `queue` immediately, with data already copied out,
 /// so no Swift code runs on the loop thread. Each load completes exactly once.
+// @unchecked: the C loop is thread-safe (sd_loop_* from any thread); `decodeSink` is set in init only.
 public final class DataLoader: @unchecked Sendable {
     private let loop: OpaquePointer
     /// The loop's decode sink, which a transfer with a body observer wraps.
@@ -340,7 +341,7 @@ public final class DataLoader: @unchecked Sendable {
 }
 
 /// A running download: cancel it or change its priority while queued.
-public final class DownloadTask: @unchecked Sendable {
+public final class DownloadTask: Sendable {
     private let loader: DataLoader
     let id: sd_transfer_id
     /// The URL requested.
@@ -360,6 +361,7 @@ public final class DownloadTask: @unchecked Sendable {
 }
 
 /// The events of one load, kept alive by the C loop until `complete`.
+// @unchecked: `response` and `observer` are written and read on the loop thread only; the rest is `let`.
 private final class Handlers: @unchecked Sendable {
     let events: LoaderEvents
     let decoded: Bool

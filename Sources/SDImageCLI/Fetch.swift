@@ -241,6 +241,7 @@ private extension String {
 }
 
 /// One run over the list.
+// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
 final class Pass: @unchecked Sendable {
     let manager: SDWebImageManager
     let targets: [URL?]
@@ -366,6 +367,7 @@ private final class LastAnswer: Sendable {
 }
 
 /// A live bar on a terminal (count, bytes, rate, ETA); plain lines otherwise.
+// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
 final class ProgressBar: @unchecked Sendable {
     private let total: Int
     private let label: String

@@ -77,6 +77,7 @@ enum RedisReply {
 /// (0.25 s, doubling to 5 s) before it tries to connect again, answers
 /// failure at once meanwhile, and logs one warning per outage and one line
 /// when it is back. Thread-safe.
+// @unchecked: `lock` guards the idle connections and the outage state; a hiredis context is used by one thread at a time (taken from `idle`, given back).
 final class RedisClient: @unchecked Sendable {
     let endpoint: RedisEndpoint
     let timeout: TimeInterval

@@ -1,5 +1,6 @@
 import Foundation
 import SDCache
+import SDSync
 import SDWebImage
 
 /// A shared image cache on Redis (ours; SDWebImage has none): the original
@@ -18,7 +19,7 @@ import SDWebImage
 /// fails a load: queries miss and stores are dropped within
 /// `SDRedisDiskCache.Options.timeout`, with one warning per outage
 /// (`SDRedisDiskCache`).
-public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable {
+public final class SDImageRedisCache: SDImageCacheProtocol, Sendable {
     /// The Redis tier underneath (keys, values, faults).
     public let store: SDRedisDiskCache
     /// The image cache on that tier: queries decode through the coders
@@ -49,37 +50,28 @@ public final class SDImageRedisCache: SDImageCacheProtocol, @unchecked Sendable 
         let caches = SDImageCachesManager()
         caches.caches = [self, local]  // the last one is asked first
         caches.storeOperationPolicy = .concurrent
-        promotionLock.lock()
-        promotion = local
-        promotionLock.unlock()
+        state.withLock { $0.promotion = local }
         return caches
     }
 
-    private let promotionLock = NSLock()
-    private var promotion: (any SDImageCacheProtocol)?
-    private var hitCount = 0
+    /// The cache a Redis hit is copied to, and the hits so far.
+    private let state = Locked<(promotion: (any SDImageCacheProtocol)?, hits: Int)>((nil, 0))
 
     /// Queries this tier answered from Redis (an image, or bytes when only
     /// bytes were asked for) since it was made: what a caller cannot tell
     /// from the `.disk` a hit of either tier reports.
     public var hits: Int {
-        promotionLock.lock()
-        defer { promotionLock.unlock() }
-        return hitCount
+        state.withLock { $0.hits }
     }
 
     public func queryImage(forKey key: String?, options: SDWebImageOptions, context: SDWebImageContext?,
                            cacheType: SDImageCacheType,
                            completion: SDImageCacheQueryCompletionBlock?) -> (any SDWebImageOperation)? {
-        promotionLock.lock()
-        let local = promotion
-        promotionLock.unlock()
+        let local = state.withLock { $0.promotion }
         return cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
             image, data, type in
             if type == .disk {
-                self.promotionLock.lock()
-                self.hitCount += 1
-                self.promotionLock.unlock()
+                self.state.withLock { $0.hits += 1 }
             }
             // the bytes only, to disk: the image may be a thumbnail of them
             if type == .disk, let local, let key, let data {

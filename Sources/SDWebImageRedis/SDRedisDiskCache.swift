@@ -24,7 +24,7 @@ import SDSync
 /// - Faults: every call is bounded by `timeout`; with Redis down, slow or
 ///   answering garbage, reads miss and writes are dropped at once (one warning
 ///   per outage), and it reconnects by itself.
-public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
+public final class SDRedisDiskCache: SDDiskCacheProtocol, Sendable {
     /// How the tier talks to Redis.
     public struct Options: Sendable {
         /// Seconds an entry lives after it is stored or touched (default one
@@ -145,22 +145,20 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     public func data(forKey key: String) -> Data? {
         guard let entry = load(key) else { return nil }
         if entry.extended != nil {
-            lastReadLock.lock()
-            if lastReadExtended.count >= 1024 { lastReadExtended.removeAll() }  // reads nobody promoted
-            lastReadExtended[key] = entry.extended
-            lastReadLock.unlock()
+            lastReadExtended.withLock { l in
+                if l.count >= 1024 { l.removeAll() }  // reads nobody promoted
+                l[key] = entry.extended
+            }
         }
         return entry.data
     }
 
     // A hit promoted to the local disk (`SDImageRedisCache.tiered`) keeps
     // its validators without a second read of the whole value.
-    private let lastReadLock = NSLock()
-    private var lastReadExtended: [String: Data] = [:]
+    private let lastReadExtended = Locked<[String: Data]>([:])
 
     func takeExtendedDataOfLastRead(forKey key: String) -> Data? {
-        lastReadLock.lock(); defer { lastReadLock.unlock() }
-        return lastReadExtended.removeValue(forKey: key)
+        lastReadExtended.withLock { $0.removeValue(forKey: key) }
     }
 
     public func setData(_ data: Data, forKey key: String, extendedData: Data?) throws {
@@ -372,21 +370,21 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, @unchecked Sendable {
     // The manager stores what a load returned in every tier: bytes the fleet
     // loader just wrote or read need not cross the network again. One note
     // per load, used once.
-    private let sharedLock = NSLock()
-    private var justShared: [String: Int] = [:]
+    private let justShared = Locked<[String: Int]>([:])
 
     func noteShared(forKey key: String, bytes: Int) {
-        sharedLock.lock()
-        if justShared.count >= 4096 { justShared.removeAll() }  // notes nobody used (loads that store nothing)
-        justShared[key] = bytes
-        sharedLock.unlock()
+        justShared.withLock { j in
+            if j.count >= 4096 { j.removeAll() }  // notes nobody used (loads that store nothing)
+            j[key] = bytes
+        }
     }
 
     private func tookShared(forKey key: String, bytes: Int) -> Bool {
-        sharedLock.lock(); defer { sharedLock.unlock() }
-        guard justShared[key] == bytes else { return false }
-        justShared[key] = nil
-        return true
+        justShared.withLock { j in
+            guard j[key] == bytes else { return false }
+            j[key] = nil
+            return true
+        }
     }
 }
 

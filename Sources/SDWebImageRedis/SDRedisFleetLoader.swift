@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Logging
 import SDWebImage
+import SDSync
 
 /// One origin request per image across a fleet (ours; SDWebImage has none):
 /// a loader in front of another (the downloader) that, before it fetches,
@@ -37,7 +38,7 @@ import SDWebImage
 /// - Not coordinated: revalidations (`.refreshCached` sends validators; they
 ///   must reach the origin), `.fromLoaderOnly`, and calls that did not come
 ///   from a manager (no cache key).
-public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecked Sendable {
+public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable {
     /// How long leases live and waiters wait.
     public struct Options: Sendable {
         /// A lease's lifetime without renewal: how long the fleet waits for
@@ -82,8 +83,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
     /// The settings it was made with.
     public let options: Options
     private let queue = DispatchQueue(label: "SDWebImage.redis.fleet", attributes: .concurrent)
-    private let lock = NSLock()
-    private var stats = Statistics()
+    private let stats = Locked(Statistics())
     private var log: Logger { options.logger }
 
     /// A loader that coordinates `loader`'s fetches through `cache`'s Redis.
@@ -95,11 +95,9 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
     }
 
     /// What the loader did so far.
-    public var statistics: Statistics { lock.lock(); defer { lock.unlock() }; return stats }
+    public var statistics: Statistics { stats.current }
 
-    private func count(_ change: (inout Statistics) -> Void) {
-        lock.lock(); change(&stats); lock.unlock()
-    }
+    private func count(_ change: (inout Statistics) -> Void) { stats.withLock(change) }
 
     public func canRequestImage(for url: URL?) -> Bool { loader.canRequestImage(for: url) }
 
@@ -264,6 +262,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, @unchecke
 
 /// One coordinated request: its parameters, its lease token, the inner
 /// loader's operation once it fetches, and a completion called once.
+// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
 final class FleetLoad: SDWebImageOperation, @unchecked Sendable {
     let url: URL
     let key: String

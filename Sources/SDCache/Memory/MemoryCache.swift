@@ -3,6 +3,7 @@ import Foundation
 /// A strict LRU memory cache with cost and count limits (Nuke's model, not
 /// NSCache's heuristics: Linux sends no memory warnings, so the limits are
 /// the only brake). Thread-safe; hits and stores are O(1).
+// @unchecked: the LRU list, the map and the limits are under the pthread mutex `lock`.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     private final class Node {
         let key: Key

@@ -6,6 +6,7 @@ import Foundation
 /// `interval` seconds (PSI's averages move every 2 s). Polling a few bytes of
 /// procfs costs microseconds; PSI triggers would need privileges this
 /// process may not have.
+// @unchecked: the timer (not Sendable) is made in init and only cancelled; the rest is `let`.
 package final class MemoryPressureMonitor: @unchecked Sendable {
     private let timer: DispatchSourceTimer
 

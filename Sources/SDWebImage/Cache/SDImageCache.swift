@@ -7,6 +7,7 @@ import SDSync
 /// Memory (strict LRU on decoded pixels) plus disk (one file per key) with
 /// SDWebImage 5's API. Disk writes run in order on one queue; reads run
 /// concurrently and see writes still in flight, so a store is readable at once.
+// @unchecked: the disk tier's handle, pending writes and generation are under `lock`; the memory cache and config are Sendable.
 public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     /// The cache the shared manager uses (namespace "default").
     public static let shared = SDImageCache(namespace: "default")

@@ -46,6 +46,7 @@ public typealias SDImageCacheConfigExpireType = DiskCacheExpireType
 
 /// Limits and behaviour of an `SDImageCache`. Thread-safe: every setting
 /// lives in one locked `State`.
+// @unchecked: `state` is under `lock`.
 public final class SDImageCacheConfig: @unchecked Sendable {
     /// The config `SDImageCache.shared` and caches made without one use.
     public static let `default` = SDImageCacheConfig()

@@ -210,6 +210,7 @@ public final class SDImageCachesManager: SDImageCacheProtocol, Sendable {
 }
 
 /// A query over several caches: answers once; cancel reaches every part.
+// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
 private final class CachesQuery: SDWebImageOperation, @unchecked Sendable {
     private let lock = NSLock()
     private var completion: SDImageCacheQueryCompletionBlock?

@@ -5,6 +5,7 @@ import SDCoders
 
 /// Key → weak image, for `shouldUseWeakMemoryCache`. Dead entries are swept
 /// now and then on insert, so the table stays about as big as what is alive.
+// @unchecked: `table` and `sweepAt` are under `lock`; a Box's weak image is loaded atomically by the runtime.
 final class WeakImageTable: @unchecked Sendable {
     private final class Box { weak var image: SDImage?; init(_ i: SDImage) { image = i } }
     private let lock = NSLock()

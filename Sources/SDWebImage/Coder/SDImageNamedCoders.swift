@@ -2,6 +2,7 @@ import Foundation
 import SDCoders
 
 /// JPEG and PNG stills (SDWebImage's `SDImageIOCoder`); an APNG's first frame.
+// @unchecked: SDImageCoreCoder's invariant; no state of its own (Swift asks subclasses to restate it).
 public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageIOCoder()
@@ -9,6 +10,7 @@ public final class SDImageIOCoder: SDImageCoreCoder, @unchecked Sendable {
 }
 
 /// GIF, animated (SDWebImage's `SDImageGIFCoder`).
+// @unchecked: SDImageCoreCoder's invariant; no state of its own.
 public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageGIFCoder()
@@ -16,6 +18,7 @@ public final class SDImageGIFCoder: SDImageCoreCoder, @unchecked Sendable {
 }
 
 /// PNG and APNG, animated (SDWebImage's `SDImageAPNGCoder`).
+// @unchecked: SDImageCoreCoder's invariant; no state of its own.
 public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageAPNGCoder()
@@ -23,6 +26,7 @@ public final class SDImageAPNGCoder: SDImageCoreCoder, @unchecked Sendable {
 }
 
 /// WebP stills and animations (SDWebImage's `SDImageWebPCoder`, libwebp).
+// @unchecked: SDImageCoreCoder's invariant; no state of its own.
 public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageWebPCoder()
@@ -33,6 +37,7 @@ public final class SDImageWebPCoder: SDImageCoreCoder, @unchecked Sendable {
 /// libavif): a sequence is an animation once all its bytes are in, each
 /// frame decoded from the nearest key frame; it loops forever (libavif 0.11
 /// reads and writes no repetition count).
+// @unchecked: SDImageCoreCoder's invariant; no state of its own.
 public final class SDImageAVIFCoder: SDImageCoreCoder, @unchecked Sendable {
     /// The instance the coders manager lists.
     public static let shared = SDImageAVIFCoder()

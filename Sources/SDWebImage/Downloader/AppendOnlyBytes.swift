@@ -9,6 +9,7 @@ import Foundation
 ///
 /// Not locked: the owner serialises `append`, `snapshot` and `removeAll`
 /// (snapshots themselves may be read on any thread).
+// @unchecked: not locked: the owner (SwiftPreviews, under its lock) serialises append, snapshot and removeAll; snapshots are immutable Data.
 final class AppendOnlyBytes: @unchecked Sendable {
     /// A block and the one `Data` that owns it, made over all its capacity:
     /// snapshots are slices of that `Data`, so its storage is never uniquely

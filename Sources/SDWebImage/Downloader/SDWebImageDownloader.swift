@@ -12,6 +12,7 @@ import SDSync
 /// already loading join it), run on the C transfer loop, decoded as bytes
 /// arrive. Thread-safe; callbacks run on the config's (or context's) queue,
 /// never on the loop thread.
+// @unchecked: operations, priorities, headers and subscribers are under `lock`; the config is copied at init.
 public final class SDWebImageDownloader: @unchecked Sendable {
     /// The downloader the shared manager uses (``SDWebImageDownloaderConfig/default``).
     public static let shared = SDWebImageDownloader(config: .default)
@@ -315,6 +316,7 @@ final class OperationSlot: Sendable {
 }
 
 /// One subscriber's handle on a download.
+// @unchecked: `_priority` and `cancelled` are under `lock`; `downloader` is weak; the rest is `let`.
 public final class SDWebImageDownloadToken: @unchecked Sendable {
     /// The URL downloaded.
     public let url: URL?

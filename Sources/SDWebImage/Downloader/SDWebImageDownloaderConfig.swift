@@ -10,6 +10,7 @@ import FoundationNetworking
 /// change `downloader.config` to affect that downloader (concurrency and
 /// order take effect at once, the rest for downloads that start later).
 /// Thread-safe.
+// @unchecked: `state` and `onChange` are under `lock`.
 public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// The config `SDWebImageDownloader.shared` is made from.
     public static let `default` = SDWebImageDownloaderConfig()

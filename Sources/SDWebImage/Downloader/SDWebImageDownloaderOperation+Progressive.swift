@@ -15,6 +15,7 @@ import SDDownloader
 /// decodes) the C previews show the first frame; this follows a GIF, PNG or
 /// WebP body only to give the animation so far once it has two frames
 /// (SDWebImage's progressive animated load), and lets go of anything else.
+// @unchecked: every stored `var` is read and written under `lock`; the coder is used on `work` only, one update at a time.
 final class SwiftPreviews: @unchecked Sendable {
     /// Bytes enough for every coder's magic-number check.
     static let sniffBytes = 256

@@ -9,8 +9,9 @@ import SDDownloader
 /// The default operation: one transfer on the C loop, streamed into the
 /// decoder for the first subscriber's options; subscribers that asked for
 /// another size get their own decode of the same bytes at the end.
+// @unchecked: every stored `var` is read and written under `lock`; the environment and request are `let`s.
 public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationProtocol, @unchecked Sendable {
-    final class Handler: @unchecked Sendable {
+    final class Handler: Sendable {
         let progress: SDWebImageDownloaderProgressBlock?
         let completed: SDWebImageDownloaderCompletedBlock?
         let options: SDImageLoaderDecodeOptions
@@ -199,6 +200,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
 /// Identifies one subscriber of a default operation. Weak: the subscriber's
 /// closures often hold the token's owner (the manager's operation holds the
 /// token), and the operation drops its handlers when it ends.
+// @unchecked: one weak reference (loaded and stored atomically by the runtime).
 final class HandlerToken: @unchecked Sendable {
     weak var handler: AnyObject?
     init(_ h: AnyObject) { handler = h }

@@ -9,6 +9,7 @@ import SDCoders
 ///
 /// Subclass it and pass the class as `.animatedImageClass` to have loads
 /// produce yours; both initialisers are `required` for that.
+// @unchecked: frames loaded so far are under `lock`; the coder is Sendable; the rest is set in init.
 open class SDAnimatedImage: SDImage, SDAnimatedImageProvider, @unchecked Sendable {
     /// The frame source.
     public let animatedCoder: any SDAnimatedImageCoder

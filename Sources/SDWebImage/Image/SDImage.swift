@@ -21,6 +21,7 @@ extension ImageFormat {
 /// in native byte order (B,G,R,A bytes on little-endian, cairo's ARGB32),
 /// immutable and shareable across threads. `SDAnimatedImage` is the one
 /// subclass in this module; a subclass of yours must stay thread-safe.
+// @unchecked: immutable after init (subclasses keep it so); the Bitmap is immutable.
 open class SDImage: @unchecked Sendable, CustomStringConvertible {
     /// The pixels (owned; freed with the last reference).
     public let bitmap: Bitmap

@@ -3,6 +3,7 @@ import Foundation
 import SDSync
 
 /// One manager load: a cache query, then maybe a download. Cancel stops both.
+// @unchecked: the `_` state is under `lock`; `manager` is a weak reference (the runtime loads and stores it atomically).
 public final class SDWebImageCombinedOperation: SDWebImageOperation, @unchecked Sendable {
     private let lock = NSLock()
     private var _cancelled = false

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 
 /// The state of one manager load, step by step (SDWebImage's call… methods).
+// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
 final class ManagerLoad: @unchecked Sendable {
     let manager: SDWebImageManager
     let op: SDWebImageCombinedOperation
@@ -313,6 +314,7 @@ final class ManagerLoad: @unchecked Sendable {
 }
 
 /// The pause between two download attempts, as the load's loader operation.
+// @unchecked: both properties are `let`s; DispatchWorkItem is not marked Sendable but its cancel is thread-safe.
 final class RetryPause: SDWebImageOperation, @unchecked Sendable {
     private let item: DispatchWorkItem
     private let onCancel: @Sendable () -> Void

@@ -1,16 +1,19 @@
 import Foundation
+import SDSync
 
 /// One cache query answered to every identical load that joined it; each
 /// waiter may leave (its answer is then a miss, at once), and the query
 /// itself is cancelled when the last one leaves.
-final class SharedQuery: @unchecked Sendable {
+final class SharedQuery: Sendable {
     let id: String
-    private weak var manager: SDWebImageManager?
-    private let lock = NSLock()
-    private var waiters: [Int: SDImageCacheQueryCompletionBlock] = [:]
-    private var next = 0
-    private var answered = false
-    private var underlying: (any SDWebImageOperation)?
+    private weak let manager: SDWebImageManager?
+    private struct State {
+        var waiters: [Int: SDImageCacheQueryCompletionBlock] = [:]
+        var next = 0
+        var answered = false
+        var underlying: (any SDWebImageOperation)?
+    }
+    private let state = Locked(State())
 
     init(id: String, manager: SDWebImageManager) {
         self.id = id
@@ -19,39 +22,40 @@ final class SharedQuery: @unchecked Sendable {
 
     /// nil once answered (the caller starts its own).
     func add(_ done: @escaping SDImageCacheQueryCompletionBlock) -> Waiter? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !answered else { return nil }
-        next += 1
-        waiters[next] = done
-        return Waiter(query: self, id: next)
+        guard let id = state.withLock({ s -> Int? in
+            guard !s.answered else { return nil }
+            s.next += 1
+            s.waiters[s.next] = done
+            return s.next
+        }) else { return nil }
+        return Waiter(query: self, id: id)
     }
 
     func setUnderlying(_ op: (any SDWebImageOperation)?) {
-        lock.lock()
-        let orphan = !answered && waiters.isEmpty
-        underlying = op
-        lock.unlock()
+        let orphan = state.withLock { s in
+            s.underlying = op
+            return !s.answered && s.waiters.isEmpty
+        }
         if orphan { op?.cancel() }
     }
 
     func answer(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
-        lock.lock()
-        answered = true
-        let ws = waiters
-        waiters = [:]
-        lock.unlock()
+        let ws = state.withLock { s in
+            s.answered = true
+            defer { s.waiters = [:] }
+            return s.waiters
+        }
         manager?.forget(self)
         for (_, w) in ws.sorted(by: { $0.key < $1.key }) { w(image, data, type) }
     }
 
     func leave(_ waiter: Int) {
-        lock.lock()
-        let w = waiters.removeValue(forKey: waiter)
-        let last = w != nil && waiters.isEmpty && !answered
-        if last { answered = true }
-        let u = underlying
-        lock.unlock()
+        let (w, last, u) = state.withLock { s in
+            let w = s.waiters.removeValue(forKey: waiter)
+            let last = w != nil && s.waiters.isEmpty && !s.answered
+            if last { s.answered = true }
+            return (w, last, s.underlying)
+        }
         w?(nil, nil, .none)
         if last {
             manager?.forget(self)

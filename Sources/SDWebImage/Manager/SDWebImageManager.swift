@@ -36,6 +36,7 @@ public struct SDWebImageLoadResult: Sendable {
 }
 
 /// Cache, then network, then cache again: SDWebImage 5's manager.
+// @unchecked: settings, failed URLs, running loads and shared queries are under `lock`; `delegate` is weak; the rest is `let`.
 public final class SDWebImageManager: @unchecked Sendable {
     /// The manager over ``SDImageCache/shared`` and ``SDWebImageDownloader/shared``.
     public static let shared = SDWebImageManager(cache: SDImageCache.shared, loader: SDWebImageDownloader.shared)

@@ -27,6 +27,7 @@ public enum SDAnimatedImagePlaybackMode: Int, Sendable {
 /// grows while it plays: the player holds the last frame that has arrived
 /// instead of starting the next loop (`waitsForMoreFrames`), and goes on when
 /// `totalFrameCount` grows — the frame on screen never goes back.
+// @unchecked: playback state and the frame buffer are under `lock`; handlers run outside it.
 public final class SDAnimatedImagePlayer: @unchecked Sendable {
     /// A frame as shown.
     public struct Frame: Sendable {

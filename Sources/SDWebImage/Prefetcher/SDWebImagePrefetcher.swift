@@ -17,6 +17,7 @@ extension SDWebImagePrefetcherDelegate {
 }
 
 /// One `prefetchURLs` call: cancel the loads not yet done.
+// @unchecked: its counters and operations are under `lock` (the prefetcher takes it too); `prefetcher` is weak.
 public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Sendable {
     /// The URLs of this `prefetchURLs` call.
     public let urls: [URL]
@@ -46,6 +47,7 @@ public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Send
 
 /// Warms the cache with images the user will probably want, a few at a time
 /// at low priority (SDWebImage: 3 concurrent, `.lowPriority`).
+// @unchecked: settings, the queue of waiting jobs and the running count are under `lock`; `_delegate` is weak.
 public final class SDWebImagePrefetcher: @unchecked Sendable {
     /// The prefetcher over ``SDWebImageManager/shared``.
     public static let shared = SDWebImagePrefetcher(imageManager: .shared)

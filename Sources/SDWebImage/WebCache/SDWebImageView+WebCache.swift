@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
+import SDSync
 
 /// A weak reference to a view that can cross queues (the view itself is
 /// only touched on its queue).
+// @unchecked: one weak reference (loaded and stored atomically by the runtime); the view itself is only touched on its queue.
 final class WeakView: @unchecked Sendable {
     weak var view: (any SDWebImageView)?
     init(_ view: any SDWebImageView) { self.view = view }
@@ -11,40 +13,45 @@ final class WeakView: @unchecked Sendable {
 /// One load's operation, stored on the view until the load finishes: the
 /// store and the removal are ordered by this lock, so a load that ended
 /// before its start call returned (a memory hit) leaves nothing behind.
-final class ViewLoadToken: @unchecked Sendable {
-    private let lock = NSLock()
-    private var op: SDWebImageCombinedOperation?
-    private var finished = false
-    private var answered = false  // the final result went out (a cancel by key answers at once)
-    private var byKey = false     // cancelled by key: its answer counts as current
+final class ViewLoadToken: Sendable {
+    private struct State {
+        var op: SDWebImageCombinedOperation?
+        var finished = false
+        var answered = false  // the final result went out (a cancel by key answers at once)
+        var byKey = false     // cancelled by key: its answer counts as current
+    }
+    private let state = Locked(State())
 
     /// Cancelled by key (before the operation is): whichever answer comes
     /// first shows the delayed placeholder, though a newer load began.
     var cancelledByKey: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return byKey }
-        set { lock.lock(); byKey = newValue; lock.unlock() }
+        get { state.withLock { $0.byKey } }
+        set { state.withLock { $0.byKey = newValue } }
     }
 
     /// Whether a result may still go out; the first final one closes the load.
     func deliverable(finished final: Bool) -> Bool {
-        lock.lock(); defer { lock.unlock() }
-        if answered { return false }
-        if final { answered = true }
-        return true
+        state.withLock { s in
+            if s.answered { return false }
+            if final { s.answered = true }
+            return true
+        }
     }
 
-    func started(_ op: SDWebImageCombinedOperation, state: SDWebImageViewState, key: String) {
-        lock.lock(); defer { lock.unlock() }
-        guard !finished else { return }
-        self.op = op
-        state.setOperation(op, forKey: key)
+    func started(_ op: SDWebImageCombinedOperation, state viewState: SDWebImageViewState, key: String) {
+        state.withLock { s in
+            guard !s.finished else { return }
+            s.op = op
+            viewState.setOperation(op, forKey: key)
+        }
     }
 
-    func finish(state: SDWebImageViewState, key: String) {
-        lock.lock(); defer { lock.unlock() }
-        finished = true
-        if let op { state.removeOperation(op, forKey: key) }
-        op = nil
+    func finish(state viewState: SDWebImageViewState, key: String) {
+        state.withLock { s in
+            s.finished = true
+            if let op = s.op { viewState.removeOperation(op, forKey: key) }
+            s.op = nil
+        }
     }
 }
 

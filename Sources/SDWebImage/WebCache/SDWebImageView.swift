@@ -54,6 +54,7 @@ extension SDWebImageView {
 /// the URL, the progress, the transition and the animation playing. Owned
 /// by the view (``SDWebImageView/sd_webImageState``); its end cancels the
 /// view's loads and stops its animation.
+// @unchecked: every stored `var` is read and written under `lock` (`locked { }`); the progress is Sendable.
 public final class SDWebImageViewState: @unchecked Sendable {
     private let lock = NSLock()
     private var operations: [String: any SDWebImageOperation] = [:]
