@@ -210,53 +210,51 @@ public final class SDImageCachesManager: SDImageCacheProtocol, Sendable {
 }
 
 /// A query over several caches: answers once; cancel reaches every part.
-// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
-private final class CachesQuery: SDWebImageOperation, @unchecked Sendable {
-    private let lock = NSLock()
-    private var completion: SDImageCacheQueryCompletionBlock?
-    private var parts: [any SDWebImageOperation] = []
-    private var cancelled = false
-    private var misses = 0, expected = Int.max
+private final class CachesQuery: SDWebImageOperation, Sendable {
+    private struct State {
+        var completion: SDImageCacheQueryCompletionBlock?
+        var parts: [any SDWebImageOperation] = []
+        var cancelled = false
+        var misses = 0, expected = Int.max
+    }
+    private let state: Locked<State>
 
-    init(_ completion: SDImageCacheQueryCompletionBlock?) { self.completion = completion }
+    init(_ completion: SDImageCacheQueryCompletionBlock?) { state = Locked(State(completion: completion)) }
 
-    var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return cancelled }
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    func expect(_ n: Int) { lock.lock(); expected = n; lock.unlock() }
+    func expect(_ n: Int) { state.withLock { $0.expected = n } }
 
     func add(_ op: (any SDWebImageOperation)?) {
         guard let op else { return }
-        lock.lock()
-        let over = cancelled || completion == nil  // answered already: this part is not needed
-        if !over { parts.append(op) }
-        lock.unlock()
+        let over = state.withLock { s in
+            let over = s.cancelled || s.completion == nil  // answered already: this part is not needed
+            if !over { s.parts.append(op) }
+            return over
+        }
         if over { op.cancel() }
     }
 
     func answer(_ image: SDImage?, _ data: Data?, _ type: SDImageCacheType) {
-        lock.lock()
-        let c = completion
-        completion = nil
-        let others = parts
-        parts = []
-        lock.unlock()
+        let (c, others) = state.withLock { s in
+            defer { s.completion = nil; s.parts = [] }
+            return (s.completion, s.parts)
+        }
         c?(image, data, type)
         for p in others { p.cancel() }  // a concurrent query: the slower ones are not needed
     }
 
     func miss() {
-        lock.lock()
-        misses += 1
-        let all = misses >= expected
-        lock.unlock()
+        let all = state.withLock { s in
+            s.misses += 1
+            return s.misses >= s.expected
+        }
         if all { answer(nil, nil, .none) }
     }
 
     /// Like SDImageCache's token: the completion runs once, now, with a miss.
     func cancel() {
-        lock.lock()
-        cancelled = true
-        lock.unlock()
+        state.withLock { $0.cancelled = true }
         answer(nil, nil, .none)
     }
 }

@@ -316,16 +316,13 @@ final class OperationSlot: Sendable {
 }
 
 /// One subscriber's handle on a download.
-// @unchecked: `_priority` and `cancelled` are under `lock`; `downloader` is weak; the rest is `let`.
-public final class SDWebImageDownloadToken: @unchecked Sendable {
+public final class SDWebImageDownloadToken: Sendable {
     /// The URL downloaded.
     public let url: URL?
     let operation: any SDWebImageDownloaderOperationProtocol
     private let token: (any Sendable)?
-    private weak var downloader: SDWebImageDownloader?
-    private let lock = NSLock()
-    private var cancelled = false
-    private var _priority: DownloadPriority
+    private weak let downloader: SDWebImageDownloader?
+    private let state: Locked<(priority: DownloadPriority, cancelled: Bool)>
 
     init(url: URL?, operation: any SDWebImageDownloaderOperationProtocol, token: (any Sendable)?,
          downloader: SDWebImageDownloader?, priority: DownloadPriority = .normal) {
@@ -333,7 +330,7 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
         self.operation = operation
         self.token = token
         self.downloader = downloader
-        _priority = priority
+        state = Locked((priority, false))
     }
 
     /// This subscriber's priority (ours; Nuke's `ImageTask.priority`): the
@@ -341,12 +338,12 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
     /// moves a queued transfer up and lowering the last high one moves it
     /// back down. From `.highPriority`/`.lowPriority` at first.
     public var priority: DownloadPriority {
-        get { lock.lock(); defer { lock.unlock() }; return _priority }
+        get { state.withLock { $0.priority } }
         set {
-            lock.lock()
-            _priority = newValue
-            let gone = cancelled
-            lock.unlock()
+            let gone = state.withLock { s in
+                s.priority = newValue
+                return s.cancelled
+            }
             if !gone { downloader?.subscriber(self, of: operation, changedTo: newValue) }
         }
     }
@@ -361,10 +358,11 @@ public final class SDWebImageDownloadToken: @unchecked Sendable {
     /// This subscriber gets `cancelled` (once); the transfer stops when it was
     /// the last one.
     public func cancel() {
-        lock.lock()
-        guard !cancelled else { lock.unlock(); return }
-        cancelled = true
-        lock.unlock()
+        let first = state.withLock { s in
+            defer { s.cancelled = true }
+            return !s.cancelled
+        }
+        guard first else { return }
         downloader?.subscriber(self, of: operation, changedTo: nil)
         if operation.cancel(token), let url { downloader?.forget(operation, url) }
     }
