@@ -54,10 +54,11 @@ int sd_encoder_set(sd_encoder *enc, sd_encoder_param param, int value)
     return SD_OK;
 }
 
-int sd_encoder_get(const sd_encoder *enc, sd_encoder_param param)
+int sd_encoder_get(const sd_encoder *enc, sd_encoder_param param, int *value)
 {
-    SD__RETURN_IF(enc == NULL || param < SD_ENC_QUALITY || param > SD_ENC_LOOP_COUNT, SD_EINVAL);
-    return enc->params[param];
+    SD__RETURN_IF(enc == NULL || value == NULL || param < SD_ENC_QUALITY || param > SD_ENC_LOOP_COUNT, SD_EINVAL);
+    *value = enc->params[param];
+    return SD_OK;
 }
 
 int sd_encoder_add_frame(sd_encoder *enc, const sd_bitmap *frame, int delay_ms)

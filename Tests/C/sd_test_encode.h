@@ -5,8 +5,8 @@
 
 #include "sdcore.h"
 
-/* `count` frames of `format` with up to three parameters (0-terminated
- * param/value pairs in `params`, at most 4 pairs). */
+/* `count` frames of `format` with the parameters in `params`: param/value
+ * pairs ended by a 0 (NULL: none). */
 static inline int sdt_encode(sd_format format, const sd_bitmap *const *frames, const int *delays, size_t count,
                              const int *params, uint8_t **out, size_t *n)
 {

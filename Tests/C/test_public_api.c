@@ -33,7 +33,8 @@ int main(void)
     size_t png_len = 0;
     sd_encoder *enc = NULL;
     CHECK(sd_encoder_new(SD_FORMAT_PNG, &enc) == SD_OK);
-    CHECK(sd_encoder_get(enc, SD_ENC_COMPRESSION_LEVEL) == -1);
+    int level = 0;
+    CHECK(sd_encoder_get(enc, SD_ENC_COMPRESSION_LEVEL, &level) == SD_OK && level == -1);
     CHECK(sd_encoder_set(enc, SD_ENC_COMPRESSION_LEVEL, 10) == SD_EINVAL);
     CHECK(sd_encoder_add_frame(enc, b, 0) == SD_OK);
     CHECK(sd_encoder_finish(enc, &png, &png_len) == SD_OK);

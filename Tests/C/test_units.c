@@ -1344,10 +1344,14 @@ static int test_encoder_handle(void)
         uint8_t *out = NULL, *again = NULL;
         size_t n = 0, m = 0;
         ASSERT_EQ(sd_encoder_finish(e, &out, &n), SD_EINVAL); /* no frames */
-        ASSERT_EQ(sd_encoder_get(e, SD_ENC_QUALITY), 90);
+        int q = 0;
+        ASSERT_OK(sd_encoder_get(e, SD_ENC_QUALITY, &q));
+        ASSERT_EQ(q, 90);
+        ASSERT_EQ(sd_encoder_get(e, SD_ENC_QUALITY, NULL), SD_EINVAL);
         ASSERT_EQ(sd_encoder_set(e, SD_ENC_QUALITY, 101), SD_EINVAL);
         ASSERT_EQ(sd_encoder_set(e, (sd_encoder_param)99, 1), SD_EINVAL);
-        ASSERT_EQ(sd_encoder_get(e, SD_ENC_QUALITY), 90);   /* the old value stays */
+        ASSERT_OK(sd_encoder_get(e, SD_ENC_QUALITY, &q));
+        ASSERT_EQ(q, 90); /* the old value stays */
         ASSERT_OK(sd_encoder_set(e, SD_ENC_SPEED, 10));       /* ignored where unused */
         ASSERT_EQ(sd_encoder_add_frame(e, a, -1), SD_EINVAL);
         ASSERT_OK(sd_encoder_add_frame(e, a, 100));

@@ -60,10 +60,10 @@ SD_API int sd_encoder_set(sd_encoder *encoder, sd_encoder_param param, int value
 
 /*
  * Name: sd_encoder_get
- * Desc: A parameter's current value (its default until set).
- * Returns: The value; SD_EINVAL for an unknown parameter or a NULL encoder.
+ * Desc: A parameter's current value in *value (its default until set).
+ * Returns: SD_OK; SD_EINVAL for an unknown parameter or a NULL argument.
  */
-SD_API int sd_encoder_get(const sd_encoder *encoder, sd_encoder_param param);
+SD_API int sd_encoder_get(const sd_encoder *encoder, sd_encoder_param param, int *value);
 
 /*
  * Name: sd_encoder_add_frame

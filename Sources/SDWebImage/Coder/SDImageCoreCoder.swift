@@ -46,10 +46,11 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     /// The claim of this class's instances: every format the core decodes
     /// and encodes, animated; SDWebImage's named subclasses narrow it.
-    class var claim: Claim {
-        Claim(decodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.decode) }),
-              encodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.encode) }), animates: true)
-    }
+    class var claim: Claim { everyFormat }
+    /// Read once from the C core: every incremental instance starts from it.
+    private static let everyFormat = Claim(decodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.decode) }),
+                                           encodes: Set(ImageFormat.allCases.filter { $0.capabilities.contains(.encode) }),
+                                           animates: true)
 
     /// This instance's claim (a class's, or one format's: `init(format:)`).
     let claim: Claim

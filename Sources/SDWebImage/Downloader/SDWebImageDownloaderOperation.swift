@@ -50,9 +50,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var _metrics: DownloadMetrics?
     var _completionBlock: (@Sendable () -> Void)?
     var transferOptions: SDImageLoaderDecodeOptions?
-    var decodesInTransfer = false
     /// The formats the C loop decodes (the rest it declines, undecoded).
     var streamedFormats: Set<ImageFormat> = []
+    /// The C loop decodes this transfer as it streams (for the formats above).
+    var decodesInTransfer: Bool { !streamedFormats.isEmpty }
     /// Previews the C core's decoder rendered for this transfer (under `lock`).
     var corePreviews = 0
     /// `corePreviews`, read under the lock.
@@ -155,7 +156,6 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         // format a coder of the user's claims decodes in Swift once the bytes
         // are in (the C decoder declines it and passes the body through).
         streamedFormats = env.decryptor == nil ? first.streamedFormats : []
-        decodesInTransfer = !streamedFormats.isEmpty
         if options.contains(.useHTTPCache), let url = request?.url { validators = env.httpCache?.entry(for: url) }
         var dl = makeRequest(first)
         if !decodesInTransfer, first.decodeImage, env.decryptor == nil {
