@@ -29,6 +29,8 @@ int sd_decoder_new(sd_decoder **out)
     d->preview_interval_ms = SD_DEFAULT_PREVIEW_INTERVAL_MS;
     d->max_frames = SD_DEFAULT_MAX_FRAMES;
     d->frame_cache_bytes = SD_DEFAULT_FRAME_CACHE_BYTES;
+    d->filter = SD_FILTER_LANCZOS3;
+    d->shrink_margin = 2;
     d->orientation = 1;
     d->loop_count = 1;
     return SD_OK;
@@ -93,6 +95,9 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_MAX_FRAMES: dec->max_frames = v; break;
     case SD_DEC_FRAME_CACHE_BYTES: dec->frame_cache_bytes = v; break;
     case SD_DEC_FORMATS: dec->formats = v; break;
+    case SD_DEC_RESAMPLE_FILTER: SD__RETURN_IF(v > SD_FILTER_BOX, SD_EINVAL); dec->filter = (int)v; break;
+    case SD_DEC_RESAMPLE_LINEAR: dec->resample_linear = v != 0; break;
+    case SD_DEC_SHRINK_ON_LOAD_MARGIN: SD__RETURN_IF(v < 1 || v > 8, SD_EINVAL); dec->shrink_margin = (uint32_t)v; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -117,6 +122,9 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_MAX_FRAMES: *v = dec->max_frames; return SD_OK;
     case SD_DEC_FRAME_CACHE_BYTES: *v = dec->frame_cache_bytes; return SD_OK;
     case SD_DEC_FORMATS: *v = dec->formats; return SD_OK;
+    case SD_DEC_RESAMPLE_FILTER: *v = dec->filter; return SD_OK;
+    case SD_DEC_RESAMPLE_LINEAR: *v = dec->resample_linear; return SD_OK;
+    case SD_DEC_SHRINK_ON_LOAD_MARGIN: *v = dec->shrink_margin; return SD_OK;
     case SD_DEC_INFO_DECLINED:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
         *v = dec->declined;
@@ -135,7 +143,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
         return SD_OK;
     default: break;
     }
-    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_ANIMATED, SD_EINVAL);
+    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_LOAD_HEIGHT, SD_EINVAL);
     SD__RETURN_IF(!dec->header_ready, SD_EAGAIN);
     int swap = dec->apply_orientation && sd_orientation_swaps_axes(dec->orientation);
     switch (param) {
@@ -147,6 +155,8 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_INFO_OUTPUT_WIDTH: *v = swap ? dec->decode_h : dec->decode_w; break;
     case SD_DEC_INFO_OUTPUT_HEIGHT: *v = swap ? dec->decode_w : dec->decode_h; break;
     case SD_DEC_INFO_SCANS: *v = dec->scans; break;
+    case SD_DEC_INFO_LOAD_WIDTH: *v = dec->load_w; break;
+    case SD_DEC_INFO_LOAD_HEIGHT: *v = dec->load_h; break;
     case SD_DEC_INFO_ROWS: *v = dec->rows; break;
     case SD_DEC_INFO_LOOP_COUNT: *v = dec->loop_count; break;
     case SD_DEC_INFO_ANIMATED: *v = dec->animated; break;
@@ -221,6 +231,8 @@ int sd__decoder_set_header(sd_decoder *d, uint32_t w, uint32_t h, int orientatio
     d->progressive = progressive;
     d->has_alpha = has_alpha;
     plan_size(d);
+    d->load_w = w; /* a codec that shrinks on load says so (sd__decoder_shrink) */
+    d->load_h = h;
     d->header_ready = 1;
     return SD_OK;
 }
@@ -324,7 +336,8 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
     int rc = SD_OK;
     if (cur->width != d->decode_w || cur->height != d->decode_h) {
         sd_bitmap *t;
-        rc = sd_bitmap_scale(cur, d->decode_w, d->decode_h, &t);
+        rc = sd_bitmap_resample(cur, d->decode_w, d->decode_h, (sd_filter)d->filter,
+                                d->resample_linear ? SD_RESAMPLE_LINEAR : 0, &t);
         if (owned)
             sd_bitmap_free(cur);
         if (rc < 0)

@@ -29,6 +29,9 @@ struct sd_decoder {
     int64_t formats; /* SD_DEC_FORMATS: bit per sd_format, 0 = all */
     int declined;    /* the format is outside `formats` */
     int64_t max_frames, frame_cache_bytes;
+    int filter;             /* sd_filter to the output size */
+    int resample_linear;    /* SD_DEC_RESAMPLE_LINEAR */
+    uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */
@@ -47,6 +50,7 @@ struct sd_decoder {
     int progressive;
     int has_alpha;
     uint32_t decode_w, decode_h; /* output size before orientation */
+    uint32_t load_w, load_h;     /* the codec's canvas (after shrink-on-load) */
     int64_t scans, rows, previews_rendered, warnings;
     int complete;
     int end_reached; /* the codec saw the end of the image */

@@ -159,6 +159,17 @@ typedef enum sd_decoder_param {
      * coder). Data no codec recognises is declined too unless bit 0
      * (SD_FORMAT_UNKNOWN) is set; with it, such data fails as ever. Since 0.10. */
     SD_DEC_FORMATS = 15,
+    /* The sd_filter that resamples to the output size (the thumbnail box,
+     * SD_DEC_MAX_BYTES): default SD_FILTER_LANCZOS3. Since 0.10. */
+    SD_DEC_RESAMPLE_FILTER = 16,
+    /* 1: resample in linear light (SD_RESAMPLE_LINEAR). Default 0. Since 0.10. */
+    SD_DEC_RESAMPLE_LINEAR = 17,
+    /* Shrink-on-load (JPEG's DCT scaling, PNG's and WebP's reduction while
+     * decoding) stops where the image is still this many times the output
+     * size, and the filter does the rest: 2 (default) gives libvips'
+     * quality; 1 shrinks as far as the output allows (fastest, aliases
+     * fine detail). 1..8. Since 0.10. */
+    SD_DEC_SHRINK_ON_LOAD_MARGIN = 18,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
@@ -188,7 +199,11 @@ typedef enum sd_decoder_param {
     SD_DEC_INFO_ANIMATED = 116,
     /* 1 when the file was declined (its format is outside SD_DEC_FORMATS),
      * 0 once its format is known and taken. Since 0.10. */
-    SD_DEC_INFO_DECLINED = 117
+    SD_DEC_INFO_DECLINED = 117,
+    /* The size the codec decoded at before the filter (stored orientation):
+     * the source size, or less after shrink-on-load. Since 0.10. */
+    SD_DEC_INFO_LOAD_WIDTH = 118,
+    SD_DEC_INFO_LOAD_HEIGHT = 119
 } sd_decoder_param;
 
 /*

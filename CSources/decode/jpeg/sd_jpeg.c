@@ -8,7 +8,9 @@
  * ARGB32 (JCS_EXT_BGRA on little-endian), so there is no conversion pass;
  * CMYK/YCCK is converted in place. Multi-scan files use buffered-image mode
  * so previews can be rendered at scan boundaries without re-decoding.
- * DCT scaling (1/2, 1/4, 1/8) shrinks at the IDCT when a thumbnail is asked.
+ * DCT scaling (1/2, 1/4, 1/8) shrinks at the IDCT when a thumbnail is asked,
+ * down to SD_DEC_SHRINK_ON_LOAD_MARGIN times its size (the resampler in
+ * sd_decoder.c finishes).
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -207,17 +209,20 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     c->dct_method = JDCT_ISLOW;   /* the reference IDCT; IFAST does not match */
     c->do_fancy_upsampling = TRUE;
     c->buffered_image = multi ? TRUE : FALSE;
-    /* Largest power-of-two reduction that still covers the planned size. */
+    /* Shrink on load: the largest power-of-two DCT reduction that leaves
+     * the margin times the planned size (the filter does the rest). */
     c->scale_num = 1;
     c->scale_denom = 1;
     for (unsigned den = 8; den >= 2; den /= 2) {
-        if ((c->image_width + den - 1) / den >= d->decode_w &&
-            (c->image_height + den - 1) / den >= d->decode_h) {
+        if ((c->image_width + den - 1) / den >= (uint64_t)d->decode_w * d->shrink_margin &&
+            (c->image_height + den - 1) / den >= (uint64_t)d->decode_h * d->shrink_margin) {
             c->scale_denom = den;
             break;
         }
     }
     jpeg_calc_output_dimensions(c);
+    d->load_w = c->output_width;
+    d->load_h = c->output_height;
     /* the canvas, and for a progressive file its whole coefficient buffer
      * (64 coefficients of 2 bytes per block of every component, at full
      * size whatever the scale: a thumbnail of a 16384^2 progressive JPEG

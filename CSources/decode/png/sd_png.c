@@ -123,10 +123,14 @@ static void p_info(png_structp png, png_infop info)
         png_error(png, "unexpected row layout after transforms");
     }
 
-    s->fx = SD__MAX(1u, w / d->decode_w);
-    s->fy = SD__MAX(1u, h / d->decode_h);
+    /* shrink on load by whole factors (box sums of the rows as they come),
+     * down to the margin times the planned size; the resampler finishes */
+    s->fx = SD__MAX(1u, w / (d->decode_w * d->shrink_margin));
+    s->fy = SD__MAX(1u, h / (d->decode_h * d->shrink_margin));
     s->rw = (w + s->fx - 1) / s->fx;
     s->rh = (h + s->fy - 1) / s->fy;
+    d->load_w = s->rw;
+    d->load_h = s->rh;
     uint64_t acc_rows = s->interlaced ? s->rh : 1;
     rc = sd__decoder_charge(d, (uint64_t)s->rw * s->rh * 4 +
                                    (s->fx > 1 || s->fy > 1 ? (uint64_t)s->rw * acc_rows * 5 * sizeof *s->acc : 0),

@@ -100,10 +100,15 @@ static int still_start(sd__webp *s)
     sd_decoder *d = s->dec;
     /* the canvas, and libwebp's own full-size buffers: a lossless image's
      * ARGB pixels, a lossy one's alpha plane (an upper bound for both) */
-    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->decode_w * d->decode_h * 4 +
+    /* libwebp shrinks while decoding (an area average) down to the margin
+     * times the planned size; the resampler finishes */
+    uint64_t lw = (uint64_t)d->decode_w * d->shrink_margin, lh = (uint64_t)d->decode_h * d->shrink_margin;
+    d->load_w = (uint32_t)SD__MIN(lw, d->width);
+    d->load_h = (uint32_t)SD__MIN(lh, d->height);
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->load_w * d->load_h * 4 +
                                                    (uint64_t)d->width * d->height * 4,
                                             "the WebP canvas"));
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->decode_w, d->decode_h, 1, &s->canvas));
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->load_w, d->load_h, 1, &s->canvas));
     WebPDecoderConfig *cfg = &s->cfg;
     if (!WebPInitDecoderConfig(cfg))
         return SD_EUNSUPPORTED;
@@ -112,10 +117,10 @@ static int still_start(sd__webp *s)
     cfg->output.u.RGBA.rgba = s->canvas->pixels;
     cfg->output.u.RGBA.stride = (int)s->canvas->stride;
     cfg->output.u.RGBA.size = s->canvas->stride * s->canvas->height;
-    if (d->decode_w != d->width || d->decode_h != d->height) {
+    if (d->load_w != d->width || d->load_h != d->height) {
         cfg->options.use_scaling = 1;
-        cfg->options.scaled_width = (int)d->decode_w;
-        cfg->options.scaled_height = (int)d->decode_h;
+        cfg->options.scaled_width = (int)d->load_w;
+        cfg->options.scaled_height = (int)d->load_h;
     }
     s->idec = WebPIDecode(NULL, 0, cfg);
     SD__RETURN_IF(s->idec == NULL, SD_ENOMEM);
