@@ -19,7 +19,7 @@ BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev z
 # Xvfb). They are installed with a policy-rc.d that forbids starting services,
 # so apt leaves no system nginx or redis-server running (scripts/check-deps.sh).
 TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
-                 redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil
+                 redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil libvips-dev
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift \
         test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean

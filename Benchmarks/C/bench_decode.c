@@ -219,6 +219,7 @@ static int ours_eighth(const bench_file *f)
     sd_decoder_new(&d);
     int longest = f->width > f->height ? f->width : f->height;
     sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, (longest + 7) / 8);
+    sd_decoder_set(d, SD_DEC_SHRINK_ON_LOAD_MARGIN, 1); /* the DCT's 1/8 itself, as TurboJPEG's */
     int rc = sd_decoder_decode(d, f->data, f->len, &b);
     sd_bitmap_free(b);
     sd_decoder_free(d);
@@ -513,7 +514,8 @@ static void usage(void)
                     "       sdcore-bench anim [--corpus-anim DIR] [--json]\n"
                     "       sdcore-bench encode [--quick] [--json]\n"
                     "       sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n"
-                    "       sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n");
+                    "       sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n"
+                    "       sdcore-bench thumbnail [--photos N] [--rounds N] [--box PX] [--sheet FILE.png] [--json]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
@@ -521,6 +523,9 @@ int bench_anim_main(int argc, char **argv);  /* bench_anim.c */
 int bench_encode_main(int argc, char **argv); /* bench_encode.c */
 int bench_make_anim_main(int argc, char **argv); /* bench_anim.c */
 int bench_anim_memory_main(int argc, char **argv); /* bench_anim.c */
+#ifdef SD_BENCH_VIPS
+int bench_thumbnail_main(int argc, char **argv); /* bench_thumbnail.c */
+#endif
 
 int main(int argc, char **argv)
 {
@@ -536,6 +541,14 @@ int main(int argc, char **argv)
         return bench_make_anim_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "anim-memory") == 0)
         return bench_anim_memory_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "thumbnail") == 0) {
+#ifdef SD_BENCH_VIPS
+        return bench_thumbnail_main(argc, argv);
+#else
+        fprintf(stderr, "sdcore-bench thumbnail: built without libvips (install libvips-dev: make deps-test)\n");
+        return 2;
+#endif
+    }
     if (argc < 2 || strcmp(argv[1], "decode") != 0) {
         usage();
         return 2;

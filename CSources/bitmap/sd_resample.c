@@ -98,9 +98,11 @@ static double kernel(int filter, double x)
 
 typedef struct {
     uint32_t n, m;   /* source and output size along the axis */
-    uint32_t taps;   /* weights per output (runs padded with zeros) */
+    uint32_t taps;   /* weights per output: the longest run, rounded up to even */
     uint32_t *first; /* m: the first source pixel of each run */
-    int16_t *w;      /* m * taps, Q14, each run sums to 16384 */
+    int16_t *w;      /* m * taps, Q14, each run sums to 16384 (padded with 0) */
+    int32_t *wp;     /* the same as pairs (w[2k] | w[2k+1] << 16), for pmaddwd */
+    int32_t *wv;     /* each pair four times: one 16-byte vector per pair */
     float *wf;       /* the same weights unrounded (the linear path), or NULL */
 } sd__axis;
 
@@ -108,6 +110,8 @@ static void axis_free(sd__axis *a)
 {
     sd__free(a->first);
     sd__free(a->w);
+    sd__free(a->wp);
+    sd__free(a->wv);
     sd__free(a->wf);
 }
 
@@ -122,6 +126,7 @@ typedef struct {
     uint32_t n, m;
     int filter;
     double scale, s, reach;
+    double sd1, cd1, sd3, cd3; /* Lanczos: sin/cos of the step pi/s and pi/3s */
 } sd__axis_plan;
 
 /* Output i's weights, folded inside the image and normalised, into `tmp`
@@ -140,12 +145,26 @@ static void run_weights(const sd__axis_plan *p, uint32_t i, double *tmp, uint32_
     if (l - f + 1 > (int64_t)cap) /* cannot happen (cap covers the reach); be safe */
         l = f + cap - 1;
     memset(tmp, 0, sizeof *tmp * (size_t)(l - f + 1));
-    double sum = 0;
+    double sum = 0, s1 = 0, c1 = 1, s3 = 0, c3 = 1;
     for (int64_t j = lo; j <= hi; j++) {
         double wj;
         if (p->filter == SD_FILTER_BOX) {
             double o = fmin(c + p->scale / 2, (double)j + 1) - fmax(c - p->scale / 2, (double)j);
             wj = o > 0 ? o : 0;
+        } else if (p->filter == SD_FILTER_LANCZOS3) {
+            /* sin(pi x) and sin(pi x / 3) stepped by rotation along the run:
+             * two sines per run instead of two per tap (a thumbnail's
+             * weights cost more than its pixels otherwise) */
+            double x = ((double)j + 0.5 - c) / p->s;
+            if (j == lo) {
+                s1 = sin(M_PI * x), c1 = cos(M_PI * x);
+                s3 = sin(M_PI * x / 3), c3 = cos(M_PI * x / 3);
+            } else {
+                double t1 = s1 * p->cd1 + c1 * p->sd1, t3 = s3 * p->cd3 + c3 * p->sd3;
+                c1 = c1 * p->cd1 - s1 * p->sd1, s1 = t1;
+                c3 = c3 * p->cd3 - s3 * p->sd3, s3 = t3;
+            }
+            wj = fabs(x) >= 3 ? 0 : (fabs(x) < 1e-9 ? 1 : 3 * s1 * s3 / (M_PI * M_PI * x * x));
         } else {
             wj = kernel(p->filter, ((double)j + 0.5 - c) / p->s);
         }
@@ -176,32 +195,39 @@ static int axis_init(sd__axis *a, uint32_t n, uint32_t m, int filter, int want_f
     memset(a, 0, sizeof *a);
     a->n = n;
     a->m = m;
-    sd__axis_plan p = {n, m, filter, (double)n / m, 0, 0};
+    sd__axis_plan p = {n, m, filter, (double)n / m, 0, 0, 0, 1, 0, 1};
     p.s = p.scale > 1 ? p.scale : 1;
+    p.sd1 = sin(M_PI / p.s), p.cd1 = cos(M_PI / p.s);
+    p.sd3 = sin(M_PI / p.s / 3), p.cd3 = cos(M_PI / p.s / 3);
     p.reach = filter == SD_FILTER_BOX ? p.scale / 2 : support(filter) * p.s;
     uint32_t cap = (uint32_t)ceil(2 * p.reach) + 3; /* source pixels one run can touch */
-    double *tmp = sd__malloc(sizeof *tmp * cap);
+    /* every run's weights, once (m * cap is about 6n at most: cap shrinks as m grows) */
+    double *all = sd__malloc(sizeof *all * cap * m);
+    int64_t *fl = sd__malloc(sizeof *fl * 2 * m);
     a->first = sd__malloc(sizeof *a->first * m);
-    if (tmp == NULL || a->first == NULL)
+    if (all == NULL || fl == NULL || a->first == NULL)
         goto oom;
-    /* the longest run sets the taps of all */
-    uint32_t taps = 1;
+    uint32_t taps = 1; /* the longest run sets the taps of all */
     for (uint32_t i = 0; i < m; i++) {
-        int64_t f, l;
-        run_weights(&p, i, tmp, cap, &f, &l);
-        taps = SD__MAX(taps, (uint32_t)(l - f + 1));
+        run_weights(&p, i, all + (size_t)i * cap, cap, &fl[2 * i], &fl[2 * i + 1]);
+        taps = SD__MAX(taps, (uint32_t)(fl[2 * i + 1] - fl[2 * i] + 1));
     }
+    uint32_t used = taps;
+    taps += taps & 1; /* even: pairs of taps; the extra one weighs 0 */
     a->taps = taps;
     a->w = sd__calloc((size_t)m * taps, sizeof *a->w);
+    a->wp = sd__malloc(sizeof *a->wp * m * (taps / 2));
+    a->wv = sd__malloc(sizeof *a->wv * m * (taps / 2) * 4);
     if (want_float)
         a->wf = sd__calloc((size_t)m * taps, sizeof *a->wf);
-    if (a->w == NULL || (want_float && a->wf == NULL))
+    if (a->w == NULL || a->wp == NULL || a->wv == NULL || (want_float && a->wf == NULL))
         goto oom;
     for (uint32_t i = 0; i < m; i++) {
-        int64_t f, l;
-        run_weights(&p, i, tmp, cap, &f, &l);
-        /* every run has `taps` pixels inside the image: one near the end starts earlier */
-        int64_t first = f + (int64_t)taps > (int64_t)n ? (int64_t)n - taps : f;
+        const double *tmp = all + (size_t)i * cap;
+        int64_t f = fl[2 * i], l = fl[2 * i + 1];
+        /* every run has `used` pixels inside the image: one near the end
+         * starts earlier (the padding tap may be the pixel after the last) */
+        int64_t first = f + (int64_t)used > (int64_t)n ? (int64_t)n - used : f;
         a->first[i] = (uint32_t)first;
         int16_t *w = a->w + (size_t)i * taps;
         float *wf = a->wf ? a->wf + (size_t)i * taps : NULL;
@@ -216,11 +242,19 @@ static int axis_init(sd__axis *a, uint32_t n, uint32_t m, int filter, int want_f
             if (wf)
                 wf[f - first + k] = (float)tmp[k];
         }
+        for (uint32_t k = 0; k < taps; k += 2) {
+            size_t at = (size_t)i * (taps / 2) + k / 2;
+            a->wp[at] = (int32_t)((uint32_t)(uint16_t)w[k] | (uint32_t)(uint16_t)w[k + 1] << 16);
+            for (int c = 0; c < 4; c++)
+                a->wv[at * 4 + c] = a->wp[at];
+        }
     }
-    sd__free(tmp);
+    sd__free(all);
+    sd__free(fl);
     return SD_OK;
 oom:
-    sd__free(tmp);
+    sd__free(all);
+    sd__free(fl);
     axis_free(a);
     return SD_ENOMEM;
 }
@@ -232,24 +266,27 @@ static inline int16_t sat16(int32_t v)
     return (int16_t)(v < -32768 ? -32768 : (v > 32767 ? 32767 : v));
 }
 
-/* Vertical: `taps` source rows (bytes) into one Q6 row of `len` int16. */
-static void vpass_scalar(const uint8_t *const *rows, const int16_t *w, uint32_t taps, int16_t *out,
-                         size_t from, size_t len)
+#define SD__VROUND (1 << (SD__WBITS - SD__TBITS - 1))
+#define SD__HROUND (1 << (SD__WBITS + SD__TBITS - 1))
+
+/* Vertical: `taps` source rows (bytes) into one Q6 row of `len` int16,
+ * elements from..len-1. */
+static void vpass_scalar(const uint8_t *const *rows, const int16_t *w, uint32_t taps, int16_t *out, size_t from,
+                         size_t len)
 {
     for (size_t i = from; i < len; i++) {
         int32_t acc = 0;
         for (uint32_t k = 0; k < taps; k++)
             acc += rows[k][i] * w[k];
-        out[i] = sat16((acc + (1 << (SD__WBITS - SD__TBITS - 1))) >> (SD__WBITS - SD__TBITS));
+        out[i] = sat16((acc + SD__VROUND) >> (SD__WBITS - SD__TBITS));
     }
 }
 
-/* Horizontal: the Q6 row into `m` output pixels, rounded, clamped to
+/* Horizontal: the Q6 row into output pixels from..m-1, rounded, clamped to
  * 0..255 and to each pixel's alpha. */
 static void hpass_scalar(const int16_t *row, const sd__axis *ax, uint8_t *out, uint32_t from)
 {
     const uint32_t taps = ax->taps;
-    const int rnd = 1 << (SD__WBITS + SD__TBITS - 1);
     for (uint32_t x = from; x < ax->m; x++) {
         const int16_t *w = ax->w + (size_t)x * taps;
         const int16_t *p = row + (size_t)ax->first[x] * 4;
@@ -259,7 +296,7 @@ static void hpass_scalar(const int16_t *row, const sd__axis *ax, uint8_t *out, u
                 acc[c] += p[c] * w[k];
         uint8_t v[4];
         for (int c = 0; c < 4; c++) {
-            int32_t r = sat16((acc[c] + rnd) >> (SD__WBITS + SD__TBITS));
+            int32_t r = sat16((acc[c] + SD__HROUND) >> (SD__WBITS + SD__TBITS));
             v[c] = (uint8_t)(r < 0 ? 0 : (r > 255 ? 255 : r));
         }
         for (int c = 0; c < 4; c++)
@@ -270,34 +307,24 @@ static void hpass_scalar(const int16_t *row, const sd__axis *ax, uint8_t *out, u
 }
 
 #ifdef SD__RS_SSE2
-/* The same sums with pmaddwd: rows k and k+1 interleaved, times (w_k, w_k+1). */
-static void vpass_sse2(const uint8_t *const *rows, const int16_t *w, uint32_t taps, int16_t *out, size_t len)
+/* The same sums with pmaddwd: rows k and k+1 interleaved, times the pair
+ * (w_k, w_k+1). `taps` is even. */
+static void vpass_sse2(const uint8_t *const *rows, const int32_t *wp, uint32_t taps, int16_t *out, size_t from,
+                       size_t len)
 {
-    const __m128i zero = _mm_setzero_si128(), rnd = _mm_set1_epi32(1 << (SD__WBITS - SD__TBITS - 1));
-    size_t i = 0;
+    const __m128i zero = _mm_setzero_si128(), rnd = _mm_set1_epi32(SD__VROUND);
+    size_t i = from;
     for (; i + 16 <= len; i += 16) {
         __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-        uint32_t k = 0;
-        for (; k + 2 <= taps; k += 2) {
-            __m128i wk = _mm_set1_epi32((int32_t)(((uint32_t)(uint16_t)w[k + 1] << 16) | (uint16_t)w[k]));
+        for (uint32_t k = 0; k < taps; k += 2) {
+            __m128i wk = _mm_set1_epi32(wp[k / 2]);
             __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(rows[k] + i));
             __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(rows[k + 1] + i));
             __m128i lo = _mm_unpacklo_epi8(r0, r1), hi = _mm_unpackhi_epi8(r0, r1); /* r0 r1 r0 r1 … bytes */
-            __m128i l0 = _mm_unpacklo_epi8(lo, zero), l1 = _mm_unpackhi_epi8(lo, zero);
-            __m128i h0 = _mm_unpacklo_epi8(hi, zero), h1 = _mm_unpackhi_epi8(hi, zero);
-            a0 = _mm_add_epi32(a0, _mm_madd_epi16(l0, wk));
-            a1 = _mm_add_epi32(a1, _mm_madd_epi16(l1, wk));
-            a2 = _mm_add_epi32(a2, _mm_madd_epi16(h0, wk));
-            a3 = _mm_add_epi32(a3, _mm_madd_epi16(h1, wk));
-        }
-        if (k < taps) {
-            __m128i wk = _mm_set1_epi32((uint16_t)w[k]);
-            __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(rows[k] + i));
-            __m128i lo = _mm_unpacklo_epi8(r0, zero), hi = _mm_unpackhi_epi8(r0, zero);
-            a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_unpacklo_epi16(lo, zero), wk));
-            a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_unpackhi_epi16(lo, zero), wk));
-            a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi16(hi, zero), wk));
-            a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi16(hi, zero), wk));
+            a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), wk));
+            a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), wk));
+            a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), wk));
+            a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), wk));
         }
         const int sh = SD__WBITS - SD__TBITS;
         a0 = _mm_srai_epi32(_mm_add_epi32(a0, rnd), sh);
@@ -307,38 +334,52 @@ static void vpass_sse2(const uint8_t *const *rows, const int16_t *w, uint32_t ta
         _mm_storeu_si128((__m128i *)(void *)(out + i), _mm_packs_epi32(a0, a1));
         _mm_storeu_si128((__m128i *)(void *)(out + i + 8), _mm_packs_epi32(a2, a3));
     }
-    vpass_scalar(rows, w, taps, out, i, len);
+    for (; i < len; i++) { /* the tail, from the pairs */
+        int32_t acc = 0;
+        for (uint32_t k = 0; k < taps; k += 2)
+            acc += rows[k][i] * (int16_t)(uint16_t)((uint32_t)wp[k / 2] & 0xFFFF) +
+                   rows[k + 1][i] * (int16_t)(uint16_t)((uint32_t)wp[k / 2] >> 16);
+        out[i] = sat16((acc + SD__VROUND) >> (SD__WBITS - SD__TBITS));
+    }
 }
 
-static inline __m128i hpixel_sse2(const int16_t *row, const int16_t *w, uint32_t first, uint32_t taps)
+/* The Q6 row as pairs of neighbours, channel by channel: pair j is
+ * (p_j c0, p_j+1 c0, p_j c1, p_j+1 c1, …), what pmaddwd takes with the
+ * weights (w_k, w_k+1), so the horizontal pass needs no shuffle. The last
+ * pixel pairs with the zero padding pixel after the row. */
+static void pair_row_sse2(const int16_t *row, __m128i *pairs, uint32_t n)
 {
-    const int16_t *p = row + (size_t)first * 4;
-    __m128i acc = _mm_setzero_si128();
+    for (uint32_t j = 0; j < n; j++) {
+        __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)(row + (size_t)j * 4));
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + (size_t)j * 4 + 4));
+        _mm_storeu_si128(pairs + j, _mm_unpacklo_epi16(a, b));
+    }
+}
+
+/* One output pixel: pairs first, first+2, … times the weight vectors. */
+static inline __m128i hpixel_sse2(const __m128i *p, const __m128i *wv, uint32_t npairs)
+{
+    __m128i acc = _mm_set1_epi32(SD__HROUND), acc2 = _mm_setzero_si128();
     uint32_t k = 0;
-    for (; k + 2 <= taps; k += 2, p += 8) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p); /* two pixels */
-        __m128i x = _mm_unpacklo_epi16(v, _mm_srli_si128(v, 8));      /* p0c0 p1c0 p0c1 p1c1 … */
-        __m128i wk = _mm_set1_epi32((int32_t)(((uint32_t)(uint16_t)w[k + 1] << 16) | (uint16_t)w[k]));
-        acc = _mm_add_epi32(acc, _mm_madd_epi16(x, wk));
+    for (; k + 2 <= npairs; k += 2, p += 4, wv += 2) { /* two chains: fewer µops per tap */
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_loadu_si128(p), _mm_loadu_si128(wv)));
+        acc2 = _mm_add_epi32(acc2, _mm_madd_epi16(_mm_loadu_si128(p + 2), _mm_loadu_si128(wv + 1)));
     }
-    if (k < taps) {
-        __m128i v = _mm_loadl_epi64((const __m128i *)(const void *)p);
-        __m128i x = _mm_unpacklo_epi16(v, _mm_setzero_si128());
-        acc = _mm_add_epi32(acc, _mm_madd_epi16(x, _mm_set1_epi32((uint16_t)w[k])));
-    }
-    return _mm_srai_epi32(_mm_add_epi32(acc, _mm_set1_epi32(1 << (SD__WBITS + SD__TBITS - 1))),
-                          SD__WBITS + SD__TBITS);
+    if (k < npairs)
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_loadu_si128(p), _mm_loadu_si128(wv)));
+    return _mm_srai_epi32(_mm_add_epi32(acc, acc2), SD__WBITS + SD__TBITS);
 }
 
-static void hpass_sse2(const int16_t *row, const sd__axis *ax, uint8_t *out)
+static void hpass_sse2(const int16_t *row, const __m128i *pairs, const sd__axis *ax, uint8_t *out)
 {
-    const uint32_t taps = ax->taps;
+    const uint32_t np = ax->taps / 2;
+    const __m128i *wv = (const __m128i *)(const void *)ax->wv;
     uint32_t x = 0;
     for (; x + 4 <= ax->m; x += 4) {
-        __m128i p0 = hpixel_sse2(row, ax->w + (size_t)x * taps, ax->first[x], taps);
-        __m128i p1 = hpixel_sse2(row, ax->w + (size_t)(x + 1) * taps, ax->first[x + 1], taps);
-        __m128i p2 = hpixel_sse2(row, ax->w + (size_t)(x + 2) * taps, ax->first[x + 2], taps);
-        __m128i p3 = hpixel_sse2(row, ax->w + (size_t)(x + 3) * taps, ax->first[x + 3], taps);
+        __m128i p0 = hpixel_sse2(pairs + ax->first[x], wv + (size_t)x * np, np);
+        __m128i p1 = hpixel_sse2(pairs + ax->first[x + 1], wv + (size_t)(x + 1) * np, np);
+        __m128i p2 = hpixel_sse2(pairs + ax->first[x + 2], wv + (size_t)(x + 2) * np, np);
+        __m128i p3 = hpixel_sse2(pairs + ax->first[x + 3], wv + (size_t)(x + 3) * np, np);
         /* int32 -> int16 (saturating, as sat16) -> 0..255 */
         __m128i px = _mm_packus_epi16(_mm_packs_epi32(p0, p1), _mm_packs_epi32(p2, p3));
         __m128i a = _mm_srli_epi32(px, 24); /* each pixel's alpha in every byte */
@@ -348,7 +389,54 @@ static void hpass_sse2(const int16_t *row, const sd__axis *ax, uint8_t *out)
     }
     hpass_scalar(row, ax, out, x);
 }
+
+/* AVX2: the vertical pass 32 bytes at a time (the horizontal one stays
+ * SSE2: one pixel per lane pair gains little). Chosen at run time. */
+#if defined(__GNUC__) && !defined(SD_NO_AVX2)
+#include <immintrin.h>
+#define SD__RS_AVX2 1
+__attribute__((target("avx2"))) static void vpass_avx2(const uint8_t *const *rows, const int32_t *wp, uint32_t taps,
+                                                      int16_t *out, size_t len)
+{
+    const __m256i zero = _mm256_setzero_si256(), rnd = _mm256_set1_epi32(SD__VROUND);
+    size_t i = 0;
+    for (; i + 32 <= len; i += 32) {
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (uint32_t k = 0; k < taps; k += 2) {
+            __m256i wk = _mm256_set1_epi32(wp[k / 2]);
+            __m256i r0 = _mm256_loadu_si256((const __m256i *)(const void *)(rows[k] + i));
+            __m256i r1 = _mm256_loadu_si256((const __m256i *)(const void *)(rows[k + 1] + i));
+            __m256i lo = _mm256_unpacklo_epi8(r0, r1), hi = _mm256_unpackhi_epi8(r0, r1); /* per 128-bit lane */
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), wk));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), wk));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), wk));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), wk));
+        }
+        const int sh = SD__WBITS - SD__TBITS;
+        a0 = _mm256_srai_epi32(_mm256_add_epi32(a0, rnd), sh); /* elements 0-3 | 16-19 */
+        a1 = _mm256_srai_epi32(_mm256_add_epi32(a1, rnd), sh); /* 4-7 | 20-23 */
+        a2 = _mm256_srai_epi32(_mm256_add_epi32(a2, rnd), sh); /* 8-11 | 24-27 */
+        a3 = _mm256_srai_epi32(_mm256_add_epi32(a3, rnd), sh); /* 12-15 | 28-31 */
+        __m256i x = _mm256_packs_epi32(a0, a1), y = _mm256_packs_epi32(a2, a3); /* 0-7 | 16-23, 8-15 | 24-31 */
+        _mm256_storeu_si256((__m256i *)(void *)(out + i), _mm256_permute2x128_si256(x, y, 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(out + i + 16), _mm256_permute2x128_si256(x, y, 0x31));
+    }
+    vpass_sse2(rows, wp, taps, out, i, len);
+}
 #endif
+#endif
+
+static int use_avx2(void)
+{
+#ifdef SD__RS_AVX2
+    static int known = -1;
+    if (known < 0)
+        known = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return known;
+#else
+    return 0;
+#endif
+}
 
 static int resample_fixed(const sd_bitmap *src, sd_bitmap *dst, int filter)
 {
@@ -360,28 +448,46 @@ static int resample_fixed(const sd_bitmap *src, sd_bitmap *dst, int filter)
         return rc;
     }
     const size_t len = (size_t)src->width * 4;
-    int16_t *row = sd__malloc(sizeof *row * len);
+    /* the Q6 row, and one pixel of zeros after it (a padding tap's) */
+    int16_t *row = sd__calloc(len + 4, sizeof *row);
     const uint8_t **rows = sd__malloc(sizeof *rows * v.taps);
-    if (row == NULL || rows == NULL) {
+#ifdef SD__RS_SSE2
+    /* the row as neighbour pairs (pair_row_sse2), one more for a padding tap */
+    __m128i *pairs = sd__calloc((size_t)src->width + 1, sizeof *pairs);
+    if (pairs == NULL)
+        rc = SD_ENOMEM;
+#endif
+    if (row == NULL || rows == NULL || rc < 0) {
         rc = SD_ENOMEM;
         goto done;
     }
+    const int avx2 = use_avx2();
     for (uint32_t y = 0; y < dst->height; y++) {
-        for (uint32_t k = 0; k < v.taps; k++)
-            rows[k] = src->pixels + (size_t)(v.first[y] + k) * src->stride;
-        const int16_t *wy = v.w + (size_t)y * v.taps;
+        for (uint32_t k = 0; k < v.taps; k++) /* a padding tap past the last row reads the last (weight 0) */
+            rows[k] = src->pixels + (size_t)SD__MIN(v.first[y] + k, src->height - 1) * src->stride;
         uint8_t *out = dst->pixels + (size_t)y * dst->stride;
 #ifdef SD__RS_SSE2
         if (!force_scalar) {
-            vpass_sse2(rows, wy, v.taps, row, len);
-            hpass_sse2(row, &h, out);
+            const int32_t *wp = v.wp + (size_t)y * (v.taps / 2);
+#ifdef SD__RS_AVX2
+            if (avx2)
+                vpass_avx2(rows, wp, v.taps, row, len);
+            else
+#endif
+                vpass_sse2(rows, wp, v.taps, row, 0, len);
+            pair_row_sse2(row, pairs, src->width);
+            hpass_sse2(row, pairs, &h, out);
             continue;
         }
 #endif
-        vpass_scalar(rows, wy, v.taps, row, 0, len);
+        (void)avx2;
+        vpass_scalar(rows, v.w + (size_t)y * v.taps, v.taps, row, 0, len);
         hpass_scalar(row, &h, out, 0);
     }
 done:
+#ifdef SD__RS_SSE2
+    sd__free(pairs);
+#endif
     sd__free(row);
     sd__free(rows);
     axis_free(&h);
