@@ -24,6 +24,17 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
   "$bin" decode "$f" --max-pixel-size 90 --png "$tmp/t.png" 2>"$tmp/err"
   check "thumbnail size" 'tail -1 "$tmp/err" | grep -q "^60x90 "'
   check "png written and decodable" '"$bin" decode "$tmp/t.png" 2>&1 | grep -q "^60x90 png"'
+  # --filter / --linear / --shrink-margin reach the decoder: each its own pixels, the same size
+  for k in lanczos3 mitchell catmull-rom bilinear box; do
+    "$bin" decode "$f" --max-pixel-size 90 --filter $k --raw - 2>"$tmp/err" | sha256sum > "$tmp/f.$k"
+    check "--filter $k keeps the size" 'tail -1 "$tmp/err" | grep -q "^60x90 "'
+  done
+  "$bin" decode "$f" --max-pixel-size 90 --linear --raw - 2>/dev/null | sha256sum > "$tmp/f.linear"
+  "$bin" decode "$f" --max-pixel-size 90 --shrink-margin 4 --filter box --raw - 2>/dev/null | sha256sum > "$tmp/f.margin4"
+  check "filters, linear light and the shrink margin give different pixels" \
+    '[ $(cat "$tmp"/f.* | sort -u | wc -l) -eq 7 ]'
+  "$bin" decode "$f" --max-pixel-size 90 --filter sinc 2>"$tmp/err"; rc=$?
+  check "--filter with an unknown name: usage error naming the filters" '[ $rc -eq 2 ] && grep -q "catmull-rom" "$tmp/err"'
   "$bin" decode "$f" --no-orientation 2>"$tmp/err"
   check "no-orientation keeps stored shape" 'tail -1 "$tmp/err" | grep -q "^1800x1200 jpeg orientation=6$"'
   head -c 100000 "$f" > "$tmp/cut.jpg"

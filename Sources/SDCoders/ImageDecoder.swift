@@ -142,6 +142,9 @@ public struct DecodeOptions: Sendable, Equatable {
     /// Data of another format is declined (`.unsupportedFormat`; a download
     /// then hands its bytes to the coder that claims the format).
     public var formats: Set<ImageFormat>?
+    /// How the decoded pixels are brought to the thumbnail box or the
+    /// scale-down budget (default: Lanczos-3 after shrinking on load to 2x).
+    public var resampling = Resampling.default
 
     /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
@@ -179,6 +182,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.maxCodecMemory == b.maxCodecMemory
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
             && a.frameCacheBytes == b.frameCacheBytes && a.formats == b.formats
+            && a.resampling == b.resampling
     }
 
     /// Every option as the C core's `sd_decoder_param` values: the one
@@ -201,6 +205,9 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_FIRST_FRAME_ONLY, firstFrameOnly ? 1 : 0))
         p.append((SD_DEC_MAX_FRAMES, Int64(max(0, maxFrames))))
         if let bytes = frameCacheBytes { p.append((SD_DEC_FRAME_CACHE_BYTES, Int64(max(0, bytes)))) }
+        p.append((SD_DEC_RESAMPLE_FILTER, Int64(resampling.filter.rawValue)))
+        p.append((SD_DEC_RESAMPLE_LINEAR, resampling.linearLight ? 1 : 0))
+        p.append((SD_DEC_SHRINK_ON_LOAD_MARGIN, Int64(resampling.shrinkOnLoadMargin)))
         if let formats {
             // bit per core format; an empty set still declines everything (bit 63, no format)
             let mask = formats.reduce(Int64(1) << 62) { m, f in f.isCore && f.rawValue < 62 ? m | Int64(1) << f.rawValue : m }

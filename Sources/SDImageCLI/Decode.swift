@@ -30,6 +30,15 @@ struct Decode: ParsableCommand {
     @Option(help: "Byte budget for the decoded bitmap (scale down large images).")
     var maxBytes: Int?
 
+    @Option(help: "The filter that brings the image to --max-pixel-size or --max-bytes: lanczos3 (default), mitchell, catmull-rom, bilinear, box.")
+    var filter: String?
+
+    @Flag(help: "Resample in linear light (sRGB decoded, filtered, encoded again).")
+    var linear = false
+
+    @Option(help: "Shrink on load (JPEG DCT scaling, PNG/WebP) only down to N times the output, 1...8 (default 2; 1 = all the way, fastest).")
+    var shrinkMargin: Int?
+
     @Flag(help: "Report the EXIF orientation but do not apply it.")
     var noOrientation = false
 
@@ -57,6 +66,10 @@ struct Decode: ParsableCommand {
     func validate() throws {
         if let m = maxPixelSize, m <= 0 { throw ValidationError("--max-pixel-size must be positive") }
         if let m = maxBytes, m <= 0 { throw ValidationError("--max-bytes must be positive") }
+        if let f = filter, Resampling.Filter(name: f) == nil {
+            throw ValidationError("--filter must be one of \(Resampling.Filter.allCases.map(\.name).joined(separator: ", "))")
+        }
+        if let m = shrinkMargin, !(1...8).contains(m) { throw ValidationError("--shrink-margin must be 1...8") }
         if let q = quality, !(0...100).contains(q) { throw ValidationError("--quality must be 0...100") }
         if let m = maxFileSize, m <= 0 { throw ValidationError("--max-file-size must be positive") }
         if out != nil && frames { throw ValidationError("--out writes one image; drop --frames") }
@@ -73,6 +86,7 @@ struct Decode: ParsableCommand {
         var options = DecodeOptions()
         if let m = maxPixelSize { options.thumbnailPixelSize = (m, m) }
         if let b = maxBytes { options.scaleDownLimitBytes = b }
+        options.resampling = resampling
         options.applyOrientation = !noOrientation
         if frames { decodeFrames(input, options: options) }
         if let out {
@@ -116,6 +130,12 @@ struct Decode: ParsableCommand {
 }
 
 extension Decode {
+    /// `--filter`, `--linear`, `--shrink-margin`.
+    var resampling: Resampling {
+        Resampling(filter: filter.flatMap(Resampling.Filter.init(name:)) ?? .lanczos3, linearLight: linear,
+                   shrinkOnLoadMargin: shrinkMargin ?? 2)
+    }
+
     /// `--out`: through the coders manager, as the library stores derived images.
     func convert(_ input: Data, options: DecodeOptions, to path: String) {
         let ext = URL(fileURLWithPath: path).pathExtension.lowercased()

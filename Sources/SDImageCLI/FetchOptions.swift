@@ -30,6 +30,9 @@ struct FetchDecodeOptions: ParsableArguments {
     @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
     var thumbnail: Int?
 
+    @Option(help: "The filter for thumbnails and scaled-down images: lanczos3 (default), mitchell, catmull-rom, bilinear, box.")
+    var filter: String?
+
     @Option(help: "Images of more source pixels (width x height) fail, fetched or read from the cache (default 268435456; 40000000 with --server-policy); so for the two below.")
     var maxPixels: Int?
 

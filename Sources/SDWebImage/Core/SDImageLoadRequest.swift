@@ -32,6 +32,8 @@ struct SDImageLoadRequest: Sendable {
     let scaleFactor: Double?
     /// The context's byte budget; nil: the default when `.scaleDownLargeImages`.
     let scaleDownLimitBytes: Int?
+    /// `.imageResampling`; nil: the default.
+    let resampling: Resampling?
     let queryCacheType: SDImageCacheType
     let storeCacheType: SDImageCacheType
     let originalQueryCacheType: SDImageCacheType
@@ -56,6 +58,8 @@ struct SDImageLoadRequest: Sendable {
         transformer = c[.imageTransformer] as? any SDImageTransformer
         scaleFactor = c.double(.imageScaleFactor)
         scaleDownLimitBytes = c.int(.imageScaleDownLimitBytes)
+        resampling = c[.imageResampling] as? Resampling
+            ?? (c[.imageResampling] as? Resampling.Filter).map { Resampling(filter: $0) }
         queryCacheType = c[.queryCacheType] as? SDImageCacheType ?? .all
         storeCacheType = c[.storeCacheType] as? SDImageCacheType ?? .all
         originalQueryCacheType = c[.originalQueryCacheType] as? SDImageCacheType ?? .disk
@@ -70,7 +74,9 @@ struct SDImageLoadRequest: Sendable {
     /// The manager's request for `url`, keys included.
     init(url: URL?, context: SDWebImageContext, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?) {
         self.init(context: context)
-        keys = url.flatMap { Self.keys(for: $0, keyFilter: keyFilter, thumbnail: thumbnail, transformer: transformer) }
+        keys = url.flatMap {
+            Self.keys(for: $0, keyFilter: keyFilter, thumbnail: thumbnail, resampling: resampling, transformer: transformer)
+        }
     }
 
     /// The typed request the manager passed down, else one resolved from `context`.
@@ -79,12 +85,20 @@ struct SDImageLoadRequest: Sendable {
     }
 
     static func keys(for url: URL, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?, thumbnail: Thumbnail?,
-                     transformer: (any SDImageTransformer)?) -> Keys? {
+                     resampling: Resampling?, transformer: (any SDImageTransformer)?) -> Keys? {
         guard let original = keyFilter.map({ $0.cacheKey(for: url) }) ?? url.absoluteString else { return nil }
-        let thumb = thumbnail.map { SDThumbnailedKeyForKey(original, $0.size, $0.preserveAspectRatio) }
+        let thumb = thumbnail.map { thumbnailKey(original, $0, resampling) }
         var storage = thumb ?? original
         if let transformer { storage = SDTransformedKeyForKey(storage, transformer.transformerKey) }
         return Keys(original: original, thumbnail: thumb, storage: storage)
+    }
+
+    /// SDWebImage's thumbnail key, plus the resampling when it is not the
+    /// default (so the default keeps SDWebImage's keys).
+    static func thumbnailKey(_ key: String, _ t: Thumbnail, _ resampling: Resampling?) -> String {
+        let thumb = SDThumbnailedKeyForKey(key, t.size, t.preserveAspectRatio)
+        guard let resampling, resampling != .default else { return thumb }
+        return SDTransformedKeyForKey(thumb, "Resampling(\(resampling))")
     }
 
     /// How to decode for an image known by `key` (a URL string or cache key).
@@ -107,6 +121,7 @@ struct SDImageLoadRequest: Sendable {
             o.decode.thumbnailPixelSize = (t.width, t.height)
             o.decode.preserveAspectRatio = t.preserveAspectRatio
         }
+        if let resampling { o.decode.resampling = resampling }
         if let bytes = scaleDownLimitBytes {
             o.decode.scaleDownLimitBytes = max(0, bytes)
         } else if scaleDown {
@@ -130,7 +145,7 @@ struct SDImageLoadRequest: Sendable {
             return key == keys.original ? keys.thumbnail : nil
         }
         // a direct query with a thumbnail box names a full-size entry
-        return SDThumbnailedKeyForKey(key, thumbnail.size, thumbnail.preserveAspectRatio)
+        return Self.thumbnailKey(key, thumbnail, resampling)
     }
 }
 

@@ -15,6 +15,12 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     public static let imageScaleFactor: Self = "imageScaleFactor"
     /// `Int`: byte budget for the decoded bitmap (with `.scaleDownLargeImages`, a default applies).
     public static let imageScaleDownLimitBytes: Self = "imageScaleDownLimitBytes"
+    /// `Resampling` (or just a `Resampling.Filter`): how a thumbnail or a
+    /// scaled-down image is resampled (default `Resampling.default`:
+    /// Lanczos-3 after shrinking on load to twice the size). Not SDWebImage's:
+    /// ImageIO chooses there. A thumbnail made another way is cached under
+    /// its own key.
+    public static let imageResampling: Self = "imageResampling"
     /// `SDWebImageDownloaderRequestModifierProtocol` for this request only.
     public static let downloadRequestModifier: Self = "downloadRequestModifier"
     /// `SDWebImageDownloaderResponseModifierProtocol` for this request only.

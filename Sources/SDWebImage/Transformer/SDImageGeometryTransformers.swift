@@ -7,14 +7,20 @@ public struct SDImageResizingTransformer: SDImageTransformer {
     public let size: CGSize
     /// How the image fills `size`: stretched, fitted (letterboxed, transparent bars) or filled (cropped).
     public let scaleMode: SDImageScaleMode
-    /// Resize to `size` with `scaleMode`.
-    public init(size: CGSize, scaleMode: SDImageScaleMode) {
+    /// The filter (up and down alike; default Lanczos-3).
+    public let resampling: Resampling
+    /// Resize to `size` with `scaleMode`, resampled with `resampling`.
+    public init(size: CGSize, scaleMode: SDImageScaleMode, resampling: Resampling = .default) {
         self.size = size
         self.scaleMode = scaleMode
+        self.resampling = resampling
     }
     public var transformerKey: String {
-        /// "SDImageResizingTransformer({w,h},mode)", as SDWebImage spells it.
-        String(format: "SDImageResizingTransformer({%f,%f},%d)", Double(size.width), Double(size.height), scaleMode.rawValue)
+        /// "SDImageResizingTransformer({w,h},mode)", as SDWebImage spells it
+        /// (plus the resampling when it is not the default).
+        let key = String(format: "SDImageResizingTransformer({%f,%f},%d)", Double(size.width), Double(size.height),
+                         scaleMode.rawValue)
+        return resampling == .default ? key : key.dropLast() + ",\(resampling))"
     }
     /// The image resized; nil for an empty size.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
@@ -23,17 +29,17 @@ public struct SDImageResizingTransformer: SDImageTransformer {
         let sx = Double(w) / Double(image.width), sy = Double(h) / Double(image.height)
         switch scaleMode {
         case .fill:
-            return (try? image.bitmap.scaled(width: w, height: h)).map { Pixels.image(image, $0) }
+            return (try? image.bitmap.scaled(width: w, height: h, resampling: resampling)).map { Pixels.image(image, $0) }
         case .aspectFit:
             let s = min(sx, sy)
             let fw = max(1, Int((Double(image.width) * s).rounded())), fh = max(1, Int((Double(image.height) * s).rounded()))
-            guard let fitted = try? image.bitmap.scaled(width: fw, height: fh) else { return nil }
+            guard let fitted = try? image.bitmap.scaled(width: fw, height: fh, resampling: resampling) else { return nil }
             return Pixels.make(w, h) { d in Pixels.blit(fitted, into: d, w, h, at: (w - fw) / 2, (h - fh) / 2) }
                 .map { Pixels.image(image, $0) }
         case .aspectFill:
             let s = max(sx, sy)
             let fw = max(w, Int((Double(image.width) * s).rounded())), fh = max(h, Int((Double(image.height) * s).rounded()))
-            guard let filled = try? image.bitmap.scaled(width: fw, height: fh),
+            guard let filled = try? image.bitmap.scaled(width: fw, height: fh, resampling: resampling),
                   let cropped = Pixels.crop(filled, x: (fw - w) / 2, y: (fh - h) / 2, width: w, height: h) else { return nil }
             return Pixels.image(image, cropped)
         }
