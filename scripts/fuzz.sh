@@ -51,7 +51,7 @@ seed() { # target prefix-bytes
 }
 seed decode_whole ''
 seed decode_chunked '\x07\x00'
-seed downscale '\x40\x00\x30\x00\x02\x20'
+seed downscale '\x40\x00\x30\x00\x02\x20\x13'
 # the animated corpus, small files, per format (frames_*: chunking + option bytes)
 for f in gif apng webp; do
   dir="$out/seeds/frames_$f"

@@ -37,6 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <vips/vips.h>
 
@@ -397,6 +400,24 @@ static void quality_row(const char *label, int hf, int png, int json)
                worst[2]);
 }
 
+/* ---- memory ---- */
+
+/* Peak RSS (KiB) of a child that makes `f`'s thumbnail once (old: the old
+ * way; -1: nothing, the baseline). Forked before libvips starts a thread. */
+static long child_peak_kib(const tfile *f, int old)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sd_bitmap *b = old >= 0 ? ours(f, old) : NULL;
+        _exit(old >= 0 && b == NULL ? 1 : 0);
+    }
+    int status;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    return ru.ru_maxrss;
+}
+
 /* ---- resize ---- */
 
 static void bench_resize(int json)
@@ -522,13 +543,26 @@ int bench_thumbnail_main(int argc, char **argv)
         return 2;
     }
     setenv("VIPS_CONCURRENCY", "1", 1);
+    const tfile *largest = NULL;
+    long rss_base = -1, rss_ours = -1, rss_old = -1;
+    if (!sheet) {
+        generate(photos);
+        /* memory first, forked before libvips starts: the largest photo JPEG */
+        for (int i = 0; i < nfiles; i++)
+            if (!files[i].hf && !files[i].png && strstr(files[i].name, "4000x3000"))
+                largest = &files[i];
+        if (largest) {
+            rss_base = child_peak_kib(largest, -1);
+            rss_ours = child_peak_kib(largest, 0);
+            rss_old = child_peak_kib(largest, 1);
+        }
+    }
     if (VIPS_INIT("sdcore-bench"))
         return 1;
     vips_concurrency_set(1);
     vips_cache_set_max(0);
     if (sheet)
         return write_sheet(sheet) ? 1 : 0;
-    generate(photos);
     for (int i = 0; i < nfiles; i++)
         if (measure_quality(&files[i]) < 0) {
             fprintf(stderr, "sdcore-bench thumbnail: %s failed\n", files[i].name);
@@ -555,6 +589,8 @@ int bench_thumbnail_main(int argc, char **argv)
                 printf("%s{\"name\":\"%s\",\"ours\":%.2f,\"libvips\":%.2f,\"old\":%.2f}", k++ ? "," : "", files[i].name,
                        files[i].psnr[0], files[i].psnr[1], files[i].psnr[2]);
         printf("],\n");
+        printf(" \"peak_rss_kib_12mp_thumbnail\":{\"ours\":%ld,\"old\":%ld,\"full_canvas\":%ld},\n",
+               rss_ours - rss_base, rss_old - rss_base, 4000L * 3000 * 4 / 1024);
         if (resize)
             bench_resize(1);
         printf(" \"photos\":%d}\n", photos);
@@ -578,6 +614,10 @@ int bench_thumbnail_main(int argc, char **argv)
         if (files[i].hf)
             printf("  %-32s %7.2f          %7.2f          %7.2f   %+.2f vs libvips\n", files[i].name, files[i].psnr[0],
                    files[i].psnr[1], files[i].psnr[2], files[i].psnr[0] - files[i].psnr[1]);
+    if (largest)
+        printf("\npeak RSS over the process's own, one 12 MP JPEG -> %d: ours %.1f MB (the 1/4 canvas is %.1f MB), "
+               "old way %.1f MB; a full-size canvas would be %.1f MB\n", box, (rss_ours - rss_base) / 1024.0,
+               1000.0 * 750 * 4 / 1048576, (rss_old - rss_base) / 1024.0, 4000.0 * 3000 * 4 / 1048576);
     if (resize)
         bench_resize(0);
     return 0;

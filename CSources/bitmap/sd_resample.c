@@ -545,7 +545,7 @@ static int resample_linear(const sd_bitmap *src, sd_bitmap *dst, int filter)
     /* a ring of converted source rows: slot r % taps holds row r */
     float *ring = sd__malloc(sizeof *ring * len * v.taps);
     int64_t *held = sd__malloc(sizeof *held * v.taps);
-    float *row = sd__malloc(sizeof *row * len);
+    float *row = sd__calloc(len + 4, sizeof *row); /* + a zero pixel for a padding tap */
     if (ring == NULL || held == NULL || row == NULL) {
         rc = SD_ENOMEM;
         goto done;
@@ -556,15 +556,16 @@ static int resample_linear(const sd_bitmap *src, sd_bitmap *dst, int filter)
         const float *wy = v.wf + (size_t)y * v.taps;
         memset(row, 0, sizeof *row * len);
         for (uint32_t k = 0; k < v.taps; k++) {
+            if (wy[k] == 0) /* a padding tap may lie past the last row */
+                continue;
             uint32_t r = v.first[y] + k, slot = r % v.taps;
             float *sr = ring + (size_t)slot * len;
             if (held[slot] != r) {
                 row_to_linear(src->pixels + (size_t)r * src->stride, sr, src->width);
                 held[slot] = r;
             }
-            if (wy[k] != 0)
-                for (size_t i = 0; i < len; i++)
-                    row[i] += sr[i] * wy[k];
+            for (size_t i = 0; i < len; i++)
+                row[i] += sr[i] * wy[k];
         }
         uint8_t *out = dst->pixels + (size_t)y * dst->stride;
         for (uint32_t x = 0; x < dst->width; x++) {

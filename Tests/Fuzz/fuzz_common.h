@@ -3,6 +3,8 @@
  * themselves are tested in Tests/C/test_damaged.c. */
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
+#include <string.h>
+
 #include <sdcore.h>
 
 static inline void fuzz_limits(sd_decoder *d)
