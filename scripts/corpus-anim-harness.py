@@ -19,7 +19,7 @@ def main():
         rows += 1
         name, canvas, loop, expected, raw = cols[0], cols[2], cols[4], cols[5], cols[6]
         try:
-            p = subprocess.run([binary, "decode", f"{corpus}/{name}", "--frames", "--raw", "-"],
+            p = subprocess.run([binary, "decode", f"{corpus}/{name}", "--frames", "--raw", "-", "--keep-source-colors"],
                                capture_output=True, timeout=60, preexec_fn=limit)
         except subprocess.TimeoutExpired:
             print(f"{name}: hang (60 s)"); bad += 1; continue

@@ -16,7 +16,7 @@ ok=0; bad=0
 while IFS=$'\x1f' read -r file source format w h o expected note; do
   [ "$file" = file ] && continue
   t0=$(date +%s%N)
-  sum=$("$bin" decode "$corpus/$file" --raw - 2>"$out/.err" | sha256sum | cut -d' ' -f1)
+  sum=$("$bin" decode "$corpus/$file" --raw - --keep-source-colors 2>"$out/.err" | sha256sum | cut -d' ' -f1)
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   last=$(tail -1 "$out/.err")
   if [ "$expected" = error ]; then

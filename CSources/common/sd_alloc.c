@@ -33,6 +33,7 @@ int sd_set_allocator(const sd_allocator *a)
         SD__RETURN_IF(copy.malloc_fn == NULL || copy.realloc_fn == NULL || copy.free_fn == NULL, SD_EINVAL);
     }
     sd__pool_drain(); /* recycled blocks came from the allocator before */
+    sd__color_cache_drain(); /* and the cached colour transforms */
     SD__RETURN_IF(atomic_load_explicit(&g_live, memory_order_acquire) != 0, SD_EBADSTATE);
     g_alloc = copy;
     g_custom = a != NULL;

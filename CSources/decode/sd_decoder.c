@@ -31,6 +31,7 @@ int sd_decoder_new(sd_decoder **out)
     d->frame_cache_bytes = SD_DEFAULT_FRAME_CACHE_BYTES;
     d->filter = SD_FILTER_LANCZOS3;
     d->shrink_margin = 2;
+    d->color_manage = 1;
     d->orientation = 1;
     d->loop_count = 1;
     return SD_OK;
@@ -45,6 +46,7 @@ void sd_decoder_free(sd_decoder *dec)
     sd_bitmap_free(dec->still);
     sd_bitmap_free(dec->view);
     sd__free(dec->frames);
+    sd__color_free(&dec->color);
     sd__decoder_uncharge_all(dec);
     sd__free(dec);
 }
@@ -98,6 +100,7 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_RESAMPLE_FILTER: SD__RETURN_IF(v > SD_FILTER_BOX, SD_EINVAL); dec->filter = (int)v; break;
     case SD_DEC_RESAMPLE_LINEAR: dec->resample_linear = v != 0; break;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: SD__RETURN_IF(v < 1 || v > 8, SD_EINVAL); dec->shrink_margin = (uint32_t)v; break;
+    case SD_DEC_COLOR_MANAGE: dec->color_manage = v != 0; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -125,6 +128,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_RESAMPLE_FILTER: *v = dec->filter; return SD_OK;
     case SD_DEC_RESAMPLE_LINEAR: *v = dec->resample_linear; return SD_OK;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: *v = dec->shrink_margin; return SD_OK;
+    case SD_DEC_COLOR_MANAGE: *v = dec->color_manage; return SD_OK;
     case SD_DEC_INFO_DECLINED:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
         *v = dec->declined;
@@ -143,7 +147,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
         return SD_OK;
     default: break;
     }
-    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_LOAD_HEIGHT, SD_EINVAL);
+    SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_COLOR_SPACE, SD_EINVAL);
     SD__RETURN_IF(!dec->header_ready, SD_EAGAIN);
     int swap = dec->apply_orientation && sd_orientation_swaps_axes(dec->orientation);
     switch (param) {
@@ -157,6 +161,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_INFO_SCANS: *v = dec->scans; break;
     case SD_DEC_INFO_LOAD_WIDTH: *v = dec->load_w; break;
     case SD_DEC_INFO_LOAD_HEIGHT: *v = dec->load_h; break;
+    case SD_DEC_INFO_COLOR_SPACE: *v = dec->color.space; break;
     case SD_DEC_INFO_ROWS: *v = dec->rows; break;
     case SD_DEC_INFO_LOOP_COUNT: *v = dec->loop_count; break;
     case SD_DEC_INFO_ANIMATED: *v = dec->animated; break;
@@ -345,6 +350,19 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
         cur = t;
         owned = 1;
     }
+    if (sd__color_needed(d)) { /* to sRGB, on the smallest bitmap */
+        if (!owned) {
+            sd_bitmap *t;
+            SD__FORWARD_IF_ERROR(sd__bitmap_copy(cur, &t));
+            cur = t;
+            owned = 1;
+        }
+        rc = sd__color_convert(d, cur);
+        if (rc < 0) {
+            sd_bitmap_free(cur);
+            return rc;
+        }
+    }
     if (d->apply_orientation && d->orientation != 1) {
         sd_bitmap *t;
         rc = sd_bitmap_orient(cur, d->orientation, &t);
@@ -433,10 +451,11 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
     return SD_OK;
 }
 
-/* The codec's picture is already at the output size and orientation. */
-static int presentable(const sd_decoder *d, const sd_bitmap *c)
+/* The codec's picture is already at the output size, orientation and colours. */
+static int presentable(sd_decoder *d, const sd_bitmap *c)
 {
-    return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1);
+    return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1) &&
+           !sd__color_needed(d);
 }
 
 /* Frame i into *out: a new bitmap for the caller, or lent (`lend`): the
@@ -475,6 +494,17 @@ static int frame_at(sd_decoder *d, uint32_t i, int lend, sd_bitmap **out)
         return SD_OK;
     }
     return sd__bitmap_copy(d->still, out);
+}
+
+int sd_decoder_icc_profile(const sd_decoder *d, const uint8_t **data, size_t *length)
+{
+    SD__RETURN_IF(d == NULL || data == NULL || length == NULL, SD_EINVAL);
+    *data = NULL;
+    *length = 0;
+    SD__RETURN_IF(!d->header_ready, SD_EAGAIN);
+    *data = d->color.icc;
+    *length = d->color.icc_len;
+    return SD_OK;
 }
 
 int sd_decoder_frame(sd_decoder *d, uint32_t i, sd_bitmap **out)

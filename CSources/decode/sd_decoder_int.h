@@ -10,6 +10,7 @@
 
 #include "bitmap/sd_bitmap_int.h"
 #include "codec/sd_codec.h"
+#include "color/sd_color.h"
 
 /* One frame of an animation, as announced by its codec. */
 typedef struct sd__frame_meta {
@@ -32,6 +33,7 @@ struct sd_decoder {
     int filter;             /* sd_filter to the output size */
     int resample_linear;    /* SD_DEC_RESAMPLE_LINEAR */
     uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
+    int color_manage;       /* SD_DEC_COLOR_MANAGE */
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */
@@ -51,6 +53,7 @@ struct sd_decoder {
     int has_alpha;
     uint32_t decode_w, decode_h; /* output size before orientation */
     uint32_t load_w, load_h;     /* the codec's canvas (after shrink-on-load) */
+    sd__color color;             /* what the codec found about its colours */
     int64_t scans, rows, previews_rendered, warnings;
     int complete;
     int end_reached; /* the codec saw the end of the image */

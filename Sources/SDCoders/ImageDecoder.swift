@@ -145,6 +145,8 @@ public struct DecodeOptions: Sendable, Equatable {
     /// How the decoded pixels are brought to the thumbnail box or the
     /// scale-down budget (default: Lanczos-3 after shrinking on load to 2x).
     public var resampling = Resampling.default
+    /// Colours converted to sRGB (default) or left as stored.
+    public var colorManagement = ColorManagement.convertToSRGB
 
     /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
@@ -182,7 +184,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.maxCodecMemory == b.maxCodecMemory
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
             && a.frameCacheBytes == b.frameCacheBytes && a.formats == b.formats
-            && a.resampling == b.resampling
+            && a.resampling == b.resampling && a.colorManagement == b.colorManagement
     }
 
     /// Every option as the C core's `sd_decoder_param` values: the one
@@ -208,6 +210,7 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_RESAMPLE_FILTER, Int64(resampling.filter.rawValue)))
         p.append((SD_DEC_RESAMPLE_LINEAR, resampling.linearLight ? 1 : 0))
         p.append((SD_DEC_SHRINK_ON_LOAD_MARGIN, Int64(resampling.shrinkOnLoadMargin)))
+        p.append((SD_DEC_COLOR_MANAGE, colorManagement == .convertToSRGB ? 1 : 0))
         if let formats {
             // bit per core format; an empty set still declines everything (bit 63, no format)
             let mask = formats.reduce(Int64(1) << 62) { m, f in f.isCore && f.rawValue < 62 ? m | Int64(1) << f.rawValue : m }
@@ -241,11 +244,19 @@ public struct DecodedImage: Sendable {
     public let loopCount: Int
     /// The file is an animation (GIF, APNG, animated WebP), whatever its frame count.
     public let isAnimated: Bool
+    /// Where the source's colours came from (the pixels are sRGB unless
+    /// decoded with `.keepSource`, or `.cmyk`/`.hdr`, which are not converted).
+    public let sourceColorSpace: SourceColorSpace
+    /// The ICC profile embedded in the file, as stored (nil: none).
+    public let iccProfile: [UInt8]?
 
     /// A decode result from its parts (for coders of your own).
     public init(bitmap: Bitmap, format: ImageFormat, orientation: Int, sourceWidth: Int, sourceHeight: Int,
                 isProgressive: Bool, isComplete: Bool, warnings: Int,
-                frameCount: Int = 1, loopCount: Int = 1, isAnimated: Bool = false) {
+                frameCount: Int = 1, loopCount: Int = 1, isAnimated: Bool = false,
+                sourceColorSpace: SourceColorSpace = .sRGB, iccProfile: [UInt8]? = nil) {
+        self.sourceColorSpace = sourceColorSpace
+        self.iccProfile = iccProfile
         self.bitmap = bitmap
         self.format = format
         self.orientation = orientation
@@ -440,7 +451,17 @@ public final class ImageDecoder {
             warnings: info(SD_DEC_INFO_WARNINGS) ?? 0,
             frameCount: max(1, frameCount),
             loopCount: loopCount ?? 1,
-            isAnimated: isAnimated ?? false)
+            isAnimated: isAnimated ?? false,
+            sourceColorSpace: info(SD_DEC_INFO_COLOR_SPACE).flatMap(SourceColorSpace.init(rawValue:)) ?? .sRGB,
+            iccProfile: iccProfile)
+    }
+
+    /// The ICC profile embedded in the file, as stored (nil: none, or the header is not in yet).
+    public var iccProfile: [UInt8]? {
+        var p: UnsafePointer<UInt8>?
+        var n = 0
+        guard sd_decoder_icc_profile(handle, &p, &n) == 0, let p, n > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: p, count: n))
     }
 
     /// One-shot decode of a whole buffer.

@@ -307,7 +307,8 @@ public final class DataLoader: @unchecked Sendable {
                 warnings: info(SD_DEC_INFO_WARNINGS),
                 frameCount: max(1, info(SD_DEC_INFO_FRAME_COUNT)),
                 loopCount: info(SD_DEC_INFO_LOOP_COUNT),
-                isAnimated: info(SD_DEC_INFO_ANIMATED) != 0)
+                isAnimated: info(SD_DEC_INFO_ANIMATED) != 0,
+                sourceColorSpace: SourceColorSpace(rawValue: info(SD_DEC_INFO_COLOR_SPACE)) ?? .sRGB)
         }
         func m(_ k: sd_metric) -> Double { sd_result_metric(r, k) }
         let metrics = DownloadMetrics(

@@ -42,6 +42,9 @@ struct Decode: ParsableCommand {
     @Flag(help: "Report the EXIF orientation but do not apply it.")
     var noOrientation = false
 
+    @Flag(help: "Leave the colours as stored: no conversion to sRGB of an ICC profile, PNG gAMA/cHRM or AVIF's coded primaries (the oracle corpora's convention).")
+    var keepSourceColors = false
+
     @Option(help: "Write the raw BGRA bytes to PATH ('-' for standard output).")
     var raw: String?
 
@@ -87,6 +90,7 @@ struct Decode: ParsableCommand {
         if let m = maxPixelSize { options.thumbnailPixelSize = (m, m) }
         if let b = maxBytes { options.scaleDownLimitBytes = b }
         options.resampling = resampling
+        options.colorManagement = keepSourceColors ? .keepSource : .convertToSRGB
         options.applyOrientation = !noOrientation
         if frames { decodeFrames(input, options: options) }
         if let out {
@@ -124,6 +128,7 @@ struct Decode: ParsableCommand {
             }
         }
         var line = "\(bitmap.width)x\(bitmap.height) \(image.format) orientation=\(image.orientation)"
+        if image.sourceColorSpace != .sRGB { line += " colors=\(image.sourceColorSpace)" }
         if !image.isComplete { line += " incomplete" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }

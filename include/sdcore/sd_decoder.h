@@ -115,6 +115,16 @@ SD_API unsigned sd_format_capabilities(sd_format format);
 #define SD_FRAME_FAST_MS 10
 #define SD_FRAME_MIN_SHOWN_MS 100
 
+/* Where an image's colours come from (SD_DEC_INFO_COLOR_SPACE). */
+typedef enum sd_color_space {
+    SD_COLOR_SRGB = 0,       /* untagged, or tagged sRGB: used as they are */
+    SD_COLOR_ICC = 1,        /* an embedded ICC profile (RGB or gray) */
+    SD_COLOR_CICP = 2,       /* coded primaries and transfer (AVIF nclx, PNG cICP) */
+    SD_COLOR_CHRM_GAMA = 3,  /* PNG cHRM and/or gAMA */
+    SD_COLOR_CMYK = 4,       /* a CMYK JPEG (its profile, if any, not applied yet) */
+    SD_COLOR_HDR = 5         /* a PQ or HLG transfer: reported, not tone-mapped */
+} sd_color_space;
+
 typedef enum sd_decoder_param {
     /* ---- Options: set before the first push (SD_EBADSTATE after). ---- */
     /* 1 (default): the bitmap comes out upright; 0: only report it. */
@@ -170,6 +180,11 @@ typedef enum sd_decoder_param {
      * quality; 1 shrinks as far as the output allows (fastest, aliases
      * fine detail). 1..8. Since 0.10. */
     SD_DEC_SHRINK_ON_LOAD_MARGIN = 18,
+    /* 1 (default): colours come out in sRGB — an embedded ICC profile, PNG's
+     * cHRM/gAMA or coded CICP primaries are converted (lcms2, relative
+     * colorimetric); 0: the pixels stay as stored (sd_decoder_icc_profile
+     * gives the profile). Since 0.10. */
+    SD_DEC_COLOR_MANAGE = 19,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
@@ -203,7 +218,9 @@ typedef enum sd_decoder_param {
     /* The size the codec decoded at before the filter (stored orientation):
      * the source size, or less after shrink-on-load. Since 0.10. */
     SD_DEC_INFO_LOAD_WIDTH = 118,
-    SD_DEC_INFO_LOAD_HEIGHT = 119
+    SD_DEC_INFO_LOAD_HEIGHT = 119,
+    /* sd_color_space: what the source's colours were. Since 0.10. */
+    SD_DEC_INFO_COLOR_SPACE = 120
 } sd_decoder_param;
 
 /*
@@ -224,6 +241,17 @@ SD_API void sd_decoder_free(sd_decoder *dec);
 SD_API int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t value);
 SD_API int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param,
                           int64_t *value);
+
+/*
+ * Name: sd_decoder_icc_profile
+ * Desc: The ICC profile embedded in the image, as stored (JPEG APP2
+ *       segments joined, PNG iCCP inflated, WebP ICCP, AVIF colr), for a
+ *       program that manages colour itself (SD_DEC_COLOR_MANAGE 0).
+ *       `*data` is lent: valid until sd_decoder_free. An image without a
+ *       profile (or with one over 4 MiB, ignored) gives NULL and 0.
+ * Returns: SD_OK; SD_EAGAIN before the header is known; SD_EINVAL.
+ */
+SD_API int sd_decoder_icc_profile(const sd_decoder *dec, const uint8_t **data, size_t *length);
 
 /*
  * Name: sd_decoder_push

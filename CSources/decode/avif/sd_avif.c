@@ -87,6 +87,11 @@ static int parse(sd__avif *s)
     s->anim = s->dec->animated && !s->dec->first_frame_only;
     if (s->anim)
         s->dec->loop_count = 0; /* no repetition count in libavif 0.11: forever */
+    /* colr: an ICC profile, else nclx primaries and transfer (the decoder
+     * converts the YUV with the matrix; the rest is colour management's) */
+    if (im->icc.size > 0)
+        sd__color_set_icc(s->dec, im->icc.data, im->icc.size);
+    sd__color_set_cicp(s->dec, (int)im->colorPrimaries, (int)im->transferCharacteristics);
     return sd__decoder_set_header(s->dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
 }
 

@@ -171,6 +171,7 @@ static int sdj_init(sd_decoder *d)
     j->src.term_source = src_term;
     j->cinfo.src = &j->src;
     jpeg_save_markers(&j->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_save_markers(&j->cinfo, JPEG_APP0 + 2, 0xFFFF); /* ICC_PROFILE segments */
     j->cinfo.mem->max_memory_to_use = (long)d->max_memory;
     return SD_OK;
 }
@@ -205,6 +206,15 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, c->image_width, c->image_height,
                                                 orientation, multi, 0));
     j->cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+    /* The ICC profile, its APP2 segments joined in sequence order
+     * (libjpeg-turbo checks the numbering: a bad one is a warning, no profile). */
+    JOCTET *icc = NULL;
+    unsigned int icc_len = 0;
+    if (jpeg_read_icc_profile(c, &icc, &icc_len) && icc != NULL)
+        sd__color_set_icc(d, icc, icc_len);
+    free(icc); /* libjpeg's malloc */
+    if (j->cmyk)
+        d->color.space = SD_COLOR_CMYK; /* its profile is kept, not applied (yet) */
     c->out_color_space = j->cmyk ? JCS_CMYK : SD__JCS_NATIVE;
     c->dct_method = JDCT_ISLOW;   /* the reference IDCT; IFAST does not match */
     c->do_fancy_upsampling = TRUE;

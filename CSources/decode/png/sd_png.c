@@ -94,9 +94,30 @@ static void p_info(png_structp png, png_infop info)
     int orientation = 1;
     png_unknown_chunkp chunks = NULL;
     int nchunks = png_get_unknown_chunks(png, info, &chunks);
-    for (int i = 0; i < nchunks; i++)
+    for (int i = 0; i < nchunks; i++) {
         if (memcmp(chunks[i].name, "eXIf", 4) == 0) /* before IDAT, as the extension says */
             orientation = sd_exif_orientation(chunks[i].data, chunks[i].size);
+        if (memcmp(chunks[i].name, "cICP", 4) == 0 && chunks[i].size == 4 && chunks[i].data[2] == 0)
+            sd__color_set_cicp(d, chunks[i].data[0], chunks[i].data[1]); /* RGB (matrix 0) only */
+    }
+    /* colour, in the spec's precedence: cICP > iCCP > sRGB > cHRM/gAMA
+     * (each setter ignores what comes after a stronger source) */
+    png_charp icc_name;
+    int icc_comp;
+    png_bytep icc;
+    png_uint_32 icc_len;
+    if (png_get_iCCP(png, info, &icc_name, &icc_comp, &icc, &icc_len) & PNG_INFO_iCCP)
+        sd__color_set_icc(d, icc, icc_len);
+    if (png_get_valid(png, info, PNG_INFO_sRGB)) {
+        sd__color_set_srgb(d);
+    } else if (d->color.space == SD_COLOR_SRGB &&
+               png_get_valid(png, info, PNG_INFO_cHRM | PNG_INFO_gAMA)) {
+        double xy[8] = {0}, g = 0;
+        int has_chrm = png_get_cHRM(png, info, &xy[0], &xy[1], &xy[2], &xy[3], &xy[4], &xy[5], &xy[6], &xy[7]) != 0;
+        png_get_gAMA(png, info, &g);
+        if (g > 0 || has_chrm)
+            sd__color_set_chrm_gama(d, has_chrm ? xy : NULL, g);
+    }
 #ifdef PNG_eXIf_SUPPORTED
     png_uint_32 exif_len = 0;
     png_bytep exif = NULL;
@@ -251,9 +272,12 @@ static int sdp_init(sd_decoder *d)
     /* libpng's push reader (1.6) has no eXIf handler: as an unknown chunk it
      * was dropped and its orientation never applied. Keep that one chunk
      * (only it is buffered) and read it in p_info. */
-    static const png_byte exif[5] = {'e', 'X', 'I', 'f', '\0'};
-    png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_ALWAYS, exif, 1);
-    png_set_chunk_malloc_max(s->png, 1u << 20); /* an eXIf (or any kept chunk) over 1 MiB is an attack */
+    /* cICP (PNG third edition) is unknown to this libpng too. */
+    static const png_byte kept[10] = {'e', 'X', 'I', 'f', '\0', 'c', 'I', 'C', 'P', '\0'};
+    png_set_keep_unknown_chunks(s->png, PNG_HANDLE_CHUNK_ALWAYS, kept, 2);
+    /* a chunk (an eXIf, an inflated iCCP) over 4 MiB is an attack; libpng
+     * drops it with a warning (an iCCP that large: no profile, sRGB) */
+    png_set_chunk_malloc_max(s->png, SD__ICC_MAX);
     png_set_progressive_read_fn(s->png, s, p_info, p_row, p_end);
     return sd__apng_new(d, &s->apng);
 }

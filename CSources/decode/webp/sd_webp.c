@@ -688,6 +688,28 @@ static int still_orientation(const sd__webp *s, int at_end)
     return at_end || at >= riff_end ? 1 : 0;
 }
 
+/* VP8X's ICC flag says an ICCP chunk follows it, before the image data
+ * (libwebp knows the features from VP8X alone, before it). 1 when read or
+ * there is none; 0 while it may still come. */
+static int webp_icc(sd__webp *s, int at_end)
+{
+    const uint8_t *p = s->in.data;
+    size_t n = s->in.len;
+    if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x20))
+        return 1;
+    size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
+    while ((next = chunk_end(p, at, end)) != 0) {
+        if (memcmp(p + at, "ICCP", 4) == 0) {
+            sd__color_set_icc(s->dec, p + at + 8, le32(p + at + 4));
+            return 1;
+        }
+        if (memcmp(p + at, "VP8 ", 4) == 0 || memcmp(p + at, "VP8L", 4) == 0 || memcmp(p + at, "ANMF", 4) == 0)
+            return 1; /* the image began: no profile after all */
+        at = next;
+    }
+    return at_end || at >= riff_end;
+}
+
 /* The header once the features (and a still's orientation) are known. */
 static int header(sd__webp *s, int at_end)
 {
@@ -699,7 +721,7 @@ static int header(sd__webp *s, int at_end)
     if (st != VP8_STATUS_OK)
         return wp_fail(d, st, "header");
     int orientation = f.has_animation ? 1 : still_orientation(s, at_end);
-    if (orientation == 0)
+    if (orientation == 0 || !webp_icc(s, at_end))
         return SD_OK;
     SD__FORWARD_IF_ERROR(sd__decoder_set_header(d, (uint32_t)f.width, (uint32_t)f.height, orientation, 0, f.has_alpha));
     s->have_header = 1;

@@ -34,6 +34,8 @@ struct SDImageLoadRequest: Sendable {
     let scaleDownLimitBytes: Int?
     /// `.imageResampling`; nil: the default.
     let resampling: Resampling?
+    /// `.imageColorManagement`; nil: the default (sRGB).
+    let colorManagement: ColorManagement?
     let queryCacheType: SDImageCacheType
     let storeCacheType: SDImageCacheType
     let originalQueryCacheType: SDImageCacheType
@@ -60,6 +62,7 @@ struct SDImageLoadRequest: Sendable {
         scaleDownLimitBytes = c.int(.imageScaleDownLimitBytes)
         resampling = c[.imageResampling] as? Resampling
             ?? (c[.imageResampling] as? Resampling.Filter).map { Resampling(filter: $0) }
+        colorManagement = c[.imageColorManagement] as? ColorManagement
         queryCacheType = c[.queryCacheType] as? SDImageCacheType ?? .all
         storeCacheType = c[.storeCacheType] as? SDImageCacheType ?? .all
         originalQueryCacheType = c[.originalQueryCacheType] as? SDImageCacheType ?? .disk
@@ -122,6 +125,7 @@ struct SDImageLoadRequest: Sendable {
             o.decode.preserveAspectRatio = t.preserveAspectRatio
         }
         if let resampling { o.decode.resampling = resampling }
+        if let colorManagement { o.decode.colorManagement = colorManagement }
         if let bytes = scaleDownLimitBytes {
             o.decode.scaleDownLimitBytes = max(0, bytes)
         } else if scaleDown {

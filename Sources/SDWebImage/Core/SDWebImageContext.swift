@@ -21,6 +21,10 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     /// ImageIO chooses there. A thumbnail made another way is cached under
     /// its own key.
     public static let imageResampling: Self = "imageResampling"
+    /// `ColorManagement`: `.convertToSRGB` (default) or `.keepSource` (the
+    /// pixels as stored, `SDImage.iccProfile` set when the coders decode).
+    /// SDWebImage has ImageIO convert; this is the way to opt out.
+    public static let imageColorManagement: Self = "imageColorManagement"
     /// `SDWebImageDownloaderRequestModifierProtocol` for this request only.
     public static let downloadRequestModifier: Self = "downloadRequestModifier"
     /// `SDWebImageDownloaderResponseModifierProtocol` for this request only.

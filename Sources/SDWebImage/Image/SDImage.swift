@@ -37,6 +37,11 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
     public let sourcePixelWidth: Int
     /// Pixel height of the source before any thumbnailing (0 when unknown).
     public let sourcePixelHeight: Int
+    /// The ICC profile of the source, when it was decoded with
+    /// `.imageColorManagement: ColorManagement.keepSource` (the pixels are
+    /// then as stored) and the coders decoded it; nil otherwise (the pixels
+    /// are sRGB).
+    public let iccProfile: [UInt8]?
     /// Where the other frames of an animation come from (nil for a still
     /// image; `bitmap` is always frame 0): see `SDImageFrame.swift`.
     open var animatedProvider: (any SDAnimatedImageProvider)? { provider }
@@ -46,7 +51,8 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
     /// (the pixels are upright already); a `scale` below 1 counts as 1.
     public init(bitmap: Bitmap, format: SDImageFormat = .undefined, orientation: Int = 1, scale: Double = 1,
                 isIncremental: Bool = false, sourcePixelWidth: Int = 0, sourcePixelHeight: Int = 0,
-                animatedProvider: (any SDAnimatedImageProvider)? = nil) {
+                animatedProvider: (any SDAnimatedImageProvider)? = nil, iccProfile: [UInt8]? = nil) {
+        self.iccProfile = iccProfile
         self.bitmap = bitmap
         self.format = format
         self.orientation = orientation
@@ -59,7 +65,8 @@ open class SDImage: @unchecked Sendable, CustomStringConvertible {
 
     convenience init(decoded d: DecodedImage, scale: Double, isIncremental: Bool = false) {
         self.init(bitmap: d.bitmap, format: d.format, orientation: d.orientation, scale: scale,
-                  isIncremental: isIncremental, sourcePixelWidth: d.sourceWidth, sourcePixelHeight: d.sourceHeight)
+                  isIncremental: isIncremental, sourcePixelWidth: d.sourceWidth, sourcePixelHeight: d.sourceHeight,
+                  iccProfile: d.iccProfile)
     }
 
     /// Decode through `SDImageCodersManager.shared` (nil when no coder

@@ -1,0 +1,46 @@
+/* sd_color.h — colour management (sd_color.c, lcms2): what a codec found
+ * about its colours, and the conversion to sRGB the decoder's front end
+ * runs on the smallest bitmap (after shrink-on-load and resampling). */
+#ifndef SD_COLOR_H
+#define SD_COLOR_H
+
+#include "bitmap/sd_bitmap_int.h"
+
+typedef struct sd__xform sd__xform;
+
+/* A decoder's colour facts; zeroed = untagged (sRGB). */
+typedef struct sd__color {
+    int space;           /* sd_color_space */
+    uint8_t *icc;        /* the embedded profile (owned), or NULL */
+    size_t icc_len;
+    double chrm[8];      /* PNG cHRM: white x,y, red x,y, green x,y, blue x,y (0: none) */
+    double gamma;        /* PNG gAMA as stored (1/2.2 = 0.45455), 0: none */
+    int cicp_primaries, cicp_transfer;
+    int decided;         /* a source said sRGB: later (weaker) ones are ignored */
+    int resolved;        /* `xf` looked up (NULL then: nothing to do) */
+    sd__xform *xf;
+} sd__color;
+
+/* Profiles larger than this are ignored with a warning. */
+#define SD__ICC_MAX ((size_t)4 << 20)
+
+struct sd_decoder;
+/* What a codec reports; each is ignored once a higher-precedence source
+ * was set (cICP > iCCP > sRGB > cHRM/gAMA for PNG; a codec calls them in
+ * that order of trust). A bad or oversized profile: a warning, sRGB. */
+SD__HIDDEN void sd__color_set_icc(struct sd_decoder *d, const uint8_t *icc, size_t len);
+SD__HIDDEN void sd__color_set_srgb(struct sd_decoder *d);
+SD__HIDDEN void sd__color_set_chrm_gama(struct sd_decoder *d, const double chrm[8], double gamma);
+SD__HIDDEN void sd__color_set_cicp(struct sd_decoder *d, int primaries, int transfer);
+
+/* Convert `b` (premultiplied, owned by the caller) to sRGB in place when
+ * the decoder's source needs it and SD_DEC_COLOR_MANAGE is on. SD_OK when
+ * nothing was to be done too; SD_ENOMEM. */
+SD__HIDDEN int sd__color_convert(struct sd_decoder *d, sd_bitmap *b);
+/* 1 when sd__color_convert would change pixels. */
+SD__HIDDEN int sd__color_needed(struct sd_decoder *d);
+SD__HIDDEN void sd__color_free(sd__color *c);
+/* Give back a transform (the cache frees it once unused and evicted). */
+SD__HIDDEN void sd__xform_release(sd__xform *x);
+
+#endif

@@ -1,0 +1,631 @@
+/*
+ * test_color.c — colour management: images tagged here (never committed
+ * binaries) with Display P3, Adobe RGB (1998), ProPhoto, Rec.2020 (built with
+ * lcms2's cmsCreateRGBProfile, or Debian's colord-data profiles), a v4
+ * profile and gray γ2.2, embedded in JPEG (APP2), PNG (iCCP) and WebP
+ * (ICCP); PNG gAMA/cHRM and sRGB chunks; AVIF nclx and ICC (avifenc). The
+ * contract: within 2 per channel of lcms2's unoptimised floating-point
+ * transform (relative colorimetric, no black-point compensation) of the
+ * stored pixels, fed whole, byte by byte and in random chunks, and as
+ * thumbnails; transicc (lcms2's own tool) agrees on a sample; an sRGB
+ * profile (by content) and untagged images are left exactly alone;
+ * SD_DEC_COLOR_MANAGE 0 returns the stored pixels and the exact profile
+ * bytes; bad profiles are a warning and sRGB, never a failure.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <math.h>
+
+#include <lcms2.h>
+#include <zlib.h>
+
+#include "sd_test.h"
+#include "sd_test_util.h"
+#include "sd_test_encode.h"
+
+/* ---- profiles ---- */
+
+static cmsHPROFILE rgb(double wx, double wy, const double p[6], cmsToneCurve *c)
+{
+    cmsCIExyY w = {wx, wy, 1};
+    cmsCIExyYTRIPLE t = {{p[0], p[1], 1}, {p[2], p[3], 1}, {p[4], p[5], 1}};
+    cmsToneCurve *cs[3] = {c, c, c};
+    cmsHPROFILE h = cmsCreateRGBProfile(&w, &t, cs);
+    cmsFreeToneCurve(c);
+    return h;
+}
+
+static cmsToneCurve *srgb_trc(void)
+{
+    const double p[5] = {2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045};
+    return cmsBuildParametricToneCurve(NULL, 4, p);
+}
+
+static uint8_t *save(cmsHPROFILE h, size_t *len)
+{
+    cmsUInt32Number n = 0;
+    cmsSaveProfileToMem(h, NULL, &n);
+    uint8_t *b = malloc(n);
+    cmsSaveProfileToMem(h, b, &n);
+    *len = n;
+    return b;
+}
+
+static uint8_t *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+enum { P_P3, P_P3_V4, P_ADOBE, P_PROPHOTO, P_REC2020, P_GRAY, P_SRGB, P_COUNT };
+static const char *pname[P_COUNT] = {"display-p3", "display-p3-v4", "adobe-rgb-1998", "prophoto", "rec2020",
+                                     "gray-2.2", "srgb"};
+
+static uint8_t *profile(int which, size_t *len)
+{
+    static const double p3[6] = {0.680, 0.320, 0.265, 0.690, 0.150, 0.060};
+    static const double bt2020[6] = {0.708, 0.292, 0.170, 0.797, 0.131, 0.046};
+    cmsHPROFILE h = NULL;
+    switch (which) {
+    case P_P3:
+    case P_P3_V4:
+        h = rgb(0.3127, 0.3290, p3, srgb_trc());
+        cmsSetProfileVersion(h, which == P_P3_V4 ? 4.3 : 2.1);
+        break;
+    case P_ADOBE: { /* colord's, else built the same way */
+        uint8_t *b = read_all("/usr/share/color/icc/colord/AdobeRGB1998.icc", len);
+        if (b)
+            return b;
+        static const double a[6] = {0.64, 0.33, 0.21, 0.71, 0.15, 0.06};
+        h = rgb(0.3127, 0.3290, a, cmsBuildGamma(NULL, 563.0 / 256));
+        break;
+    }
+    case P_PROPHOTO: {
+        uint8_t *b = read_all("/usr/share/color/icc/colord/ProPhotoRGB.icc", len);
+        if (b)
+            return b;
+        static const double pp[6] = {0.7347, 0.2653, 0.1596, 0.8404, 0.0366, 0.0001};
+        h = rgb(0.3457, 0.3585, pp, cmsBuildGamma(NULL, 1.8));
+        break;
+    }
+    case P_REC2020: h = rgb(0.3127, 0.3290, bt2020, cmsBuildGamma(NULL, 2.4)); break;
+    case P_GRAY: {
+        cmsCIExyY w = {0.3127, 0.3290, 1};
+        cmsToneCurve *g = cmsBuildGamma(NULL, 2.2);
+        h = cmsCreateGrayProfile(&w, g);
+        cmsFreeToneCurve(g);
+        break;
+    }
+    default: h = cmsCreate_sRGBProfile(); break;
+    }
+    uint8_t *b = save(h, len);
+    cmsCloseProfile(h);
+    return b;
+}
+
+/* ---- files ---- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* JPEG: APP2 ICC_PROFILE segments right after SOI (`order` 1: reversed). */
+static uint8_t *jpeg_with_icc(const uint8_t *jpg, size_t n, const uint8_t *icc, size_t icc_len, int reversed,
+                              size_t *out_len)
+{
+    const size_t per = 65519;
+    size_t segs = (icc_len + per - 1) / per;
+    uint8_t *o = malloc(n + segs * (18 + 2) + icc_len), *w = o;
+    memcpy(w, jpg, 2), w += 2;
+    for (size_t k = 0; k < segs; k++) {
+        size_t s = reversed ? segs - 1 - k : k, off = s * per, len = icc_len - off < per ? icc_len - off : per;
+        *w++ = 0xFF, *w++ = 0xE2;
+        *w++ = (uint8_t)((len + 16) >> 8), *w++ = (uint8_t)(len + 16);
+        memcpy(w, "ICC_PROFILE", 12), w += 12;
+        *w++ = (uint8_t)(s + 1), *w++ = (uint8_t)segs;
+        memcpy(w, icc + off, len), w += len;
+    }
+    memcpy(w, jpg + 2, n - 2), w += n - 2;
+    *out_len = (size_t)(w - o);
+    return o;
+}
+
+/* PNG: chunks inserted after IHDR. */
+static uint8_t *png_with_chunk(const uint8_t *png, size_t n, const char *type, const uint8_t *data, size_t len,
+                               size_t *out_len)
+{
+    size_t at = 8 + 25; /* signature + IHDR */
+    uint8_t *o = malloc(n + len + 12), *w = o;
+    memcpy(w, png, at), w += at;
+    put32(w, (uint32_t)len), w += 4;
+    memcpy(w, type, 4), w += 4;
+    memcpy(w, data, len), w += len;
+    uint32_t crc = (uint32_t)crc32(0, (const Bytef *)type, 4);
+    crc = (uint32_t)crc32(crc, data, (uInt)len);
+    put32(w, crc), w += 4;
+    memcpy(w, png + at, n - at), w += n - at;
+    *out_len = (size_t)(w - o);
+    return o;
+}
+
+static uint8_t *png_with_icc(const uint8_t *png, size_t n, const uint8_t *icc, size_t icc_len, size_t *out_len)
+{
+    uLongf z = compressBound((uLong)icc_len);
+    uint8_t *data = malloc(5 + z);
+    memcpy(data, "icc\0\0", 5); /* name, NUL, compression method 0 */
+    compress2(data + 5, &z, icc, (uLong)icc_len, 9);
+    uint8_t *o = png_with_chunk(png, n, "iCCP", data, 5 + z, out_len);
+    free(data);
+    return o;
+}
+
+static void le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+
+/* WebP: a simple file (RIFF WEBP VP8L/VP8) rewrapped as VP8X + ICCP + it. */
+static uint8_t *webp_with_icc(const uint8_t *webp, size_t n, const uint8_t *icc, size_t icc_len, uint32_t w,
+                              uint32_t h, int alpha, size_t *out_len)
+{
+    size_t pad = icc_len & 1, total = 12 + 18 + 8 + icc_len + pad + (n - 12);
+    uint8_t *o = calloc(1, total), *p = o;
+    memcpy(p, "RIFF", 4), le32(p + 4, (uint32_t)(total - 8)), memcpy(p + 8, "WEBP", 4), p += 12;
+    memcpy(p, "VP8X", 4), le32(p + 4, 10);
+    p[8] = (uint8_t)(0x20 | (alpha ? 0x10 : 0));
+    p[12] = (uint8_t)(w - 1), p[13] = (uint8_t)((w - 1) >> 8), p[14] = (uint8_t)((w - 1) >> 16);
+    p[15] = (uint8_t)(h - 1), p[16] = (uint8_t)((h - 1) >> 8), p[17] = (uint8_t)((h - 1) >> 16);
+    p += 18;
+    memcpy(p, "ICCP", 4), le32(p + 4, (uint32_t)icc_len), memcpy(p + 8, icc, icc_len), p += 8 + icc_len + pad;
+    memcpy(p, webp + 12, n - 12);
+    *out_len = total;
+    return o;
+}
+
+/* ---- pictures and expectations ---- */
+
+/* Saturated and pale colours, ramps, a gray strip: every gamut edge. */
+static sd_bitmap *picture(uint32_t w, uint32_t h, int alpha, int gray)
+{
+    sd_bitmap *b;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    uint8_t *row = malloc((size_t)w * 4);
+    for (uint32_t y = 0; y < h; y++) {
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = row + x * 4;
+            uint32_t r = x * 255 / (w - 1), g = y * 255 / (h - 1), bl = ((x + y) * 7) & 255;
+            if (y < h / 8)
+                r = g = bl = x * 255 / (w - 1);
+            if (gray)
+                r = g = bl = (r * 3 + g * 5 + bl * 2) / 10;
+            p[0] = (uint8_t)r, p[1] = (uint8_t)g, p[2] = (uint8_t)bl;
+            p[3] = alpha ? (uint8_t)(128 + (x * 127) / (w - 1)) : 255;
+        }
+        sd_premultiply_rgba(row, sd_bitmap_pixels(b) + (size_t)y * sd_bitmap_stride(b), w);
+    }
+    free(row);
+    return b;
+}
+
+/* Decode with options; chunked 0 whole, 1 byte by byte, 2 random. */
+static int decode(const uint8_t *data, size_t n, int manage, int thumb, int chunked, sd_bitmap **out, int64_t *space,
+                  int64_t *warnings, uint8_t **icc, size_t *icc_len)
+{
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_COLOR_MANAGE, manage));
+    if (thumb)
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, thumb));
+    int rc = sd_decode_chunked(d, data, n, chunked == 0 ? 0 : (chunked == 1 ? 1 : -1), 77, 0, out);
+    if (rc != SD_OK) {
+        sd_decoder_free(d);
+        return rc;
+    }
+    if (space)
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COLOR_SPACE, space));
+    if (warnings)
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_WARNINGS, warnings));
+    if (icc) {
+        const uint8_t *p;
+        ASSERT_OK(sd_decoder_icc_profile(d, &p, icc_len));
+        *icc = *icc_len ? malloc(*icc_len) : NULL;
+        if (*icc_len)
+            memcpy(*icc, p, *icc_len);
+    }
+    sd_decoder_free(d);
+    return SD_OK;
+}
+
+/* Largest channel difference between `got` and lcms2's unoptimised float
+ * transform of `stored` from `prof` to sRGB, for opaque pixels; *worst_alpha
+ * gets the same over semi-transparent ones with alpha >= 128 (fainter
+ * ones: their premultiplied bytes carry too few bits to compare). */
+static int worst_alpha;
+static int worst_vs_lcms(const sd_bitmap *stored, const sd_bitmap *got, cmsHPROFILE prof, int *compared)
+{
+    cmsHPROFILE srgb = cmsCreate_sRGBProfile();
+    int gray = cmsGetColorSpace(prof) == cmsSigGrayData;
+    cmsHTRANSFORM t = cmsCreateTransform(prof, gray ? TYPE_GRAY_DBL : TYPE_RGB_DBL, srgb, TYPE_RGB_DBL,
+                                         INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
+    int worst = 0;
+    *compared = 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(stored); y++)
+        for (uint32_t x = 0; x < sd_bitmap_width(stored); x++) {
+            uint32_t s, g;
+            memcpy(&s, sd_bitmap_pixels(stored) + y * sd_bitmap_stride(stored) + x * 4, 4);
+            memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
+            uint32_t a = s >> 24;
+            if (a < 128)
+                continue;
+            double in[3], out[3];
+            for (int c = 0; c < 3; c++) /* straight 0..1 from premultiplied */
+                in[c] = fmin(1.0, ((s >> (16 - 8 * c)) & 255) / (double)a);
+            cmsDoTransform(t, gray ? &in[2] : in, out, 1); /* gray: B = G = R */
+            for (int c = 0; c < 3; c++) {
+                double want = fmin(255, fmax(0, out[c] * 255)) * a / 255.0;
+                int d = abs((int)((g >> (16 - 8 * c)) & 255) - (int)lround(want));
+                if (a == 255)
+                    worst = d > worst ? d : worst;
+                else
+                    worst_alpha = d > worst_alpha ? d : worst_alpha;
+            }
+            (*compared) += a == 255;
+        }
+    cmsDeleteTransform(t);
+    cmsCloseProfile(srgb);
+    return worst;
+}
+
+static int same_pixels(const sd_bitmap *a, const sd_bitmap *b)
+{
+    if (sd_bitmap_width(a) != sd_bitmap_width(b) || sd_bitmap_height(a) != sd_bitmap_height(b))
+        return 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
+        if (memcmp(sd_bitmap_pixels(a) + y * sd_bitmap_stride(a), sd_bitmap_pixels(b) + y * sd_bitmap_stride(b),
+                   (size_t)sd_bitmap_width(a) * 4) != 0)
+            return 0;
+    return 1;
+}
+
+/* Every profile x JPEG, PNG (opaque and with alpha), WebP x whole, byte by
+ * byte, random chunks, and a thumbnail. */
+static int test_profiles_every_codec(void)
+{
+    for (int p = 0; p < P_COUNT; p++) {
+        size_t icc_len;
+        uint8_t *icc = profile(p, &icc_len);
+        ASSERT_NOT_NULL(icc);
+        cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+        ASSERT_NOT_NULL(prof);
+        for (int kind = 0; kind < 4; kind++) { /* jpeg, png, png+alpha, webp */
+            int alpha = kind == 2, gray = p == P_GRAY;
+            if (gray && kind == 3)
+                continue; /* a gray ICC in an RGB WebP is not valid */
+            sd_bitmap *pic = picture(96, 64, alpha, gray);
+            uint8_t *plain, *tagged;
+            size_t plain_n, tagged_n;
+            if (kind == 0) {
+                ASSERT_OK(enc_jpeg(pic, 95, 0, &plain, &plain_n));
+                tagged = jpeg_with_icc(plain, plain_n, icc, icc_len, 0, &tagged_n);
+            } else if (kind < 3) {
+                ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+                if (gray) { /* a gray profile needs a gray PNG: re-encode as such via the stored values */
+                    sd_free(plain);
+                    ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+                }
+                tagged = png_with_icc(plain, plain_n, icc, icc_len, &tagged_n);
+            } else {
+                ASSERT_OK(enc_webp(pic, 100, 1, &plain, &plain_n));
+                tagged = webp_with_icc(plain, plain_n, icc, icc_len, 96, 64, alpha, &tagged_n);
+            }
+            /* stored pixels and the exact profile, with management off */
+            sd_bitmap *stored = NULL, *untagged = NULL;
+            uint8_t *got_icc = NULL;
+            size_t got_len = 0;
+            int64_t space = -1;
+            ASSERT_OK(decode(tagged, tagged_n, 0, 0, 0, &stored, &space, NULL, &got_icc, &got_len));
+            ASSERT_OK(decode(plain, plain_n, 1, 0, 0, &untagged, NULL, NULL, NULL, NULL));
+            int icc_kept = got_len == icc_len && memcmp(got_icc, icc, icc_len) == 0;
+            /* libpng drops a gray profile in an RGB PNG as invalid: then no profile, sRGB */
+            int png_gray_dropped = gray && kind != 0 && got_len == 0;
+            if (!png_gray_dropped) {
+                ASSERT(icc_kept);
+                ASSERT_EQ(space, p == P_SRGB ? SD_COLOR_ICC : SD_COLOR_ICC);
+            }
+            ASSERT(same_pixels(stored, untagged)); /* management off: the stored values */
+            for (int chunked = 0; chunked < 3; chunked++) {
+                sd_bitmap *got = NULL;
+                int64_t warnings = -1;
+                ASSERT_OK(decode(tagged, tagged_n, 1, 0, chunked, &got, &space, &warnings, NULL, NULL));
+                if (p == P_SRGB || png_gray_dropped) {
+                    ASSERT(same_pixels(got, untagged)); /* sRGB by content: left exactly alone */
+                } else {
+                    worst_alpha = 0;
+                    int n = 0, worst = worst_vs_lcms(stored, got, prof, &n);
+                    if (worst > 2 || worst_alpha > 2)
+                        fprintf(stderr, "  %s kind %d chunked %d: off by %d (%d where translucent)\n", pname[p],
+                                kind, chunked, worst, worst_alpha);
+                    ASSERT(worst <= 2 && worst_alpha <= 2 && n > (alpha ? 0 : 96 * 64 / 2));
+                    ASSERT(!same_pixels(got, untagged)); /* it did convert */
+                }
+                /* libpng refuses a gray profile in an RGB PNG with a warning */
+                ASSERT(png_gray_dropped ? warnings >= 1 : warnings == 0);
+                sd_bitmap_free(got);
+            }
+            /* a thumbnail converts its own pixels: the stored thumbnail, transformed */
+            sd_bitmap *st = NULL, *tt = NULL;
+            ASSERT_OK(decode(tagged, tagged_n, 0, 40, 0, &st, NULL, NULL, NULL, NULL));
+            ASSERT_OK(decode(tagged, tagged_n, 1, 40, 0, &tt, NULL, NULL, NULL, NULL));
+            if (p != P_SRGB && !png_gray_dropped) {
+                worst_alpha = 0;
+                int n = 0, worst = worst_vs_lcms(st, tt, prof, &n);
+                ASSERT(worst <= 2 && worst_alpha <= 2 && (n > 0 || alpha));
+            }
+            sd_bitmap_free(st);
+            sd_bitmap_free(tt);
+            free(got_icc);
+            sd_bitmap_free(stored);
+            sd_bitmap_free(untagged);
+            free(tagged);
+            sd_free(plain);
+            sd_bitmap_free(pic);
+        }
+        cmsCloseProfile(prof);
+        free(icc);
+    }
+    return 0;
+}
+
+/* transicc, lcms2's own calculator, agrees with us on Adobe RGB. */
+static int test_transicc_agrees(void)
+{
+    if (access("/usr/bin/transicc", X_OK) != 0 || access("/usr/share/color/icc/colord/AdobeRGB1998.icc", R_OK) != 0)
+        return 77;
+    size_t icc_len, plain_n, tagged_n;
+    uint8_t *icc = profile(P_ADOBE, &icc_len), *plain;
+    sd_bitmap *pic = picture(16, 16, 0, 0), *stored = NULL, *got = NULL;
+    ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+    uint8_t *tagged = png_with_icc(plain, plain_n, icc, icc_len, &tagged_n);
+    ASSERT_OK(decode(tagged, tagged_n, 0, 0, 0, &stored, NULL, NULL, NULL, NULL));
+    ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &got, NULL, NULL, NULL, NULL));
+    char in_path[] = "/tmp/sdcolorXXXXXX";
+    int fd = mkstemp(in_path);
+    ASSERT(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (uint32_t i = 0; i < 256; i += 5) {
+        uint32_t s;
+        memcpy(&s, sd_bitmap_pixels(stored) + (i / 16) * sd_bitmap_stride(stored) + (i % 16) * 4, 4);
+        fprintf(f, "%u %u %u\n", (s >> 16) & 255, (s >> 8) & 255, s & 255);
+    }
+    fclose(f);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "transicc -i /usr/share/color/icc/colord/AdobeRGB1998.icc -o '*sRGB' -t 1 -n < %s 2>/dev/null", in_path);
+    FILE *pp = popen(cmd, "r");
+    ASSERT_NOT_NULL(pp);
+    char line[256];
+    int worst = 0, rows = 0;
+    uint32_t i = 0;
+    while (fgets(line, sizeof line, pp)) {
+        double r, g, b;
+        if (sscanf(line, "%lf %lf %lf", &r, &g, &b) != 3)
+            continue; /* the banner */
+        uint32_t o;
+        memcpy(&o, sd_bitmap_pixels(got) + (i / 16) * sd_bitmap_stride(got) + (i % 16) * 4, 4);
+        double want[3] = {r, g, b};
+        for (int c = 0; c < 3; c++) {
+            int d = abs((int)((o >> (16 - 8 * c)) & 255) - (int)lround(fmin(255, fmax(0, want[c]))));
+            worst = d > worst ? d : worst;
+        }
+        i += 5;
+        rows++;
+    }
+    pclose(pp);
+    unlink(in_path);
+    printf("  transicc, %d colours: worst %d\n", rows, worst);
+    ASSERT(rows == 52 && worst <= 2);
+    sd_bitmap_free(stored);
+    sd_bitmap_free(got);
+    free(tagged);
+    sd_free(plain);
+    sd_bitmap_free(pic);
+    free(icc);
+    return 0;
+}
+
+/* PNG's colour chunks, in the spec's precedence. */
+static int test_png_chunks(void)
+{
+    sd_bitmap *pic = picture(64, 48, 0, 0), *untagged = NULL;
+    uint8_t *plain;
+    size_t plain_n;
+    ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+    ASSERT_OK(decode(plain, plain_n, 1, 0, 0, &untagged, NULL, NULL, NULL, NULL));
+    uint8_t gama_linear[4], gama_22[4], srgb_chunk[1] = {0};
+    put32(gama_linear, 100000); /* gAMA 1.0: linear data */
+    put32(gama_22, 45455);
+    /* gAMA 1.0 alone: converted, as a linear-light BT.709 image */
+    size_t n1, n2, n3;
+    uint8_t *lin = png_with_chunk(plain, plain_n, "gAMA", gama_linear, 4, &n1);
+    sd_bitmap *got = NULL, *stored = NULL;
+    int64_t space;
+    ASSERT_OK(decode(lin, n1, 1, 0, 0, &got, &space, NULL, NULL, NULL));
+    ASSERT_OK(decode(lin, n1, 0, 0, 0, &stored, NULL, NULL, NULL, NULL));
+    ASSERT_EQ(space, SD_COLOR_CHRM_GAMA);
+    static const double bt709[6] = {0.64, 0.33, 0.30, 0.60, 0.15, 0.06};
+    cmsHPROFILE linear = rgb(0.3127, 0.3290, bt709, cmsBuildGamma(NULL, 1.0));
+    int n = 0, worst = worst_vs_lcms(stored, got, linear, &n);
+    ASSERT(worst <= 2 && n > 0);
+    ASSERT(!same_pixels(got, untagged));
+    cmsCloseProfile(linear);
+    sd_bitmap_free(got);
+    sd_bitmap_free(stored);
+    /* sRGB chunk + gAMA 1.0: sRGB wins, nothing changes */
+    uint8_t *both = png_with_chunk(lin, n1, "sRGB", srgb_chunk, 1, &n2);
+    ASSERT_OK(decode(both, n2, 1, 0, 0, &got, &space, NULL, NULL, NULL));
+    ASSERT_EQ(space, SD_COLOR_SRGB);
+    ASSERT(same_pixels(got, untagged));
+    sd_bitmap_free(got);
+    /* iCCP (P3) beats gAMA 1.0 */
+    size_t icc_len;
+    uint8_t *icc = profile(P_P3, &icc_len);
+    uint8_t *tagged = png_with_icc(lin, n1, icc, icc_len, &n3);
+    ASSERT_OK(decode(tagged, n3, 1, 0, 0, &got, &space, NULL, NULL, NULL));
+    ASSERT_EQ(space, SD_COLOR_ICC);
+    sd_bitmap_free(got);
+    /* gAMA 1/2.2 alone is close to sRGB but not it: converted, a little */
+    uint8_t *g22 = png_with_chunk(plain, plain_n, "gAMA", gama_22, 4, &n1);
+    ASSERT_OK(decode(g22, n1, 1, 0, 0, &got, &space, NULL, NULL, NULL));
+    ASSERT_EQ(space, SD_COLOR_CHRM_GAMA);
+    sd_bitmap_free(got);
+    free(g22);
+    free(tagged);
+    free(icc);
+    free(both);
+    free(lin);
+    sd_free(plain);
+    sd_bitmap_free(untagged);
+    sd_bitmap_free(pic);
+    return 0;
+}
+
+/* Bad profiles: a warning, sRGB pixels, never a failure; JPEG segments in
+ * any order are joined; a profile over 4 MiB is ignored. */
+static int test_bad_profiles(void)
+{
+    sd_bitmap *pic = picture(48, 32, 0, 0), *untagged = NULL, *got = NULL;
+    uint8_t *jpg;
+    size_t jn, icc_len;
+    ASSERT_OK(enc_jpeg(pic, 90, 0, &jpg, &jn));
+    ASSERT_OK(decode(jpg, jn, 1, 0, 0, &untagged, NULL, NULL, NULL, NULL));
+    uint8_t *icc = profile(P_P3, &icc_len);
+    uint8_t garbage[600];
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (uint8_t)(i * 37 + 11);
+    struct { const uint8_t *p; size_t n; } bad[] = {{icc, 300}, {garbage, sizeof garbage}, {icc, 100}};
+    for (size_t k = 0; k < 3; k++) {
+        size_t tn;
+        uint8_t *t = jpeg_with_icc(jpg, jn, bad[k].p, bad[k].n, 0, &tn);
+        int64_t warnings = 0;
+        for (int chunked = 0; chunked < 3; chunked++) {
+            ASSERT_OK(decode(t, tn, 1, 0, chunked, &got, NULL, &warnings, NULL, NULL));
+            ASSERT(same_pixels(got, untagged));
+            ASSERT(warnings >= 1);
+            sd_bitmap_free(got);
+        }
+        free(t);
+    }
+    /* the same P3 profile in two segments, stored in reverse order: joined */
+    uint8_t *big = malloc(70000);
+    memcpy(big, icc, icc_len);
+    memset(big + icc_len, 0, 70000 - icc_len); /* padding after the tags: still a valid profile */
+    put32(big, 70000); /* its declared size */
+    size_t tn;
+    uint8_t *t = jpeg_with_icc(jpg, jn, big, 70000, 1, &tn), *got_icc = NULL;
+    size_t got_len = 0;
+    int64_t space;
+    ASSERT_OK(decode(t, tn, 0, 0, 0, &got, &space, NULL, &got_icc, &got_len));
+    ASSERT_EQ(got_len, 70000);
+    ASSERT(memcmp(got_icc, big, 70000) == 0);
+    sd_bitmap_free(got);
+    free(got_icc);
+    free(t);
+    /* over 4 MiB: ignored with a warning */
+    size_t huge_n = (4u << 20) + 1000;
+    uint8_t *huge = calloc(1, huge_n);
+    memcpy(huge, icc, icc_len);
+    put32(huge, (uint32_t)huge_n);
+    t = jpeg_with_icc(jpg, jn, huge, huge_n, 0, &tn);
+    int64_t warnings = 0;
+    ASSERT_OK(decode(t, tn, 1, 0, 0, &got, &space, &warnings, &got_icc, &got_len));
+    ASSERT(same_pixels(got, untagged) && warnings >= 1 && got_len == 0 && space == SD_COLOR_SRGB);
+    sd_bitmap_free(got);
+    free(t);
+    free(huge);
+    free(big);
+    free(icc);
+    sd_free(jpg);
+    sd_bitmap_free(untagged);
+    sd_bitmap_free(pic);
+    return 0;
+}
+
+/* AVIF: nclx Display P3 and an ICC profile, through avifenc (libavif-bin). */
+static int test_avif(void)
+{
+    if (access("/usr/bin/avifenc", X_OK) != 0)
+        return 77;
+    sd_bitmap *pic = picture(64, 48, 0, 0);
+    uint8_t *png;
+    size_t pn, icc_len;
+    ASSERT_OK(enc_png(pic, 6, &png, &pn));
+    char dir[] = "/tmp/sdcolorXXXXXX";
+    ASSERT_NOT_NULL(mkdtemp(dir));
+    char in[256], out[256], iccp[256], cmd[1024];
+    snprintf(in, sizeof in, "%s/in.png", dir);
+    snprintf(out, sizeof out, "%s/out.avif", dir);
+    snprintf(iccp, sizeof iccp, "%s/p3.icc", dir);
+    FILE *f = fopen(in, "wb");
+    fwrite(png, 1, pn, f);
+    fclose(f);
+    uint8_t *icc = profile(P_P3, &icc_len);
+    f = fopen(iccp, "wb");
+    fwrite(icc, 1, icc_len, f);
+    fclose(f);
+    cmsHPROFILE p3 = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+    for (int variant = 0; variant < 2; variant++) {
+        /* lossless (identity matrix, 4:4:4) so the stored RGB is exact */
+        snprintf(cmd, sizeof cmd, "avifenc -l %s %s %s %s >/dev/null 2>&1",
+                 variant == 0 ? "--cicp 12/13/0" : "--icc", variant == 0 ? "" : iccp, in, out);
+        ASSERT_EQ(system(cmd), 0);
+        size_t an;
+        uint8_t *avif = read_all(out, &an);
+        sd_bitmap *stored = NULL, *got = NULL;
+        int64_t space;
+        ASSERT_OK(decode(avif, an, 0, 0, 0, &stored, NULL, NULL, NULL, NULL));
+        ASSERT_OK(decode(avif, an, 1, 0, 0, &got, &space, NULL, NULL, NULL));
+        ASSERT_EQ(space, variant == 0 ? SD_COLOR_CICP : SD_COLOR_ICC);
+        int n = 0, worst = worst_vs_lcms(stored, got, p3, &n);
+        printf("  AVIF %s: worst %d over %d pixels\n", variant == 0 ? "nclx P3" : "ICC P3", worst, n);
+        ASSERT(worst <= 2 && n > 0);
+        sd_bitmap_free(stored);
+        sd_bitmap_free(got);
+        free(avif);
+    }
+    cmsCloseProfile(p3);
+    unlink(in), unlink(out), unlink(iccp), rmdir(dir);
+    free(icc);
+    sd_free(png);
+    sd_bitmap_free(pic);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const sd_test_case tests[] = {
+        {"profiles_every_codec", test_profiles_every_codec},
+        {"transicc_agrees", test_transicc_agrees},
+        {"png_chunks", test_png_chunks},
+        {"bad_profiles", test_bad_profiles},
+        {"avif", test_avif},
+        {NULL, NULL},
+    };
+    return sd_test_run(tests, argc, argv);
+}
