@@ -16,7 +16,7 @@ let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
     ("CWebPDemux", "libwebpdemux", "libwebp-dev"),
     ("CWebPMux", "libwebpmux", "libwebp-dev"),
     ("CAVIF", "libavif", "libavif-dev"),
-    ("CLCMS2", "lcms2", "liblcms2-dev"),
+    ("CLCMS", "lcms2", "liblcms2-dev"),
     ("CZlib", "zlib", "zlib1g-dev"),
 ]
 
