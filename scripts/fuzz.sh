@@ -10,11 +10,11 @@ CC=${FUZZ_CC:-clang}
 out=build/fuzz
 corpus=${SD_CORPUS_DIR:-../shared/corpus}
 anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
-targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp)
+targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp icc)
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
-libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -lz -lcurl -lpthread -lm"
+libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -llcms2 -lz -lcurl -lpthread -lm"
 for t in "${targets[@]}"; do
   src="Tests/Fuzz/fuzz_$t.c"; extra=""
   case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac
@@ -67,6 +67,12 @@ if [ ! -d "$out/seeds/request" ]; then
   mkdir -p "$out/seeds/request"
   printf 'http://127.0.0.1/a.jpg\0"etag-1"\0X-A: b\0ETag: "v"\0*.example.com' > "$out/seeds/request/s1"
   printf 'https://[::1]:8080/x\0v\r\nX: 1\0X-B: c\x7f\0Location: http://localhost/\0localhost' > "$out/seeds/request/s2"
+fi
+# ICC profiles: colord-data's (a test package) and lcms2's own sRGB
+if [ ! -d "$out/seeds/icc" ]; then
+  mkdir -p "$out/seeds/icc"
+  for f in /usr/share/color/icc/colord/*.icc; do [ -f "$f" ] && [ $(stat -c %s "$f") -lt 60000 ] && cp "$f" "$out/seeds/icc/"; done
+  printf 'not a profile' > "$out/seeds/icc/garbage"
 fi
 if [ ! -d "$out/seeds/exif" ]; then
   mkdir -p "$out/seeds/exif"

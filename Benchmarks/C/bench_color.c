@@ -1,0 +1,171 @@
+/*
+ * bench_color.c — `sdcore-bench color`: what colour management costs.
+ *
+ * One 12 MP photo-like JPEG (q85), as stored untagged, tagged sRGB (lcms2's
+ * own sRGB profile: recognised by content, so no conversion) and tagged
+ * Display P3 (built with cmsCreateRGBProfile: P3 primaries, D65, the sRGB
+ * curve; APP2 after SOI). Each decoded by sd_decoder, one thread, a new
+ * decoder per image, full size and as a 256 px thumbnail, the P3 file with
+ * SD_DEC_COLOR_MANAGE on and off; rounds interleaved, best of N. The cost of
+ * a row is its time over the same file decoded without conversion.
+ * Then the conversion alone against calling lcms2 directly on the same
+ * bitmap (a transform made once, TYPE_BGRA_8 in place as ours, the same
+ * flags) — ours measured as the managed decode minus the unmanaged one.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lcms2.h>
+
+#include <sdcore.h>
+
+#include "../../Tests/C/sd_test_encode.h"
+
+sd_bitmap *bench_photo(int w, int h, int alpha); /* bench_decode.c */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint8_t *with_icc(const uint8_t *jpg, size_t n, const uint8_t *icc, size_t len, size_t *out)
+{
+    uint8_t *o = malloc(n + len + 18), *w = o;
+    memcpy(w, jpg, 2), w += 2;
+    *w++ = 0xFF, *w++ = 0xE2, *w++ = (uint8_t)((len + 16) >> 8), *w++ = (uint8_t)(len + 16);
+    memcpy(w, "ICC_PROFILE", 12), w += 12;
+    *w++ = 1, *w++ = 1;
+    memcpy(w, icc, len), w += len;
+    memcpy(w, jpg + 2, n - 2), w += n - 2;
+    *out = (size_t)(w - o);
+    return o;
+}
+
+static uint8_t *saved(cmsHPROFILE h, size_t *len)
+{
+    cmsUInt32Number n = 0;
+    cmsSaveProfileToMem(h, NULL, &n);
+    uint8_t *b = malloc(n);
+    cmsSaveProfileToMem(h, b, &n);
+    *len = n;
+    return b;
+}
+
+static double decode_once(const uint8_t *d, size_t n, int manage, int thumb)
+{
+    sd_decoder *dec;
+    sd_bitmap *b = NULL;
+    sd_decoder_new(&dec);
+    sd_decoder_set(dec, SD_DEC_COLOR_MANAGE, manage);
+    if (thumb)
+        sd_decoder_set(dec, SD_DEC_MAX_PIXEL_SIZE, thumb);
+    double t0 = now();
+    sd_decoder_decode(dec, d, n, &b);
+    double t = now() - t0;
+    sd_bitmap_free(b);
+    sd_decoder_free(dec);
+    return t;
+}
+
+int bench_color_main(int argc, char **argv)
+{
+    int rounds = 7, json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--quick") == 0)
+            rounds = 2;
+        else {
+            fprintf(stderr, "usage: sdcore-bench color [--quick] [--json]\n");
+            return 2;
+        }
+    }
+    sd_bitmap *photo = bench_photo(4000, 3000, 0);
+    uint8_t *jpg;
+    size_t jn;
+    if (photo == NULL || enc_jpeg(photo, 85, 0, &jpg, &jn) != SD_OK)
+        return 1;
+    cmsCIExyY white = {0.3127, 0.3290, 1};
+    cmsCIExyYTRIPLE p3 = {{0.680, 0.320, 1}, {0.265, 0.690, 1}, {0.150, 0.060, 1}};
+    const double sp[5] = {2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045};
+    cmsToneCurve *curve = cmsBuildParametricToneCurve(NULL, 4, sp), *curves[3] = {curve, curve, curve};
+    cmsHPROFILE p3p = cmsCreateRGBProfile(&white, &p3, curves), srgbp = cmsCreate_sRGBProfile();
+    size_t p3n, sn, p3_len, s_len;
+    uint8_t *p3icc = saved(p3p, &p3n), *sicc = saved(srgbp, &sn);
+    uint8_t *p3jpg = with_icc(jpg, jn, p3icc, p3n, &p3_len), *sjpg = with_icc(jpg, jn, sicc, sn, &s_len);
+
+    /* rows: 0 untagged, 1 sRGB-tagged, 2 P3 unmanaged, 3 P3 managed; full and thumbnail */
+    double best[2][4];
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 4; k++)
+            best[t][k] = 1e9;
+    for (int r = 0; r < rounds; r++)
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < 4; k++) {
+                int kk = (k + r) % 4; /* the order turns */
+                const uint8_t *d = kk == 0 ? jpg : (kk == 1 ? sjpg : p3jpg);
+                size_t n = kk == 0 ? jn : (kk == 1 ? s_len : p3_len);
+                double s = decode_once(d, n, kk != 2, t ? 256 : 0);
+                best[t][kk] = fmin(best[t][kk], s);
+            }
+    /* lcms2 directly on the unmanaged P3 bitmap, in place */
+    sd_bitmap *raw = NULL;
+    sd_decoder *dec;
+    sd_decoder_new(&dec);
+    sd_decoder_set(dec, SD_DEC_COLOR_MANAGE, 0);
+    sd_decoder_decode(dec, p3jpg, p3_len, &raw);
+    sd_decoder_free(dec);
+    cmsHTRANSFORM xf = cmsCreateTransform(p3p, TYPE_BGRA_8, srgbp, TYPE_BGRA_8, INTENT_RELATIVE_COLORIMETRIC,
+                                          cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
+    double direct = 1e9;
+    uint8_t *tmp = malloc(sd_bitmap_stride(raw));
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (uint32_t y = 0; y < sd_bitmap_height(raw); y++) {
+            uint8_t *row = sd_bitmap_pixels(raw) + y * sd_bitmap_stride(raw);
+            cmsDoTransform(xf, row, tmp, sd_bitmap_width(raw)); /* ours: to a row, copied back */
+            memcpy(row, tmp, (size_t)sd_bitmap_width(raw) * 4);
+        }
+        direct = fmin(direct, now() - t0);
+    }
+    double ours = best[0][3] - best[0][2];
+    static const char *label[4] = {"untagged", "sRGB-tagged (by content: no conversion)", "Display P3, not managed",
+                                   "Display P3, converted to sRGB"};
+    if (json) {
+        printf("{\"bench\":\"color\",\"rounds\":%d,\"lcms2\":%d,"
+               "\"full_ms\":{\"untagged\":%.2f,\"srgb\":%.2f,\"p3_off\":%.2f,\"p3_on\":%.2f},"
+               "\"thumb_ms\":{\"untagged\":%.3f,\"srgb\":%.3f,\"p3_off\":%.3f,\"p3_on\":%.3f},"
+               "\"p3_full_cost\":%.3f,\"p3_thumb_cost\":%.3f,\"srgb_cost\":%.3f,\"ours_vs_lcms2_direct\":%.3f}\n",
+               rounds, LCMS_VERSION, best[0][0] * 1e3, best[0][1] * 1e3, best[0][2] * 1e3, best[0][3] * 1e3,
+               best[1][0] * 1e3, best[1][1] * 1e3, best[1][2] * 1e3, best[1][3] * 1e3, best[0][3] / best[0][2],
+               best[1][3] / best[1][2], best[0][1] / best[0][0], direct / ours);
+    } else {
+        printf("sdcore-bench color: one 12 MP photo JPEG (q85), one thread, a new decoder per image, best of %d\n"
+               "interleaved rounds; lcms2 %d. Cost = time / the same file decoded without conversion.\n\n",
+               rounds, LCMS_VERSION);
+        printf("%-44s %12s %12s\n", "ms", "full size", "256 px");
+        for (int k = 0; k < 4; k++)
+            printf("%-44s %12.2f %12.3f\n", label[k], best[0][k] * 1e3, best[1][k] * 1e3);
+        printf("\n%-44s %12.3f %12.3f   target <= 1.10 / 1.03\n", "P3 converted, cost x", best[0][3] / best[0][2],
+               best[1][3] / best[1][2]);
+        printf("%-44s %12.3f %12.3f   target <= 1.01\n", "sRGB-tagged vs untagged, cost x", best[0][1] / best[0][0],
+               best[1][1] / best[1][0]);
+        printf("%-44s %12.3f %12s   target >= 1.0 (ours %.1f ms, lcms2 %.1f ms)\n",
+               "conversion: lcms2 direct / ours, full size", direct / ours, "", ours * 1e3, direct * 1e3);
+    }
+    free(tmp);
+    cmsDeleteTransform(xf);
+    cmsCloseProfile(p3p);
+    cmsCloseProfile(srgbp);
+    cmsFreeToneCurve(curve);
+    free(p3icc), free(sicc), free(p3jpg), free(sjpg);
+    sd_bitmap_free(raw);
+    sd_free(jpg);
+    sd_bitmap_free(photo);
+    return 0;
+}
