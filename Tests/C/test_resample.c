@@ -85,17 +85,34 @@ static double *r_axis(uint32_t n, uint32_t m, int f)
     return W;
 }
 
+/* The non-zero span [lo, hi) of each output's weights (the matrices are
+ * banded: this keeps the reference fast under valgrind). */
+static uint32_t *r_spans(const double *W, uint32_t n, uint32_t m)
+{
+    uint32_t *sp = malloc(sizeof *sp * 2 * m);
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t lo = 0, hi = n;
+        while (lo < n && W[(size_t)i * n + lo] == 0)
+            lo++;
+        while (hi > lo && W[(size_t)i * n + hi - 1] == 0)
+            hi--;
+        sp[2 * i] = lo, sp[2 * i + 1] = hi;
+    }
+    return sp;
+}
+
 /* src (premultiplied bytes) -> w x h bytes: vertical then horizontal in
  * double, rounded, clamped to 0..255 and to alpha. */
 static uint8_t *r_resample(const sd_bitmap *src, uint32_t w, uint32_t h, int f)
 {
     uint32_t sw = sd_bitmap_width(src), sh = sd_bitmap_height(src);
     double *H = r_axis(sw, w, f), *V = r_axis(sh, h, f);
+    uint32_t *hs = r_spans(H, sw, w), *vs = r_spans(V, sh, h);
     double *tmp = calloc((size_t)sw * 4, sizeof *tmp);
     uint8_t *out = malloc((size_t)w * h * 4);
     for (uint32_t y = 0; y < h; y++) {
         memset(tmp, 0, (size_t)sw * 4 * sizeof *tmp);
-        for (uint32_t j = 0; j < sh; j++) {
+        for (uint32_t j = vs[2 * y]; j < vs[2 * y + 1]; j++) {
             double v = V[(size_t)y * sh + j];
             if (v == 0)
                 continue;
@@ -105,7 +122,7 @@ static uint8_t *r_resample(const sd_bitmap *src, uint32_t w, uint32_t h, int f)
         }
         for (uint32_t x = 0; x < w; x++) {
             double acc[4] = {0, 0, 0, 0};
-            for (uint32_t i = 0; i < sw; i++) {
+            for (uint32_t i = hs[2 * x]; i < hs[2 * x + 1]; i++) {
                 double hw = H[(size_t)x * sw + i];
                 for (int c = 0; c < 4; c++)
                     acc[c] += hw * tmp[i * 4 + c];
@@ -122,6 +139,8 @@ static uint8_t *r_resample(const sd_bitmap *src, uint32_t w, uint32_t h, int f)
     }
     free(H);
     free(V);
+    free(hs);
+    free(vs);
     free(tmp);
     return out;
 }
