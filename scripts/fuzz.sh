@@ -15,12 +15,23 @@ mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
 libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -llcms2 -lz -lcurl -lpthread -lm"
+# The library once (instrumented, not linked with the fuzzer's main), then
+# each target against it: compiling CSources/ per target cost ~100 s of
+# make test's fuzz smoke.
+lib=$out/libsdcore-fuzz.a
+if [ ! -f "$lib" ] || [ -n "$(find CSources include -newer "$lib" -name '*.[ch]' | head -1)" ]; then
+  rm -rf "$out/obj"; mkdir -p "$out/obj"
+  lib_flags=${flags/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}
+  printf '%s\n' $lib_srcs | xargs -P "$(nproc)" -I{} sh -c \
+    'o="$0/$(echo "{}" | tr / _).o"; '"$CC"' '"$lib_flags"' -c "{}" -o "$o"' "$out/obj"
+  rm -f "$lib"; ar rcs "$lib" "$out"/obj/*.o
+fi
 for t in "${targets[@]}"; do
   src="Tests/Fuzz/fuzz_$t.c"; extra=""
   case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac
   [ "$t" = frames_apng ] && extra="-DSD_FUZZ_FORMAT=SD_FORMAT_PNG"
-  if [ ! -x "$out/fuzz_$t" ] || [ -n "$(find CSources include Tests/Fuzz -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
-    $CC $flags $extra $lib_srcs "$src" $libs -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
+  if [ ! -x "$out/fuzz_$t" ] || [ "$lib" -nt "$out/fuzz_$t" ] || [ -n "$(find Tests/Fuzz Tests/C -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
+    $CC $flags $extra "$src" "$lib" $libs -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
   fi
 done
 
