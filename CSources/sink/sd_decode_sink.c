@@ -14,7 +14,7 @@
 #include "sdcore/sd_decode_sink.h"
 #include "work/sd_work.h"
 
-#define SD__JOB_INFO_COUNT (SD_DEC_INFO_ANIMATED - SD_DEC_INFO_FORMAT + 1)
+#define SD__JOB_INFO_COUNT (SD_DEC_INFO_COLOR_SPACE - SD_DEC_INFO_FORMAT + 1)
 /* Bytes queued for the decoder before the transfer is paused (back-pressure:
  * a decoder slower than the network does not buffer a 200 MiB body twice). */
 #define SD__JOB_MAX_QUEUED ((size_t)32 << 20)
@@ -23,6 +23,8 @@ typedef struct {
     sd_bitmap *bitmap;
     int64_t info[SD__JOB_INFO_COUNT];
     uint8_t known[SD__JOB_INFO_COUNT];
+    uint8_t *icc; /* the image's ICC profile (a copy), or NULL */
+    size_t icc_len;
 } sd__decode_output;
 
 typedef struct sd__chunk {
@@ -66,6 +68,7 @@ static void output_free(void *p)
     sd__decode_output *o = p;
     if (o) {
         sd_bitmap_free(o->bitmap);
+        sd__free(o->icc);
         sd__free(o);
     }
 }
@@ -113,6 +116,15 @@ static void send_done(sd__job *j, int rc, sd_bitmap *bmp)
             o->info[k] = v;
             o->known[k] = 1;
         }
+    }
+    const uint8_t *icc;
+    size_t icc_len;
+    int64_t managed = 1;
+    sd_decoder_get(j->dec, SD_DEC_COLOR_MANAGE, &managed);
+    if (!managed && sd_decoder_icc_profile(j->dec, &icc, &icc_len) == SD_OK && icc_len > 0 &&
+        (o->icc = sd__malloc(icc_len)) != NULL) { /* out of memory: no profile, the image still comes */
+        memcpy(o->icc, icc, icc_len);
+        o->icc_len = icc_len;
     }
     /* the transfer fails as "not decodable", with the decoder's reason (its
      * format's name when the core knows the format but cannot decode it) */
@@ -414,6 +426,18 @@ sd_bitmap *sd_result_take_bitmap(sd_result *r)
     sd_bitmap *b = o->bitmap;
     o->bitmap = NULL;
     return b;
+}
+
+int sd_result_icc_profile(const sd_result *r, const uint8_t **data, size_t *length)
+{
+    SD__RETURN_IF(r == NULL || data == NULL || length == NULL, SD_EINVAL);
+    *data = NULL;
+    *length = 0;
+    sd__decode_output *o = decode_output(r);
+    SD__RETURN_IF(o == NULL, SD_EINVAL);
+    *data = o->icc;
+    *length = o->icc_len;
+    return SD_OK;
 }
 
 int sd_result_decoder_info(const sd_result *r, sd_decoder_param p, int64_t *v)

@@ -247,7 +247,9 @@ public struct DecodedImage: Sendable {
     /// Where the source's colours came from (the pixels are sRGB unless
     /// decoded with `.keepSource`, or `.cmyk`/`.hdr`, which are not converted).
     public let sourceColorSpace: SourceColorSpace
-    /// The ICC profile embedded in the file, as stored (nil: none).
+    /// The ICC profile the pixels are in, as the file stored it, when they
+    /// were decoded with `.keepSource`; nil when converted to sRGB or the
+    /// file had none.
     public let iccProfile: [UInt8]?
 
     /// A decode result from its parts (for coders of your own).
@@ -453,7 +455,13 @@ public final class ImageDecoder {
             loopCount: loopCount ?? 1,
             isAnimated: isAnimated ?? false,
             sourceColorSpace: info(SD_DEC_INFO_COLOR_SPACE).flatMap(SourceColorSpace.init(rawValue:)) ?? .sRGB,
-            iccProfile: iccProfile)
+            iccProfile: keepsSourceColors ? iccProfile : nil)
+    }
+
+    /// Decoding with `.keepSource` (`SD_DEC_COLOR_MANAGE` 0).
+    var keepsSourceColors: Bool {
+        var v: Int64 = 1
+        return sd_decoder_get(handle, SD_DEC_COLOR_MANAGE, &v) == 0 && v == 0
     }
 
     /// The ICC profile embedded in the file, as stored (nil: none, or the header is not in yet).

@@ -308,7 +308,13 @@ public final class DataLoader: @unchecked Sendable {
                 frameCount: max(1, info(SD_DEC_INFO_FRAME_COUNT)),
                 loopCount: info(SD_DEC_INFO_LOOP_COUNT),
                 isAnimated: info(SD_DEC_INFO_ANIMATED) != 0,
-                sourceColorSpace: SourceColorSpace(rawValue: info(SD_DEC_INFO_COLOR_SPACE)) ?? .sRGB)
+                sourceColorSpace: SourceColorSpace(rawValue: info(SD_DEC_INFO_COLOR_SPACE)) ?? .sRGB,
+                iccProfile: {
+                    var p: UnsafePointer<UInt8>?
+                    var n = 0
+                    guard sd_result_icc_profile(r, &p, &n) == 0, let p, n > 0 else { return nil }
+                    return Array(UnsafeBufferPointer(start: p, count: n))
+                }())
         }
         func m(_ k: sd_metric) -> Double { sd_result_metric(r, k) }
         let metrics = DownloadMetrics(

@@ -63,6 +63,15 @@ SD_API sd_bitmap *sd_result_take_bitmap(sd_result *result);
  * Returns: SD_OK and *value; SD_EAGAIN when not known; SD_EINVAL when the
  * transfer had no decode sink. */
 SD_API int sd_result_decoder_info(const sd_result *result, sd_decoder_param param, int64_t *value);
+/*
+ * Name: sd_result_icc_profile
+ * Desc: The ICC profile the transfer's pixels are in, as the file stored
+ *       it (sd_decoder_icc_profile), when its decoder kept the source colours
+ *       (SD_DEC_COLOR_MANAGE 0); lent until the result is freed. NULL and 0
+ *       when the image had none or was converted to sRGB. Since 0.10.
+ * Returns: SD_OK; SD_EINVAL when the transfer had no decode sink.
+ */
+SD_API int sd_result_icc_profile(const sd_result *result, const uint8_t **data, size_t *length);
 
 #ifdef __cplusplus
 }
