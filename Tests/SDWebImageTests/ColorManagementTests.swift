@@ -8,7 +8,8 @@ import Testing
 /// (colord-data's profile, a test package) downloaded (decoded in the C
 /// loop as it streams) and read back from the disk cache (decoded by the
 /// coders): converted to sRGB by default, the stored pixels and the exact
-/// profile with `.keepSource`, the source's colour space reported either way.
+/// profile with `.keepSource` (which keeps out of the memory cache), the
+/// source's colour space reported either way.
 @Suite("Colour management: the download and coder routes", .serialized)
 struct ColorManagementTests {
     let servers = TestServers.shared
@@ -54,6 +55,12 @@ struct ColorManagementTests {
         let kept = await m.load(s.url(s.http, "/img/adobe.jpg?cm2"), [], [.imageColorManagement: ColorManagement.keepSource])
         let k = try #require(kept.last?.image)
         #expect(Self.bytes(k.bitmap) == Self.bytes(stored.bitmap) && k.iccProfile == icc)
+        // the memory cache (keys that do not say how) is left alone: a default
+        // load after it gets converted pixels, from the file's bytes on disk
+        let keptURL = s.url(s.http, "/img/adobe.jpg?cm2")
+        #expect(c.imageFromMemoryCache(forKey: keptURL.absoluteString) == nil)
+        let after = await m.load(keptURL)
+        #expect(after.last?.image.map { Self.bytes($0.bitmap) } == Self.bytes(converted.bitmap))
         // from the disk cache: the coders
         c.clearMemory()
         let disk = await m.load(url, [.fromCacheOnly], [.imageColorManagement: ColorManagement.keepSource])

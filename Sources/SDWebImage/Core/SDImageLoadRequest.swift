@@ -63,8 +63,12 @@ struct SDImageLoadRequest: Sendable {
         resampling = c[.imageResampling] as? Resampling
             ?? (c[.imageResampling] as? Resampling.Filter).map { Resampling(filter: $0) }
         colorManagement = c[.imageColorManagement] as? ColorManagement
-        queryCacheType = c[.queryCacheType] as? SDImageCacheType ?? .all
-        storeCacheType = c[.storeCacheType] as? SDImageCacheType ?? .all
+        // The memory cache holds sRGB images under keys that do not say how
+        // they were decoded: a load that keeps source colours neither reads
+        // nor writes it (the disk keeps the file's bytes, the same for both).
+        let keepsSource = colorManagement == .keepSource
+        queryCacheType = Self.withoutMemory(c[.queryCacheType] as? SDImageCacheType ?? .all, if: keepsSource)
+        storeCacheType = Self.withoutMemory(c[.storeCacheType] as? SDImageCacheType ?? .all, if: keepsSource)
         originalQueryCacheType = c[.originalQueryCacheType] as? SDImageCacheType ?? .disk
         originalStoreCacheType = c[.originalStoreCacheType] as? SDImageCacheType ?? .disk
         callbackQueue = c.callbackQueue
@@ -79,6 +83,15 @@ struct SDImageLoadRequest: Sendable {
         self.init(context: context)
         keys = url.flatMap {
             Self.keys(for: $0, keyFilter: keyFilter, thumbnail: thumbnail, resampling: resampling, transformer: transformer)
+        }
+    }
+
+    /// `type` without the memory cache when `drop`.
+    static func withoutMemory(_ type: SDImageCacheType, if drop: Bool) -> SDImageCacheType {
+        guard drop else { return type }
+        switch type {
+        case .all, .disk: return .disk
+        case .memory, .none: return .none
         }
     }
 
