@@ -72,18 +72,112 @@ static double decode_once(const uint8_t *d, size_t n, int manage, int thumb)
     return t;
 }
 
+/* --sheet: a Display P3 picture (saturated ramps) decoded three ways, side
+ * by side: unmanaged (the P3 numbers shown as sRGB: dull), ours converted,
+ * lcms2's unoptimised float transform of the stored pixels (the reference). */
+static int write_sheet(const char *path, cmsHPROFILE p3p, cmsHPROFILE srgbp, const uint8_t *icc, size_t icc_len)
+{
+    const uint32_t w = 256, h = 192, gap = 8;
+    sd_bitmap *pic;
+    if (sd_bitmap_new(w, h, &pic) != SD_OK)
+        return -1;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint32_t band = y / 32, v = x * 255 / (w - 1), r = 0, g = 0, b = 0;
+            switch (band) {
+            case 0: r = v; break;
+            case 1: g = v; break;
+            case 2: b = v; break;
+            case 3: r = v, g = 255 - v / 2; break;
+            case 4: r = 255 - v / 3, b = v; break;
+            default: r = g = b = v; break;
+            }
+            uint32_t px = 0xFF000000u | r << 16 | g << 8 | b;
+            memcpy(sd_bitmap_pixels(pic) + y * sd_bitmap_stride(pic) + x * 4, &px, 4);
+        }
+    uint8_t *png, *tagged;
+    size_t pn, tn;
+    if (enc_png(pic, 6, &png, &pn) != SD_OK)
+        return -1;
+    /* iCCP is compressed: tag a JPEG instead (APP2 needs no zlib here) at q100 */
+    sd_free(png);
+    if (enc_jpeg(pic, 100, 0, &png, &pn) != SD_OK)
+        return -1;
+    tagged = with_icc(png, pn, icc, icc_len, &tn);
+    sd_bitmap *panels[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        sd_decoder *d;
+        sd_decoder_new(&d);
+        sd_decoder_set(d, SD_DEC_COLOR_MANAGE, k);
+        sd_decoder_decode(d, tagged, tn, &panels[k]);
+        sd_decoder_free(d);
+    }
+    if (panels[0] == NULL || panels[1] == NULL)
+        return -1;
+    sd_bitmap_new(w, h, &panels[2]);
+    cmsHTRANSFORM t = cmsCreateTransform(p3p, TYPE_BGRA_8, srgbp, TYPE_BGRA_8, INTENT_RELATIVE_COLORIMETRIC,
+                                         cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
+    for (uint32_t y = 0; y < h; y++)
+        cmsDoTransform(t, sd_bitmap_pixels(panels[0]) + y * sd_bitmap_stride(panels[0]),
+                       sd_bitmap_pixels(panels[2]) + y * sd_bitmap_stride(panels[2]), w);
+    cmsDeleteTransform(t);
+    sd_bitmap *sheet;
+    sd_bitmap_new(3 * w + 2 * gap, h, &sheet);
+    memset(sd_bitmap_pixels(sheet), 0xFF, sd_bitmap_size(sheet));
+    for (int k = 0; k < 3; k++)
+        for (uint32_t y = 0; y < h; y++)
+            memcpy(sd_bitmap_pixels(sheet) + y * sd_bitmap_stride(sheet) + (size_t)k * (w + gap) * 4,
+                   sd_bitmap_pixels(panels[k]) + y * sd_bitmap_stride(panels[k]), (size_t)w * 4);
+    uint8_t *out;
+    size_t on;
+    int rc = enc_png(sheet, 9, &out, &on);
+    FILE *f = rc == SD_OK ? fopen(path, "wb") : NULL;
+    if (f) {
+        fwrite(out, 1, on, f);
+        fclose(f);
+        printf("sheet: %s — a Display P3 JPEG: unmanaged (P3 numbers shown as sRGB) | ours, converted | "
+               "lcms2's float transform (reference)\n", path);
+    }
+    sd_free(out);
+    free(tagged);
+    sd_free(png);
+    for (int k = 0; k < 3; k++)
+        sd_bitmap_free(panels[k]);
+    sd_bitmap_free(sheet);
+    sd_bitmap_free(pic);
+    return f ? 0 : -1;
+}
+
 int bench_color_main(int argc, char **argv)
 {
     int rounds = 7, json = 0;
+    const char *sheet = NULL;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+        if (strcmp(argv[i], "--sheet") == 0 && i + 1 < argc)
+            sheet = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--quick") == 0)
             rounds = 2;
         else {
-            fprintf(stderr, "usage: sdcore-bench color [--quick] [--json]\n");
+            fprintf(stderr, "usage: sdcore-bench color [--quick] [--json] [--sheet FILE.png]\n");
             return 2;
         }
+    }
+    if (sheet) {
+        cmsCIExyY wp = {0.3127, 0.3290, 1};
+        cmsCIExyYTRIPLE pr = {{0.680, 0.320, 1}, {0.265, 0.690, 1}, {0.150, 0.060, 1}};
+        const double c4[5] = {2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045};
+        cmsToneCurve *tc = cmsBuildParametricToneCurve(NULL, 4, c4), *tcs[3] = {tc, tc, tc};
+        cmsHPROFILE a = cmsCreateRGBProfile(&wp, &pr, tcs), b = cmsCreate_sRGBProfile();
+        size_t n;
+        uint8_t *icc = saved(a, &n);
+        int rc = write_sheet(sheet, a, b, icc, n);
+        free(icc);
+        cmsCloseProfile(a);
+        cmsCloseProfile(b);
+        cmsFreeToneCurve(tc);
+        return rc ? 1 : 0;
     }
     sd_bitmap *photo = bench_photo(4000, 3000, 0);
     uint8_t *jpg;
