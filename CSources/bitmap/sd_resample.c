@@ -429,10 +429,14 @@ __attribute__((target("avx2"))) static void vpass_avx2(const uint8_t *const *row
 static int use_avx2(void)
 {
 #ifdef SD__RS_AVX2
+    /* asked from every decoding thread: an atomic, written once with one value */
     static int known = -1;
-    if (known < 0)
-        known = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return known;
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (k < 0) {
+        k = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k;
 #else
     return 0;
 #endif

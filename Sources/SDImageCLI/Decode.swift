@@ -69,9 +69,7 @@ struct Decode: ParsableCommand {
     func validate() throws {
         if let m = maxPixelSize, m <= 0 { throw ValidationError("--max-pixel-size must be positive") }
         if let m = maxBytes, m <= 0 { throw ValidationError("--max-bytes must be positive") }
-        if let f = filter, Resampling.Filter(name: f) == nil {
-            throw ValidationError("--filter must be one of \(Resampling.Filter.allCases.map(\.name).joined(separator: ", "))")
-        }
+        try validateFilter(filter)
         if let m = shrinkMargin, !(1...8).contains(m) { throw ValidationError("--shrink-margin must be 1...8") }
         if let q = quality, !(0...100).contains(q) { throw ValidationError("--quality must be 0...100") }
         if let m = maxFileSize, m <= 0 { throw ValidationError("--max-file-size must be positive") }
@@ -131,6 +129,13 @@ struct Decode: ParsableCommand {
         if image.sourceColorSpace != .sRGB { line += " colors=\(image.sourceColorSpace)" }
         if !image.isComplete { line += " incomplete" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+/// `--filter NAME` of `decode` and `fetch`: a usage error naming the filters.
+func validateFilter(_ name: String?) throws {
+    if let name, Resampling.Filter(name: name) == nil {
+        throw ValidationError("--filter must be one of \(Resampling.Filter.allCases.map(\.name).joined(separator: ", "))")
     }
 }
 

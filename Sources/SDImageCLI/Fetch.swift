@@ -67,9 +67,7 @@ struct Fetch: ParsableCommand {
         if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
         if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
-        if let f = decode.filter, Resampling.Filter(name: f) == nil {
-            throw ValidationError("--filter must be one of \(Resampling.Filter.allCases.map(\.name).joined(separator: ", "))")
-        }
+        try validateFilter(decode.filter)
         if let r = maxRedirects, r < 0 { throw ValidationError("--max-redirects must not be negative") }
         if let t = timeout, !(t > 0) { throw ValidationError("--timeout must be positive") }
         for (flag, v) in [("--max-pixels", maxPixels), ("--max-dimension", maxDimension),

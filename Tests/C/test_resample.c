@@ -528,6 +528,52 @@ static int test_jpeg_shrink_on_load(void)
     return 0;
 }
 
+/* WebP shrinks on load in libwebp's scaler to the margin times the output,
+ * and a progressive JPEG's previews come out at the output size too. */
+static int test_webp_and_previews(void)
+{
+    sd_bitmap *src = zone_plate(800);
+    uint8_t *webp, *jpg;
+    size_t wn, jn;
+    ASSERT_OK(enc_webp(src, 90, 0, &webp, &wn));
+    for (int margin = 1; margin <= 8; margin *= 2) {
+        sd_decoder *d;
+        sd_bitmap *o;
+        int64_t lw;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 100));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_SHRINK_ON_LOAD_MARGIN, margin));
+        ASSERT_OK(sd_decoder_decode(d, webp, wn, &o));
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOAD_WIDTH, &lw));
+        ASSERT_EQ(lw, margin == 8 ? 800 : 100 * margin);
+        ASSERT(sd_bitmap_width(o) == 100 && sd_bitmap_height(o) == 100);
+        sd_bitmap_free(o);
+        sd_decoder_free(d);
+    }
+    ASSERT_OK(enc_jpeg(src, 90, 1, &jpg, &jn));
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 64));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_PREVIEWS, 1));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_PREVIEW_INTERVAL_MS, 0));
+    int previews = 0;
+    for (size_t at = 0; at < jn; at += 2048) {
+        ASSERT_OK(sd_decoder_push(d, jpg + at, jn - at < 2048 ? jn - at : 2048));
+        sd_bitmap *p = NULL;
+        if (sd_decoder_snapshot(d, &p) == SD_OK) {
+            ASSERT(sd_bitmap_width(p) == 64 && sd_bitmap_height(p) == 64);
+            previews++;
+            sd_bitmap_free(p);
+        }
+    }
+    ASSERT(previews > 0);
+    sd_decoder_free(d);
+    sd_free(jpg);
+    sd_free(webp);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 /* Formats decoded at full size (GIF, BMP) and the byte budget: the output
  * is the filter on the full decode. */
 static int test_decoder_paths(void)
@@ -571,6 +617,7 @@ int main(int argc, char **argv)
         {"arguments", test_arguments},
         {"jpeg_shrink_on_load", test_jpeg_shrink_on_load},
         {"decoder_paths", test_decoder_paths},
+        {"webp_and_previews", test_webp_and_previews},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);
