@@ -154,10 +154,11 @@ extension ProgressiveAnimationTests {
 
     /// A downloader whose idle timeout outlasts any wait for a held last
     /// piece (the default 15 s does not, on a machine running every suite
-    /// under TSan at once).
+    /// under TSan at once; a gate once opened by itself after 30 s and the
+    /// "animation so far" was the whole one).
     func patientDownloader() -> SDWebImageDownloader {
         let config = SDWebImageDownloaderConfig()
-        config.downloadTimeout = 120
+        config.downloadTimeout = 900
         return SDWebImageDownloader(config: config)
     }
 
@@ -173,6 +174,7 @@ extension ProgressiveAnimationTests {
     func downloaderPreviews() async throws {
         for file in ["third_party/pillow/chi.gif", "third_party/pillow/iss634.webp"] {
             let (url, row, gate) = try drip(file, pieces: 12)
+            defer { open(gate) }
             let downloader = patientDownloader()
             let (out, _) = downloader.start(url, .progressiveLoad)
             // all but the last piece are in: the animation so far comes out
@@ -265,6 +267,7 @@ extension ProgressiveAnimationTests {
     @Test("test21/test23: sd_setImage with .progressiveLoad plays the animation so far in one player that grows, then the whole one on from the frame on screen")
     func viewPlaysGrowth() async throws {
         let (url, row, gate) = try drip("third_party/pillow/chi.gif", pieces: 12)
+        defer { open(gate) }  // a failed check must not leave the server holding the piece
         let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let view = TestImageView()
         let clock = SDAnimatedImageManualClock()

@@ -254,6 +254,7 @@ struct WebCacheTests {
         await l4.wait()
         // the new image's last piece is held until the check is made, however loaded the machine
         let gate = UUID().uuidString
+        defer { _ = servers?.faultGet("/open?gate=\(gate)") }
         let held = try #require(URL(string: try slow(3).absoluteString + "&gate=\(gate)"))
         await v4.onView { v4.sd_setImage(with: held, context: context(m), completed: l4.block(v4)) }
         #expect(await v4.widths().last == .some(nil))

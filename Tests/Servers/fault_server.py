@@ -45,7 +45,7 @@ Paths (all serve the image given with --file unless said otherwise):
   /drip-file?name=REL[&piece=N][&gap=MS][&gate=K]
                     the file REL under the web root (the --file image's
                     folder's parent), N bytes (default 512) every MS ms (default 20);
-                    gate: the last piece waits for /open?gate=K (30 s at most)
+                    gate: the last piece waits for /open?gate=K (15 min at most)
   /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
@@ -131,7 +131,7 @@ class Handler(socketserver.BaseRequestHandler):
                 self.send_head("200 OK", len(body), ctype="application/octet-stream")
                 for i in range(0, len(body), piece):
                     if "gate" in query and i + piece >= len(body):
-                        gate(query["gate"]).wait(30)  # all but the last piece are in, until /open
+                        gate(query["gate"]).wait(900)  # all but the last piece are in, until /open (tests open it on every path)
                     sock.sendall(body[i:i + piece])
                     time.sleep(gap)
             elif path == "/drip-progressive":
