@@ -34,6 +34,13 @@
 #define SD__CMS_NATIVE TYPE_ARGB_8
 #endif
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define SD__ENC_STEPS 8192 /* linear light in Q13 */
+#define SD__TAB_SHIFT 8    /* the tables hold Q21: 8 bits more */
+
 struct sd__xform {
     uint8_t *key; /* what it was made from: kind byte + data */
     size_t key_len;
@@ -46,13 +53,14 @@ struct sd__xform {
     uint8_t gray[256][3]; /* a gray source: value -> sRGB R, G, B */
     int identity;         /* the source is sRGB by content: nothing to do */
     /* matrix/TRC sources, opaque pixels: our own path (lcms2's 8-bit
-     * transform takes ~30 ns a pixel here): each channel to linear light
-     * by table, one 3x3 matrix to linear sRGB, encoded by a 4096-step
-     * table (within 1 of lcms2's float transform) */
+     * transform takes ~30 ns a pixel here). Each source channel value's
+     * share of linear sRGB B, G, R — its curve and matrix column folded
+     * into one table of Q21 integers — so a pixel is three table rows
+     * added (one SSE2 add each), rounded to Q13 and encoded by an
+     * 8192-step table (within 1 of lcms2's float transform). */
     int fast;
-    float lin[3][256];
-    float m[9];
-    uint8_t enc[4097];
+    int32_t tab[3][256][4]; /* [R,G,B in][value] -> B, G, R, 0 out */
+    uint8_t enc[SD__ENC_STEPS + 1];
     int refs;             /* users now, plus 1 while cached */
 };
 
@@ -310,40 +318,83 @@ static void make_fast(sd__xform *x, cmsHPROFILE src, cmsHPROFILE srgb)
     if (cmsGetColorSpace(src) != cmsSigRgbData || !cmsIsMatrixShaper(src) || !colorants(src, s) ||
         !colorants(srgb, d) || !invert3(d, di))
         return;
+    double m[9]; /* source linear RGB -> linear sRGB */
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            m[r * 3 + c] = di[r * 3] * s[c] + di[r * 3 + 1] * s[3 + c] + di[r * 3 + 2] * s[6 + c];
     for (int c = 0; c < 3; c++) {
         const cmsToneCurve *t = cmsReadTag(src, trc[c]);
         if (t == NULL)
             return;
-        for (int i = 0; i < 256; i++)
-            x->lin[c][i] = cmsEvalToneCurveFloat(t, (cmsFloat32Number)i / 255);
+        for (int i = 0; i < 256; i++) {
+            double lin = cmsEvalToneCurveFloat(t, (cmsFloat32Number)i / 255);
+            for (int o = 0; o < 3; o++) /* out B, G, R: sRGB rows 2, 1, 0 */
+                x->tab[c][i][o] = (int32_t)lround(m[(2 - o) * 3 + c] * lin * (SD__ENC_STEPS << SD__TAB_SHIFT));
+            x->tab[c][i][3] = 0;
+        }
     }
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            x->m[r * 3 + c] = (float)(di[r * 3] * s[c] + di[r * 3 + 1] * s[3 + c] + di[r * 3 + 2] * s[6 + c]);
-    for (int i = 0; i <= 4096; i++) {
-        double l = i / 4096.0, v = l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055;
+    for (int i = 0; i <= SD__ENC_STEPS; i++) {
+        double l = (double)i / SD__ENC_STEPS, v = l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055;
         x->enc[i] = (uint8_t)lround(v * 255);
     }
     x->fast = 1;
 }
 
-/* Opaque native ARGB32 pixels through the fast path, in place. */
-static inline uint32_t enc(const sd__xform *x, float v)
+/* Opaque native ARGB32 pixels through the fast path, in place. The
+ * scalar and SSE2 loops do the same integer sums (the SSE2 pack's int16
+ * saturation never binds: the clamp to [0, 8192] is inside it), so they
+ * write the same bytes; sd__color_force_scalar lets the tests check. */
+static int force_scalar;
+
+int sd__color_force_scalar(int on)
 {
-    v = v > 0.0f ? v : 0.0f; /* maxss, minss: no branch, no call */
-    v = v < 1.0f ? v : 1.0f;
-    return x->enc[(int)(v * 4096.0f + 0.5f)];
+    int was = force_scalar;
+    force_scalar = on;
+    return was;
+}
+
+static inline uint32_t enc_scalar(const sd__xform *x, const int32_t *r, const int32_t *g, const int32_t *b, int o)
+{
+    int32_t v = (r[o] + g[o] + b[o] + (1 << (SD__TAB_SHIFT - 1))) >> SD__TAB_SHIFT;
+    v = v < 0 ? 0 : (v > SD__ENC_STEPS ? SD__ENC_STEPS : v);
+    return x->enc[v];
 }
 
 static void convert_fast(const sd__xform *x, uint32_t *row, uint32_t w)
 {
-    const float m0 = x->m[0], m1 = x->m[1], m2 = x->m[2], m3 = x->m[3], m4 = x->m[4], m5 = x->m[5], m6 = x->m[6],
-                m7 = x->m[7], m8 = x->m[8];
-    for (uint32_t i = 0; i < w; i++) {
+    uint32_t i = 0;
+#if defined(__SSE2__)
+    if (!force_scalar) {
+        const __m128i half = _mm_set1_epi32(1 << (SD__TAB_SHIFT - 1)), lo = _mm_setzero_si128(),
+                      hi = _mm_set1_epi16(SD__ENC_STEPS);
+#define SD__SUM(p)                                                                                            \
+    _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(_mm_add_epi32(                                                     \
+                                                   _mm_loadu_si128((const __m128i *)x->tab[0][((p) >> 16) & 0xFF]), \
+                                                   _mm_loadu_si128((const __m128i *)x->tab[1][((p) >> 8) & 0xFF])), \
+                                               _mm_loadu_si128((const __m128i *)x->tab[2][(p) & 0xFF])),            \
+                                 half),                                                                           \
+                   SD__TAB_SHIFT)
+        uint16_t ix[16];
+        const uint8_t *e = x->enc;
+        for (; i + 4 <= w; i += 4) {
+            uint32_t p0 = row[i], p1 = row[i + 1], p2 = row[i + 2], p3 = row[i + 3];
+            __m128i v0 = _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(SD__SUM(p0), SD__SUM(p1)), lo), hi);
+            __m128i v1 = _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(SD__SUM(p2), SD__SUM(p3)), lo), hi);
+            _mm_storeu_si128((__m128i *)ix, v0);
+            _mm_storeu_si128((__m128i *)(ix + 8), v1);
+            row[i] = (p0 & 0xFF000000u) | (uint32_t)e[ix[2]] << 16 | (uint32_t)e[ix[1]] << 8 | e[ix[0]];
+            row[i + 1] = (p1 & 0xFF000000u) | (uint32_t)e[ix[6]] << 16 | (uint32_t)e[ix[5]] << 8 | e[ix[4]];
+            row[i + 2] = (p2 & 0xFF000000u) | (uint32_t)e[ix[10]] << 16 | (uint32_t)e[ix[9]] << 8 | e[ix[8]];
+            row[i + 3] = (p3 & 0xFF000000u) | (uint32_t)e[ix[14]] << 16 | (uint32_t)e[ix[13]] << 8 | e[ix[12]];
+        }
+#undef SD__SUM
+    }
+#endif
+    for (; i < w; i++) {
         uint32_t p = row[i];
-        float r = x->lin[0][(p >> 16) & 0xFF], g = x->lin[1][(p >> 8) & 0xFF], b = x->lin[2][p & 0xFF];
-        row[i] = (p & 0xFF000000u) | enc(x, m0 * r + m1 * g + m2 * b) << 16 | enc(x, m3 * r + m4 * g + m5 * b) << 8 |
-                 enc(x, m6 * r + m7 * g + m8 * b);
+        const int32_t *r = x->tab[0][(p >> 16) & 0xFF], *g = x->tab[1][(p >> 8) & 0xFF], *b = x->tab[2][p & 0xFF];
+        row[i] = (p & 0xFF000000u) | enc_scalar(x, r, g, b, 2) << 16 | enc_scalar(x, r, g, b, 1) << 8 |
+                 enc_scalar(x, r, g, b, 0);
     }
 }
 
@@ -541,43 +592,79 @@ static void convert_translucent(const sd__xform *x, uint32_t *row, uint32_t w, f
     }
 }
 
+/* Rows of ARGB32 in place; *tmp and *buf16 are made when first needed
+ * (the caller frees them). */
+static int convert_rows(const sd__xform *x, uint8_t *const *rows, uint32_t n, uint32_t w, int opaque,
+                        uint32_t **tmp, float **buf16)
+{
+    for (uint32_t y = 0; y < n; y++) {
+        uint32_t *row = (uint32_t *)(void *)rows[y];
+        uint32_t all = 0xFF000000u;
+        for (uint32_t i = 0; i < w && !opaque; i++)
+            all &= row[i];
+        if ((all >> 24) != 0xFF) {
+            if (*buf16 == NULL && (*buf16 = sd__malloc(sizeof **buf16 * 8 * w)) == NULL)
+                return SD_ENOMEM;
+            convert_translucent(x, row, w, *buf16);
+            continue;
+        }
+        if (x->fast) {
+            convert_fast(x, row, w);
+            continue;
+        }
+        if (*tmp == NULL && (*tmp = sd__malloc((size_t)w * 4)) == NULL)
+            return SD_ENOMEM;
+        if (x->t != NULL) {
+            cmsDoTransform(x->t, row, *tmp, w);
+        } else {
+            for (uint32_t i = 0; i < w; i++) {
+                const uint8_t *g = x->gray[row[i] & 0xFF]; /* R = G = B in a gray image */
+                (*tmp)[i] = 0xFF000000u | (uint32_t)g[0] << 16 | (uint32_t)g[1] << 8 | g[2];
+            }
+        }
+        memcpy(row, *tmp, (size_t)w * 4);
+    }
+    return SD_OK;
+}
+
 int sd__color_convert(sd_decoder *d, sd_bitmap *b)
 {
     resolve(d);
     const sd__xform *x = d->color.xf;
     if (x == NULL)
         return SD_OK;
-    uint32_t *tmp = sd__malloc((size_t)b->width * 4);
-    float *buf16 = NULL; /* made when a row needs it */
-    SD__RETURN_IF(tmp == NULL, SD_ENOMEM);
-    for (uint32_t y = 0; y < b->height; y++) {
-        uint32_t *row = (uint32_t *)(void *)(b->pixels + (size_t)y * b->stride);
-        uint32_t all = 0xFF000000u;
-        for (uint32_t i = 0; i < b->width; i++)
-            all &= row[i];
-        if ((all >> 24) != 0xFF) {
-            if (buf16 == NULL && (buf16 = sd__malloc(sizeof *buf16 * 8 * b->width)) == NULL) {
-                sd__free(tmp);
-                return SD_ENOMEM;
-            }
-            convert_translucent(x, row, b->width, buf16);
-            continue;
-        }
-        if (x->fast) {
-            convert_fast(x, row, b->width);
-            continue;
-        }
-        if (x->t != NULL) {
-            cmsDoTransform(x->t, row, tmp, b->width);
-        } else {
-            for (uint32_t i = 0; i < b->width; i++) {
-                const uint8_t *g = x->gray[row[i] & 0xFF]; /* R = G = B in a gray image */
-                tmp[i] = 0xFF000000u | (uint32_t)g[0] << 16 | (uint32_t)g[1] << 8 | g[2];
-            }
-        }
-        memcpy(row, tmp, (size_t)b->width * 4);
+    uint32_t *tmp = NULL;
+    float *buf16 = NULL;
+    int rc = SD_OK;
+    for (uint32_t y = 0; y < b->height && rc == SD_OK; y++) {
+        uint8_t *row = b->pixels + (size_t)y * b->stride;
+        rc = convert_rows(x, &row, 1, b->width, 0, &tmp, &buf16);
     }
     sd__free(tmp);
     sd__free(buf16);
-    return SD_OK;
+    return rc;
+}
+
+int sd__color_pending(sd_decoder *d)
+{
+    return sd__color_needed(d) && !d->color.rows_done;
+}
+
+int sd__color_rows_begin(sd_decoder *d)
+{
+    if (d->load_w != d->decode_w || d->load_h != d->decode_h || !sd__color_needed(d))
+        return 0;
+    d->color.rows_done = 1;
+    return 1;
+}
+
+int sd__color_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width, int opaque)
+{
+    const sd__xform *x = d->color.xf;
+    uint32_t *tmp = NULL;
+    float *buf16 = NULL;
+    int rc = x == NULL ? SD_OK : convert_rows(x, rows, n, width, opaque, &tmp, &buf16);
+    sd__free(tmp);
+    sd__free(buf16);
+    return rc;
 }

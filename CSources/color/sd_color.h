@@ -19,6 +19,7 @@ typedef struct sd__color {
     int decided;         /* a source said sRGB: later (weaker) ones are ignored */
     int resolved;        /* `xf` looked up (NULL then: nothing to do) */
     sd__xform *xf;
+    int rows_done;       /* the codec converts its canvas's rows as it writes them */
 } sd__color;
 
 /* Profiles larger than this are ignored with a warning. */
@@ -39,8 +40,21 @@ SD__HIDDEN void sd__color_set_cicp(struct sd_decoder *d, int primaries, int tran
 SD__HIDDEN int sd__color_convert(struct sd_decoder *d, sd_bitmap *b);
 /* 1 when sd__color_convert would change pixels. */
 SD__HIDDEN int sd__color_needed(struct sd_decoder *d);
+/* 1 when the front end still has to convert the codec's picture (needed,
+ * and the codec does not convert its rows itself). */
+SD__HIDDEN int sd__color_pending(struct sd_decoder *d);
+/* A codec that writes a full-size canvas (load size = output size: no
+ * resampling to wait for) may convert each row while it is still in the
+ * cache, instead of the front end converting the whole bitmap after it:
+ * sd__color_rows_begin() says whether to (and sets rows_done), then
+ * sd__color_rows() converts rows of ARGB32 in place (`opaque`: the codec
+ * knows every pixel is, so no row is looked at first). */
+SD__HIDDEN int sd__color_rows_begin(struct sd_decoder *d);
+SD__HIDDEN int sd__color_rows(struct sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width, int opaque);
 SD__HIDDEN void sd__color_free(sd__color *c);
 /* Give back a transform (the cache frees it once unused and evicted). */
 SD__HIDDEN void sd__xform_release(sd__xform *x);
+/* Tests: the portable loop only (returns the old setting). */
+SD__HIDDEN int sd__color_force_scalar(int on);
 
 #endif

@@ -350,7 +350,9 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
         cur = t;
         owned = 1;
     }
-    if (sd__color_needed(d)) { /* to sRGB, on the smallest bitmap */
+    /* to sRGB, on the smallest bitmap (a codec that wrote it at the output
+     * size may have converted its rows as they came: rows_done) */
+    if (cur == src ? sd__color_pending(d) : sd__color_needed(d)) {
         if (!owned) {
             sd_bitmap *t;
             SD__FORWARD_IF_ERROR(sd__bitmap_copy(cur, &t));
@@ -455,7 +457,7 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
 static int presentable(sd_decoder *d, const sd_bitmap *c)
 {
     return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1) &&
-           !sd__color_needed(d);
+           !sd__color_pending(d);
 }
 
 /* Frame i into *out: a new bitmap for the caller, or lent (`lend`): the

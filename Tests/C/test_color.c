@@ -24,6 +24,9 @@
 
 #include "sd_test.h"
 #include "sd_test_util.h"
+
+/* the library's test hook (color/sd_color.h) */
+int sd__color_force_scalar(int on);
 #include "sd_test_encode.h"
 
 /* ---- profiles ---- */
@@ -567,6 +570,50 @@ static int test_bad_profiles(void)
     return 0;
 }
 
+/* The matrix/TRC fast path: random opaque colours (an odd width, so the
+ * vector loop's tail runs) through every RGB profile; the SSE2 and the
+ * portable loop write the same bytes, within 1 of lcms2's float
+ * transform. */
+static int test_fast_path(void)
+{
+    static const int rgb_profiles[] = {P_P3, P_P3_V4, P_ADOBE, P_PROPHOTO, P_REC2020};
+    uint32_t w = 257, h = 129, seed = 42;
+    sd_bitmap *pic;
+    ASSERT_OK(sd_bitmap_new(w, h, &pic));
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            seed = seed * 1664525u + 1013904223u;
+            uint32_t px = 0xFF000000u | (seed >> 8);
+            memcpy(sd_bitmap_pixels(pic) + y * sd_bitmap_stride(pic) + x * 4, &px, 4);
+        }
+    uint8_t *plain;
+    size_t plain_n;
+    ASSERT_OK(enc_png(pic, 1, &plain, &plain_n));
+    for (size_t k = 0; k < sizeof rgb_profiles / sizeof rgb_profiles[0]; k++) {
+        size_t icc_len, tagged_n;
+        uint8_t *icc = profile(rgb_profiles[k], &icc_len);
+        uint8_t *tagged = png_with_icc(plain, plain_n, icc, icc_len, &tagged_n);
+        cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+        sd_bitmap *vec = NULL, *sca = NULL;
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &vec, NULL, NULL, NULL, NULL));
+        int was = sd__color_force_scalar(1);
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &sca, NULL, NULL, NULL, NULL));
+        sd__color_force_scalar(was);
+        int n = 0, worst = worst_vs_lcms(pic, vec, prof, &n);
+        printf("  %s: worst %d over %d pixels\n", pname[rgb_profiles[k]], worst, n);
+        ASSERT(same_pixels(vec, sca));
+        ASSERT(worst <= 1 && n == (int)(w * h));
+        sd_bitmap_free(vec);
+        sd_bitmap_free(sca);
+        cmsCloseProfile(prof);
+        free(tagged);
+        free(icc);
+    }
+    sd_free(plain);
+    sd_bitmap_free(pic);
+    return 0;
+}
+
 /* AVIF: nclx Display P3 and an ICC profile, through avifenc (libavif-bin). */
 static int test_avif(void)
 {
@@ -625,6 +672,7 @@ int main(int argc, char **argv)
         {"png_chunks", test_png_chunks},
         {"bad_profiles", test_bad_profiles},
         {"avif", test_avif},
+        {"fast_path", test_fast_path},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

@@ -55,6 +55,7 @@ typedef struct {
     int eoi_in_header; /* ...before the header was complete */
     int recovering;
     int cmyk;
+    int convert_rows; /* colour-convert rows as they are written (sd__color_rows_begin) */
     sd_bitmap *canvas;
     int rest_cleared; /* rows below the decoded ones were zeroed for a preview */
     JSAMPROW *rows;
@@ -253,6 +254,7 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     SD__RETURN_IF(j->rows == NULL, SD_ENOMEM);
     for (JDIMENSION y = 0; y < c->output_height; y++)
         j->rows[y] = j->canvas->pixels + (size_t)y * j->canvas->stride;
+    j->convert_rows = !j->cmyk && sd__color_rows_begin(d);
     return SD_OK;
 }
 
@@ -281,6 +283,13 @@ static int read_rows(sd_decoder *d, sd__jpeg *j)
             return 0;
         if (j->cmyk)
             cmyk_rows(j, y, n);
+        if (j->convert_rows) { /* while the rows are in the cache */
+            int rc = sd__color_rows(d, j->rows + y, n, c->output_width, 1);
+            if (rc < 0) { /* out of memory: thrown as libjpeg's errors are */
+                j->err.code = rc;
+                longjmp(j->err.jb, 1);
+            }
+        }
         d->rows = c->output_scanline;
     }
     return 1;
