@@ -185,10 +185,13 @@ static int avif_status(avifResult r)
 
 /* One bitmap (`opaque`: it has no alpha) as an 8-bit avifImage (lossless:
  * 4:4:4, identity matrix; else 4:2:0), with an alpha plane unless `drop_alpha`. */
-static int avif_image(const sd_bitmap *b, int opaque, int lossless, int drop_alpha, avifImage **out)
+static int avif_image(const sd_bitmap *b, int opaque, int lossless, int drop_alpha, const sd__icc *icc,
+                      avifImage **out)
 {
     avifImage *img = avifImageCreate(b->width, b->height, 8, lossless ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420);
     SD__RETURN_IF(img == NULL, SD_ENOMEM);
+    if (icc != NULL && icc->len > 0) /* colr 'prof' */
+        avifImageSetProfileICC(img, icc->data, icc->len);
     if (lossless)
         img->matrixCoefficients = AVIF_MATRIX_COEFFICIENTS_IDENTITY;
     img->yuvRange = AVIF_RANGE_FULL;
@@ -229,7 +232,9 @@ static avifEncoder *avif_encoder(int quality, int speed)
     return enc;
 }
 
-int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, size_t *out_len)
+/* One frame: a still image. */
+static int avif_still(const sd_bitmap *b, int quality, int speed, const sd__icc *icc, uint8_t **out,
+                      size_t *out_len)
 {
     SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
     SD__RETURN_IF(quality < 0 || quality > 100 || speed < -1 || speed > 10, SD_EINVAL);
@@ -237,7 +242,7 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     *out_len = 0;
     avifImage *img = NULL;
     const int opaque = !sd_bitmap_has_alpha(b);
-    int rc = avif_image(b, opaque, quality == 100, opaque, &img);
+    int rc = avif_image(b, opaque, quality == 100, opaque, icc, &img);
     SD__RETURN_IF(rc != SD_OK, rc);
     avifEncoder *enc = avif_encoder(quality, speed);
     avifRWData data = AVIF_DATA_EMPTY;
@@ -251,8 +256,9 @@ int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, si
     return rc;
 }
 
-int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int quality, int speed,
-                        uint8_t **out, size_t *out_len)
+/* A sequence (one track; every frame has an alpha plane or none does). */
+static int avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int quality, int speed,
+                     const sd__icc *icc, uint8_t **out, size_t *out_len)
 {
     SD__RETURN_IF(frames == NULL || count == 0 || out == NULL || out_len == NULL, SD_EINVAL);
     SD__RETURN_IF(quality < 0 || quality > 100 || speed < -1 || speed > 10, SD_EINVAL);
@@ -276,7 +282,7 @@ int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, si
         avifImage *img = NULL;
         /* each frame scanned for alpha once: here only those after the first with alpha */
         const int opaque = i < first_alpha || (i > first_alpha && !sd_bitmap_has_alpha(frames[i]));
-        rc = avif_image(frames[i], opaque, quality == 100, all_opaque, &img);
+        rc = avif_image(frames[i], opaque, quality == 100, all_opaque, icc, &img);
         if (rc != SD_OK)
             break;
         /* a duration of 0 is stored as 1 ms: a sample lasts at least one tick */
@@ -291,5 +297,40 @@ int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, si
         rc = hand_over(data.data, data.size, out, out_len);
     avifRWDataFree(&data);
     avifEncoderDestroy(enc);
+    return rc;
+}
+
+int sd_encode_avif(const sd_bitmap *b, int quality, int speed, uint8_t **out, size_t *out_len)
+{
+    return avif_still(b, quality, speed, NULL, out, out_len);
+}
+
+int sd_encode_avif_anim(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int quality, int speed,
+                        uint8_t **out, size_t *out_len)
+{
+    return avif_anim(frames, delays_ms, count, quality, speed, NULL, out, out_len);
+}
+
+int sd__encode_avif(const sd_bitmap *const *frames, const int *delays_ms, size_t count, int quality, int speed,
+                    const sd__icc *icc, uint8_t **out, size_t *out_len)
+{
+    if (count == 1 && frames != NULL)
+        return avif_still(frames[0], quality, speed, icc, out, out_len);
+    return avif_anim(frames, delays_ms, count, quality, speed, icc, out, out_len);
+}
+
+/* A WebP file with an ICCP chunk (libwebpmux writes the VP8X header that
+ * announces it). */
+int sd__webp_add_icc(const uint8_t *webp, size_t n, const sd__icc *icc, uint8_t **out, size_t *out_len)
+{
+    WebPData in = {webp, n}, prof = {icc->data, icc->len}, assembled;
+    WebPDataInit(&assembled);
+    WebPMux *mux = WebPMuxCreate(&in, 0);
+    SD__RETURN_IF(mux == NULL, SD_ENOMEM);
+    int rc = WebPMuxSetChunk(mux, "ICCP", &prof, 0) == WEBP_MUX_OK && WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK
+                 ? hand_over(assembled.bytes, assembled.size, out, out_len)
+                 : SD_ECORRUPT;
+    WebPDataClear(&assembled);
+    WebPMuxDelete(mux);
     return rc;
 }

@@ -18,7 +18,32 @@ struct sd_encoder {
     const sd_bitmap **frames;
     int *delays;
     uint32_t count, cap, dcap;
+    uint8_t *icc; /* sd_encoder_set_icc_profile's copy, or NULL */
+    size_t icc_len;
 };
+
+/* The ICC header's own checks: its size field is the length, 'acsp' at 36. */
+static int looks_like_icc(const uint8_t *p, size_t n)
+{
+    return n >= 132 && ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]) == n &&
+           memcmp(p + 36, "acsp", 4) == 0;
+}
+
+int sd_encoder_set_icc_profile(sd_encoder *enc, const uint8_t *data, size_t length)
+{
+    SD__RETURN_IF(enc == NULL || (data == NULL && length > 0), SD_EINVAL);
+    SD__RETURN_IF(length > ((size_t)4 << 20) || (length > 0 && !looks_like_icc(data, length)), SD_EINVAL);
+    uint8_t *copy = NULL;
+    if (length > 0) {
+        copy = sd__malloc(length);
+        SD__RETURN_IF(copy == NULL, SD_ENOMEM);
+        memcpy(copy, data, length);
+    }
+    sd__free(enc->icc);
+    enc->icc = copy;
+    enc->icc_len = length;
+    return SD_OK;
+}
 
 /* Each parameter's range and default (index = sd_encoder_param). */
 static const struct { int lo, hi, dflt; } ranges[SD_ENC_LOOP_COUNT + 1] = {
@@ -98,8 +123,27 @@ int sd_encoder_finish(sd_encoder *enc, uint8_t **out, size_t *out_length)
         .level = enc->params[SD_ENC_COMPRESSION_LEVEL],
         .speed = enc->params[SD_ENC_SPEED],
         .loop_count = enc->params[SD_ENC_LOOP_COUNT],
+        .icc = enc->icc,
+        .icc_len = enc->icc_len,
     };
     return enc->codec->encode(&job, out, out_length);
+}
+
+/* The codec's file, with the job's profile added by `add` (if it has one). */
+static int with_icc(const sd__encode_job *j, int rc,
+                    int (*add)(const uint8_t *, size_t, const sd__icc *, uint8_t **, size_t *), uint8_t **out,
+                    size_t *out_length)
+{
+    if (rc != SD_OK || j->icc_len == 0)
+        return rc;
+    const sd__icc icc = {j->icc, j->icc_len};
+    uint8_t *tagged;
+    size_t n;
+    rc = add(*out, *out_length, &icc, &tagged, &n);
+    sd__free(*out);
+    *out = rc == SD_OK ? tagged : NULL;
+    *out_length = rc == SD_OK ? n : 0;
+    return rc;
 }
 
 void sd_encoder_free(sd_encoder *enc)
@@ -108,6 +152,7 @@ void sd_encoder_free(sd_encoder *enc)
         return;
     sd__free(enc->frames);
     sd__free(enc->delays);
+    sd__free(enc->icc);
     sd__free(enc);
 }
 
@@ -115,14 +160,15 @@ void sd_encoder_free(sd_encoder *enc)
 
 int sd__jpeg_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
-    return sd_encode_jpeg(j->frames[0], SD__MAX(j->quality, 1), j->progressive, out, out_length);
+    int rc = sd_encode_jpeg(j->frames[0], SD__MAX(j->quality, 1), j->progressive, out, out_length);
+    return with_icc(j, rc, sd__jpeg_add_icc, out, out_length);
 }
 
 int sd__png_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
-    if (j->count == 1)
-        return sd_encode_png(j->frames[0], j->level, out, out_length);
-    return sd_encode_apng(j->frames, j->delays_ms, j->count, j->loop_count, j->level, out, out_length);
+    int rc = j->count == 1 ? sd_encode_png(j->frames[0], j->level, out, out_length)
+                           : sd_encode_apng(j->frames, j->delays_ms, j->count, j->loop_count, j->level, out, out_length);
+    return with_icc(j, rc, sd__png_add_icc, out, out_length);
 }
 
 int sd__gif_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
@@ -132,17 +178,16 @@ int sd__gif_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 
 int sd__webp_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
-    if (j->count == 1)
-        return sd_encode_webp(j->frames[0], j->quality, j->lossless, out, out_length);
-    return sd_encode_webp_anim(j->frames, j->delays_ms, j->count, j->loop_count, j->quality, j->lossless, out,
-                               out_length);
+    int rc = j->count == 1 ? sd_encode_webp(j->frames[0], j->quality, j->lossless, out, out_length)
+                           : sd_encode_webp_anim(j->frames, j->delays_ms, j->count, j->loop_count, j->quality,
+                                                 j->lossless, out, out_length);
+    return with_icc(j, rc, sd__webp_add_icc, out, out_length);
 }
 
 /* AVIF is lossless at quality 100. */
 int sd__avif_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
-    int q = j->lossless ? 100 : j->quality;
-    if (j->count == 1)
-        return sd_encode_avif(j->frames[0], q, j->speed, out, out_length);
-    return sd_encode_avif_anim(j->frames, j->delays_ms, j->count, q, j->speed, out, out_length);
+    const sd__icc icc = {j->icc, j->icc_len};
+    return sd__encode_avif(j->frames, j->delays_ms, j->count, j->lossless ? 100 : j->quality, j->speed, &icc, out,
+                           out_length);
 }

@@ -114,6 +114,15 @@ public final class Bitmap: @unchecked Sendable {
                 throw CoderError(error.code, message: "encoder option out of range: \(param) = \(value)")
             }
         }
+        if let icc = options.iccProfile {
+            do throws(CoderError) {
+                try icc.withUnsafeBufferPointer { b throws(CoderError) in
+                    try CoderError.check(sd_encoder_set_icc_profile(enc, b.baseAddress, b.count))
+                }
+            } catch {
+                throw CoderError(error.code, message: "not an ICC profile the encoder can embed (\(icc.count) bytes)")
+            }
+        }
         for (i, f) in frames.enumerated() {
             try CoderError.check(sd_encoder_add_frame(enc, f.handle, Int32(clamping: delaysMilliseconds?[i] ?? 0)))
         }

@@ -17,6 +17,11 @@ public struct EncodeOptions: Sendable, Equatable {
     /// Times an animation plays, 0 = forever (GIF, APNG, WebP; an AVIF
     /// sequence always plays forever).
     public var loopCount: Int
+    /// An ICC profile to embed (`sd_encoder_set_icc_profile`): JPEG APP2,
+    /// PNG/APNG iCCP, WebP ICCP, AVIF colr; GIF writes none. For pixels
+    /// kept in their source colours (`DecodedImage.iccProfile` after a
+    /// `.keepSource` decode); nil for sRGB pixels, which encode untagged.
+    public var iccProfile: [UInt8]?
 
     /// The core's defaults, or the values given.
     public init(quality: Int? = nil, lossless: Bool = false, progressive: Bool = false, compressionLevel: Int? = nil,
@@ -27,6 +32,14 @@ public struct EncodeOptions: Sendable, Equatable {
         self.compressionLevel = compressionLevel
         self.speed = speed
         self.loopCount = loopCount
+    }
+
+    /// The values given, with a profile to embed (see `iccProfile`).
+    public init(quality: Int? = nil, lossless: Bool = false, progressive: Bool = false, compressionLevel: Int? = nil,
+                speed: Int? = nil, loopCount: Int = 0, iccProfile: [UInt8]?) {
+        self.init(quality: quality, lossless: lossless, progressive: progressive, compressionLevel: compressionLevel,
+                  speed: speed, loopCount: loopCount)
+        self.iccProfile = iccProfile
     }
 
     /// Every option as `sd_encoder_param` values: the one mapping.

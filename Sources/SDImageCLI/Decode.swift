@@ -42,7 +42,7 @@ struct Decode: ParsableCommand {
     @Flag(help: "Report the EXIF orientation but do not apply it.")
     var noOrientation = false
 
-    @Flag(help: "Leave the colours as stored: no conversion to sRGB of an ICC profile, PNG gAMA/cHRM or AVIF's coded primaries (the oracle corpora's convention).")
+    @Flag(help: "Leave the colours as stored: no conversion to sRGB of an ICC profile, PNG gAMA/cHRM or AVIF's coded primaries (the oracle corpora's convention); --out and --png then embed the source's profile.")
     var keepSourceColors = false
 
     @Option(help: "Write the raw BGRA bytes to PATH ('-' for standard output).")
@@ -119,7 +119,7 @@ struct Decode: ParsableCommand {
         }
         if let png {
             do {
-                let data = Data(try bitmap.pngData())
+                let data = Data(try bitmap.encoded(as: .png, options: EncodeOptions(iccProfile: image.iccProfile)))
                 try data.write(to: URL(fileURLWithPath: png))
             } catch {
                 fail("cannot write \(png): \(error)")

@@ -454,12 +454,30 @@ static int test_transicc_agrees(void)
 }
 
 /* PNG's colour chunks, in the spec's precedence. */
+static int png_chunks(int anim);
 static int test_png_chunks(void)
+{
+    for (int anim = 0; anim < 2; anim++) /* a still PNG, then an APNG (its own chunk walker) */
+        if (png_chunks(anim) != 0)
+            return 1;
+    return 0;
+}
+
+static int png_chunks(int anim)
 {
     sd_bitmap *pic = picture(64, 48, 0, 0), *untagged = NULL;
     uint8_t *plain;
     size_t plain_n;
-    ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+    if (anim) {
+        sd_encoder *e;
+        ASSERT_OK(sd_encoder_new(SD_FORMAT_PNG, &e));
+        ASSERT_OK(sd_encoder_add_frame(e, pic, 100));
+        ASSERT_OK(sd_encoder_add_frame(e, pic, 100));
+        ASSERT_OK(sd_encoder_finish(e, &plain, &plain_n));
+        sd_encoder_free(e);
+    } else {
+        ASSERT_OK(enc_png(pic, 6, &plain, &plain_n));
+    }
     ASSERT_OK(decode(plain, plain_n, 1, 0, 0, &untagged, NULL, NULL, NULL, NULL));
     uint8_t gama_linear[4], gama_22[4], srgb_chunk[1] = {0};
     put32(gama_linear, 100000); /* gAMA 1.0: linear data */
@@ -614,6 +632,102 @@ static int test_fast_path(void)
     return 0;
 }
 
+/* Encoding keeps colour honest: pixels kept in their source colours encode
+ * with their profile (JPEG, PNG, APNG, WebP, animated WebP, AVIF) — the
+ * decoder finds the same bytes and converts the same as from the
+ * original — and GIF writes none; converted pixels encode untagged. */
+static int test_encode_keeps_profile(void)
+{
+    static const struct { sd_format f; int lossless, frames; const char *name; } kinds[] = {
+        {SD_FORMAT_JPEG, 0, 1, "JPEG"}, {SD_FORMAT_PNG, 1, 1, "PNG"},   {SD_FORMAT_PNG, 1, 2, "APNG"},
+        {SD_FORMAT_WEBP, 1, 1, "WebP"}, {SD_FORMAT_WEBP, 1, 2, "animated WebP"},
+        {SD_FORMAT_AVIF, 1, 1, "AVIF"}, {SD_FORMAT_GIF, 1, 1, "GIF"},
+    };
+    size_t icc_len;
+    uint8_t *icc = profile(P_ADOBE, &icc_len);
+    cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+    sd_bitmap *pic = picture(64, 48, 0, 0);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (!(sd_format_capabilities(kinds[k].f) & SD_CAP_ENCODE))
+            continue;
+        sd_encoder *e;
+        ASSERT_OK(sd_encoder_new(kinds[k].f, &e));
+        ASSERT_OK(sd_encoder_set(e, SD_ENC_LOSSLESS, kinds[k].lossless));
+        ASSERT_OK(sd_encoder_set(e, SD_ENC_QUALITY, 95));
+        for (int i = 0; i < kinds[k].frames; i++)
+            ASSERT_OK(sd_encoder_add_frame(e, pic, 100));
+        uint8_t *plain, *tagged;
+        size_t plain_n, tagged_n;
+        ASSERT_OK(sd_encoder_finish(e, &plain, &plain_n));
+        ASSERT_OK(sd_encoder_set_icc_profile(e, icc, icc_len));
+        ASSERT_OK(sd_encoder_finish(e, &tagged, &tagged_n));
+        sd_encoder_free(e);
+        uint8_t *got_icc = NULL;
+        size_t got_len = 0;
+        sd_bitmap *stored = NULL, *managed = NULL, *plain_px = NULL;
+        int64_t space = -1;
+        ASSERT_OK(decode(tagged, tagged_n, 0, 0, 0, &stored, &space, NULL, &got_icc, &got_len));
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &managed, NULL, NULL, NULL, NULL));
+        ASSERT_OK(decode(plain, plain_n, 0, 0, 0, &plain_px, NULL, NULL, NULL, NULL));
+        ASSERT(same_pixels(stored, plain_px)); /* the profile changes no stored pixel */
+        if (kinds[k].f == SD_FORMAT_GIF) {
+            ASSERT(tagged_n == plain_n && memcmp(tagged, plain, plain_n) == 0 && got_len == 0);
+        } else {
+            ASSERT_EQ(space, SD_COLOR_ICC);
+            ASSERT(got_len == icc_len && memcmp(got_icc, icc, icc_len) == 0);
+            int n = 0, worst = worst_vs_lcms(stored, managed, prof, &n);
+            printf("  %s: profile kept (%zu bytes), converted within %d\n", kinds[k].name, got_len, worst);
+            ASSERT(worst <= 2 && n > 0 && !same_pixels(stored, managed));
+        }
+        free(got_icc);
+        sd_bitmap_free(stored);
+        sd_bitmap_free(managed);
+        sd_bitmap_free(plain_px);
+        sd_free(plain);
+        sd_free(tagged);
+    }
+    /* a JPEG profile larger than one APP2 segment is split and put back together */
+    uint8_t *big = malloc(200000);
+    memcpy(big, icc, icc_len);
+    memset(big + icc_len, 0, 200000 - icc_len);
+    put32(big, 200000); /* a valid header; lcms2 ignores bytes past the tags */
+    sd_encoder *e;
+    ASSERT_OK(sd_encoder_new(SD_FORMAT_JPEG, &e));
+    ASSERT_OK(sd_encoder_add_frame(e, pic, 0));
+    ASSERT_OK(sd_encoder_set_icc_profile(e, big, 200000));
+    uint8_t *jpg, *got_icc = NULL;
+    size_t jn, got_len = 0;
+    ASSERT_OK(sd_encoder_finish(e, &jpg, &jn));
+    sd_bitmap *b = NULL;
+    ASSERT_OK(decode(jpg, jn, 0, 0, 0, &b, NULL, NULL, &got_icc, &got_len));
+    ASSERT(got_len == 200000 && memcmp(got_icc, big, 200000) == 0);
+    /* not a profile, too large, NULL with a length: refused, the old one kept */
+    uint8_t junk[200] = {0};
+    ASSERT_EQ(sd_encoder_set_icc_profile(e, junk, sizeof junk), SD_EINVAL);
+    ASSERT_EQ(sd_encoder_set_icc_profile(e, NULL, 10), SD_EINVAL);
+    ASSERT_EQ(sd_encoder_set_icc_profile(e, big, (size_t)5 << 20), SD_EINVAL);
+    ASSERT_EQ(sd_encoder_set_icc_profile(NULL, icc, icc_len), SD_EINVAL);
+    ASSERT_OK(sd_encoder_set_icc_profile(e, NULL, 0)); /* removed */
+    uint8_t *again;
+    size_t an;
+    ASSERT_OK(sd_encoder_finish(e, &again, &an));
+    free(got_icc);
+    got_icc = NULL;
+    sd_bitmap_free(b);
+    ASSERT_OK(decode(again, an, 0, 0, 0, &b, NULL, NULL, &got_icc, &got_len));
+    ASSERT_EQ(got_len, 0);
+    sd_encoder_free(e);
+    sd_bitmap_free(b);
+    sd_free(again);
+    sd_free(jpg);
+    free(got_icc);
+    free(big);
+    sd_bitmap_free(pic);
+    cmsCloseProfile(prof);
+    free(icc);
+    return 0;
+}
+
 /* AVIF: nclx Display P3 and an ICC profile, through avifenc (libavif-bin). */
 static int test_avif(void)
 {
@@ -673,6 +787,7 @@ int main(int argc, char **argv)
         {"bad_profiles", test_bad_profiles},
         {"avif", test_avif},
         {"fast_path", test_fast_path},
+        {"encode_keeps_profile", test_encode_keeps_profile},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

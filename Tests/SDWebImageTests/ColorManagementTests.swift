@@ -68,4 +68,30 @@ struct ColorManagementTests {
         #expect(disk.last?.type == .disk)
         #expect(Self.bytes(d.bitmap) == Self.bytes(stored.bitmap) && d.iccProfile == icc)
     }
+
+    @Test("Encoding keeps colour honest: kept pixels encode with their profile (JPEG, PNG, WebP, AVIF), converted ones untagged")
+    func encodeKeepsProfile() throws {
+        guard let icc = FileManager.default.contents(atPath: Self.adobe).map([UInt8].init) else { return }
+        let data = try Self.taggedJPEG(icc)
+        var keep = DecodeOptions()
+        keep.colorManagement = .keepSource
+        let kept = try SDImage.decode(data, options: keep)
+        let converted = try SDImage.decode(data)
+        #expect(kept.iccProfile == icc && converted.iccProfile == nil)
+        for format in [SDImageFormat.png, .webP, .jpeg, .avif] where SDImageCodersManager.shared.canEncode(to: format) {
+            let lossless = format == .png || format == .webP
+            let o: SDImageCoderOptions = [.encodeWebPLossless: lossless, .encodeCompressionQuality: 0.95]
+            let tagged = try #require(SDImageCodersManager.shared.encodedData(with: kept, format: format, options: o))
+            let again = try ImageDecoder.decode([UInt8](tagged), options: keep)
+            #expect(again.iccProfile == icc && again.sourceColorSpace == .iccProfile, "\(format)")
+            if lossless {  // the same stored pixels, so the same conversion, byte for byte
+                #expect(Self.bytes(again.bitmap) == Self.bytes(kept.bitmap), "\(format)")
+                #expect(Self.bytes(try ImageDecoder.decode([UInt8](tagged)).bitmap) == Self.bytes(converted.bitmap),
+                        "\(format)")
+            }
+            let plain = try #require(SDImageCodersManager.shared.encodedData(with: converted, format: format, options: o))
+            let back = try ImageDecoder.decode([UInt8](plain), options: keep)
+            #expect(back.iccProfile == nil && back.sourceColorSpace == .sRGB, "\(format): sRGB pixels encode untagged")
+        }
+    }
 }

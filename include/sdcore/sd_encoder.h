@@ -66,6 +66,21 @@ SD_API int sd_encoder_set(sd_encoder *encoder, sd_encoder_param param, int value
 SD_API int sd_encoder_get(const sd_encoder *encoder, sd_encoder_param param, int *value);
 
 /*
+ * Name: sd_encoder_set_icc_profile
+ * Desc: Embeds an ICC profile in what sd_encoder_finish writes (the
+ *       encoder keeps a copy; NULL, 0 removes it): JPEG APP2 ICC_PROFILE
+ *       segments, PNG/APNG iCCP, WebP ICCP (an extended file), AVIF colr.
+ *       GIF has no standard place for one and writes none. Use it for
+ *       pixels kept in their source colours (SD_DEC_COLOR_MANAGE 0 with
+ *       sd_decoder_icc_profile); pixels the decoder converted are sRGB and
+ *       encode untagged. Since 0.10 (SDCORE_0.10).
+ * Returns: SD_OK; SD_EINVAL (encoder NULL, data NULL with a length, over
+ *          4 MiB, or a header that is not an ICC profile's: its size
+ *          field must be `length` and bytes 36..39 "acsp"), SD_ENOMEM.
+ */
+SD_API int sd_encoder_set_icc_profile(sd_encoder *encoder, const uint8_t *data, size_t length);
+
+/*
  * Name: sd_encoder_add_frame
  * Desc: Appends a frame shown for `delay_ms` (ignored for a still). The
  *       encoder keeps a reference: `frame` must stay valid and unchanged

@@ -45,6 +45,10 @@ struct sd__apng {
     uint32_t W, H;
     uint8_t depth, color, interlace, have_ihdr, trns;
     size_t plte_off, plte_len, trns_off, trns_len; /* whole chunks (header + CRC) */
+    /* colour chunks (data offset and length; 0: none), applied at the
+     * first IDAT in the spec's precedence: cICP > iCCP > sRGB > cHRM/gAMA */
+    size_t cicp_off, iccp_off, iccp_len, chrm_off, gama_off;
+    int srgb;
     /* animation chunks */
     int actl_count, idat_seen, iend, invalid;
     uint32_t num_frames, num_plays, next_seq;
@@ -174,6 +178,41 @@ static int add_fctl(sd__apng *a, const uint8_t *p, uint32_t len)
     return SD_OK;
 }
 
+/* The colour chunks seen before the image data, handed to the colour
+ * layer as sd_png.c hands libpng's (an animated file never reaches it). */
+static void apply_colour(sd__apng *a)
+{
+    sd_decoder *d = a->dec;
+    const uint8_t *b = a->in.data;
+    if (a->cicp_off && b[a->cicp_off + 2] == 0) /* RGB (matrix 0) only */
+        sd__color_set_cicp(d, b[a->cicp_off], b[a->cicp_off + 1]);
+    if (a->iccp_off) { /* keyword (1-79), NUL, method 0, zlib data */
+        const uint8_t *p = b + a->iccp_off, *nul = memchr(p, 0, SD__MIN(a->iccp_len, (size_t)80));
+        size_t zoff = nul ? (size_t)(nul - p) + 2 : 0;
+        uint8_t *icc = NULL;
+        uLongf n = 0;
+        if (nul != NULL && zoff <= a->iccp_len && p[zoff - 1] == 0 && (icc = sd__malloc(SD__ICC_MAX + 1)) != NULL) {
+            n = SD__ICC_MAX + 1; /* one more than the limit: a larger one is reported as such */
+            int zr = uncompress(icc, &n, p + zoff, (uLong)(a->iccp_len - zoff));
+            if (zr != Z_OK && zr != Z_BUF_ERROR)
+                n = 0;
+        }
+        if (n > 0)
+            sd__color_set_icc(d, icc, n);
+        else if (d->warnings++ == 0)
+            sd__decoder_msg(d, "colour: APNG iCCP chunk that does not inflate ignored; decoded as sRGB");
+        sd__free(icc);
+    }
+    if (a->srgb) {
+        sd__color_set_srgb(d);
+    } else if (d->color.space == SD_COLOR_SRGB && (a->chrm_off || a->gama_off)) {
+        double xy[8] = {0};
+        for (int i = 0; i < 8 && a->chrm_off; i++)
+            xy[i] = be32(b + a->chrm_off + 4 * i) / 100000.0;
+        sd__color_set_chrm_gama(d, a->chrm_off ? xy : NULL, a->gama_off ? be32(b + a->gama_off) / 100000.0 : 0);
+    }
+}
+
 int sd__apng_push(sd__apng *a, const uint8_t *p, size_t n)
 {
     SD__FORWARD_IF_ERROR(sd__buf_put(&a->in, p, n));
@@ -229,8 +268,22 @@ int sd__apng_push(sd__apng *a, const uint8_t *p, size_t n)
                 a->invalid = 1; /* an fdAT that is not its own fcTL's */
             else if (len > 4) /* an empty fdAT is legal, it adds nothing */
                 SD__FORWARD_IF_ERROR(add_data(a, a->at + 12, len - 4));
+        } else if (!a->idat_seen && crc_ok(b + a->at, len) &&
+                   ((memcmp(type, "cICP", 4) == 0 && len == 4) || memcmp(type, "iCCP", 4) == 0 ||
+                    (memcmp(type, "sRGB", 4) == 0 && len == 1) || (memcmp(type, "cHRM", 4) == 0 && len == 32) ||
+                    (memcmp(type, "gAMA", 4) == 0 && len == 4))) {
+            size_t off = a->at + 8;
+            switch (type[1]) { /* the first of each kind counts */
+            case 'I': a->cicp_off = a->cicp_off ? a->cicp_off : off; break;
+            case 'C': if (!a->iccp_off) a->iccp_off = off, a->iccp_len = len; break;
+            case 'R': a->srgb = 1; break;
+            case 'H': a->chrm_off = a->chrm_off ? a->chrm_off : off; break;
+            default: a->gama_off = a->gama_off ? a->gama_off : off; break;
+            }
         } else if (is_idat) {
             int first = !a->idat_seen;
+            if (first && a->decision == SD__APNG_ANIMATED)
+                apply_colour(a);
             a->idat_seen = 1;
             if (!crc_ok(b + a->at, len))
                 a->invalid = 1; /* the still path reports it (a critical chunk) */
