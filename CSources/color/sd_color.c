@@ -14,9 +14,11 @@
  * cmsFLAGS_NOCACHE so threads can share them; LUT-based profiles get
  * lcms2's high-resolution precalculation.
  *
- * CMYK profiles are not applied yet (the JPEG codec's inverted-CMYK
- * conversion stays, as browsers do without a profile); HDR transfers (PQ,
- * HLG) are reported (SD_COLOR_HDR), not tone-mapped.
+ * A CMYK JPEG's CMYK profile is applied by the JPEG codec as it writes
+ * its rows (sd__color_cmyk_rows: CMYK cannot wait for resampling, which
+ * works on RGB), with lcms2's high-resolution precalculated CLUT; without
+ * one the codec's inverted-CMYK conversion stays, as browsers do. HDR
+ * transfers (PQ, HLG) are reported (SD_COLOR_HDR), not tone-mapped.
  */
 #include <math.h>
 #include <pthread.h>
@@ -59,6 +61,7 @@ struct sd__xform {
      * added (one SSE2 add each), rounded to Q13 and encoded by an
      * 8192-step table (within 1 of lcms2's float transform). */
     int fast;
+    int cmyk;             /* t: CMYK_16 (inverted or not, as the key says) -> RGB_16 */
     int32_t tab[3][256][4]; /* [R,G,B in][value] -> B, G, R, 0 out */
     uint8_t enc[SD__ENC_STEPS + 1];
     int refs;             /* users now, plus 1 while cached */
@@ -409,12 +412,45 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
         *why = "lcms2 could not make sRGB";
         return NULL;
     }
+    if (c->space == SD_COLOR_CMYK) {
+        src = cmsOpenProfileFromMem(c->icc, (cmsUInt32Number)c->icc_len);
+        if (src == NULL)
+            *why = "malformed ICC profile ignored";
+        else if (cmsGetColorSpace(src) != cmsSigCmykData)
+            *why = "a CMYK JPEG's profile that is not a CMYK profile ignored";
+        else if (cmsGetDeviceClass(src) == cmsSigLinkClass || cmsGetDeviceClass(src) == cmsSigAbstractClass ||
+                 cmsGetDeviceClass(src) == cmsSigNamedColorClass)
+            *why = "ICC profile of an unsupported class ignored";
+        sd__xform *x = NULL;
+        if (*why == NULL && (x = sd__calloc(1, sizeof *x)) != NULL) {
+            /* Adobe's inverted CMYK (0 = full ink) is lcms2's reversed
+             * flavour. A 16-bit precalculated 29-point CLUT: lcms2's
+             * default grid (and 8 bits) errs by 4 levels against its own
+             * float evaluation on a LUT profile, 29 points by 3 (c.color
+             * cmyk), built once per profile (a few tenths of a second)
+             * and cached; a direct evaluation (cmsFLAGS_NOOPTIMIZE) is
+             * exact but runs the whole pipeline for every pixel. */
+            cmsUInt32Number in = c->cmyk_inverted ? TYPE_CMYK_16_REV : TYPE_CMYK_16;
+            x->t = cmsCreateTransform(src, in, srgb, TYPE_RGB_16, INTENT_RELATIVE_COLORIMETRIC,
+                                      cmsFLAGS_NOCACHE | cmsFLAGS_GRIDPOINTS(29));
+            x->cmyk = 1;
+            if (x->t == NULL) {
+                *why = "CMYK profile lcms2 cannot transform ignored";
+                sd__free(x);
+                x = NULL;
+            }
+        }
+        if (src)
+            cmsCloseProfile(src);
+        cmsCloseProfile(srgb);
+        return x;
+    }
     if (c->space == SD_COLOR_ICC) {
         src = cmsOpenProfileFromMem(c->icc, (cmsUInt32Number)c->icc_len);
         if (src == NULL)
             *why = "malformed ICC profile ignored";
         else if (cmsGetColorSpace(src) == cmsSigCmykData)
-            *why = "CMYK profiles are not applied yet";
+            *why = "a CMYK profile on an RGB image ignored";
         else if (cmsGetColorSpace(src) != cmsSigRgbData && cmsGetColorSpace(src) != cmsSigGrayData)
             *why = "ICC profile of an unsupported colour space ignored";
         else if (cmsGetDeviceClass(src) == cmsSigLinkClass || cmsGetDeviceClass(src) == cmsSigAbstractClass ||
@@ -483,12 +519,13 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
 /* The key: kind, then the source's bytes or values. */
 static uint8_t *make_key(const sd__color *c, size_t *len)
 {
-    size_t n = 1 + (c->space == SD_COLOR_ICC ? c->icc_len : sizeof c->chrm + sizeof c->gamma + 2 * sizeof(int));
+    int icc = c->space == SD_COLOR_ICC || c->space == SD_COLOR_CMYK;
+    size_t n = 1 + (icc ? c->icc_len : sizeof c->chrm + sizeof c->gamma + 2 * sizeof(int));
     uint8_t *k = sd__malloc(n);
     if (k == NULL)
         return NULL;
-    k[0] = (uint8_t)c->space;
-    if (c->space == SD_COLOR_ICC) {
+    k[0] = (uint8_t)(c->space | (c->space == SD_COLOR_CMYK && c->cmyk_inverted ? 0x80 : 0));
+    if (icc) {
         memcpy(k + 1, c->icc, c->icc_len);
     } else {
         uint8_t *p = k + 1;
@@ -508,7 +545,8 @@ static void resolve(sd_decoder *d)
     if (c->resolved)
         return;
     c->resolved = 1;
-    if (!d->color_manage || c->space == SD_COLOR_SRGB || c->space == SD_COLOR_HDR || c->space == SD_COLOR_CMYK)
+    if (!d->color_manage || c->space == SD_COLOR_SRGB || c->space == SD_COLOR_HDR ||
+        (c->space == SD_COLOR_CMYK && c->icc == NULL))
         return;
     size_t len;
     uint8_t *key = make_key(c, &len);
@@ -553,7 +591,75 @@ static void resolve(sd_decoder *d)
 int sd__color_needed(sd_decoder *d)
 {
     resolve(d);
-    return d->color.xf != NULL;
+    return d->color.xf != NULL && !d->color.xf->cmyk; /* CMYK: the codec's rows */
+}
+
+int sd__color_rows16_begin(sd_decoder *d)
+{
+    if (!sd__color_needed(d))
+        return 0;
+    d->color.rows_done = 1;
+    return 1;
+}
+
+void sd__color_row16(sd_decoder *d, const uint16_t *rgba, uint8_t *out, uint32_t n, float *buf)
+{
+    const sd__xform *x = d->color.xf;
+    float *in = buf, *res = buf + (size_t)n * 4;
+    for (uint32_t i = 0; i < n; i++) { /* straight R, G, B, A -> B, G, R, A floats */
+        const uint16_t *p = rgba + (size_t)i * 4;
+        float *q = in + (size_t)i * 4;
+        q[0] = p[2] / 65535.0f, q[1] = p[1] / 65535.0f, q[2] = p[0] / 65535.0f, q[3] = p[3] / 65535.0f;
+    }
+    if (x->t != NULL) {
+        cmsDoTransform(x->t16, in, res, n);
+    } else { /* gray: R = G = B; the gray channel alone, R, G, B out */
+        for (uint32_t i = 0; i < n; i++)
+            in[i] = in[(size_t)i * 4]; /* in place: i <= 4i, read before written */
+        float *rgb = res + (size_t)n;
+        cmsDoTransform(x->t16, in, rgb, n);
+        for (uint32_t i = 0; i < n; i++) {
+            float r = rgb[(size_t)i * 3], g = rgb[(size_t)i * 3 + 1], b = rgb[(size_t)i * 3 + 2];
+            res[(size_t)i * 4] = b, res[(size_t)i * 4 + 1] = g, res[(size_t)i * 4 + 2] = r;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        for (int c = 0; c < 3; c++) { /* B, G, R floats -> R, G, B bytes */
+            float v = res[(size_t)i * 4 + c];
+            v = v < 0 ? 0 : (v > 1 ? 1 : v);
+            out[(size_t)i * 4 + 2 - c] = (uint8_t)lrintf(v * 255);
+        }
+        out[(size_t)i * 4 + 3] = (uint8_t)((rgba[(size_t)i * 4 + 3] * 255u + 32767) / 65535);
+    }
+}
+
+int sd__color_cmyk_begin(sd_decoder *d, int inverted)
+{
+    d->color.cmyk_inverted = inverted;
+    resolve(d);
+    return d->color.xf != NULL && d->color.xf->cmyk;
+}
+
+int sd__color_cmyk_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width)
+{
+    const sd__xform *x = d->color.xf;
+    /* 16 bits through lcms2's CLUT (8-bit tables err by 4 levels on a
+     * LUT profile); 7 uint16 a pixel: 4 in, then 3 out */
+    uint16_t *buf = sd__malloc((size_t)width * 7 * sizeof *buf), *rgb = buf + (size_t)width * 4;
+    SD__RETURN_IF(buf == NULL, SD_ENOMEM);
+    for (uint32_t y = 0; y < n; y++) {
+        uint32_t *row = (uint32_t *)(void *)rows[y];
+        for (size_t i = 0; i < (size_t)width * 4; i++)
+            buf[i] = (uint16_t)(rows[y][i] * 257); /* C, M, Y, K as libjpeg wrote them */
+        cmsDoTransform(x->t, buf, rgb, width);
+        for (uint32_t i = 0; i < width; i++) {
+            const uint16_t *p = rgb + (size_t)i * 3;
+            row[i] = 0xFF000000u | (uint32_t)((p[0] * 255u + 32767) / 65535) << 16 |
+                     (uint32_t)((p[1] * 255u + 32767) / 65535) << 8 | (uint32_t)((p[2] * 255u + 32767) / 65535);
+        }
+    }
+    sd__free(buf);
+    return SD_OK;
 }
 
 /* A row with translucent pixels: each straight colour recovered from the

@@ -19,7 +19,9 @@ typedef struct sd__color {
     int decided;         /* a source said sRGB: later (weaker) ones are ignored */
     int resolved;        /* `xf` looked up (NULL then: nothing to do) */
     sd__xform *xf;
-    int rows_done;       /* the codec converts its canvas's rows as it writes them */
+    int rows_done;       /* the codec converts its canvas's rows as it writes them:
+                          * its canvas (and what is resampled from it) is sRGB */
+    int cmyk_inverted;   /* SD_COLOR_CMYK: stored inverted (an Adobe APP14 JPEG) */
 } sd__color;
 
 /* Profiles larger than this are ignored with a warning. */
@@ -54,6 +56,20 @@ SD__HIDDEN int sd__color_rows(struct sd_decoder *d, uint8_t *const *rows, uint32
 SD__HIDDEN void sd__color_free(sd__color *c);
 /* Give back a transform (the cache frees it once unused and evicted). */
 SD__HIDDEN void sd__xform_release(sd__xform *x);
+/* A 16-bit source whose colours need converting: sd__color_rows16_begin()
+ * says whether (and sets rows_done: the codec's canvas is sRGB, whatever
+ * resampling follows); sd__color_row16() turns `n` straight RGBA16
+ * pixels into straight 8-bit sRGB RGBA (`buf`: 8 floats a pixel), so
+ * the reduction to 8 bits comes after the conversion. */
+SD__HIDDEN int sd__color_rows16_begin(struct sd_decoder *d);
+SD__HIDDEN void sd__color_row16(struct sd_decoder *d, const uint16_t *rgba, uint8_t *out, uint32_t n, float *buf);
+/* A CMYK JPEG with a CMYK profile: sd__color_cmyk_begin() says whether
+ * the profile can be applied (colour management on, a usable CMYK
+ * profile; else a warning, and the codec's own inverted-CMYK conversion
+ * stays); sd__color_cmyk_rows() then turns rows of C, M, Y, K bytes (as
+ * libjpeg writes them) into opaque ARGB32 in place. */
+SD__HIDDEN int sd__color_cmyk_begin(struct sd_decoder *d, int inverted);
+SD__HIDDEN int sd__color_cmyk_rows(struct sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width);
 /* Tests: the portable loop only (returns the old setting). */
 SD__HIDDEN int sd__color_force_scalar(int on);
 

@@ -350,9 +350,9 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
         cur = t;
         owned = 1;
     }
-    /* to sRGB, on the smallest bitmap (a codec that wrote it at the output
-     * size may have converted its rows as they came: rows_done) */
-    if (cur == src ? sd__color_pending(d) : sd__color_needed(d)) {
+    /* to sRGB, on the smallest bitmap (a codec may have converted its rows
+     * as they came: rows_done) */
+    if (sd__color_pending(d)) {
         if (!owned) {
             sd_bitmap *t;
             SD__FORWARD_IF_ERROR(sd__bitmap_copy(cur, &t));

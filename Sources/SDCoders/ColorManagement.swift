@@ -21,7 +21,7 @@ public enum SourceColorSpace: Int, Sendable, Hashable {
     case cicp = 2
     /// PNG cHRM and/or gAMA.
     case chromaticitiesAndGamma = 3
-    /// A CMYK JPEG (its profile, if any, is not applied yet).
+    /// A CMYK JPEG: converted with its CMYK profile, else inverted CMYK as browsers do.
     case cmyk = 4
     /// A PQ or HLG transfer: reported, not tone-mapped.
     case hdr = 5

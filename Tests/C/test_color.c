@@ -21,6 +21,7 @@
 
 #include <lcms2.h>
 #include <zlib.h>
+#include <jpeglib.h>
 
 #include "sd_test.h"
 #include "sd_test_util.h"
@@ -728,6 +729,292 @@ static int test_encode_keeps_profile(void)
     return 0;
 }
 
+/* ---- 16-bit sources ---- */
+
+/* A 16-bit RGB PNG (filter 0 rows) of `px` (w*h*3 values), with `icc`. */
+static uint8_t *png16(const uint16_t *px, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len, size_t *out_len)
+{
+    size_t raw_len = (size_t)h * (1 + (size_t)w * 6);
+    uint8_t *raw = malloc(raw_len), *r = raw;
+    for (uint32_t y = 0; y < h; y++) {
+        *r++ = 0;
+        for (uint32_t i = 0; i < w * 3; i++, r += 2)
+            r[0] = (uint8_t)(px[(size_t)y * w * 3 + i] >> 8), r[1] = (uint8_t)px[(size_t)y * w * 3 + i];
+    }
+    uLongf zn = compressBound((uLong)raw_len);
+    uint8_t *z = malloc(zn);
+    compress2(z, &zn, raw, (uLong)raw_len, 6);
+    uint8_t *o = malloc(8 + 25 + 12 + zn + 12), *w8 = o;
+    memcpy(w8, "\x89PNG\r\n\x1a\n", 8), w8 += 8;
+    uint8_t ihdr[13];
+    put32(ihdr, w), put32(ihdr + 4, h);
+    ihdr[8] = 16, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    const struct { const char *t; const uint8_t *d; size_t n; } ch[3] = {{"IHDR", ihdr, 13}, {"IDAT", z, zn}, {"IEND", NULL, 0}};
+    for (int k = 0; k < 3; k++) {
+        put32(w8, (uint32_t)ch[k].n), memcpy(w8 + 4, ch[k].t, 4);
+        if (ch[k].n)
+            memcpy(w8 + 8, ch[k].d, ch[k].n);
+        put32(w8 + 8 + ch[k].n, (uint32_t)crc32(0, w8 + 4, (uInt)(4 + ch[k].n)));
+        w8 += 12 + ch[k].n;
+    }
+    size_t n = (size_t)(w8 - o);
+    uint8_t *tagged = png_with_icc(o, n, icc, icc_len, out_len);
+    free(o);
+    free(z);
+    free(raw);
+    return tagged;
+}
+
+/* A 16-bit PNG tagged with each RGB profile: within 3 of lcms2's float
+ * transform of the 16-bit values (not of the 8-bit values they reduce to). */
+static int test_sixteen_bit(void)
+{
+    static const int rgb_profiles[] = {P_P3, P_ADOBE, P_PROPHOTO, P_REC2020};
+    const uint32_t w = 128, h = 96;
+    uint16_t *px = malloc((size_t)w * h * 3 * sizeof *px);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++) { /* ramps, then smooth saturated waves */
+        size_t x = (i / 3) % w, y = i / 3 / w, c = i % 3;
+        px[i] = (uint16_t)(y < 8 ? (i % (w * 3)) * 65535 / (w * 3 - 1)
+                                 : (size_t)lround(32767.5 + 32767.5 * sin((double)x * 0.07 + (double)c * 2.1 + (double)y * 0.05)));
+    }
+    for (size_t k = 0; k < sizeof rgb_profiles / sizeof rgb_profiles[0]; k++) {
+        size_t icc_len, n;
+        uint8_t *icc = profile(rgb_profiles[k], &icc_len);
+        uint8_t *png = png16(px, w, h, icc, icc_len, &n);
+        cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len), srgb = cmsCreate_sRGBProfile();
+        cmsHTRANSFORM t = cmsCreateTransform(prof, TYPE_RGB_DBL, srgb, TYPE_RGB_DBL, INTENT_RELATIVE_COLORIMETRIC,
+                                             cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
+        sd_bitmap *got = NULL;
+        ASSERT_OK(decode(png, n, 1, 0, 0, &got, NULL, NULL, NULL, NULL));
+        int worst = 0;
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                double in[3], out[3];
+                for (int c = 0; c < 3; c++)
+                    in[c] = px[((size_t)y * w + x) * 3 + c] / 65535.0;
+                cmsDoTransform(t, in, out, 1);
+                uint32_t g;
+                memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
+                for (int c = 0; c < 3; c++) {
+                    int d = abs((int)((g >> (16 - 8 * c)) & 255) - (int)lround(fmin(255, fmax(0, out[c] * 255))));
+                    worst = d > worst ? d : worst;
+                }
+            }
+        /* a thumbnail: converted once, from the 16-bit rows, then reduced —
+         * as the full decode reduced by the same filter (not converted twice) */
+        sd_bitmap *thumb = NULL, *want = NULL;
+        ASSERT_OK(decode(png, n, 1, 32, 0, &thumb, NULL, NULL, NULL, NULL));
+        ASSERT_OK(sd_bitmap_resample(got, sd_bitmap_width(thumb), sd_bitmap_height(thumb), SD_FILTER_LANCZOS3, 0, &want));
+        double sum = 0;
+        for (uint32_t y = 0; y < sd_bitmap_height(want); y++)
+            for (uint32_t x = 0; x < sd_bitmap_width(want); x++)
+                for (int c = 0; c < 3; c++)
+                    sum += abs((int)sd_bitmap_pixels(thumb)[y * sd_bitmap_stride(thumb) + x * 4 + c] -
+                               (int)sd_bitmap_pixels(want)[y * sd_bitmap_stride(want) + x * 4 + c]);
+        double mean = sum / (3.0 * sd_bitmap_width(want) * sd_bitmap_height(want));
+        printf("  16-bit %s: worst %d; thumbnail vs the converted image reduced: mean %.2f\n", pname[rgb_profiles[k]],
+               worst, mean);
+        ASSERT(worst <= 3 && mean < 0.6); /* converted twice: 1.35 */
+        sd_bitmap_free(thumb);
+        sd_bitmap_free(want);
+        sd_bitmap_free(got);
+        cmsDeleteTransform(t);
+        cmsCloseProfile(prof);
+        cmsCloseProfile(srgb);
+        free(png);
+        free(icc);
+    }
+    free(px);
+    return 0;
+}
+
+/* ---- CMYK ---- */
+
+/* A press-like CMYK output profile made here (none ships in Debian's test
+ * packages): AToB0 a 9-point CLUT from ink to Lab, inks with dot gain and
+ * a K that is not simply subtracted, so the naive inversion is far off. */
+static cmsHTRANSFORM srgb_to_lab;
+static cmsInt32Number cmyk_sampler(const cmsUInt16Number in[], cmsUInt16Number out[], void *cargo)
+{
+    (void)cargo;
+    double ink[4], rgb[3];
+    for (int i = 0; i < 4; i++)
+        ink[i] = pow(in[i] / 65535.0, 0.8); /* dot gain */
+    for (int i = 0; i < 3; i++)
+        rgb[i] = (1 - ink[i] * 0.92) * (1 - ink[3] * 0.85) + 0.02 * ink[(i + 1) % 3];
+    cmsCIELab lab;
+    cmsDoTransform(srgb_to_lab, rgb, &lab, 1);
+    cmsFloat2LabEncoded(out, &lab);
+    return TRUE;
+}
+
+static uint8_t *cmyk_profile(size_t *len)
+{
+    cmsHPROFILE srgb = cmsCreate_sRGBProfile(), lab = cmsCreateLab4Profile(NULL);
+    srgb_to_lab = cmsCreateTransform(srgb, TYPE_RGB_DBL, lab, TYPE_Lab_DBL, INTENT_RELATIVE_COLORIMETRIC,
+                                     cmsFLAGS_NOOPTIMIZE);
+    cmsHPROFILE p = cmsCreateProfilePlaceholder(NULL);
+    cmsSetProfileVersion(p, 4.3);
+    cmsSetDeviceClass(p, cmsSigOutputClass);
+    cmsSetColorSpace(p, cmsSigCmykData);
+    cmsSetPCS(p, cmsSigLabData);
+    cmsPipeline *a2b = cmsPipelineAlloc(NULL, 4, 3);
+    cmsStage *clut = cmsStageAllocCLut16bit(NULL, 9, 4, 3, NULL);
+    cmsStageSampleCLut16bit(clut, cmyk_sampler, NULL, 0);
+    /* mAB's shape: A curves, CLUT, B curves (identity curves around it) */
+    cmsPipelineInsertStage(a2b, cmsAT_END, cmsStageAllocToneCurves(NULL, 4, NULL));
+    cmsPipelineInsertStage(a2b, cmsAT_END, clut);
+    cmsPipelineInsertStage(a2b, cmsAT_END, cmsStageAllocToneCurves(NULL, 3, NULL));
+    cmsWriteTag(p, cmsSigAToB0Tag, a2b);
+    cmsWriteTag(p, cmsSigMediaWhitePointTag, cmsD50_XYZ());
+    cmsPipelineFree(a2b);
+    uint8_t *out = save(p, len);
+    cmsCloseProfile(p);
+    cmsDeleteTransform(srgb_to_lab);
+    cmsCloseProfile(lab);
+    cmsCloseProfile(srgb);
+    return out;
+}
+
+/* A CMYK JPEG (libjpeg writes Adobe's APP14, so the values are stored
+ * inverted, as Photoshop does) of `ink` (w*h*4, 0 = no ink), with `icc`. */
+static uint8_t *cmyk_jpeg(const uint8_t *ink, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len,
+                          size_t *out_len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char *buf = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&c, &buf, &n);
+    c.image_width = w, c.image_height = h, c.input_components = 4, c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 100, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    if (icc)
+        jpeg_write_icc_profile(&c, icc, (unsigned int)icc_len);
+    uint8_t *row = malloc((size_t)w * 4);
+    while (c.next_scanline < h) {
+        for (uint32_t i = 0; i < w * 4; i++)
+            row[i] = (uint8_t)(255 - ink[(size_t)c.next_scanline * w * 4 + i]);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    *out_len = n;
+    return buf;
+}
+
+/* The stored (inverted) CMYK bytes of a JPEG, as libjpeg reads them. */
+static uint8_t *cmyk_stored(const uint8_t *jpg, size_t n, uint32_t w, uint32_t h)
+{
+    struct jpeg_decompress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&c);
+    jpeg_mem_src(&c, jpg, (unsigned long)n);
+    jpeg_read_header(&c, TRUE);
+    c.out_color_space = JCS_CMYK;
+    c.dct_method = JDCT_ISLOW;
+    jpeg_start_decompress(&c);
+    uint8_t *px = malloc((size_t)w * h * 4);
+    while (c.output_scanline < h) {
+        JSAMPROW r = px + (size_t)c.output_scanline * w * 4;
+        jpeg_read_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_decompress(&c);
+    jpeg_destroy_decompress(&c);
+    return px;
+}
+
+/* A CMYK JPEG with a CMYK profile: within 3 of lcms2's unoptimised float
+ * transform of its stored values, whole, in pieces and as a thumbnail's
+ * load size; without the profile the naive inversion stays; a profile of
+ * the wrong colour space is a warning. */
+static int test_cmyk(void)
+{
+    const uint32_t w = 96, h = 64;
+    uint8_t *ink = malloc((size_t)w * h * 4);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = ink + ((size_t)y * w + x) * 4;
+            p[0] = (uint8_t)(x * 255 / (w - 1)), p[1] = (uint8_t)(y * 255 / (h - 1));
+            p[2] = (uint8_t)((x + y) * 3), p[3] = (uint8_t)(y < h / 4 ? 0 : (x * 2) & 255);
+        }
+    size_t icc_len, tagged_n, plain_n, rgb_icc_len, wrong_n;
+    uint8_t *icc = cmyk_profile(&icc_len);
+    ASSERT_NOT_NULL(icc);
+    uint8_t *tagged = cmyk_jpeg(ink, w, h, icc, icc_len, &tagged_n);
+    uint8_t *plain = cmyk_jpeg(ink, w, h, NULL, 0, &plain_n);
+    uint8_t *rgb_icc = profile(P_P3, &rgb_icc_len);
+    uint8_t *wrong = cmyk_jpeg(ink, w, h, rgb_icc, rgb_icc_len, &wrong_n);
+    uint8_t *stored = cmyk_stored(tagged, tagged_n, w, h);
+    /* the reference: lcms2 unoptimised, float, from the stored inverted bytes */
+    cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len), srgb = cmsCreate_sRGBProfile();
+    cmsHTRANSFORM ref = cmsCreateTransform(prof, TYPE_CMYK_DBL, srgb, TYPE_RGB_DBL, INTENT_RELATIVE_COLORIMETRIC,
+                                           cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
+    ASSERT_NOT_NULL(ref);
+    sd_bitmap *naive = NULL;
+    ASSERT_OK(decode(plain, plain_n, 1, 0, 0, &naive, NULL, NULL, NULL, NULL));
+    for (int chunked = 0; chunked < 3; chunked++) {
+        sd_bitmap *got = NULL;
+        int64_t space = -1, warnings = -1;
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, chunked, &got, &space, &warnings, NULL, NULL));
+        ASSERT_EQ(space, SD_COLOR_CMYK);
+        ASSERT_EQ(warnings, 0);
+        int worst = 0, far = 0;
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                double in[4], out[3]; /* lcms2's CMYK doubles are ink in percent; stored is inverted */
+                for (int k = 0; k < 4; k++)
+                    in[k] = (255 - stored[((size_t)y * w + x) * 4 + k]) * 100.0 / 255;
+                cmsDoTransform(ref, in, out, 1);
+                uint32_t g, nv;
+                memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
+                memcpy(&nv, sd_bitmap_pixels(naive) + y * sd_bitmap_stride(naive) + x * 4, 4);
+                for (int ch = 0; ch < 3; ch++) {
+                    int want = (int)lround(fmin(255, fmax(0, out[ch] * 255)));
+                    int d = abs((int)((g >> (16 - 8 * ch)) & 255) - want);
+                    worst = d > worst ? d : worst;
+                    far += abs((int)((nv >> (16 - 8 * ch)) & 255) - want) > 10;
+                }
+            }
+        printf("  CMYK profile, chunked %d: worst %d (naive inversion off by > 10 in %d channels)\n", chunked, worst,
+               far);
+        ASSERT(worst <= 3);
+        ASSERT(far > (int)(w * h) / 4); /* the profile mattered */
+        sd_bitmap_free(got);
+    }
+    /* management off, or no profile: the naive inversion */
+    sd_bitmap *off = NULL, *wrong_got = NULL, *thumb = NULL;
+    ASSERT_OK(decode(tagged, tagged_n, 0, 0, 0, &off, NULL, NULL, NULL, NULL));
+    ASSERT(same_pixels(off, naive));
+    int64_t space = -1, warnings = -1;
+    ASSERT_OK(decode(wrong, wrong_n, 1, 0, 0, &wrong_got, &space, &warnings, NULL, NULL));
+    ASSERT(same_pixels(wrong_got, naive) && warnings == 1 && space == SD_COLOR_CMYK);
+    /* a thumbnail converts at its load size, then resamples */
+    ASSERT_OK(decode(tagged, tagged_n, 1, 24, 0, &thumb, NULL, NULL, NULL, NULL));
+    ASSERT_EQ(sd_bitmap_width(thumb), 24);
+    sd_bitmap_free(thumb);
+    sd_bitmap_free(off);
+    sd_bitmap_free(wrong_got);
+    sd_bitmap_free(naive);
+    cmsDeleteTransform(ref);
+    cmsCloseProfile(prof);
+    cmsCloseProfile(srgb);
+    free(stored);
+    free(wrong);
+    free(rgb_icc);
+    free(plain);
+    free(tagged);
+    free(icc);
+    free(ink);
+    return 0;
+}
+
 /* AVIF: nclx Display P3 and an ICC profile, through avifenc (libavif-bin). */
 static int test_avif(void)
 {
@@ -788,6 +1075,8 @@ int main(int argc, char **argv)
         {"avif", test_avif},
         {"fast_path", test_fast_path},
         {"encode_keeps_profile", test_encode_keeps_profile},
+        {"cmyk", test_cmyk},
+        {"sixteen_bit", test_sixteen_bit},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

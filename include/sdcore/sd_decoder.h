@@ -121,7 +121,8 @@ typedef enum sd_color_space {
     SD_COLOR_ICC = 1,        /* an embedded ICC profile (RGB or gray) */
     SD_COLOR_CICP = 2,       /* coded primaries and transfer (AVIF nclx, PNG cICP) */
     SD_COLOR_CHRM_GAMA = 3,  /* PNG cHRM and/or gAMA */
-    SD_COLOR_CMYK = 4,       /* a CMYK JPEG (its profile, if any, not applied yet) */
+    SD_COLOR_CMYK = 4,       /* a CMYK JPEG: converted with its CMYK profile (since 0.10),
+                              * else inverted CMYK as browsers do */
     SD_COLOR_HDR = 5         /* a PQ or HLG transfer: reported, not tone-mapped */
 } sd_color_space;
 

@@ -56,6 +56,7 @@ typedef struct {
     int recovering;
     int cmyk;
     int convert_rows; /* colour-convert rows as they are written (sd__color_rows_begin) */
+    int cmyk_profile; /* a CMYK JPEG whose profile converts its rows (sd__color_cmyk_begin) */
     sd_bitmap *canvas;
     int rest_cleared; /* rows below the decoded ones were zeroed for a preview */
     JSAMPROW *rows;
@@ -214,8 +215,8 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     if (jpeg_read_icc_profile(c, &icc, &icc_len) && icc != NULL)
         sd__color_set_icc(d, icc, icc_len);
     free(icc); /* libjpeg's malloc */
-    if (j->cmyk)
-        d->color.space = SD_COLOR_CMYK; /* its profile is kept, not applied (yet) */
+    if (j->cmyk) /* its CMYK profile, if any, is applied to the rows (cmyk_rows) */
+        d->color.space = SD_COLOR_CMYK;
     c->out_color_space = j->cmyk ? JCS_CMYK : SD__JCS_NATIVE;
     c->dct_method = JDCT_ISLOW;   /* the reference IDCT; IFAST does not match */
     c->do_fancy_upsampling = TRUE;
@@ -255,6 +256,8 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     for (JDIMENSION y = 0; y < c->output_height; y++)
         j->rows[y] = j->canvas->pixels + (size_t)y * j->canvas->stride;
     j->convert_rows = !j->cmyk && sd__color_rows_begin(d);
+    /* jpgicc's reading: Adobe's APP14 means the values are stored inverted */
+    j->cmyk_profile = j->cmyk && sd__color_cmyk_begin(d, c->saw_Adobe_marker);
     return SD_OK;
 }
 
@@ -281,8 +284,15 @@ static int read_rows(sd_decoder *d, sd__jpeg *j)
         JDIMENSION n = jpeg_read_scanlines(c, j->rows + y, c->output_height - y);
         if (n == 0)
             return 0;
-        if (j->cmyk)
+        if (j->cmyk_profile) {
+            int rc = sd__color_cmyk_rows(d, j->rows + y, n, c->output_width);
+            if (rc < 0) {
+                j->err.code = rc;
+                longjmp(j->err.jb, 1);
+            }
+        } else if (j->cmyk) {
             cmyk_rows(j, y, n);
+        }
         if (j->convert_rows) { /* while the rows are in the cache */
             int rc = sd__color_rows(d, j->rows + y, n, c->output_width, 1);
             if (rc < 0) { /* out of memory: thrown as libjpeg's errors are */

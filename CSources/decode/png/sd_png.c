@@ -49,6 +49,11 @@ typedef struct {
     sd__apng *apng;
     int mode;           /* SD__APNG_* */
     size_t fed;         /* kept bytes libpng has had */
+    /* a 16-bit source with colours to convert: rows stay 16-bit (RGBA16)
+     * until converted (sd__color_row16), then go on as 8-bit rows */
+    int sixteen;
+    uint8_t *row8;      /* one converted row, 8-bit straight RGBA */
+    float *cm_buf;      /* the conversion's floats, 8 a pixel */
 } sd__png;
 
 static void p_error(png_structp png, png_const_charp msg)
@@ -133,13 +138,28 @@ static void p_info(png_structp png, png_infop info)
     }
 
     /* The reference transforms: everything to 8-bit RGBA, 16-bit truncated,
-     * no gamma. No png_set_interlace_handling: we place Adam7 pixels. */
+     * no gamma. No png_set_interlace_handling: we place Adam7 pixels. A
+     * 16-bit image with colours to convert keeps its 16 bits until then
+     * (reduced first, colours near the gamut edge err by up to 9 levels). */
+    s->sixteen = depth == 16 && sd__color_rows16_begin(d);
     png_set_expand(png);
-    png_set_strip_16(png);
+    if (s->sixteen) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        png_set_swap(png); /* native uint16 */
+#endif
+        s->row8 = sd__malloc((size_t)w * 4);
+        s->cm_buf = sd__malloc((size_t)w * 8 * sizeof *s->cm_buf);
+        if (s->row8 == NULL || s->cm_buf == NULL) {
+            s->code = SD_ENOMEM;
+            png_error(png, "out of memory");
+        }
+    } else {
+        png_set_strip_16(png);
+    }
     png_set_gray_to_rgb(png);
-    png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    png_set_add_alpha(png, s->sixteen ? 0xFFFF : 0xFF, PNG_FILLER_AFTER);
     png_read_update_info(png, info);
-    if (png_get_rowbytes(png, info) != (size_t)w * 4) {
+    if (png_get_rowbytes(png, info) != (size_t)w * (s->sixteen ? 8 : 4)) {
         s->code = SD_EUNSUPPORTED;
         png_error(png, "unexpected row layout after transforms");
     }
@@ -199,6 +219,10 @@ static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
     if (y >= H)
         return;
     uint32_t n = x0 < W ? (W - x0 + dx - 1) / dx : 0;
+    if (s->sixteen) { /* to sRGB from the 16-bit values, then on as 8-bit */
+        sd__color_row16(d, (const uint16_t *)(const void *)row, s->row8, n, s->cm_buf);
+        row = s->row8;
+    }
 
     if (s->acc == NULL) {
         uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride);
@@ -291,6 +315,8 @@ static void sdp_destroy(sd_decoder *d)
         png_destroy_read_struct(&s->png, s->info ? &s->info : NULL, NULL);
     sd_bitmap_free(s->canvas);
     sd__free(s->acc);
+    sd__free(s->row8);
+    sd__free(s->cm_buf);
     sd__apng_free(s->apng);
     sd__free(s);
     d->codec_state = NULL;
