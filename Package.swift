@@ -17,6 +17,8 @@ let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
     ("CWebPMux", "libwebpmux", "libwebp-dev"),
     ("CAVIF", "libavif", "libavif-dev"),
     ("CLCMS", "lcms2", "liblcms2-dev"),
+    ("CHeif", "libheif", "libheif-dev"),
+    ("CJXL", "libjxl", "libjxl-dev"),
     ("CZlib", "zlib", "zlib1g-dev"),
 ]
 

@@ -10,11 +10,12 @@ CC=${FUZZ_CC:-clang}
 out=build/fuzz
 corpus=${SD_CORPUS_DIR:-../shared/corpus}
 anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
-targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp icc)
+targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp icc heic jxl)
+[ -n "${FUZZ_TARGETS:-}" ] && read -ra targets <<< "$FUZZ_TARGETS" # e.g. FUZZ_TARGETS="heic jxl"
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
-libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -llcms2 -lz -lcurl -lpthread -lm"
+libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -llcms2 -lheif -ljxl -lz -lcurl -lpthread -lm"
 # The library once (instrumented, not linked with the fuzzer's main), then
 # each target against it: compiling CSources/ per target cost ~100 s of
 # make test's fuzz smoke.
@@ -30,6 +31,8 @@ for t in "${targets[@]}"; do
   src="Tests/Fuzz/fuzz_$t.c"; extra=""
   case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac
   [ "$t" = frames_apng ] && extra="-DSD_FUZZ_FORMAT=SD_FORMAT_PNG"
+  # one format's decoder alone (SD_DEC_FORMATS): mutations stay in its parser
+  case $t in heic | jxl) src=Tests/Fuzz/fuzz_decode_whole.c; extra="-DSD_FUZZ_ONLY=SD_FORMAT_${t^^}";; esac
   if [ ! -x "$out/fuzz_$t" ] || [ "$lib" -nt "$out/fuzz_$t" ] || [ -n "$(find Tests/Fuzz Tests/C -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
     $CC $flags $extra "$src" "$lib" $libs -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
   fi
@@ -78,6 +81,26 @@ if [ ! -d "$out/seeds/request" ]; then
   mkdir -p "$out/seeds/request"
   printf 'http://127.0.0.1/a.jpg\0"etag-1"\0X-A: b\0ETag: "v"\0*.example.com' > "$out/seeds/request/s1"
   printf 'https://[::1]:8080/x\0v\r\nX: 1\0X-B: c\x7f\0Location: http://localhost/\0localhost' > "$out/seeds/request/s2"
+fi
+# HEIC: a few corpus pictures through heif-enc (libheif-examples), one with alpha and a thumbnail
+if [ ! -d "$out/seeds/heic" ] && command -v heif-enc >/dev/null && [ -f "$corpus/MANIFEST.tsv" ]; then
+  mkdir -p "$out/seeds/heic"; i=0
+  # 8-bit RGB(A) PNGs and small JPEGs (heif-enc 1.15 asserts on low-bit-depth PNGs)
+  for src in $(find "$corpus" \( -name 'basn2c08.png' -o -name 'basn6a08.png' -o -name 'basi2c08.png' \); \
+               find "$corpus" -name '*.jpg' -size -16k | sort | head -2); do
+    i=$((i + 1))
+    heif-enc -q 50 $([ $i = 2 ] && echo "-t 16") "$src" -o "$out/seeds/heic/s$i.heic" >/dev/null 2>&1 || true
+  done
+fi
+# JPEG XL: corpus pictures through cjxl (libjxl-tools): lossy, lossless, progressive, an animation
+if [ ! -d "$out/seeds/jxl" ] && command -v cjxl >/dev/null && [ -f "$corpus/MANIFEST.tsv" ]; then
+  mkdir -p "$out/seeds/jxl"; i=0
+  for png in $(find "$corpus" -name '*.png' -size -8k | sort | head -4); do
+    i=$((i + 1))
+    case $i in 1) a="-d 1";; 2) a="-d 0";; 3) a="-p -d 2";; *) a="-d 0 -e 1";; esac
+    cjxl "$png" "$out/seeds/jxl/s$i.jxl" $a >/dev/null 2>&1 || true
+  done
+  cjxl "$anim/gif/dispose1_trans.gif" "$out/seeds/jxl/anim.jxl" -d 0 >/dev/null 2>&1 || true
 fi
 # ICC profiles: colord-data's (a test package) and lcms2's own sRGB
 if [ ! -d "$out/seeds/icc" ]; then

@@ -71,8 +71,9 @@ SD__HIDDEN const sd__codec *sd__codec_for(sd_format format);
 SD__HIDDEN int sd__sniff(const uint8_t *p, size_t n);
 /* "JPEG, PNG, GIF, WebP or AVIF": the formats this build decodes, for messages. */
 SD__HIDDEN void sd__decodable_names(char *out, size_t size);
-/* AVIF's ISO BMFF brand check (shared with HEIC's in sd_codecs.c). */
+/* The ISO BMFF brand checks of AVIF and HEIC (one parser, sd_codecs.c). */
 SD__HIDDEN int sd__sniff_avif(const uint8_t *p, size_t n);
+SD__HIDDEN int sd__sniff_heic(const uint8_t *p, size_t n);
 
 /* The encoders' entry points (encode/), named in their formats' rows. */
 SD__HIDDEN int sd__jpeg_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);

@@ -62,16 +62,10 @@ int sd__sniff_avif(const uint8_t *p, size_t n)
     return b < 0 ? -1 : b == 1;
 }
 
-static int sniff_heic(const uint8_t *p, size_t n)
+int sd__sniff_heic(const uint8_t *p, size_t n)
 {
     int b = bmff_brand(p, n);
     return b < 0 ? -1 : b == 2;
-}
-
-static int sniff_jxl(const uint8_t *p, size_t n)
-{
-    static const uint8_t box[12] = {0, 0, 0, 0x0C, 'J', 'X', 'L', ' ', 0x0D, 0x0A, 0x87, 0x0A};
-    return either(has(p, n, 0, "\xFF\x0A", 2), has(p, n, 0, (const char *)box, 12));
 }
 
 static int sniff_tiff(const uint8_t *p, size_t n)
@@ -113,8 +107,6 @@ static int sniff_svg(const uint8_t *p, size_t n)
 }
 
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
-static const sd__codec heic = KNOWN(SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic);
-static const sd__codec jxl = KNOWN(SD_FORMAT_JXL, "JPEG XL", "image/jxl", sniff_jxl);
 static const sd__codec tiff = KNOWN(SD_FORMAT_TIFF, "TIFF", "image/tiff", sniff_tiff);
 static const sd__codec svg = KNOWN(SD_FORMAT_SVG, "SVG", "image/svg+xml", sniff_svg);
 static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.icon", sniff_ico);
@@ -126,6 +118,8 @@ SD__HIDDEN extern const sd__codec sd__gif_codec;
 SD__HIDDEN extern const sd__codec sd__webp_codec;
 SD__HIDDEN extern const sd__codec sd__avif_codec;
 SD__HIDDEN extern const sd__codec sd__bmp_codec;
+SD__HIDDEN extern const sd__codec sd__heic_codec;
+SD__HIDDEN extern const sd__codec sd__jxl_codec;
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
@@ -135,8 +129,8 @@ static const sd__codec *const registry[] = {
     &sd__gif_codec,
     &sd__webp_codec,
     &sd__avif_codec,
-    &heic,
-    &jxl,
+    &sd__heic_codec,
+    &sd__jxl_codec,
     &sd__bmp_codec,
     &tiff,
     &svg,

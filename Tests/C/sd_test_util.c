@@ -127,3 +127,50 @@ unsigned char *sd_make_webp_anim(const unsigned char *one, size_t one_len, size_
     *len = total;
     return w;
 }
+
+int sd_write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+int sd_run_quiet(const char *cmd)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s >/dev/null 2>&1", cmd);
+    return system(full);
+}
+
+static int same_size(const sd_bitmap *a, const sd_bitmap *b)
+{
+    return sd_bitmap_width(a) == sd_bitmap_width(b) && sd_bitmap_height(a) == sd_bitmap_height(b);
+}
+
+int sd_bitmap_max_diff(const sd_bitmap *a, const sd_bitmap *b)
+{
+    if (!same_size(a, b))
+        return 999;
+    int worst = 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
+        for (uint32_t x = 0; x < sd_bitmap_width(a) * 4; x++) {
+            int d = abs((int)sd_bitmap_pixels(a)[y * sd_bitmap_stride(a) + x] -
+                        (int)sd_bitmap_pixels(b)[y * sd_bitmap_stride(b) + x]);
+            worst = d > worst ? d : worst;
+        }
+    return worst;
+}
+
+double sd_bitmap_mean_diff(const sd_bitmap *a, const sd_bitmap *b)
+{
+    if (!same_size(a, b))
+        return 999;
+    double sum = 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
+        for (uint32_t x = 0; x < sd_bitmap_width(a) * 4; x++)
+            sum += abs((int)sd_bitmap_pixels(a)[y * sd_bitmap_stride(a) + x] -
+                       (int)sd_bitmap_pixels(b)[y * sd_bitmap_stride(b) + x]);
+    return sum / ((double)sd_bitmap_width(a) * sd_bitmap_height(a) * 4);
+}

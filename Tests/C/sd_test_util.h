@@ -30,4 +30,13 @@ unsigned char *sd_make_webp_anim(const unsigned char *one, size_t one_len, size_
 /* xorshift PRNG for reproducible chunking. */
 unsigned sd_rand(unsigned *state);
 
+/* `n` bytes to a new file at `path`: 0, or -1. */
+int sd_write_file(const char *path, const void *p, size_t n);
+/* A reference tool's command line, its output discarded: system()'s status. */
+int sd_run_quiet(const char *cmd);
+/* The largest channel difference of two bitmaps (999 if their sizes
+ * differ), and the mean over every channel byte. */
+int sd_bitmap_max_diff(const sd_bitmap *a, const sd_bitmap *b);
+double sd_bitmap_mean_diff(const sd_bitmap *a, const sd_bitmap *b);
+
 #endif

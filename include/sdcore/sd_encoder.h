@@ -24,7 +24,7 @@ typedef enum sd_encoder_param {
     SD_ENC_QUALITY = 1,           /* 0..100, default 90: JPEG (0 reads as 1), WebP,
                                    * AVIF (quantizer 63..0; 100 is lossless) */
     SD_ENC_LOSSLESS = 2,          /* 0/1, default 0: WebP lossless; AVIF at quality 100 */
-    SD_ENC_PROGRESSIVE = 3,       /* 0/1, default 0: a progressive JPEG */
+    SD_ENC_PROGRESSIVE = 3,       /* 0/1, default 0: a progressive JPEG; JPEG XL in passes */
     SD_ENC_COMPRESSION_LEVEL = 4, /* -1..9, default -1 (libpng's, 6): PNG/APNG's zlib level */
     SD_ENC_SPEED = 5,             /* -1..10, default -1 (libavif's): AVIF slowest..fastest */
     SD_ENC_LOOP_COUNT = 6         /* 0..65535, default 0 = forever: GIF, APNG, WebP
