@@ -50,6 +50,11 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
   "$bin" decode "$tmp/c.webp" --out "$tmp/c.bmp" 2>"$tmp/err"
   check "--out bmp (a format with no Swift of its own) decodes to the same pixels" \
     '[ "$("$bin" decode "$tmp/c.bmp" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
+  "$bin" decode "$tmp/c.webp" --out "$tmp/c.jxl" --lossless 2>"$tmp/err"
+  check "--out jxl (lossless; a codec row with no Swift of its own) decodes to the same pixels" \
+    '[ "$("$bin" decode "$tmp/c.jxl" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
+  "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/c.heic" --quality 80 2>"$tmp/err"
+  check "--out heic (x265 through libheif) decodes back" '"$bin" decode "$tmp/c.heic" 2>&1 | grep -q "^200x300 heic"'
   big=$(stat -c %s "$tmp/c.webp")
   "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/small.jpg" --max-file-size $((big / 2)) 2>"$tmp/err"
   check "--max-file-size is honoured" '[ $(stat -c %s "$tmp/small.jpg") -le $((big / 2)) ]'

@@ -34,7 +34,7 @@ cc -std=c11 -Wall -Wextra -Werror examples/c/decode_file.c $(pkg-config --cflags
 check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$img" | grep -q "^256x171 "'
 # static libsdcore, shared system libraries (Debian's libcurl has no static closure)
 cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libsdcore.a" \
-    $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebpmux libwebp libavif lcms2 zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
+    $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebpmux libwebp libavif lcms2 libheif libjxl zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
 check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
 # the README's C example, as a reader copies it, built with pkg-config
 readme_block() { python3 scripts/readme-example.py "$1"; }

@@ -516,7 +516,8 @@ static void usage(void)
                     "       sdcore-bench make-anim OUT.gif [--frames N] [--size S] [--delay-ms D]\n"
                     "       sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n"
                     "       sdcore-bench thumbnail [--photos N] [--rounds N] [--box PX] [--sheet FILE.png] [--json]\n"
-                    "       sdcore-bench color [--quick] [--json]\n");
+                    "       sdcore-bench color [--quick] [--json]\n"
+                    "       sdcore-bench formats [--quick] [--json]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */
@@ -528,6 +529,7 @@ int bench_anim_memory_main(int argc, char **argv); /* bench_anim.c */
 int bench_thumbnail_main(int argc, char **argv); /* bench_thumbnail.c */
 #endif
 int bench_color_main(int argc, char **argv); /* bench_color.c */
+int bench_formats_main(int argc, char **argv); /* bench_formats.c */
 
 int main(int argc, char **argv)
 {
@@ -545,6 +547,8 @@ int main(int argc, char **argv)
         return bench_anim_memory_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "color") == 0)
         return bench_color_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "formats") == 0)
+        return bench_formats_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "thumbnail") == 0) {
 #ifdef SD_BENCH_VIPS
         return bench_thumbnail_main(argc, argv);

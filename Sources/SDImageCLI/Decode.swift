@@ -57,10 +57,10 @@ struct Decode: ParsableCommand {
     @Option(help: "Convert: write the image encoded as the extension says (any format this build writes: .jpg, .png, .webp, .avif, .gif, ...); an animation stays one where the format has animations (.gif, .png as APNG, .webp, .avif).")
     var out: String?
 
-    @Option(help: "With --out: quality 0...100 (JPEG, WebP, AVIF; AVIF 100 is lossless). Default 90.")
+    @Option(help: "With --out: quality 0...100 for a lossy format (JPEG, WebP, AVIF, HEIC, JPEG XL; AVIF and JPEG XL 100 are lossless). Default 90.")
     var quality: Int?
 
-    @Flag(help: "With --out: lossless WebP.")
+    @Flag(help: "With --out: lossless (WebP, AVIF, HEIC, JPEG XL).")
     var lossless = false
 
     @Option(help: "With --out: the highest quality whose file is at most this many bytes.")

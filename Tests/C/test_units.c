@@ -1139,7 +1139,8 @@ static int test_codec_registry(void)
         ASSERT(sd_format_mime(rows[i].f) != NULL && strncmp(sd_format_mime(rows[i].f), "image/", 6) == 0);
         unsigned caps = sd_format_capabilities(rows[i].f);
         int decodable = rows[i].f == SD_FORMAT_JPEG || rows[i].f == SD_FORMAT_PNG || rows[i].f == SD_FORMAT_GIF ||
-                        rows[i].f == SD_FORMAT_WEBP || rows[i].f == SD_FORMAT_AVIF || rows[i].f == SD_FORMAT_BMP;
+                        rows[i].f == SD_FORMAT_WEBP || rows[i].f == SD_FORMAT_AVIF || rows[i].f == SD_FORMAT_BMP ||
+                        rows[i].f == SD_FORMAT_HEIC || rows[i].f == SD_FORMAT_JXL;
         ASSERT_EQ(!!(caps & SD_CAP_DECODE), decodable);
         if (decodable)
             continue;
@@ -1379,7 +1380,7 @@ static int test_encoder_handle(void)
         sd_free(again);
         sd_encoder_free(e);
     }
-    ASSERT_EQ(encoders, 6); /* JPEG, PNG, GIF, WebP, AVIF, BMP */
+    ASSERT_EQ(encoders, 8); /* JPEG, PNG, GIF, WebP, AVIF, HEIC, JPEG XL, BMP */
     sd_encoder_free(NULL);
     /* the 0.9 wrappers write what the handle writes */
     struct { sd_format f; int q, flag; } still[] = {

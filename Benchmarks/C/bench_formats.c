@@ -1,0 +1,238 @@
+/*
+ * bench_formats.c — `sdcore-bench formats`: HEIC and JPEG XL decoding
+ * against their libraries called directly, like for like.
+ *
+ * One photo-like 2048x1536 picture (bench_photo), encoded once per run: a
+ * HEIC by libheif itself (x265, quality 80, with a 320 px thumbnail, as
+ * phones write them) and a JPEG XL by libjxl (distance 1). Each decoded on
+ * one thread from memory, a new decoder and a new output bitmap per
+ * decode, on both sides:
+ *   - ours: sd_decoder (sd_decoder_decode), premultiplied ARGB32 out;
+ *   - HEIC anchor: heif_context_read_from_memory_without_copy,
+ *     heif_decode_image to interleaved RGBA, then sd_premultiply_rgba into
+ *     a new buffer — the conversion ours does;
+ *   - JPEG XL anchor: JxlDecoder one shot (whole input, closed), RGBA8 into
+ *     a new buffer, then sd_premultiply_rgba into another — as ours does.
+ * Rounds interleaved, best of N. Ratio = anchor time / ours (≥ 0.95: the
+ * core costs almost nothing beyond the codec). Then a 256 px HEIC
+ * thumbnail (SD_DEC_MAX_PIXEL_SIZE 256: the embedded thumbnail decoded) against
+ * the full decode, and the same request on the file without a thumbnail.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jxl/decode.h>
+#include <libheif/heif.h>
+
+#include <sdcore.h>
+
+#include "../../Tests/C/sd_test_encode.h"
+
+sd_bitmap *bench_photo(int w, int h, int alpha); /* bench_decode.c */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} out_buf;
+
+static struct heif_error collect(struct heif_context *ctx, const void *data, size_t size, void *user)
+{
+    (void)ctx;
+    out_buf *o = user;
+    if (o->len + size > o->cap) {
+        o->cap = (o->len + size) * 2;
+        o->data = realloc(o->data, o->cap);
+    }
+    memcpy(o->data + o->len, data, size);
+    o->len += size;
+    struct heif_error ok = {heif_error_Ok, heif_suberror_Unspecified, "ok"};
+    return ok;
+}
+
+/* libheif's own file of `b` (x265 q80), with a thumbnail `thumb` px long (0: none). */
+static uint8_t *heic_of(const sd_bitmap *b, int thumb, size_t *n)
+{
+    struct heif_context *ctx = heif_context_alloc();
+    struct heif_encoder *enc;
+    if (heif_context_get_encoder_for_format(ctx, heif_compression_HEVC, &enc).code != heif_error_Ok)
+        return NULL;
+    heif_encoder_set_lossy_quality(enc, 80);
+    struct heif_image *img;
+    uint32_t w = sd_bitmap_width(b), h = sd_bitmap_height(b);
+    heif_image_create((int)w, (int)h, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &img);
+    heif_image_add_plane(img, heif_channel_interleaved, (int)w, (int)h, 8);
+    int stride;
+    uint8_t *px = heif_image_get_plane(img, heif_channel_interleaved, &stride);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint32_t p;
+            memcpy(&p, sd_bitmap_pixels(b) + y * sd_bitmap_stride(b) + x * 4, 4);
+            uint8_t *q = px + (size_t)y * (size_t)stride + x * 3;
+            q[0] = (uint8_t)(p >> 16), q[1] = (uint8_t)(p >> 8), q[2] = (uint8_t)p;
+        }
+    struct heif_image_handle *handle;
+    heif_context_encode_image(ctx, img, enc, NULL, &handle);
+    if (thumb > 0)
+        heif_context_encode_thumbnail(ctx, img, handle, enc, NULL, thumb, NULL);
+    out_buf o = {0};
+    struct heif_writer writer = {1, collect};
+    heif_context_write(ctx, &writer, &o);
+    heif_image_handle_release(handle);
+    heif_image_release(img);
+    heif_encoder_release(enc);
+    heif_context_free(ctx);
+    *n = o.len;
+    return o.data;
+}
+
+static int ours(const uint8_t *d, size_t n, int max)
+{
+    sd_decoder *dec;
+    sd_bitmap *b = NULL;
+    if (sd_decoder_new(&dec) != SD_OK)
+        return -1;
+    if (max > 0)
+        sd_decoder_set(dec, SD_DEC_MAX_PIXEL_SIZE, max);
+    int rc = sd_decoder_decode(dec, d, n, &b);
+    sd_bitmap_free(b);
+    sd_decoder_free(dec);
+    return rc;
+}
+
+static int heif_direct(const uint8_t *d, size_t n)
+{
+    struct heif_context *ctx = heif_context_alloc();
+    struct heif_image_handle *h = NULL;
+    struct heif_image *img = NULL;
+    int rc = -1;
+    if (heif_context_read_from_memory_without_copy(ctx, d, n, NULL).code == heif_error_Ok &&
+        heif_context_get_primary_image_handle(ctx, &h).code == heif_error_Ok &&
+        heif_decode_image(h, &img, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, NULL).code == heif_error_Ok) {
+        int stride, w = heif_image_get_width(img, heif_channel_interleaved),
+                    hh = heif_image_get_height(img, heif_channel_interleaved);
+        const uint8_t *px = heif_image_get_plane_readonly(img, heif_channel_interleaved, &stride);
+        uint8_t *out = malloc((size_t)w * hh * 4);
+        for (int y = 0; y < hh; y++)
+            sd_premultiply_rgba(px + (size_t)y * (size_t)stride, out + (size_t)y * w * 4, (size_t)w);
+        free(out);
+        rc = 0;
+    }
+    if (img)
+        heif_image_release(img);
+    if (h)
+        heif_image_handle_release(h);
+    heif_context_free(ctx);
+    return rc;
+}
+
+static int jxl_direct(const uint8_t *d, size_t n)
+{
+    JxlDecoder *j = JxlDecoderCreate(NULL);
+    JxlDecoderSubscribeEvents(j, JXL_DEC_BASIC_INFO | JXL_DEC_FULL_IMAGE);
+    JxlDecoderSetInput(j, d, n);
+    JxlDecoderCloseInput(j);
+    JxlBasicInfo info;
+    const JxlPixelFormat f = {4, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0};
+    uint8_t *rgba = NULL;
+    int rc = -1;
+    for (;;) {
+        JxlDecoderStatus st = JxlDecoderProcessInput(j);
+        if (st == JXL_DEC_BASIC_INFO) {
+            JxlDecoderGetBasicInfo(j, &info);
+        } else if (st == JXL_DEC_NEED_IMAGE_OUT_BUFFER) {
+            rgba = malloc((size_t)info.xsize * info.ysize * 4);
+            JxlDecoderSetImageOutBuffer(j, &f, rgba, (size_t)info.xsize * info.ysize * 4);
+        } else if (st == JXL_DEC_FULL_IMAGE) {
+            uint8_t *out = malloc((size_t)info.xsize * info.ysize * 4);
+            for (uint32_t y = 0; y < info.ysize; y++)
+                sd_premultiply_rgba(rgba + (size_t)y * info.xsize * 4, out + (size_t)y * info.xsize * 4, info.xsize);
+            free(out);
+            rc = 0;
+            break;
+        } else {
+            break;
+        }
+    }
+    free(rgba);
+    JxlDecoderDestroy(j);
+    return rc;
+}
+
+int bench_formats_main(int argc, char **argv)
+{
+    int rounds = 7, json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            rounds = 2;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else {
+            fprintf(stderr, "usage: sdcore-bench formats [--quick] [--json]\n");
+            return 2;
+        }
+    }
+    heif_init(NULL);
+    sd_bitmap *photo = bench_photo(2048, 1536, 0);
+    size_t hn, hn_plain, jn;
+    uint8_t *heic = heic_of(photo, 320, &hn), *heic_plain = heic_of(photo, 0, &hn_plain), *jxl;
+    if (heic == NULL || heic_plain == NULL ||
+        sdt_encode(SD_FORMAT_JXL, (const sd_bitmap *const *)&photo, NULL, 1, (const int[]){SD_ENC_QUALITY, 90, 0},
+                   &jxl, &jn) != SD_OK) {
+        fprintf(stderr, "sdcore-bench formats: could not encode the inputs (libheif without x265?)\n");
+        return 1;
+    }
+    /* 0 ours HEIC, 1 libheif, 2 ours JXL, 3 libjxl, 4 ours HEIC 256 px (thumbnail), 5 same without one */
+    double best[6];
+    for (int k = 0; k < 6; k++)
+        best[k] = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 6; k++) {
+            double t0 = now();
+            int rc = k == 0   ? ours(heic, hn, 0)
+                     : k == 1 ? heif_direct(heic, hn)
+                     : k == 2 ? ours(jxl, jn, 0)
+                     : k == 3 ? jxl_direct(jxl, jn)
+                     : k == 4 ? ours(heic, hn, 256)
+                              : ours(heic_plain, hn_plain, 256);
+            double t = now() - t0;
+            if (rc != 0) {
+                fprintf(stderr, "sdcore-bench formats: method %d failed (%d)\n", k, rc);
+                return 1;
+            }
+            best[k] = t < best[k] ? t : best[k];
+        }
+    }
+    double heic_ratio = best[1] / best[0], jxl_ratio = best[3] / best[2], thumb_speedup = best[0] / best[4],
+           plain_thumb = best[0] / best[5];
+    if (json) {
+        printf("{\"bench\":\"formats\",\"heic_vs_libheif\":%.3f,\"jxl_vs_libjxl\":%.3f,\"heic_thumb_speedup\":%.2f,"
+               "\"heic_thumb_without_embedded\":%.2f,\"heic_ms\":%.2f,\"jxl_ms\":%.2f}\n",
+               heic_ratio, jxl_ratio, thumb_speedup, plain_thumb, best[0] * 1e3, best[2] * 1e3);
+    } else {
+        printf("sdcore-bench formats: a 2048x1536 photo-like picture, one thread, inputs in memory, a new decoder\n"
+               "and output per decode on both sides, best of %d interleaved rounds.\n\n", rounds);
+        printf("%-52s %9s %9s %8s\n", "", "ours ms", "anchor ms", "ratio");
+        printf("%-52s %9.2f %9.2f %8.3f   target >= 0.95\n", "HEIC (x265 q80) vs heif_decode_image + premultiply",
+               best[0] * 1e3, best[1] * 1e3, heic_ratio);
+        printf("%-52s %9.2f %9.2f %8.3f   target >= 0.95\n", "JPEG XL (d 1) vs JxlDecoder RGBA8 + premultiply",
+               best[2] * 1e3, best[3] * 1e3, jxl_ratio);
+        printf("%-52s %9.2f %9s %7.1fx   faster than the full decode\n",
+               "HEIC 256 px thumbnail (its 320 px thumbnail decoded)", best[4] * 1e3, "", thumb_speedup);
+        printf("%-52s %9.2f %9s %7.1fx\n", "HEIC 256 px, a file without a thumbnail", best[5] * 1e3, "",
+               plain_thumb);
+    }
+    free(heic);
+    free(heic_plain);
+    sd_free(jxl);
+    sd_bitmap_free(photo);
+    return 0;
+}
