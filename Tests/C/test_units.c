@@ -1342,6 +1342,10 @@ static int test_encoder_handle(void)
         }
         ASSERT_OK(rc);
         encoders++;
+        if (f == SD_FORMAT_HEIC && getenv("SD_TEST_UNDER_VALGRIND") != NULL) {
+            sd_encoder_free(e); /* x265's and libde265's assembly confuse valgrind: HEVC is checked under ASan */
+            continue;
+        }
         uint8_t *out = NULL, *again = NULL;
         size_t n = 0, m = 0;
         ASSERT_EQ(sd_encoder_finish(e, &out, &n), SD_EINVAL); /* no frames */
