@@ -78,6 +78,120 @@ static int sdh_push(sd_decoder *d, const uint8_t *p, size_t n)
     return sd__buf_put(&s->in, p, n);
 }
 
+/* ---- the HEVC streams' own picture sizes, before libde265 sees them ----
+ * libde265 sizes its buffers by each stream's SPS, which libheif 1.15 does
+ * not check against the image's ispe; so every hvcC property in the meta
+ * box is read here and its SPS width and height compared first. */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, bit;
+} sd__bits;
+
+static uint32_t bits(sd__bits *b, int k)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < k; i++, b->bit++)
+        v = v << 1 | (b->bit / 8 < b->n ? (b->p[b->bit / 8] >> (7 - b->bit % 8)) & 1 : 0);
+    return v;
+}
+
+static uint32_t ue(sd__bits *b)
+{
+    int zeros = 0;
+    while (zeros < 32 && bits(b, 1) == 0 && b->bit / 8 < b->n)
+        zeros++;
+    return zeros >= 32 ? UINT32_MAX : (uint32_t)((1ull << zeros) - 1 + bits(b, zeros));
+}
+
+/* An SPS NAL unit's pic_width/height_in_luma_samples (0 if unreadable). */
+static void sps_size(const uint8_t *nal, size_t n, uint32_t *w, uint32_t *h)
+{
+    uint8_t rbsp[128]; /* the fields needed come within the first bytes */
+    size_t m = 0;
+    for (size_t i = 2; i < n && m < sizeof rbsp; i++) { /* after the NAL header, emulation prevention removed */
+        if (i >= 4 && nal[i] == 3 && nal[i - 1] == 0 && nal[i - 2] == 0)
+            continue;
+        rbsp[m++] = nal[i];
+    }
+    sd__bits b = {rbsp, m, 0};
+    bits(&b, 4); /* vps id */
+    uint32_t sub = bits(&b, 3);
+    bits(&b, 1);
+    bits(&b, 96); /* general profile_tier_level and level */
+    uint32_t prof[8] = {0}, lev[8] = {0};
+    for (uint32_t i = 0; i < sub; i++)
+        prof[i] = bits(&b, 1), lev[i] = bits(&b, 1);
+    if (sub > 0)
+        for (uint32_t i = sub; i < 8; i++)
+            bits(&b, 2);
+    for (uint32_t i = 0; i < sub; i++)
+        bits(&b, (int)(prof[i] ? 88 : 0) + (int)(lev[i] ? 8 : 0));
+    ue(&b); /* sps id */
+    if (ue(&b) == 3)
+        bits(&b, 1);
+    *w = ue(&b);
+    *h = ue(&b);
+    if (b.bit / 8 >= m)
+        *w = *h = 0;
+}
+
+/* 0 when every SPS in the meta box's hvcC properties fits in `limit` a
+ * side, else SD_ETOOLARGE with the size it claims. */
+static int check_streams(sd_decoder *d, const uint8_t *p, size_t n, uint32_t limit)
+{
+    size_t at = 0, meta = 0, meta_end = 0;
+    while (at + 8 <= n) { /* the top-level boxes: the meta box's range */
+        uint64_t size = (uint64_t)p[at] << 24 | (uint64_t)p[at + 1] << 16 | (uint64_t)p[at + 2] << 8 | p[at + 3];
+        size_t hdr = 8;
+        if (size == 1 && at + 16 <= n) {
+            size = 0;
+            for (int i = 0; i < 8; i++)
+                size = size << 8 | p[at + 8 + i];
+            hdr = 16;
+        } else if (size == 0) {
+            size = n - at;
+        }
+        if (size < hdr || size > n - at)
+            break;
+        if (memcmp(p + at + 4, "meta", 4) == 0) {
+            meta = at + hdr, meta_end = at + (size_t)size;
+            break;
+        }
+        at += (size_t)size;
+    }
+    for (size_t i = meta + 4; meta && i + 4 + 23 <= meta_end; i++) {
+        if (memcmp(p + i, "hvcC", 4) != 0)
+            continue;
+        size_t box = (size_t)p[i - 4] << 24 | (size_t)p[i - 3] << 16 | (size_t)p[i - 2] << 8 | p[i - 1];
+        size_t end = i - 4 + box, q = i + 4 + 22;
+        if (box < 8 + 23 || end > meta_end)
+            continue;
+        uint32_t arrays = p[q++];
+        for (uint32_t a = 0; a < arrays && q + 3 <= end; a++) {
+            int type = p[q] & 0x3F;
+            uint32_t count = (uint32_t)p[q + 1] << 8 | p[q + 2];
+            q += 3;
+            for (uint32_t k = 0; k < count && q + 2 <= end; k++) {
+                size_t len = (size_t)p[q] << 8 | p[q + 1];
+                q += 2;
+                if (len > end - q)
+                    break;
+                uint32_t w = 0, h = 0;
+                if (type == 33)
+                    sps_size(p + q, len, &w, &h);
+                if (w > limit || h > limit) {
+                    sd__decoder_msg(d, "HEIC: an HEVC stream claims %ux%u in an image of at most %u a side", w, h,
+                                    limit);
+                    return SD_ETOOLARGE;
+                }
+                q += len;
+            }
+        }
+    }
+    return SD_OK;
+}
+
 /* The colour profile: an ICC one, else nclx primaries and transfer. */
 static void colour(sd_decoder *d, const struct heif_image_handle *h)
 {
@@ -182,11 +296,17 @@ static int decode_all(sd_decoder *d, sd__heic *s)
         goto done;
     colour(d, h);
     d->animated = 0; /* a sequence's frames are not exposed by libheif 1.15 */
-    /* what libheif may allocate: no side much past the one checked above (a
-     * grid whose own box claims a larger picture than its ispe is refused by
-     * libheif's security limit instead of allocated: fuzz_heic). The slack:
-     * libheif checks its planes with >=, and coded planes are padded. */
-    heif_context_set_maximum_image_size_limit(ctx, SD__MAX(w, hh) + 256);
+    /* what libheif may allocate: no side much past the one checked above
+     * (libheif checks each plane it allocates with >=; coded planes are
+     * padded: 64 of slack), and no HEVC stream whose SPS claims more
+     * (check_streams: libde265 sizes by it). fuzz_heic found a 32x32 grid
+     * image claiming 8192x24576 that took 2 GB and 40 s with 256 (or 96 rounded
+     * up to 128) of slack and is refused at once with 64; where libheif
+     * spends that memory was not traced (docs/decoder.md). */
+    const int limit = SD__MAX(w, hh) + 64; /* coded sizes round up (x265: a 32 px image codes 64x64) */
+    heif_context_set_maximum_image_size_limit(ctx, limit);
+    if ((rc = check_streams(d, s->in.data, s->in.len, (uint32_t)limit)) < 0)
+        goto done;
     thumb = thumbnail_for(d, h);
     const struct heif_image_handle *which = thumb ? thumb : h;
     int tw = heif_image_handle_get_width(which), th = heif_image_handle_get_height(which);
