@@ -517,7 +517,7 @@ static void usage(void)
                     "       sdcore-bench anim-memory [FILE.gif] [--kept-mib N]... [--json]\n"
                     "       sdcore-bench thumbnail [--photos N] [--rounds N] [--box PX] [--sheet FILE.png] [--json]\n"
                     "       sdcore-bench color [--quick] [--json]\n"
-                    "       sdcore-bench formats [--quick] [--json]\n");
+                    "       sdcore-bench formats [--quick] [--rounds N] [--json]\n");
 }
 
 int bench_fetch_main(int argc, char **argv); /* bench_fetch.c */

@@ -13,7 +13,7 @@
  *     a new buffer — the conversion ours does;
  *   - JPEG XL anchor: JxlDecoder one shot (whole input, closed), RGBA8 into
  *     a new buffer, then sd_premultiply_rgba into another — as ours does.
- * Rounds interleaved, best of N. Ratio = anchor time / ours (≥ 0.95: the
+ * Rounds interleaved, best of 15 (7 swung ±6% here). Ratio = anchor time / ours (≥ 0.95: the
  * core costs almost nothing beyond the codec). Then a 256 px HEIC
  * thumbnail (SD_DEC_MAX_PIXEL_SIZE 256: the embedded thumbnail decoded) against
  * the full decode, and the same request on the file without a thumbnail.
@@ -169,14 +169,16 @@ static int jxl_direct(const uint8_t *d, size_t n)
 
 int bench_formats_main(int argc, char **argv)
 {
-    int rounds = 7, json = 0;
+    int rounds = 15, json = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             rounds = 2;
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else {
-            fprintf(stderr, "usage: sdcore-bench formats [--quick] [--json]\n");
+            fprintf(stderr, "usage: sdcore-bench formats [--quick] [--rounds N] [--json]\n");
             return 2;
         }
     }

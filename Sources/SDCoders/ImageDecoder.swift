@@ -85,10 +85,10 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public var mimeType: String? { isCore ? sd_format_mime(c).map { String(cString: $0) } : nil }
     /// The format a file name extension names ("jpg", "webp", "jxl", "svg";
     /// any case), or nil: a core format's lowercase name or MIME subtype, and
-    /// the usual short forms (jpg, tif).
+    /// the usual short forms (jpg, tif, heif).
     public init?(fileExtension: String) {
         let ext = fileExtension.lowercased()
-        let aliases: [String: ImageFormat] = ["jpg": .jpeg, "tif": .tiff, "apng": .png]
+        let aliases: [String: ImageFormat] = ["jpg": .jpeg, "tif": .tiff, "apng": .png, "heif": .heic, "hif": .heic]
         if let f = aliases[ext] { self = f; return }
         let match = Self.allCases.first { f in
             guard f != .unknown else { return false }

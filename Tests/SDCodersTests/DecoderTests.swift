@@ -134,7 +134,7 @@ struct DecoderTests {
         #expect(ImageFormat.webP.description == "webp" && ImageFormat.jpegXL.description == "jpegxl")
         // file extensions: name, MIME subtype, or a short form
         let exts: [(String, ImageFormat?)] = [("JPG", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webP),
-                                              ("avif", .avif), ("gif", .gif), ("heic", .heic), ("jxl", .jpegXL),
+                                              ("avif", .avif), ("gif", .gif), ("heic", .heic), ("HEIF", .heic), ("jxl", .jpegXL),
                                               ("bmp", .bmp), ("tif", .tiff), ("svg", .svg), ("ico", .ico),
                                               ("txt", nil), ("", nil), ("unknown", nil)]
         for (ext, want) in exts { #expect(ImageFormat(fileExtension: ext) == want, "\(ext)") }
