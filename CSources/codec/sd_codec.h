@@ -14,7 +14,7 @@
 
 /* Sniffing: 1 these bytes are this format, 0 they are not, -1 undecided
  * (need more; the front end buffers up to SD__SNIFF_MAX bytes). */
-#define SD__SNIFF_MAX 256
+#define SD__SNIFF_MAX 4096 /* an SVG's prolog (XML declaration, comments, a DOCTYPE) can be long */
 typedef int (*sd__sniff_fn)(const uint8_t *p, size_t n);
 
 /* What sd_encoder hands a codec's encode entry: the frames (all one size;

@@ -1181,6 +1181,27 @@ static int test_codec_registry(void)
         ASSERT(!(sd_format_capabilities((sd_format)f) & SD_CAP_DECODE) ||
                strstr(sd_decoder_message(d), sd_format_name((sd_format)f)) != NULL);
     sd_decoder_free(d);
+    /* an SVG whose <svg comes after a long prolog (an XML declaration, a
+     * 2,000-byte comment, a DOCTYPE) is named, whole and byte by byte; one
+     * whose prolog outruns the 4 KiB window is not claimed */
+    char svg[6000];
+    int n = snprintf(svg, sizeof svg, "<?xml version=\"1.0\"?>\n<!--");
+    memset(svg + n, 'c', 2000), n += 2000;
+    n += snprintf(svg + n, sizeof svg - (size_t)n, "-->\n<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\">\n<svg width=\"4\"/>");
+    ASSERT_EQ(sd_sniff_format(svg, (size_t)n), SD_FORMAT_SVG);
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        ASSERT_OK(sd_decoder_new(&d));
+        int rc = SD_OK;
+        for (int k = 0; k < n && rc == SD_OK; k += bytewise ? 1 : n)
+            rc = sd_decoder_push(d, svg + k, bytewise ? 1 : (size_t)n);
+        int64_t v = 0;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FORMAT, &v));
+        ASSERT(v == SD_FORMAT_SVG && (rc == SD_EUNSUPPORTED) == !(sd_format_capabilities(SD_FORMAT_SVG) & SD_CAP_DECODE));
+        sd_decoder_free(d);
+    }
+    memset(svg + 30, 'c', 4200);
+    memcpy(svg + 4230, "--><svg/>", 9);
+    ASSERT_EQ(sd_sniff_format(svg, 4239), SD_FORMAT_UNKNOWN);
     return 0;
 }
 

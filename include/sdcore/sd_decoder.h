@@ -398,7 +398,8 @@ SD_API void sd_decode_memory(int64_t *budget, int64_t *in_use);
 
 /*
  * Name: sd_sniff_format
- * Desc: The format named by the magic bytes at the start of `data`.
+ * Desc: The format named by the magic bytes at the start of `data` (the
+ *       first 4 KiB at most: room for an SVG's XML prolog before `<svg`).
  * Returns: the format; SD_FORMAT_UNKNOWN when too short or unrecognised.
  */
 SD_API sd_format sd_sniff_format(const void *data, size_t length);
