@@ -107,6 +107,34 @@ if [ ! -d "$out/seeds/icc" ]; then
   mkdir -p "$out/seeds/icc"
   for f in /usr/share/color/icc/colord/*.icc; do [ -f "$f" ] && [ $(stat -c %s "$f") -lt 60000 ] && cp "$f" "$out/seeds/icc/"; done
   printf 'not a profile' > "$out/seeds/icc/garbage"
+  # a CMYK output profile (none ships in Debian's test packages): a 3-point
+  # CLUT from ink to Lab, made with lcms2 as c.color makes its own
+  cat > "$out/mkcmyk.c" <<'C'
+#include <stdio.h>
+#include <lcms2.h>
+static cmsInt32Number s(const cmsUInt16Number in[], cmsUInt16Number out[], void *c)
+{
+    (void)c;
+    cmsCIELab lab = {100 - (in[0] + in[1] + in[2] + in[3]) / 2621.0, (in[1] - in[0]) / 700.0, (in[2] - in[1]) / 700.0};
+    cmsFloat2LabEncoded(out, &lab);
+    return TRUE;
+}
+int main(int argc, char **argv)
+{
+    cmsHPROFILE p = cmsCreateProfilePlaceholder(NULL);
+    cmsSetProfileVersion(p, 4.3), cmsSetDeviceClass(p, cmsSigOutputClass);
+    cmsSetColorSpace(p, cmsSigCmykData), cmsSetPCS(p, cmsSigLabData);
+    cmsPipeline *a = cmsPipelineAlloc(NULL, 4, 3);
+    cmsStage *clut = cmsStageAllocCLut16bit(NULL, 3, 4, 3, NULL);
+    cmsStageSampleCLut16bit(clut, s, NULL, 0);
+    cmsPipelineInsertStage(a, cmsAT_END, cmsStageAllocToneCurves(NULL, 4, NULL));
+    cmsPipelineInsertStage(a, cmsAT_END, clut);
+    cmsPipelineInsertStage(a, cmsAT_END, cmsStageAllocToneCurves(NULL, 3, NULL));
+    cmsWriteTag(p, cmsSigAToB0Tag, a), cmsWriteTag(p, cmsSigMediaWhitePointTag, cmsD50_XYZ());
+    return argc > 1 && cmsSaveProfileToFile(p, argv[1]) ? 0 : 1;
+}
+C
+  cc -o "$out/mkcmyk" "$out/mkcmyk.c" -llcms2 2>/dev/null && "$out/mkcmyk" "$out/seeds/icc/cmyk-lut.icc" || true
 fi
 if [ ! -d "$out/seeds/exif" ]; then
   mkdir -p "$out/seeds/exif"

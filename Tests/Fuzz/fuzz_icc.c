@@ -1,15 +1,18 @@
 /* Profile parsing: the input is an ICC profile, embedded in a small JPEG
- * (APP2), PNG (iCCP) and WebP (VP8X + ICCP) made once here, each decoded
- * with colour management on, whole and as a thumbnail. A hostile profile
- * must give a warning and sRGB pixels, never a crash, leak or failure. */
+ * (APP2), a CMYK JPEG (Adobe, APP2: the CMYK transform's path), a PNG
+ * (iCCP) and a WebP (VP8X + ICCP) made once here, each decoded with colour
+ * management on, whole and as a thumbnail. A hostile profile must give a
+ * warning and sRGB pixels, never a crash, leak or failure. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <zlib.h>
+#include <jpeglib.h>
 
 #include "fuzz_common.h"
 #include "../C/sd_test_encode.h"
 
-static uint8_t *jpg, *png, *webp;
-static size_t jn, pn, wn;
+static uint8_t *jpg, *png, *webp, *cmyk;
+static size_t jn, pn, wn, cn_;
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -34,6 +37,40 @@ static void make_images(void)
     if (enc_jpeg(b, 90, 0, &jpg, &jn) || enc_png(b, 6, &png, &pn) || enc_webp(b, 100, 1, &webp, &wn))
         abort();
     sd_bitmap_free(b);
+    /* a 24x16 CMYK JPEG (libjpeg writes Adobe's APP14 for it) */
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned long n = 0;
+    jpeg_mem_dest(&c, &cmyk, &n);
+    c.image_width = 24, c.image_height = 16, c.input_components = 4, c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_start_compress(&c, TRUE);
+    uint8_t row[24 * 4];
+    while (c.next_scanline < 16) {
+        for (int i = 0; i < 24 * 4; i++)
+            row[i] = (uint8_t)(i * 11 + c.next_scanline * 7);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    cn_ = n;
+}
+
+/* `base` (a JPEG) with the profile as one APP2 segment after SOI. */
+static uint8_t *with_app2(const uint8_t *base, size_t bn, const uint8_t *icc, size_t len, size_t *out)
+{
+    uint8_t *o = malloc(bn + len + 18), *w = o;
+    memcpy(w, base, 2), w += 2;
+    *w++ = 0xFF, *w++ = 0xE2, *w++ = (uint8_t)((len + 16) >> 8), *w++ = (uint8_t)(len + 16);
+    memcpy(w, "ICC_PROFILE", 12), w += 12;
+    *w++ = 1, *w++ = 1;
+    memcpy(w, icc, len), w += len;
+    memcpy(w, base + 2, bn - 2), w += bn - 2;
+    *out = (size_t)(w - o);
+    return o;
 }
 
 static void decode(const uint8_t *d, size_t n, int thumb)
@@ -58,16 +95,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *icc, size_t len)
         make_images();
     if (len > 60000)
         return 0;
-    /* JPEG: one APP2 segment after SOI */
-    uint8_t *o = malloc(jn + len + 18), *w = o;
-    memcpy(w, jpg, 2), w += 2;
-    *w++ = 0xFF, *w++ = 0xE2, *w++ = (uint8_t)((len + 16) >> 8), *w++ = (uint8_t)(len + 16);
-    memcpy(w, "ICC_PROFILE", 12), w += 12;
-    *w++ = 1, *w++ = 1;
-    memcpy(w, icc, len), w += len;
-    memcpy(w, jpg + 2, jn - 2), w += jn - 2;
-    decode(o, (size_t)(w - o), 0);
-    decode(o, (size_t)(w - o), 1);
+    /* JPEG and CMYK JPEG: one APP2 segment after SOI */
+    size_t on;
+    uint8_t *o = with_app2(jpg, jn, icc, len, &on);
+    decode(o, on, 0);
+    decode(o, on, 1);
+    free(o);
+    o = with_app2(cmyk, cn_, icc, len, &on);
+    decode(o, on, 0);
+    decode(o, on, 1);
     free(o);
     /* PNG: iCCP after IHDR */
     uLongf z = compressBound((uLong)len);
