@@ -4,7 +4,7 @@
  * One 12 MP photo-like JPEG (q85), as stored untagged, tagged sRGB (lcms2's
  * own sRGB profile: recognised by content, so no conversion) and tagged
  * Display P3 (built with cmsCreateRGBProfile: P3 primaries, D65, the sRGB
- * curve; APP2 after SOI). Each decoded by sd_decoder, one thread, a new
+ * curve; APP2 written by sd_encoder_set_icc_profile). Each decoded by sd_decoder, one thread, a new
  * decoder per image, full size and as a 256 px thumbnail, the P3 file with
  * SD_DEC_COLOR_MANAGE on and off; rounds interleaved, best of N. The cost of
  * a row is its time over the same file decoded without conversion.
@@ -33,16 +33,17 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint8_t *with_icc(const uint8_t *jpg, size_t n, const uint8_t *icc, size_t len, size_t *out)
+/* `b` as a JPEG at `quality` carrying `icc` (sd_encoder_set_icc_profile's APP2). */
+static uint8_t *tagged_jpeg(const sd_bitmap *b, int quality, const uint8_t *icc, size_t len, size_t *out)
 {
-    uint8_t *o = malloc(n + len + 18), *w = o;
-    memcpy(w, jpg, 2), w += 2;
-    *w++ = 0xFF, *w++ = 0xE2, *w++ = (uint8_t)((len + 16) >> 8), *w++ = (uint8_t)(len + 16);
-    memcpy(w, "ICC_PROFILE", 12), w += 12;
-    *w++ = 1, *w++ = 1;
-    memcpy(w, icc, len), w += len;
-    memcpy(w, jpg + 2, n - 2), w += n - 2;
-    *out = (size_t)(w - o);
+    sd_encoder *e;
+    uint8_t *o = NULL;
+    if (sd_encoder_new(SD_FORMAT_JPEG, &e) != SD_OK)
+        return NULL;
+    if (sd_encoder_set(e, SD_ENC_QUALITY, quality) != SD_OK || sd_encoder_set_icc_profile(e, icc, len) != SD_OK ||
+        sd_encoder_add_frame(e, b, 0) != SD_OK || sd_encoder_finish(e, &o, out) != SD_OK)
+        o = NULL;
+    sd_encoder_free(e);
     return o;
 }
 
@@ -95,15 +96,10 @@ static int write_sheet(const char *path, cmsHPROFILE p3p, cmsHPROFILE srgbp, con
             uint32_t px = 0xFF000000u | r << 16 | g << 8 | b;
             memcpy(sd_bitmap_pixels(pic) + y * sd_bitmap_stride(pic) + x * 4, &px, 4);
         }
-    uint8_t *png, *tagged;
-    size_t pn, tn;
-    if (enc_png(pic, 6, &png, &pn) != SD_OK)
+    size_t tn;
+    uint8_t *tagged = tagged_jpeg(pic, 100, icc, icc_len, &tn); /* q100 */
+    if (tagged == NULL)
         return -1;
-    /* iCCP is compressed: tag a JPEG instead (APP2 needs no zlib here) at q100 */
-    sd_free(png);
-    if (enc_jpeg(pic, 100, 0, &png, &pn) != SD_OK)
-        return -1;
-    tagged = with_icc(png, pn, icc, icc_len, &tn);
     sd_bitmap *panels[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 2; k++) {
         sd_decoder *d;
@@ -139,8 +135,7 @@ static int write_sheet(const char *path, cmsHPROFILE p3p, cmsHPROFILE srgbp, con
                "lcms2's float transform (reference)\n", path);
     }
     sd_free(out);
-    free(tagged);
-    sd_free(png);
+    sd_free(tagged);
     for (int k = 0; k < 3; k++)
         sd_bitmap_free(panels[k]);
     sd_bitmap_free(sheet);
@@ -191,7 +186,9 @@ int bench_color_main(int argc, char **argv)
     cmsHPROFILE p3p = cmsCreateRGBProfile(&white, &p3, curves), srgbp = cmsCreate_sRGBProfile();
     size_t p3n, sn, p3_len, s_len;
     uint8_t *p3icc = saved(p3p, &p3n), *sicc = saved(srgbp, &sn);
-    uint8_t *p3jpg = with_icc(jpg, jn, p3icc, p3n, &p3_len), *sjpg = with_icc(jpg, jn, sicc, sn, &s_len);
+    uint8_t *p3jpg = tagged_jpeg(photo, 85, p3icc, p3n, &p3_len), *sjpg = tagged_jpeg(photo, 85, sicc, sn, &s_len);
+    if (p3jpg == NULL || sjpg == NULL)
+        return 1;
 
     /* rows: 0 untagged, 1 sRGB-tagged, 2 P3 unmanaged, 3 P3 managed; full and thumbnail */
     double best[2][4];
@@ -257,7 +254,7 @@ int bench_color_main(int argc, char **argv)
     cmsCloseProfile(p3p);
     cmsCloseProfile(srgbp);
     cmsFreeToneCurve(curve);
-    free(p3icc), free(sicc), free(p3jpg), free(sjpg);
+    free(p3icc), free(sicc), sd_free(p3jpg), sd_free(sjpg);
     sd_bitmap_free(raw);
     sd_free(jpg);
     sd_bitmap_free(photo);

@@ -401,6 +401,14 @@ static void convert_fast(const sd__xform *x, uint32_t *row, uint32_t w)
     }
 }
 
+/* A device, input, output or colour-space profile: one that transforms an
+ * image's colours (not a link, abstract or named-colour one). */
+static int usable_class(cmsHPROFILE p)
+{
+    cmsProfileClassSignature c = cmsGetDeviceClass(p);
+    return c != cmsSigLinkClass && c != cmsSigAbstractClass && c != cmsSigNamedColorClass;
+}
+
 /* Make the transform for a source, or report it needs none (*identity) or
  * cannot be honoured (NULL, *why set). */
 static sd__xform *make(const sd__color *c, int *identity, const char **why)
@@ -418,8 +426,7 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
             *why = "malformed ICC profile ignored";
         else if (cmsGetColorSpace(src) != cmsSigCmykData)
             *why = "a CMYK JPEG's profile that is not a CMYK profile ignored";
-        else if (cmsGetDeviceClass(src) == cmsSigLinkClass || cmsGetDeviceClass(src) == cmsSigAbstractClass ||
-                 cmsGetDeviceClass(src) == cmsSigNamedColorClass)
+        else if (!usable_class(src))
             *why = "ICC profile of an unsupported class ignored";
         sd__xform *x = NULL;
         if (*why == NULL && (x = sd__calloc(1, sizeof *x)) != NULL) {
@@ -453,8 +460,7 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
             *why = "a CMYK profile on an RGB image ignored";
         else if (cmsGetColorSpace(src) != cmsSigRgbData && cmsGetColorSpace(src) != cmsSigGrayData)
             *why = "ICC profile of an unsupported colour space ignored";
-        else if (cmsGetDeviceClass(src) == cmsSigLinkClass || cmsGetDeviceClass(src) == cmsSigAbstractClass ||
-                 cmsGetDeviceClass(src) == cmsSigNamedColorClass)
+        else if (!usable_class(src))
             *why = "ICC profile of an unsupported class ignored";
         else if (is_srgb(src, srgb))
             *identity = 1;
