@@ -99,7 +99,7 @@ test-tsan: deps-test
 # library's C paths are checked here and the SIMD paths under ASan. c.heic is
 # left to ASan too: libde265's and x265's assembly (HEVC) make valgrind see
 # every decoded pixel as uninitialised, so it flags each use of them after
-# (SD_TEST_UNDER_VALGRIND: c.units skips its HEIC encoder round trip).
+# (SD_TEST_UNDER_VALGRIND: c.units and c.color skip their HEIC round trips).
 test-valgrind: deps-test build-c
 	cd $(BUILD)/release && JSIMD_FORCENONE=1 SD_TEST_UNDER_VALGRIND=1 ctest -T memcheck -E "one_byte|c.heic" --output-on-failure -j $(JOBS) \
 	    --overwrite MemoryCheckCommandOptions="--error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect"

@@ -653,6 +653,8 @@ static int test_encode_keeps_profile(void)
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (!(sd_format_capabilities(kinds[k].f) & SD_CAP_ENCODE))
             continue;
+        if (kinds[k].f == SD_FORMAT_HEIC && getenv("SD_TEST_UNDER_VALGRIND") != NULL)
+            continue; /* x265's and libde265's assembly confuse valgrind: HEVC is checked under ASan */
         sd_encoder *e;
         ASSERT_OK(sd_encoder_new(kinds[k].f, &e));
         ASSERT_OK(sd_encoder_set(e, SD_ENC_LOSSLESS, kinds[k].lossless));
