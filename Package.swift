@@ -32,6 +32,9 @@ let package = Package(
         // The shared cache tier on Redis: its own product, so only programs
         // that use it link hiredis.
         .library(name: "SDWebImageRedis", targets: ["SDWebImageRedis"]),
+        // SVG through librsvg (cairo, GLib): its own product, as SDWebImage
+        // ships SDWebImageSVGCoder; linking it adds SVG to the coders.
+        .library(name: "SDWebImageSVGCoder", targets: ["SDWebImageSVGCoder"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
         // The desktop gallery (examples/gallery, SDL2): built here, not
         // linked by anything a package that depends on us builds.
@@ -51,6 +54,7 @@ let package = Package(
             name: "CSDCore",
             dependencies: cLibraries.map { .target(name: $0.target) },
             path: ".",
+            exclude: ["CSources/decode/svg"], // CSDCoreSVG's
             sources: ["CSources"],
             publicHeadersPath: "include",
             cSettings: [
@@ -59,6 +63,22 @@ let package = Package(
             ],
             linkerSettings: [.linkedLibrary("m")]
         ),
+        // The SVG codec row (CSources/decode/svg): a constructor plugs it into
+        // the core's registry when a program links this target.
+        .target(
+            name: "CSDCoreSVG",
+            dependencies: ["CSDCore", "CRsvg"],
+            path: "CSources/decode/svg",
+            publicHeadersPath: ".", // no headers: the row is reached through the registry
+            cSettings: [
+                .headerSearchPath("../.."),
+                .define("_GNU_SOURCE"),
+                .define("SD_SVG_PLUG"),
+            ]
+        ),
+        .systemLibrary(name: "CRsvg", pkgConfig: "librsvg-2.0",
+                       providers: [.apt(["librsvg2-dev"])]),
+        .target(name: "SDWebImageSVGCoder", dependencies: ["SDWebImage", "CSDCoreSVG"]),
         .target(name: "SDSync"),
         .target(name: "SDCoders", dependencies: ["CSDCore", "SDSync"]),
         // The C loop decodes on its workers, so its results carry SDCoders' Bitmap.
@@ -89,6 +109,7 @@ let package = Package(
                 "SDCoders",
                 "SDWebImage",
                 "SDWebImageRedis",
+                "SDWebImageSVGCoder",
                 "SDSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +132,11 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
         ], path: "Tests/Stress"),
-        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress"]),
+        // Links SDWebImageSVGCoder, so SVG decodes in the test process (one
+        // binary for every test target); SDCacheStress, run as a child
+        // process, does not link it.
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress",
+                                                            "SDWebImageSVGCoder"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
         .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport"]),
     ],

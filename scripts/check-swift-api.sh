@@ -10,7 +10,7 @@
 #   scripts/check-swift-api.sh --update   write the baselines
 set -u
 cd "$(dirname "$0")/.."
-MODULES="SDCoders SDDownloader SDCache SDWebImage SDWebImageRedis"
+MODULES="SDCoders SDDownloader SDCache SDWebImage SDWebImageRedis SDWebImageSVGCoder"
 bin=$(swift build --show-bin-path)
 [ -d "$bin/Modules" ] || { echo "swift api: build first (swift build)"; exit 1; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -10,12 +10,21 @@ CC=${FUZZ_CC:-clang}
 out=build/fuzz
 corpus=${SD_CORPUS_DIR:-../shared/corpus}
 anim=${SD_CORPUS_ANIM_DIR:-../shared/corpus-anim}
-targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp icc heic jxl)
+targets=(decode_whole decode_chunked exif downscale request frames_gif frames_apng frames_webp icc heic jxl svg)
 [ -n "${FUZZ_TARGETS:-}" ] && read -ra targets <<< "$FUZZ_TARGETS" # e.g. FUZZ_TARGETS="heic jxl"
 mkdir -p "$out"
 lib_srcs=$(find CSources -name '*.c' | sort)
+lib_srcs_skip=""
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -std=c11 -Iinclude -ICSources"
 libs="-ljpeg -lpng16 -lgif -lwebpdemux -lwebpmux -lwebp -lavif -llcms2 -lheif -ljxl -lz -lcurl -lpthread -lm"
+# SVG (librsvg, as CMake's SDCORE_WITH_SVG builds it) when librsvg2-dev is there
+if pkg-config --exists librsvg-2.0; then
+  flags="$flags -DSD_WITH_SVG $(pkg-config --cflags librsvg-2.0)"
+  libs="$libs $(pkg-config --libs librsvg-2.0)"
+else
+  lib_srcs_skip=CSources/decode/svg/
+  targets=("${targets[@]/svg/}")
+fi
 # The library once (instrumented, not linked with the fuzzer's main), then
 # each target against it: compiling CSources/ per target cost ~100 s of
 # make test's fuzz smoke.
@@ -23,16 +32,18 @@ lib=$out/libsdcore-fuzz.a
 if [ ! -f "$lib" ] || [ -n "$(find CSources include -newer "$lib" -name '*.[ch]' | head -1)" ]; then
   rm -rf "$out/obj"; mkdir -p "$out/obj"
   lib_flags=${flags/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}
+  [ -n "$lib_srcs_skip" ] && lib_srcs=$(printf '%s\n' $lib_srcs | grep -v "^$lib_srcs_skip")
   printf '%s\n' $lib_srcs | xargs -P "$(nproc)" -I{} sh -c \
     'o="$0/$(echo "{}" | tr / _).o"; '"$CC"' '"$lib_flags"' -c "{}" -o "$o"' "$out/obj"
   rm -f "$lib"; ar rcs "$lib" "$out"/obj/*.o
 fi
 for t in "${targets[@]}"; do
+  [ -n "$t" ] || continue
   src="Tests/Fuzz/fuzz_$t.c"; extra=""
   case $t in frames_*) f=${t#frames_}; src=Tests/Fuzz/fuzz_frames.c; extra="-DSD_FUZZ_FORMAT=SD_FORMAT_${f^^}";; esac
   [ "$t" = frames_apng ] && extra="-DSD_FUZZ_FORMAT=SD_FORMAT_PNG"
   # one format's decoder alone (SD_DEC_FORMATS): mutations stay in its parser
-  case $t in heic | jxl) src=Tests/Fuzz/fuzz_decode_whole.c; extra="-DSD_FUZZ_ONLY=SD_FORMAT_${t^^}";; esac
+  case $t in heic | jxl | svg) src=Tests/Fuzz/fuzz_decode_whole.c; extra="-DSD_FUZZ_ONLY=SD_FORMAT_${t^^}";; esac
   if [ ! -x "$out/fuzz_$t" ] || [ "$lib" -nt "$out/fuzz_$t" ] || [ -n "$(find Tests/Fuzz Tests/C -newer "$out/fuzz_$t" -name '*.[ch]' | head -1)" ]; then
     $CC $flags $extra "$src" "$lib" $libs -o "$out/fuzz_$t" 2> >(grep -v 'ld.gold: warning' >&2)
   fi
@@ -157,8 +168,31 @@ for name in sorted(os.listdir(src)):
 PY
 fi
 
+# SVG: documents written here — shapes, paths, gradients, patterns, text,
+# <use>, filters, masks, clips, CSS, a viewBox only, an inline image
+if [ ! -d "$out/seeds/svg" ]; then
+  mkdir -p "$out/seeds/svg"
+  h='<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="64" height="48" viewBox="0 0 32 24">'
+  printf '%s\n' \
+    '<rect x="1" y="1" width="30" height="22" rx="3" fill="#08f" fill-opacity=".5" stroke="red"/>' \
+    '<path d="M2 20 C 8 2, 24 2, 30 20 S 10 22 2 20 Z" fill="none" stroke="#000" stroke-dasharray="2 1"/>' \
+    '<defs><linearGradient id="g"><stop offset="0" stop-color="red"/><stop offset="1" stop-color="blue" stop-opacity=".2"/></linearGradient></defs><circle cx="16" cy="12" r="10" fill="url(#g)"/>' \
+    '<defs><radialGradient id="r" gradientUnits="userSpaceOnUse" cx="16" cy="12" r="9"><stop offset=".3" stop-color="#ff0"/><stop offset="1" stop-color="#0a0"/></radialGradient><pattern id="p" width="4" height="4" patternUnits="userSpaceOnUse"><rect width="2" height="2" fill="#333"/></pattern></defs><rect width="32" height="24" fill="url(#p)"/><ellipse cx="16" cy="12" rx="12" ry="8" fill="url(#r)"/>' \
+    '<text x="2" y="14" font-family="sans-serif" font-size="8" fill="#123">Ag<tspan dy="2" fill="red">z</tspan></text>' \
+    '<defs><g id="u"><rect width="4" height="4"/></g></defs><use xlink:href="#u" x="2"/><use href="#u" x="8" transform="rotate(20)"/>' \
+    '<defs><filter id="f"><feGaussianBlur stdDeviation="1.5"/><feOffset dx="1" dy="1"/><feComposite operator="over" in2="SourceGraphic"/></filter></defs><rect x="4" y="4" width="20" height="12" fill="#a0f" filter="url(#f)"/>' \
+    '<defs><mask id="m"><rect width="32" height="24" fill="#fff"/><circle cx="16" cy="12" r="6"/></mask><clipPath id="c"><circle cx="10" cy="10" r="8"/></clipPath></defs><rect width="32" height="24" fill="teal" mask="url(#m)" clip-path="url(#c)"/>' \
+    '<style>.a { fill: orange; stroke: navy; stroke-width: 2 } rect:nth-child(2) { opacity: .5 }</style><rect class="a" width="10" height="10"/><rect class="a" x="12" width="10" height="10"/>' \
+    '<image width="8" height="8" href="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAFklEQVR4nGP4z8DwHwyBNAODAkMDAAuqAv9ih3YdAAAAAElFTkSuQmCC"/>' \
+    | { i=0; while IFS= read -r body; do i=$((i + 1)); printf '%s%s</svg>\n' "$h" "$body" > "$out/seeds/svg/s$i.svg"; done; }
+  printf '<?xml version="1.0"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x">\n<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 5"><polygon points="0,0 10,0 5,5"/></svg>\n' > "$out/seeds/svg/viewbox.svg"
+fi
+
 status=0
+# fontconfig's caches (pango, for SVG text) and the rest of Tests/C/lsan.supp
+export LSAN_OPTIONS="suppressions=$PWD/Tests/C/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for t in "${targets[@]}"; do
+  [ -n "$t" ] || continue
   reg="Tests/Fuzz/regressions/$t"
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
     echo "fuzz_$t: replaying $(ls "$reg" | wc -l) regression files"

@@ -55,6 +55,18 @@ if [ -f "$corpus/MANIFEST.tsv" ]; then
     '[ "$("$bin" decode "$tmp/c.jxl" --raw - 2>/dev/null | sha256sum)" = "$("$bin" decode "$tmp/c.webp" --raw - 2>/dev/null | sha256sum)" ]'
   "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/c.heic" --quality 80 2>"$tmp/err"
   check "--out heic (x265 through libheif) decodes back" '"$bin" decode "$tmp/c.heic" 2>&1 | grep -q "^200x300 heic"'
+  # SVG (sdimage links SDWebImageSVGCoder): drawn at the size asked for, as rsvg-convert draws it
+  printf '%s' '<svg xmlns="http://www.w3.org/2000/svg" width="60" height="40"><circle cx="30" cy="20" r="18" fill="#c03" fill-opacity=".6"/></svg>' > "$tmp/s.svg"
+  "$bin" decode "$tmp/s.svg" --max-pixel-size 300 --png "$tmp/s.png" 2>"$tmp/err"
+  check "an SVG decodes at --max-pixel-size (vector: up to 300x200)" 'tail -1 "$tmp/err" | grep -q "^300x200 svg"'
+  if command -v rsvg-convert >/dev/null; then
+    rsvg-convert -w 300 -a -o "$tmp/s-ref.png" < "$tmp/s.svg"
+    "$bin" decode "$tmp/s.svg" --max-pixel-size 300 --raw "$tmp/s.raw" 2>/dev/null
+    "$bin" decode "$tmp/s-ref.png" --raw "$tmp/s-ref.raw" 2>/dev/null
+    # within 1: rsvg-convert's PNG holds cairo's pixels unpremultiplied
+    check "the SVG's pixels are rsvg-convert's (within 1)" \
+      'python3 -c "import sys; a, b = (open(f, \"rb\").read() for f in sys.argv[1:]); sys.exit(not (len(a) == len(b) == 240000 and max(abs(x - y) for x, y in zip(a, b)) <= 1))" "$tmp/s.raw" "$tmp/s-ref.raw"'
+  fi
   big=$(stat -c %s "$tmp/c.webp")
   "$bin" decode "$f" --max-pixel-size 300 --out "$tmp/small.jpg" --max-file-size $((big / 2)) 2>"$tmp/err"
   check "--max-file-size is honoured" '[ $(stat -c %s "$tmp/small.jpg") -le $((big / 2)) ]'

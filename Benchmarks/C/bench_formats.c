@@ -17,6 +17,14 @@
  * core costs almost nothing beyond the codec). Then a 256 px HEIC
  * thumbnail (SD_DEC_MAX_PIXEL_SIZE 256: the embedded thumbnail decoded) against
  * the full decode, and the same request on the file without a thumbnail.
+ *
+ * SVG (built with SDCORE_WITH_SVG): a generated document of 600 shapes
+ * (paths, gradients, translucent fills, strokes; no text) rendered at
+ * 1024x768 and 2048x1536 (each one band of our deadline check), ours
+ * (sd_decoder: the reference scan, librsvg, banded drawing into the
+ * canvas) against librsvg called directly (rsvg_handle_new_from_stream_sync
+ * on the same memory, a new cairo ARGB32 surface, rsvg_handle_render_document
+ * scaled to the size): a new handle and output per render on both sides.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +35,9 @@
 #include <libheif/heif.h>
 
 #include <sdcore.h>
+#ifdef SD_BENCH_SVG
+#include <librsvg/rsvg.h>
+#endif
 
 #include "../../Tests/C/sd_test_encode.h"
 
@@ -167,6 +178,72 @@ static int jxl_direct(const uint8_t *d, size_t n)
     return rc;
 }
 
+#ifdef SD_BENCH_SVG
+/* A logo-to-illustration sized document: 600 shapes on a 1024x768 page. */
+static char *svg_doc(size_t *n)
+{
+    size_t cap = 1 << 17, len = 0;
+    char *s = malloc(cap);
+    len += (size_t)snprintf(s, cap, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1024\" height=\"768\">"
+                            "<defs><linearGradient id=\"g\" x2=\"1\" y2=\"1\"><stop offset=\"0\" stop-color=\"#f80\"/>"
+                            "<stop offset=\"1\" stop-color=\"#08f\" stop-opacity=\".4\"/></linearGradient></defs>"
+                            "<rect width=\"1024\" height=\"768\" fill=\"url(#g)\"/>");
+    unsigned r = 12345;
+    for (int i = 0; i < 600; i++) {
+        r = r * 1103515245 + 12345;
+        int x = (int)(r >> 8) % 1000, y = (int)(r >> 4) % 760, k = (int)(r >> 20) % 3;
+        if (k == 0)
+            len += (size_t)snprintf(s + len, cap - len, "<circle cx=\"%d\" cy=\"%d\" r=\"%d\" fill=\"#%06x\" fill-opacity=\".6\"/>",
+                                    x, y, 5 + i % 40, r & 0xFFFFFF);
+        else if (k == 1)
+            len += (size_t)snprintf(s + len, cap - len, "<path d=\"M%d %d q 40 -60 80 0 t 80 0\" fill=\"none\" stroke=\"#%06x\" "
+                                    "stroke-width=\"3\"/>", x, y, r & 0xFFFFFF);
+        else
+            len += (size_t)snprintf(s + len, cap - len, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"30\" rx=\"6\" "
+                                    "fill=\"url(#g)\" stroke=\"#222\"/>", x, y, 20 + i % 60);
+    }
+    len += (size_t)snprintf(s + len, cap - len, "</svg>");
+    *n = len;
+    return s;
+}
+
+static int svg_ours(const char *d, size_t n, int w, int h)
+{
+    sd_decoder *dec;
+    sd_bitmap *b = NULL;
+    if (sd_decoder_new(&dec) != SD_OK)
+        return -1;
+    sd_decoder_set(dec, SD_DEC_TARGET_WIDTH, w);
+    sd_decoder_set(dec, SD_DEC_TARGET_HEIGHT, h);
+    int rc = sd_decoder_decode(dec, d, n, &b);
+    sd_bitmap_free(b);
+    sd_decoder_free(dec);
+    return rc;
+}
+
+static int svg_direct(const char *d, size_t n, int w, int h)
+{
+    GInputStream *in = g_memory_input_stream_new_from_data(d, (gssize)n, NULL);
+    RsvgHandle *handle = rsvg_handle_new_from_stream_sync(in, NULL, RSVG_HANDLE_FLAGS_NONE, NULL, NULL);
+    g_object_unref(in);
+    if (handle == NULL)
+        return -1;
+    rsvg_handle_set_dpi(handle, 96.0);
+    double nw, nh;
+    rsvg_handle_get_intrinsic_size_in_pixels(handle, &nw, &nh);
+    cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h);
+    cairo_t *cr = cairo_create(surf);
+    cairo_scale(cr, w / nw, h / nh);
+    RsvgRectangle vp = {0, 0, nw, nh};
+    int rc = rsvg_handle_render_document(handle, cr, &vp, NULL) ? 0 : -1;
+    cairo_destroy(cr);
+    cairo_surface_flush(surf);
+    cairo_surface_destroy(surf);
+    g_object_unref(handle);
+    return rc;
+}
+#endif
+
 int bench_formats_main(int argc, char **argv)
 {
     int rounds = 15, json = 0;
@@ -232,6 +309,36 @@ int bench_formats_main(int argc, char **argv)
         printf("%-52s %9.2f %9s %7.1fx\n", "HEIC 256 px, a file without a thumbnail", best[5] * 1e3, "",
                plain_thumb);
     }
+#ifdef SD_BENCH_SVG
+    {
+        size_t sn;
+        char *svg = svg_doc(&sn);
+        /* 0 ours 1024, 1 librsvg 1024, 2 ours 2048, 3 librsvg 2048 */
+        double sb[4] = {1e30, 1e30, 1e30, 1e30};
+        for (int r = 0; r < rounds; r++)
+            for (int k = 0; k < 4; k++) {
+                int w = k < 2 ? 1024 : 2048, h = k < 2 ? 768 : 1536;
+                double t0 = now();
+                int rc = k % 2 == 0 ? svg_ours(svg, sn, w, h) : svg_direct(svg, sn, w, h);
+                double t = now() - t0;
+                if (rc != 0) {
+                    fprintf(stderr, "sdcore-bench formats: SVG method %d failed (%d)\n", k, rc);
+                    return 1;
+                }
+                sb[k] = t < sb[k] ? t : sb[k];
+            }
+        if (json)
+            printf("{\"bench\":\"formats-svg\",\"svg_1024_vs_librsvg\":%.3f,\"svg_2048_vs_librsvg\":%.3f,"
+                   "\"svg_1024_ms\":%.2f,\"svg_2048_ms\":%.2f}\n", sb[1] / sb[0], sb[3] / sb[2], sb[0] * 1e3, sb[2] * 1e3);
+        else {
+            printf("%-52s %9.2f %9.2f %8.3f   target >= 0.95\n", "SVG 600 shapes at 1024x768 vs librsvg directly",
+                   sb[0] * 1e3, sb[1] * 1e3, sb[1] / sb[0]);
+            printf("%-52s %9.2f %9.2f %8.3f   target >= 0.95\n", "SVG 600 shapes at 2048x1536 vs librsvg directly",
+                   sb[2] * 1e3, sb[3] * 1e3, sb[3] / sb[2]);
+        }
+        free(svg);
+    }
+#endif
     free(heic);
     free(heic_plain);
     sd_free(jxl);

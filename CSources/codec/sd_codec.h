@@ -74,6 +74,12 @@ SD__HIDDEN void sd__decodable_names(char *out, size_t size);
 /* The ISO BMFF brand checks of AVIF and HEIC (one parser, sd_codecs.c). */
 SD__HIDDEN int sd__sniff_avif(const uint8_t *p, size_t n);
 SD__HIDDEN int sd__sniff_heic(const uint8_t *p, size_t n);
+SD__HIDDEN int sd__sniff_svg(const uint8_t *p, size_t n);
+/* An optional codec's row, added by its own build target when linked (a
+ * constructor in decode/svg/ under SwiftPM): it takes the place of the
+ * row that only recognises its format. SD_EINVAL for a format that has a
+ * codec already. Before main, or at least before any decoding starts. */
+SD__HIDDEN int sd__codec_plug(const sd__codec *c);
 
 /* The encoders' entry points (encode/), named in their formats' rows. */
 SD__HIDDEN int sd__jpeg_encode(const sd__encode_job *job, uint8_t **out, size_t *out_length);

@@ -8,6 +8,7 @@
  * sd__codec (sniffer moved there; its encoder, if any, named in the row),
  * its line below, and the build lines for its library.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,7 +86,7 @@ static int sniff_ico(const uint8_t *p, size_t n)
 
 /* Text: optional BOM and white space, then "<svg", or an XML prolog,
  * comment or doctype followed by "<svg" within the sniffing window. */
-static int sniff_svg(const uint8_t *p, size_t n)
+int sd__sniff_svg(const uint8_t *p, size_t n)
 {
     size_t i = n >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
@@ -108,7 +109,9 @@ static int sniff_svg(const uint8_t *p, size_t n)
 
 #define KNOWN(fmt, nm, mt, sn) {fmt, nm, mt, sn, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 static const sd__codec tiff = KNOWN(SD_FORMAT_TIFF, "TIFF", "image/tiff", sniff_tiff);
-static const sd__codec svg = KNOWN(SD_FORMAT_SVG, "SVG", "image/svg+xml", sniff_svg);
+#ifndef SD_WITH_SVG
+static const sd__codec svg = KNOWN(SD_FORMAT_SVG, "SVG", "image/svg+xml", sd__sniff_svg);
+#endif
 static const sd__codec ico = KNOWN(SD_FORMAT_ICO, "ICO", "image/vnd.microsoft.icon", sniff_ico);
 
 /* The decodable codecs, each in decode/<format>/. */
@@ -120,6 +123,9 @@ SD__HIDDEN extern const sd__codec sd__avif_codec;
 SD__HIDDEN extern const sd__codec sd__bmp_codec;
 SD__HIDDEN extern const sd__codec sd__heic_codec;
 SD__HIDDEN extern const sd__codec sd__jxl_codec;
+#ifdef SD_WITH_SVG /* CMake, SDCORE_WITH_SVG: librsvg linked into libsdcore */
+SD__HIDDEN extern const sd__codec sd__svg_codec;
+#endif
 
 /* Indexed by sd_format; sniffed in this order. */
 static const sd__codec *const registry[] = {
@@ -133,22 +139,42 @@ static const sd__codec *const registry[] = {
     &sd__jxl_codec,
     &sd__bmp_codec,
     &tiff,
+#ifdef SD_WITH_SVG
+    &sd__svg_codec,
+#else
     &svg,
+#endif
     &ico,
 };
 #define SD__NFORMATS (sizeof registry / sizeof registry[0])
 _Static_assert(SD__NFORMATS == SD_FORMAT_ICO + 1, "one registry line per sd_format, in enum order");
 
+/* Rows plugged in by an optional codec's own build target (SwiftPM's
+ * CSDCoreSVG): each replaces a row that only recognises its format. */
+static _Atomic(const sd__codec *) plugged[SD__NFORMATS];
+
+int sd__codec_plug(const sd__codec *c)
+{
+    if (c == NULL || c->format <= SD_FORMAT_UNKNOWN || (size_t)c->format >= SD__NFORMATS ||
+        registry[c->format]->caps != 0)
+        return SD_EINVAL;
+    atomic_store_explicit(&plugged[c->format], c, memory_order_release);
+    return SD_OK;
+}
+
 const sd__codec *sd__codec_for(sd_format f)
 {
-    return (unsigned)f < SD__NFORMATS ? registry[f] : NULL;
+    if ((unsigned)f >= SD__NFORMATS)
+        return NULL;
+    const sd__codec *c = atomic_load_explicit(&plugged[f], memory_order_acquire);
+    return c ? c : registry[f];
 }
 
 int sd__sniff(const uint8_t *p, size_t n)
 {
     int undecided = 0;
     for (size_t f = 1; f < SD__NFORMATS; f++) {
-        int r = registry[f]->sniff(p, n);
+        int r = sd__codec_for((sd_format)f)->sniff(p, n);
         if (r == 1)
             return (int)f;
         undecided |= r < 0;
@@ -186,13 +212,14 @@ void sd__decodable_names(char *out, size_t size)
 {
     size_t n = 0, count = 0, at = 0;
     for (size_t f = 1; f < SD__NFORMATS; f++)
-        count += (registry[f]->caps & SD_CAP_DECODE) != 0;
+        count += (sd__codec_for((sd_format)f)->caps & SD_CAP_DECODE) != 0;
     out[0] = '\0';
     for (size_t f = 1; f < SD__NFORMATS && at < size; f++) {
-        if (!(registry[f]->caps & SD_CAP_DECODE))
+        const sd__codec *c = sd__codec_for((sd_format)f);
+        if (!(c->caps & SD_CAP_DECODE))
             continue;
         const char *sep = n == 0 ? "" : n + 1 == count ? " or " : ", ";
-        int w = snprintf(out + at, size - at, "%s%s", sep, registry[f]->name);
+        int w = snprintf(out + at, size - at, "%s%s", sep, c->name);
         at += w > 0 ? (size_t)w : 0;
         n++;
     }

@@ -32,6 +32,7 @@ int sd_decoder_new(sd_decoder **out)
     d->filter = SD_FILTER_LANCZOS3;
     d->shrink_margin = 2;
     d->color_manage = 1;
+    d->render_deadline_ms = SD_DEFAULT_RENDER_DEADLINE_MS;
     d->orientation = 1;
     d->loop_count = 1;
     return SD_OK;
@@ -101,6 +102,7 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_RESAMPLE_LINEAR: dec->resample_linear = v != 0; break;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: SD__RETURN_IF(v < 1 || v > 8, SD_EINVAL); dec->shrink_margin = (uint32_t)v; break;
     case SD_DEC_COLOR_MANAGE: dec->color_manage = v != 0; break;
+    case SD_DEC_RENDER_DEADLINE_MS: SD__RETURN_IF(v < 0, SD_EINVAL); dec->render_deadline_ms = v; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -129,6 +131,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_RESAMPLE_LINEAR: *v = dec->resample_linear; return SD_OK;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: *v = dec->shrink_margin; return SD_OK;
     case SD_DEC_COLOR_MANAGE: *v = dec->color_manage; return SD_OK;
+    case SD_DEC_RENDER_DEADLINE_MS: *v = dec->render_deadline_ms; return SD_OK;
     case SD_DEC_INFO_DECLINED:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
         *v = dec->declined;

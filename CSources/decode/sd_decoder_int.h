@@ -34,6 +34,7 @@ struct sd_decoder {
     int resample_linear;    /* SD_DEC_RESAMPLE_LINEAR */
     uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
     int color_manage;       /* SD_DEC_COLOR_MANAGE */
+    int64_t render_deadline_ms; /* SD_DEC_RENDER_DEADLINE_MS */
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */

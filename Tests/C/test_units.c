@@ -1141,6 +1141,9 @@ static int test_codec_registry(void)
         int decodable = rows[i].f == SD_FORMAT_JPEG || rows[i].f == SD_FORMAT_PNG || rows[i].f == SD_FORMAT_GIF ||
                         rows[i].f == SD_FORMAT_WEBP || rows[i].f == SD_FORMAT_AVIF || rows[i].f == SD_FORMAT_BMP ||
                         rows[i].f == SD_FORMAT_HEIC || rows[i].f == SD_FORMAT_JXL;
+#ifdef SD_TEST_WITH_SVG /* CMake's SDCORE_WITH_SVG */
+        decodable |= rows[i].f == SD_FORMAT_SVG;
+#endif
         ASSERT_EQ(!!(caps & SD_CAP_DECODE), decodable);
         if (decodable)
             continue;

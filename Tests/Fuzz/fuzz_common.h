@@ -11,6 +11,7 @@ static inline void fuzz_limits(sd_decoder *d)
 {
     sd_decoder_set(d, SD_DEC_MAX_PIXELS, 4 * 1024 * 1024);
     sd_decoder_set(d, SD_DEC_MAX_MEMORY, 256 * 1024 * 1024);
+    sd_decoder_set(d, SD_DEC_RENDER_DEADLINE_MS, 2000); /* an SVG: well inside -timeout */
 }
 
 /* Decoded bitmaps must be fully readable (ASan/MSan-style touch). */

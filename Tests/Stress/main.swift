@@ -18,6 +18,8 @@
 //                                      manager decodes URL's download; removed,
 //                                      the same download is bad data. Its own
 //                                      process: the shared list is global.
+//   SDCacheStress svg DIR                  what SVG is here, without the
+//                                      SDWebImageSVGCoder product linked
 //   SDCacheStress observability DIR URL MISSING
 //                                      swift-log and swift-metrics bootstrapped
 //                                      with in-memory handlers; URL loaded from
@@ -196,6 +198,18 @@ case "shared-coder":
     print(load(url))
     SDImageCodersManager.shared.removeCoder(toy)
     print(load(URL(string: args[3] + "?again")!))
+    exit(0)
+case "svg":
+    // This binary does not link SDWebImageSVGCoder: SVG is recognised, not decoded.
+    let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>"#.utf8)
+    print("svg decode capability: \(ImageFormat.svg.capabilities.contains(.decode))")
+    print("sniffed: \(ImageFormat(data: svg))")
+    do {
+        _ = try ImageDecoder.decode(Array(svg))
+        print("decoded")
+    } catch {
+        print("error: \(error)")
+    }
     exit(0)
 case "observability":
     final class Lines: @unchecked Sendable {

@@ -110,6 +110,7 @@ SD_API unsigned sd_format_capabilities(sd_format format);
 #define SD_DEFAULT_PREVIEW_INTERVAL_MS 100
 #define SD_DEFAULT_MAX_FRAMES 10000
 #define SD_DEFAULT_FRAME_CACHE_BYTES 67108864LL  /* 64 MiB of kept frames */
+#define SD_DEFAULT_RENDER_DEADLINE_MS 10000      /* an SVG's rendering */
 /* Durations at or below this many ms are shown as SD_FRAME_MIN_SHOWN_MS
  * (Chromium, Firefox and SDWebImage: a "0" GIF delay plays at 10 fps). */
 #define SD_FRAME_FAST_MS 10
@@ -186,6 +187,11 @@ typedef enum sd_decoder_param {
      * colorimetric); 0: the pixels stay as stored (sd_decoder_icc_profile
      * gives the profile). Since 0.10. */
     SD_DEC_COLOR_MANAGE = 19,
+    /* Vector formats (SVG): the longest rendering may take, in ms, read
+     * between bands of four megapixels (one band is not interrupted);
+     * past it, SD_ETOOLARGE. 0 = no deadline. Default
+     * SD_DEFAULT_RENDER_DEADLINE_MS. Since 0.10. */
+    SD_DEC_RENDER_DEADLINE_MS = 20,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
