@@ -32,9 +32,11 @@ PY
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 -Wall -Wextra -Werror examples/c/decode_file.c $(pkg-config --cflags --libs sdcore) -o "$prefix/ex_pc"
 check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$img" | grep -q "^256x171 "'
-# static libsdcore, shared system libraries (Debian's libcurl has no static closure)
+# static libsdcore, shared system libraries (Debian's libcurl has no static
+# closure): the libraries sdcore.pc requires privately (librsvg among them
+# when built with SDCORE_WITH_SVG)
 cc -std=c11 examples/c/decode_file.c $(pkg-config --cflags sdcore) "$libdir/libsdcore.a" \
-    $(pkg-config --libs libcurl libjpeg libpng16 libwebpdemux libwebpmux libwebp libavif lcms2 libheif libjxl zlib) -lgif -lm -lpthread -o "$prefix/ex_static"
+    $(pkg-config --libs $(pkg-config --print-requires-private sdcore)) -lgif -lm -lpthread -o "$prefix/ex_static"
 check "static consumer runs" '"$prefix/ex_static" "$img" | grep -q "^256x171 "'
 # the README's C example, as a reader copies it, built with pkg-config
 readme_block() { python3 scripts/readme-example.py "$1"; }

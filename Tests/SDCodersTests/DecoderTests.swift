@@ -128,7 +128,9 @@ struct DecoderTests {
         for f in ImageFormat.allCases where f != .unknown {
             #expect(f.mimeType?.hasPrefix("image/") == true)
             #expect(!f.name.isEmpty && f.name != "unknown")
-            #expect(f.capabilities.contains(.decode) == [.jpeg, .png, .gif, .webP, .avif, .heic, .jpegXL, .bmp].contains(f))
+            // SVG too: the test bundle links SDWebImageSVGCoder (SVGCoderTests
+            // shows a process without it refusing SVG)
+            #expect(f.capabilities.contains(.decode) == [.jpeg, .png, .gif, .webP, .avif, .heic, .jpegXL, .bmp, .svg].contains(f))
         }
         #expect(ImageFormat.jpeg.capabilities.contains([.decode, .incremental, .scanPreviews, .encode]))
         #expect(ImageFormat.webP.description == "webp" && ImageFormat.jpegXL.description == "jpegxl")
