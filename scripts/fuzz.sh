@@ -191,12 +191,13 @@ fi
 status=0
 # fontconfig's caches (pango, for SVG text) and the rest of Tests/C/lsan.supp
 export LSAN_OPTIONS="suppressions=$PWD/Tests/C/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-for t in "${targets[@]}"; do
-  [ -n "$t" ] || continue
-  reg="Tests/Fuzz/regressions/$t"
+# One target: its regressions replayed, then fuzzed; what it says goes to
+# $out/$t.summary, its status to $out/$t.rc.
+fuzz_one() {
+  local t=$1 reg="Tests/Fuzz/regressions/$1" rc=0
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
     echo "fuzz_$t: replaying $(ls "$reg" | wc -l) regression files"
-    "$out/fuzz_$t" -runs=0 "$reg"/* >/dev/null 2>"$out/$t.replay.log" || { cat "$out/$t.replay.log"; status=1; }
+    "$out/fuzz_$t" -runs=0 "$reg"/* >/dev/null 2>"$out/$t.replay.log" || { cat "$out/$t.replay.log"; rc=1; }
   fi
   mkdir -p "$out/corpus/$t" "$out/crashes/$t"
   echo "fuzz_$t: ${secs}s"
@@ -204,9 +205,24 @@ for t in "${targets[@]}"; do
        -artifact_prefix="$out/crashes/$t/" "$out/corpus/$t" "$out/seeds/$t" >"$out/$t.log" 2>&1; then
     tail -40 "$out/$t.log"
     echo "fuzz_$t FOUND A CRASH: $(ls "$out/crashes/$t")  (copy it to $reg/ as a regression)"
-    status=1
+    rc=1
   else
     grep -E "^#[0-9]+.*(DONE|pulse)" "$out/$t.log" | tail -1 || true
   fi
+  echo $rc > "$out/$t.rc"
+}
+# The targets run side by side, one a core (FUZZ_LANES): each fuzzer is one thread.
+lanes=${FUZZ_LANES:-$(nproc)}
+for t in "${targets[@]}"; do
+  [ -n "$t" ] || continue
+  rm -f "$out/$t.rc"
+  fuzz_one "$t" >"$out/$t.summary" 2>&1 &
+  while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n || true; done
+done
+wait
+for t in "${targets[@]}"; do
+  [ -n "$t" ] || continue
+  cat "$out/$t.summary"
+  [ "$(cat "$out/$t.rc" 2>/dev/null)" = 0 ] || status=1
 done
 exit $status
