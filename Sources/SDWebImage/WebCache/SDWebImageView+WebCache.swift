@@ -100,6 +100,22 @@ extension SDWebImageView {
                                     completed: SDInternalCompletionBlock?) -> SDWebImageCombinedOperation? {
         let state = sd_webImageState
         let key = (context?[.setImageOperationKey] as? String) ?? String(describing: type(of: self))
+        let failureImage = context?[.failureImage] as? SDImage
+        // .fitView: the view's pixel size is the thumbnail box, its scale the image's
+        var sized = context ?? [:]
+        var box: CGSize?
+        if case .fitView = state.imageSizing, sized[.imageThumbnailPixelSize] == nil, let size = sd_viewSize,
+           size.width > 0, size.height > 0 {
+            let scale = sd_scaleFactor > 0 ? sd_scaleFactor : 1
+            let b = CGSize(width: (size.width * CGFloat(scale)).rounded(.up), height: (size.height * CGFloat(scale)).rounded(.up))
+            sized[.imageThumbnailPixelSize] = b
+            if sized[.imageScaleFactor] == nil { sized[.imageScaleFactor] = scale }
+            box = b
+        }
+        if let url {
+            state.lastLoad = ViewLoadRecord(url: url, placeholder: placeholderImage, options: options, context: context,
+                                            setImageBlock: setImageBlock, progress: progress, completed: completed, box: box)
+        }
         // the previous load under the key is answered (cancelled) now, before this one's first step
         if !options.contains(.avoidAutoCancelImage) { sd_cancelImageLoadOperation(withKey: key) }
         let generation = state.begin(key: key, url: url)
@@ -118,8 +134,9 @@ extension SDWebImageView {
         guard let url, !url.absoluteString.isEmpty else {
             queue.async {
                 guard let view = weakView.view else { return }
-                if options.contains(.delayPlaceholder), view.sd_webImageState.isCurrent(generation, key: key) {
-                    view.sd_show(placeholder, data: nil, cacheType: .none, url: nil, generation: generation,
+                if options.contains(.delayPlaceholder) || failureImage != nil,
+                   view.sd_webImageState.isCurrent(generation, key: key) {
+                    view.sd_show(failureImage ?? placeholder, data: nil, cacheType: .none, url: nil, generation: generation,
                                  transition: nil, setImageBlock: setImageBlock, then: nil)
                 }
                 completed?(nil, nil, SDWebImageError(.invalidURL, "the image URL is nil or empty"), .none, true, url)
@@ -129,7 +146,7 @@ extension SDWebImageView {
 
         state.imageProgress.update(completed: 0, total: 0)
         let manager = (context?[.customManager] as? SDWebImageManager) ?? .shared
-        var ctx = context ?? [:]
+        var ctx = sized
         if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = queue }  // results land on the view's queue
         // as SDWebImage passes it down: the view's operation key, not the manager itself
         ctx[.setImageOperationKey] = key
@@ -142,7 +159,7 @@ extension SDWebImageView {
             progress?(received, expected, imageURL)
         }
         let result = ViewLoadResult(view: weakView, queue: queue, key: key, generation: generation, url: url, options: options,
-                                    placeholder: placeholder, transition: transition, token: token,
+                                    placeholder: placeholder, failureImage: failureImage, transition: transition, token: token,
                                     setImageBlock: setImageBlock, completed: completed)
         state.setPending(result, forKey: key)
         let op = manager.loadImage(with: url, options: options, context: ctx, progress: progressBlock) {
@@ -162,6 +179,7 @@ extension SDWebImageView {
     func sd_show(_ image: SDImage?, data: Data?, cacheType: SDImageCacheType, url: URL?, generation: UInt64,
                  transition: SDWebImageTransition?, setImageBlock: SDSetImageBlock?, then: (@Sendable () -> Void)?) {
         let state = sd_webImageState
+        state.shownImage = image
         let previous = setImageBlock == nil && state.isShown(generation) ? state.animationPlayer : nil
         if let previous, let image, previous.update(with: image) {
             then?()  // the same animation, more of it: the player shows it
@@ -232,6 +250,28 @@ extension SDWebImageView {
         player.startPlaying()
     }
 
+    /// Tell the view's loads that ``sd_viewSize`` (or ``sd_scaleFactor``)
+    /// changed, on ``sd_viewQueue``: with ``SDWebImageViewState/imageSizing``
+    /// `.fitView(reloadAbove:)`, a view now larger than its latest load by
+    /// more than that factor on either side loads the same URL again at the
+    /// new size (same options, context and completion), the image on screen
+    /// as its placeholder; smaller, or within the factor, nothing happens.
+    /// Returns whether a load started.
+    @discardableResult
+    public func sd_viewSizeDidChange() -> Bool {
+        let state = sd_webImageState
+        guard case .fitView(let above) = state.imageSizing, let last = state.lastLoad, let box = last.box,
+              let size = sd_viewSize else { return false }
+        let scale = CGFloat(sd_scaleFactor > 0 ? sd_scaleFactor : 1)
+        guard size.width * scale > box.width * CGFloat(above) || size.height * scale > box.height * CGFloat(above) else {
+            return false
+        }
+        sd_internalSetImage(with: last.url, placeholderImage: state.shownImage ?? last.placeholder, options: last.options,
+                            context: last.context, setImageBlock: last.setImageBlock, progress: last.progress,
+                            completed: last.completed)
+        return true
+    }
+
     // MARK: operations (SDWebImage's UIView+WebCacheOperation)
 
     /// The load running under `key`, if any.
@@ -282,6 +322,7 @@ struct ViewLoadResult: Sendable {
     let url: URL
     let options: SDWebImageOptions
     let placeholder: SDImage?
+    let failureImage: SDImage?
     let transition: SDWebImageTransition?
     let token: ViewLoadToken
     let setImageBlock: SDSetImageBlock?
@@ -300,8 +341,11 @@ struct ViewLoadResult: Sendable {
             _ = state.takePending(forKey: key, generation: generation)
             if current { state.imageProgress.finish() }
         }
+        // a failure (not a cancel) shows the failure image when there is one
+        let failed = finished && image == nil && error != nil && (error as? SDWebImageError)?.code != .cancelled
+        let onFailure = failed ? failureImage : nil
         let notSet = !current || (image != nil && options.contains(.avoidAutoSetImage))
-            || (image == nil && !options.contains(.delayPlaceholder))
+            || (image == nil && onFailure == nil && !options.contains(.delayPlaceholder))
         let completed = self.completed
         if notSet {
             completed?(image, data, error, cacheType, finished, imageURL)
@@ -316,7 +360,7 @@ struct ViewLoadResult: Sendable {
         let wait = fade != nil && options.contains(.waitTransition)
         var then: (@Sendable () -> Void)?
         if wait { then = { @Sendable in completed?(image, data, error, cacheType, finished, imageURL) } }
-        view.sd_show(image ?? placeholder, data: data, cacheType: cacheType, url: imageURL, generation: generation,
+        view.sd_show(image ?? onFailure ?? placeholder, data: data, cacheType: cacheType, url: imageURL, generation: generation,
                      transition: fade, setImageBlock: setImageBlock, then: then)
         if !wait { completed?(image, data, error, cacheType, finished, imageURL) }
     }
@@ -330,6 +374,20 @@ extension ViewLoadResult {
             deliver(nil, nil, SDWebImageError(.cancelled, "the load was cancelled"), .none, true, url)
         }
     }
+}
+
+/// What the latest `sd_setImage` on a view asked for: loaded again when a
+/// `.fitView` view grows (`box`: the pixel size it was loaded at; nil when
+/// the view had no size, or the context gave its own).
+struct ViewLoadRecord: Sendable {
+    let url: URL
+    let placeholder: SDImage?
+    let options: SDWebImageOptions
+    let context: SDWebImageContext?
+    let setImageBlock: SDSetImageBlock?
+    let progress: SDImageLoaderProgressBlock?
+    let completed: SDInternalCompletionBlock?
+    let box: CGSize?
 }
 
 /// A player that crosses to the view's queue inside a transition.

@@ -40,6 +40,15 @@ public protocol SDWebImageView: AnyObject {
     /// The clock an animated image plays on (default: a display clock at
     /// 60 Hz); tests give a manual one.
     func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock
+    /// The view's size in its own units (GTK's allocation, SDL's window
+    /// points), read on ``sd_viewQueue`` when a load starts and by
+    /// ``sd_viewSizeDidChange()``; nil (the default) while it has none. With
+    /// ``SDWebImageViewState/imageSizing`` `.fitView` it sizes the load.
+    var sd_viewSize: CGSize? { get }
+    /// Pixels per unit of ``sd_viewSize`` (GTK's
+    /// `gtk_widget_get_scale_factor`, SDL's drawable width over window
+    /// width): 2 on a HiDPI screen. Default 1.
+    var sd_scaleFactor: Double { get }
 }
 
 extension SDWebImageView {
@@ -48,6 +57,24 @@ extension SDWebImageView {
     }
     public var sd_playsAnimatedImages: Bool { true }
     public func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock { SDAnimatedImageDisplayClock() }
+    public var sd_viewSize: CGSize? { nil }
+    public var sd_scaleFactor: Double { 1 }
+}
+
+/// How a view sizes what it loads (Coil's `ViewSizeResolver`, Glide's
+/// `DownsampleStrategy`, Kingfisher's `DownsamplingImageProcessor`).
+public enum SDWebImageViewSizing: Sendable, Equatable {
+    /// The image as it comes (SDWebImage's behaviour; the default).
+    case original
+    /// Decoded no larger than the view: its ``SDWebImageView/sd_viewSize``
+    /// times ``SDWebImageView/sd_scaleFactor`` becomes the load's
+    /// `.imageThumbnailPixelSize` (and so part of its cache key) and the
+    /// scale factor its `.imageScaleFactor`; a context that gives either
+    /// keeps its own. A view without a size yet loads the original. When
+    /// the view grows past `reloadAbove` times the size it loaded at (either
+    /// side), ``SDWebImageView/sd_viewSizeDidChange()`` loads again at the
+    /// new size, the image on screen staying until the new one replaces it.
+    case fitView(reloadAbove: Double = 1.25)
 }
 
 /// What `UIView+WebCache` keeps on the view: the loads by operation key,
@@ -66,6 +93,9 @@ public final class SDWebImageViewState: @unchecked Sendable {
     private var _transition: SDWebImageTransition?
     private var _player: SDAnimatedImagePlayer?
     private var shown: UInt64 = 0  // the generation whose image (or frames) the view shows
+    private var _sizing: SDWebImageViewSizing = .original
+    private var _lastLoad: ViewLoadRecord?  // what the latest sd_setImage asked for, to load again when the view grows
+    private var _shownImage: SDImage?       // what the latest result put on the view
 
     /// The progress of the current load (SDWebImage's `sd_imageProgress`).
     public let imageProgress = SDWebImageProgress()
@@ -91,6 +121,20 @@ public final class SDWebImageViewState: @unchecked Sendable {
     }
     /// The player of the animated image on the view, if one plays.
     public var animationPlayer: SDAnimatedImagePlayer? { locked { _player } }
+    /// How loads on the view are sized (default `.original`, SDWebImage's).
+    public var imageSizing: SDWebImageViewSizing {
+        get { locked { _sizing } }
+        set { locked { _sizing = newValue } }
+    }
+
+    var lastLoad: ViewLoadRecord? {
+        get { locked { _lastLoad } }
+        set { locked { _lastLoad = newValue } }
+    }
+    var shownImage: SDImage? {
+        get { locked { _shownImage } }
+        set { locked { _shownImage = newValue } }
+    }
 
     // MARK: operations (UIView+WebCacheOperation)
 
@@ -224,6 +268,10 @@ extension SDWebImageContextOption {
     public static let setImageOperationKey: Self = "setImageOperationKey"
     /// `SDWebImageManager`: load through this manager instead of `.shared`.
     public static let customManager: Self = "customManager"
+    /// `SDImage`: shown when the load fails (Kingfisher's `.onFailureImage`,
+    /// Coil's and Glide's `error`), in place of the placeholder; not when it
+    /// is cancelled. Without it the placeholder stays, as in SDWebImage.
+    public static let failureImage: Self = "failureImage"
 }
 
 /// `(image, error, cacheType, imageURL)`: the completion of `sd_setImage`,

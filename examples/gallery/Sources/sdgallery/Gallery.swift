@@ -26,6 +26,8 @@ final class Gallery: @unchecked Sendable {
     private var scrollY = 0
     private var dirty = true
     private(set) var failures = 0
+    /// Renderer pixels per window point (the cells are laid out in pixels).
+    let pixelRatio: Double
 
     init(window: OpaquePointer, renderer: OpaquePointer, urls: [URL], cellSize: Int, manager: SDWebImageManager,
          layoutPath: String?, fade: Double) {
@@ -39,6 +41,9 @@ final class Gallery: @unchecked Sendable {
         var w: Int32 = 0, h: Int32 = 0
         SDL_GetRendererOutputSize(renderer, &w, &h)
         (width, height) = (Int(w), Int(h))
+        var ww: Int32 = 0, wh: Int32 = 0
+        SDL_GetWindowSize(window, &ww, &wh)
+        pixelRatio = ww > 0 && w > ww ? Double(w) / Double(ww) : 1  // HiDPI: drawable pixels per window point
         // SDL2 has no premultiplied blend of its own; renderers that take a
         // custom one (OpenGL, GLES2, Direct3D) do it on the GPU.
         let over = SDL_ComposeCustomBlendMode(SDL_BLENDFACTOR_ONE, SDL_BLENDFACTOR_ONE_MINUS_SRC_ALPHA,
@@ -116,10 +121,10 @@ final class Gallery: @unchecked Sendable {
         cell.url = url
         cell.finished = false
         cell.sd_imageTransition = fade > 0 ? .fade(duration: fade) : nil
-        let context: SDWebImageContext = [
-            .imageThumbnailPixelSize: CGSize(width: cellSize, height: cellSize),  // decoded small, frames too
-            .customManager: manager,
-        ]
+        // decoded no larger than the cell (frames too): the cell's points times the pixel ratio
+        cell.viewSize = CGSize(width: Double(cellSize) / pixelRatio, height: Double(cellSize) / pixelRatio)
+        cell.scale = pixelRatio
+        let context: SDWebImageContext = [.customManager: manager]
         cell.sd_setImage(with: url, placeholderImage: placeholder, options: [.progressiveLoad], context: context,
                          progress: nil) { [weak self, weak cell] image, error, _, imageURL in
             guard let self, let cell, cell.url == imageURL else { return }

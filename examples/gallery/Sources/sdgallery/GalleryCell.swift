@@ -22,7 +22,18 @@ final class GalleryCell: SDWebImageView, @unchecked Sendable {
     private var stale = false
     private let changed: () -> Void
 
-    init(changed: @escaping () -> Void) { self.changed = changed }
+    /// The cell's size in window points and the screen's pixels per point
+    /// (SDL's drawable size over its window size: 2 on a HiDPI screen): with
+    /// `.fitView` sizing, each load decodes no larger than the cell's pixels.
+    var viewSize: CGSize?
+    var scale = 1.0
+    var sd_viewSize: CGSize? { viewSize }
+    var sd_scaleFactor: Double { scale }
+
+    init(changed: @escaping () -> Void) {
+        self.changed = changed
+        sd_webImageState.imageSizing = .fitView()
+    }
 
     deinit { if let texture { SDL_DestroyTexture(texture) } }
 
