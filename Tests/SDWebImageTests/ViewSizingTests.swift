@@ -13,9 +13,11 @@ final class SizedTestView: SDWebImageView, @unchecked Sendable {
     var size: CGSize?
     var scale = 1.0
     private(set) var shown: [SDImage?] = []
+    private(set) var overlays: [SDImage?] = []
 
     init() { sd_viewQueue = SDCallbackQueue(dispatchQueue: queue) }
     func sd_display(_ image: SDImage?) { shown.append(image) }
+    func sd_displayIndicator(_ overlay: SDImage?) { overlays.append(overlay) }
     var sd_viewSize: CGSize? { size }
     var sd_scaleFactor: Double { scale }
 
@@ -57,7 +59,7 @@ final class CompletionLog: @unchecked Sendable {
 
 /// Views II: decode to the view's size (HiDPI included), load again when it
 /// grows past a threshold, and a failure image distinct from the placeholder.
-@Suite("Views: sized to the view, HiDPI, a failure image", .serialized)
+@Suite("Views II: sized to the view, HiDPI, a failure image, activity indicators", .serialized)
 struct ViewSizingTests {
     let servers = TestServers.shared
 
@@ -194,5 +196,75 @@ struct ViewSizingTests {
         await logE.wait(count: 1)
         #expect((logE.last?.1 as? SDWebImageError)?.code == .cancelled)
         #expect(await e.onView { e.shown.map { $0?.width } } == [5])
+    }
+
+    static func pixels(_ image: SDImage?) -> [UInt8]? { image?.bitmap.withUnsafeBytes { Array($0) } }
+
+    @Test("A progress indicator: started when the load starts, filled as bytes arrive, gone when it ends")
+    func progressIndicator() async throws {
+        let s = try #require(servers)
+        let url = s.url(s.fault, "/drip-file?name=img/n5.jpg&piece=64&gap=20")
+        let (m, _) = makeManager()
+        let view = SizedTestView()
+        let bar = SDWebImageProgressIndicator(size: 50, height: 3)
+        let log = CompletionLog()
+        await view.onView {
+            view.sd_imageIndicator = bar
+            view.sd_setImage(with: url, context: [.customManager: m], completed: log.block)
+        }
+        await log.wait(count: 1)
+        let overlays = await view.onView { view.overlays }
+        #expect(overlays.first??.width == 50 && overlays.first??.height == 3)
+        #expect(!overlays.isEmpty && overlays.last.flatMap { $0 } == nil, "stopped: the overlay is gone")
+        // the filled part grew: count opaque pixels in the first row of each overlay
+        let filled = overlays.compactMap { $0 }.map { img -> Int in
+            let px = Self.pixels(img)!
+            return (0..<50).filter { px[$0 * 4 + 3] == 255 }.count
+        }
+        #expect(filled.first == 0 && filled.contains { $0 > 0 } && filled == filled.sorted(), "\(filled)")
+        #expect(!bar.isAnimating && bar.progress > 0)
+        // a memory hit: started and stopped in the same call; a nil URL starts nothing
+        let counts = await view.onView { () -> (Int, Int) in
+            let before = view.overlays.count
+            view.sd_setImage(with: url, context: [.customManager: m])
+            let hit = view.overlays.count - before
+            view.sd_setImage(with: nil)
+            return (hit, view.overlays.count - before - hit)
+        }
+        #expect(counts.0 == 2 && counts.1 == 0)
+    }
+
+    @Test("An activity indicator turns on its clock while the load runs and stops with it")
+    func activityIndicator() async throws {
+        let s = try #require(servers)
+        let gate = UUID().uuidString
+        defer { _ = s.faultGet("/open?gate=\(gate)") }
+        let url = s.url(s.fault, "/drip-file?name=img/n6.jpg&piece=64&gap=5&gate=\(gate)")
+        let (m, _) = makeManager()
+        let view = SizedTestView()
+        let clock = SDAnimatedImageManualClock()
+        let spinner = SDWebImageActivityIndicator(size: 24, clock: clock)
+        let log = CompletionLog()
+        await view.onView {
+            view.sd_imageIndicator = spinner
+            view.sd_setImage(with: url, context: [.customManager: m], completed: log.block)
+        }
+        #expect(spinner.isAnimating && clock.isRunning && spinner.frameIndex == 0)
+        clock.advance(by: 1.0 / 12)
+        clock.advance(by: 1.0 / 12)
+        #expect(spinner.frameIndex == 2)
+        let frames = await view.onView { view.overlays.compactMap { Self.pixels($0) } }
+        #expect(frames.count == 3 && frames[0] != frames[1] && frames[1] != frames[2], "the arc turns")
+        #expect(frames[0].enumerated().contains { $0.offset % 4 == 3 && $0.element == 255 }, "something drawn")
+        _ = s.faultGet("/open?gate=\(gate)")
+        await log.wait(count: 1)
+        #expect(log.last?.0 != nil)
+        #expect(!spinner.isAnimating && !clock.isRunning)
+        let last = await view.onView { (view.overlays.count, view.overlays.last.flatMap { $0 } == nil) }
+        #expect(last.0 > 3 && last.1)
+        // replaced: the old indicator is stopped and draws no more
+        await view.onView { view.sd_imageIndicator = SDWebImageProgressIndicator() }
+        clock.advance(by: 1)
+        #expect(spinner.frameIndex == 2)
     }
 }

@@ -71,6 +71,28 @@ extension SDWebImageView {
         set { sd_webImageState.imageTransition = newValue }
     }
 
+    /// What the view shows while it loads (SDWebImage's `sd_imageIndicator`):
+    /// started when a load with a URL begins, given the fraction of bytes,
+    /// stopped when the load ends. A built-in one
+    /// (``SDWebImageActivityIndicator``, ``SDWebImageProgressIndicator``)
+    /// draws into ``sd_displayIndicator(_:)``. Set it on ``sd_viewQueue``.
+    public var sd_imageIndicator: (any SDWebImageIndicator)? {
+        get { sd_webImageState.indicator }
+        set {
+            let state = sd_webImageState
+            if let old = state.indicator {
+                old.stopAnimatingIndicator()
+                (old as? any DrawnIndicator)?.core.draw = nil
+            }
+            if let drawn = newValue as? any DrawnIndicator {
+                let weakView = WeakView(self)
+                let queue = sd_viewQueue
+                drawn.core.draw = { overlay in queue.async { weakView.view?.sd_displayIndicator(overlay) } }
+            }
+            state.indicator = newValue
+        }
+    }
+
     /// Load `url` through the manager and show it on the view (SDWebImage's
     /// `sd_setImage(with:placeholderImage:options:context:progress:completed:)`
     /// and its shorter forms): the view's previous load with the same
@@ -145,6 +167,8 @@ extension SDWebImageView {
         }
 
         state.imageProgress.update(completed: 0, total: 0)
+        let indicator = state.indicator
+        indicator?.startAnimatingIndicator()
         let manager = (context?[.customManager] as? SDWebImageManager) ?? .shared
         var ctx = sized
         if ctx[.callbackQueue] == nil { ctx[.callbackQueue] = queue }  // results land on the view's queue
@@ -155,6 +179,12 @@ extension SDWebImageView {
         let progressBlock: SDImageLoaderProgressBlock = { [weak state] received, expected, imageURL in
             if let state, state.isCurrent(generation, key: key) {  // weak: the view's end must end its state
                 state.imageProgress.update(completed: Int64(received), total: Int64(expected))
+                if let indicator, expected > 0 {
+                    let fraction = min(1, Double(received) / Double(expected))
+                    queue.async {
+                        if state.isCurrent(generation, key: key) { indicator.updateIndicatorProgress(fraction) }
+                    }
+                }
             }
             progress?(received, expected, imageURL)
         }
@@ -339,7 +369,10 @@ struct ViewLoadResult: Sendable {
         if finished {
             token.finish(state: state, key: key)
             _ = state.takePending(forKey: key, generation: generation)
-            if current { state.imageProgress.finish() }
+            if current {
+                state.imageProgress.finish()
+                state.indicator?.stopAnimatingIndicator()
+            }
         }
         // a failure (not a cancel) shows the failure image when there is one
         let failed = finished && image == nil && error != nil && (error as? SDWebImageError)?.code != .cancelled

@@ -49,6 +49,10 @@ public protocol SDWebImageView: AnyObject {
     /// `gtk_widget_get_scale_factor`, SDL's drawable width over window
     /// width): 2 on a HiDPI screen. Default 1.
     var sd_scaleFactor: Double { get }
+    /// Show an activity indicator's overlay over the image (nil: none), on
+    /// ``sd_viewQueue``: what the built-in indicators draw (see
+    /// ``sd_imageIndicator``). The default ignores it.
+    func sd_displayIndicator(_ overlay: SDImage?)
 }
 
 extension SDWebImageView {
@@ -59,6 +63,7 @@ extension SDWebImageView {
     public func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock { SDAnimatedImageDisplayClock() }
     public var sd_viewSize: CGSize? { nil }
     public var sd_scaleFactor: Double { 1 }
+    public func sd_displayIndicator(_ overlay: SDImage?) {}
 }
 
 /// How a view sizes what it loads (Coil's `ViewSizeResolver`, Glide's
@@ -96,6 +101,7 @@ public final class SDWebImageViewState: @unchecked Sendable {
     private var _sizing: SDWebImageViewSizing = .original
     private var _lastLoad: ViewLoadRecord?  // what the latest sd_setImage asked for, to load again when the view grows
     private var _shownImage: SDImage?       // what the latest result put on the view
+    private var _indicator: (any SDWebImageIndicator)?
 
     /// The progress of the current load (SDWebImage's `sd_imageProgress`).
     public let imageProgress = SDWebImageProgress()
@@ -125,6 +131,11 @@ public final class SDWebImageViewState: @unchecked Sendable {
     public var imageSizing: SDWebImageViewSizing {
         get { locked { _sizing } }
         set { locked { _sizing = newValue } }
+    }
+
+    var indicator: (any SDWebImageIndicator)? {
+        get { locked { _indicator } }
+        set { locked { _indicator = newValue } }
     }
 
     var lastLoad: ViewLoadRecord? {
