@@ -57,8 +57,11 @@ static GdkTexture *texture_from(sd_bitmap *bmp)
 static void show(Cell *c, GdkTexture *t)
 {
     gtk_picture_set_paintable(GTK_PICTURE(c->picture), GDK_PAINTABLE(t));
+    /* HiDPI: the texture holds scale x the cell's logical pixels; shown at
+     * its logical size, GTK draws every one of them */
+    int scale = gtk_widget_get_scale_factor(c->picture);
     if (t)
-        gtk_widget_set_size_request(c->picture, gdk_texture_get_width(t), gdk_texture_get_height(t));
+        gtk_widget_set_size_request(c->picture, gdk_texture_get_width(t) / scale, gdk_texture_get_height(t) / scale);
     c->loaded = t != NULL;
 }
 
@@ -99,7 +102,7 @@ static void setup_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer 
     gtk_widget_set_size_request(box, cell_size, cell_size);
     Cell *c = g_new0(Cell, 1);
     c->picture = gtk_picture_new();
-    gtk_picture_set_can_shrink(GTK_PICTURE(c->picture), FALSE);
+    gtk_picture_set_can_shrink(GTK_PICTURE(c->picture), TRUE); /* to its logical size on HiDPI */
     gtk_widget_set_halign(c->picture, GTK_ALIGN_CENTER);
     gtk_widget_set_valign(c->picture, GTK_ALIGN_CENTER);
     gtk_widget_set_vexpand(c->picture, TRUE);
@@ -124,7 +127,8 @@ static void bind_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer d
     const char *url = gtk_string_list_get_string(urls, c->index);
     if (sd_request_new(url, &req) != SD_OK)
         return;
-    sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, cell_size); /* a thumbnail, decoded small */
+    /* a thumbnail, decoded small: the cell's size in device pixels (HiDPI: times the scale factor) */
+    sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, cell_size * gtk_widget_get_scale_factor(c->picture));
     sd_request_set(req, SD_REQ_PRIORITY, SD_PRIORITY_HIGH);
     sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = on_complete;
