@@ -16,8 +16,12 @@ public enum SDCallbackPolicy: Int, Sendable {
 /// policy. The `.callbackQueue` context key takes one (or a plain
 /// `DispatchQueue`, which means `.dispatch` on it).
 public final class SDCallbackQueue: Sendable {
-    /// The dispatch queue blocks go to.
+    /// The dispatch queue blocks go to. For a main-loop queue
+    /// (``init(mainLoop:policy:)``) a private serial queue the callbacks do
+    /// not run on: use ``async(execute:)`` and ``asyncAfter(deadline:execute:)``.
     public let queue: DispatchQueue
+    /// The main loop blocks go to, when made with ``init(mainLoop:policy:)``.
+    public let mainLoop: SDMainLoopQueue?
     private let _policy: Locked<SDCallbackPolicy>
     private let isMain: Bool
     private static let key = DispatchSpecificKey<ObjectIdentifier>()
@@ -25,15 +29,28 @@ public final class SDCallbackQueue: Sendable {
     /// Blocks on `queue` by `policy`.
     public init(dispatchQueue queue: DispatchQueue, policy: SDCallbackPolicy = .safeExecute) {
         self.queue = queue
+        mainLoop = nil
         _policy = Locked(policy)
         isMain = queue === DispatchQueue.main
         if policy == .safeExecute { tag() }  // .dispatch (what a plain queue in a context means) never asks
+    }
+
+    /// Blocks into your program's main loop (a GLib main context, an SDL
+    /// event loop) by `policy`: `.safeExecute` runs a block at once when
+    /// called on the loop's thread, else it waits for the loop's
+    /// ``SDMainLoopQueue/drain()``.
+    public init(mainLoop: SDMainLoopQueue, policy: SDCallbackPolicy = .safeExecute) {
+        self.mainLoop = mainLoop
+        queue = DispatchQueue(label: "SDCallbackQueue.mainLoop")
+        _policy = Locked(policy)
+        isMain = false
     }
 
     /// Tag the queue so a block can tell it is already on it (the main queue
     /// is told by the thread; global queues cannot be tagged, so safeExecute
     /// on them always dispatches).
     private func tag() {
+        guard mainLoop == nil else { return }  // told by its thread
         let id = ObjectIdentifier(queue)
         if !isMain, !queue.label.hasPrefix("com.apple.root."), queue.getSpecific(key: Self.key) != id {
             queue.setSpecific(key: Self.key, value: id)
@@ -56,7 +73,8 @@ public final class SDCallbackQueue: Sendable {
 
     /// Whether the caller is running on this queue now.
     var isCurrent: Bool {
-        isMain ? Thread.isMainThread : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(queue)
+        if let mainLoop { return mainLoop.isMainLoopThread }
+        return isMain ? Thread.isMainThread : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(queue)
     }
 
     /// Run `block` by the policy, without waiting when it goes to the queue.
@@ -64,7 +82,17 @@ public final class SDCallbackQueue: Sendable {
         switch policy {
         case .invoke: block()
         case .safeExecute where isCurrent: block()
-        default: queue.async(execute: block)
+        default:
+            if let mainLoop { mainLoop.enqueue(block) } else { queue.async(execute: block) }
+        }
+    }
+
+    /// Run `block` on the queue (or its main loop) at `deadline`, whatever the policy.
+    public func asyncAfter(deadline: DispatchTime, execute block: @escaping @Sendable () -> Void) {
+        if let mainLoop {
+            DispatchQueue.global().asyncAfter(deadline: deadline) { mainLoop.enqueue(block) }
+        } else {
+            queue.asyncAfter(deadline: deadline, execute: block)
         }
     }
 
@@ -74,9 +102,24 @@ public final class SDCallbackQueue: Sendable {
         switch policy {
         case .invoke: block()
         case _ where isCurrent: block()
-        default: queue.sync(execute: block)
+        default:
+            guard let mainLoop else { return queue.sync(execute: block) }
+            // from another thread: wait for the loop to run it (the loop must be running)
+            withoutActuallyEscaping(block) { escaping in
+                let box = UncheckedSendableBlock(escaping)
+                let done = DispatchSemaphore(value: 0)
+                mainLoop.enqueue { box.block(); done.signal() }
+                done.wait()
+            }
         }
     }
+}
+
+/// A block that `sync` hands to the main loop and waits for.
+// @unchecked: the caller waits until the loop has run it; nothing else holds it.
+private final class UncheckedSendableBlock: @unchecked Sendable {
+    let block: () -> Void
+    init(_ block: @escaping () -> Void) { self.block = block }
 }
 
 extension SDCallbackQueue {

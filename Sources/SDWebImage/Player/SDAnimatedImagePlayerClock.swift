@@ -19,6 +19,9 @@ public protocol SDAnimatedImagePlayerClock: AnyObject, Sendable {
 // @unchecked: `lock` guards `timer` (DispatchSourceTimer is not Sendable); the rest is immutable.
 public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unchecked Sendable {
     private let queue: DispatchQueue
+    private let mainLoop: SDMainLoopQueue?
+    private let pending = Locked(false)  // a main-loop tick queued and not yet run
+    private let generation = Locked(0)   // bumped by start and stop: a queued tick of an older one is dropped
     private let interval: TimeInterval
     private let lock = NSLock()
     private var timer: DispatchSourceTimer?
@@ -26,6 +29,17 @@ public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unc
     /// Tick `framesPerSecond` times a second (at least 1) on `queue`.
     public init(queue: DispatchQueue = DispatchQueue(label: "SDAnimatedImagePlayer.clock"), framesPerSecond: Double = 60) {
         self.queue = queue
+        mainLoop = nil
+        interval = 1 / max(1, framesPerSecond)
+    }
+
+    /// Tick `framesPerSecond` times a second inside your main loop (its
+    /// ``SDMainLoopQueue/drain()``): a timer queues each tick unless the last
+    /// one has not run yet, so a busy loop is never flooded; while no player
+    /// plays, the clock is stopped and wakes nothing.
+    public init(mainLoop: SDMainLoopQueue, framesPerSecond: Double = 60) {
+        queue = DispatchQueue(label: "SDAnimatedImagePlayer.clock")
+        self.mainLoop = mainLoop
         interval = 1 / max(1, framesPerSecond)
     }
 
@@ -34,7 +48,20 @@ public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unc
     public func start(_ tick: @escaping @Sendable () -> Void) {
         let t = DispatchSource.makeTimerSource(queue: queue)
         t.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(1))
-        t.setEventHandler(handler: tick)
+        if let mainLoop {
+            let (pending, generation) = (self.pending, self.generation)
+            let mine = generation.withLock { g in g += 1; return g }
+            pending.set(false)
+            t.setEventHandler {
+                guard pending.withLock({ p in defer { p = true }; return !p }) else { return }
+                mainLoop.enqueue {
+                    pending.set(false)
+                    if generation.current == mine { tick() }  // not after stop, nor a replaced start
+                }
+            }
+        } else {
+            t.setEventHandler(handler: tick)
+        }
         lock.lock()
         timer?.cancel()
         timer = t
@@ -43,6 +70,7 @@ public final class SDAnimatedImageDisplayClock: SDAnimatedImagePlayerClock, @unc
     }
 
     public func stop() {
+        generation.withLock { $0 += 1 }
         lock.lock()
         timer?.cancel()
         timer = nil

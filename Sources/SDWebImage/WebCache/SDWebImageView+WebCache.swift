@@ -246,7 +246,7 @@ extension SDWebImageView {
         let alphas = transition.alphas
         let step = transition.duration / Double(alphas.count)
         let weakView = WeakView(self)
-        let queue = sd_viewQueue.queue
+        let queue = sd_viewQueue
         let boxed = player.map(PlayerBox.init)
         @Sendable func frame(_ i: Int) {
             guard let view = weakView.view, view.sd_webImageState.isShown(generation) else {

@@ -26,11 +26,14 @@ final class Gallery: @unchecked Sendable {
     private var scrollY = 0
     private var dirty = true
     private(set) var failures = 0
+    /// The SDL event loop's queue the cells' callbacks are drained from.
+    let mainLoop: SDMainLoopQueue
     /// Renderer pixels per window point (the cells are laid out in pixels).
     let pixelRatio: Double
 
     init(window: OpaquePointer, renderer: OpaquePointer, urls: [URL], cellSize: Int, manager: SDWebImageManager,
-         layoutPath: String?, fade: Double) {
+         layoutPath: String?, fade: Double, mainLoop: SDMainLoopQueue) {
+        self.mainLoop = mainLoop
         self.window = window
         self.renderer = renderer
         self.urls = urls
@@ -109,7 +112,7 @@ final class Gallery: @unchecked Sendable {
             spare.append(cell)
         }
         for index in wanted where cells[index] == nil {
-            let cell = spare.popLast() ?? GalleryCell { [unowned self] in self.dirty = true }
+            let cell = spare.popLast() ?? GalleryCell(mainLoop: mainLoop) { [unowned self] in self.dirty = true }
             bind(cell, to: index)
             cells[index] = cell
         }

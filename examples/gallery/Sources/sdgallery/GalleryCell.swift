@@ -8,7 +8,11 @@ import SDWebImage
 /// never shown (the layer's generations). Touched on the main thread only.
 final class GalleryCell: SDWebImageView, @unchecked Sendable {
     let sd_webImageState = SDWebImageViewState()
-    var sd_viewQueue: SDCallbackQueue { .main }
+    /// The program's SDL event loop: results, transition frames and
+    /// animation ticks are drained there (no libdispatch main queue runs).
+    let sd_viewQueue: SDCallbackQueue
+    private let mainLoop: SDMainLoopQueue
+    func sd_makeAnimationClock() -> any SDAnimatedImagePlayerClock { SDAnimatedImageDisplayClock(mainLoop: mainLoop) }
 
     /// The grid index shown (-1: spare) and its URL.
     var index = -1
@@ -30,7 +34,9 @@ final class GalleryCell: SDWebImageView, @unchecked Sendable {
     var sd_viewSize: CGSize? { viewSize }
     var sd_scaleFactor: Double { scale }
 
-    init(changed: @escaping () -> Void) {
+    init(mainLoop: SDMainLoopQueue, changed: @escaping () -> Void) {
+        self.mainLoop = mainLoop
+        sd_viewQueue = SDCallbackQueue(mainLoop: mainLoop)
         self.changed = changed
         sd_webImageState.imageSizing = .fitView()
     }

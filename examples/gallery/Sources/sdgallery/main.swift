@@ -59,14 +59,23 @@ guard let window = SDL_CreateWindow("sd gallery", 0, 0, Int32(width), Int32(heig
 guard let renderer = SDL_CreateRenderer(window, -1, 0) else {
     fail("SDL_CreateRenderer: \(String(cString: SDL_GetError()))")
 }
+// The cells' callbacks wait in this queue; a queued batch pushes an SDL
+// user event, which wakes SDL_WaitEvent below.
+let wakeType = SDL_RegisterEvents(1)
+let mainLoop = SDMainLoopQueue(wakeup: {
+    var e = SDL_Event()
+    e.type = wakeType
+    SDL_PushEvent(&e)
+})
 let gallery = Gallery(window: window, renderer: renderer, urls: urls, cellSize: cell, manager: manager,
-                      layoutPath: layoutPath, fade: fade)
+                      layoutPath: layoutPath, fade: fade, mainLoop: mainLoop)
 var info = SDL_RendererInfo()
 SDL_GetRendererInfo(renderer, &info)
 FileHandle.standardError.write(Data(("sdgallery: \(urls.count) images, SDL renderer \(String(cString: info.name)), "
     + (gallery.blend != nil ? "premultiplied blend\n" : "no premultiplied blend: images with alpha composited first\n")).utf8))
 
 @MainActor func quit() -> Never {
+    FileHandle.standardError.write(Data("sdgallery: \(wakes) wakeups of the event loop\n".utf8))
     gallery.close()
     SDL_DestroyRenderer(renderer)
     SDL_DestroyWindow(window)
@@ -96,24 +105,17 @@ FileHandle.standardError.write(Data(("sdgallery: \(urls.count) images, SDL rende
     }
 }
 
-// SDL on the main thread, beside the main queue the cells' results come to:
-// a 60 Hz timer polls the events and draws when something changed.
-let frame = DispatchSource.makeTimerSource(queue: .main)
-frame.schedule(deadline: .now(), repeating: .milliseconds(16), leeway: .milliseconds(2))
-frame.setEventHandler {
-    MainActor.assumeIsolated {
-        var e = SDL_Event()
-        while SDL_PollEvent(&e) != 0 { handle(e) }
-        gallery.update()
-    }
+// SDL's own event loop on the main thread: it sleeps in SDL_WaitEvent until
+// an event comes — input, or a batch of the cells' callbacks (loads,
+// transition frames, animation ticks, which tick only while something
+// plays) — then drains the callbacks and draws if something changed. SDL
+// turns SIGINT and SIGTERM into SDL_QUIT.
+var event = SDL_Event()
+var wakes = 0
+while true {
+    if SDL_WaitEvent(&event) != 0 { handle(event) }
+    while SDL_PollEvent(&event) != 0 { handle(event) }
+    mainLoop.drain()
+    gallery.update()
+    wakes += 1
 }
-frame.resume()
-let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
-signal(SIGTERM, SIG_IGN)
-term.setEventHandler { MainActor.assumeIsolated { () -> Void in quit() } }
-term.resume()
-signal(SIGINT, SIG_IGN)
-let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
-interrupt.setEventHandler { MainActor.assumeIsolated { () -> Void in quit() } }
-interrupt.resume()
-dispatchMain()
