@@ -27,7 +27,7 @@ base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count "${COUNT:-$([ -n 
 
 if [ -n "${SHOW:-}" ]; then  # make gallery: on your display, until you close it
   [ -n "${DISPLAY:-}" ] || { echo "gallery: no DISPLAY (make gallery-check runs it under Xvfb)"; exit 1; }
-  "$sdl" --list "$work/urls.txt" --cell 128 --width 900 --height 700
+  "$sdl" --list "$work/urls.txt" --cell 128 --width 900 --height 700 --indicators "${INDICATORS:-activity}"
   exit $?
 fi
 

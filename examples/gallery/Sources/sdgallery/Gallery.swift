@@ -28,12 +28,15 @@ final class Gallery: @unchecked Sendable {
     private(set) var failures = 0
     /// The SDL event loop's queue the cells' callbacks are drained from.
     let mainLoop: SDMainLoopQueue
+    /// The cells' activity indicator ("activity", "progress"; nil: none).
+    let indicator: String?
     /// Renderer pixels per window point (the cells are laid out in pixels).
     let pixelRatio: Double
 
     init(window: OpaquePointer, renderer: OpaquePointer, urls: [URL], cellSize: Int, manager: SDWebImageManager,
-         layoutPath: String?, fade: Double, mainLoop: SDMainLoopQueue) {
+         layoutPath: String?, fade: Double, mainLoop: SDMainLoopQueue, indicator: String? = nil) {
         self.mainLoop = mainLoop
+        self.indicator = indicator
         self.window = window
         self.renderer = renderer
         self.urls = urls
@@ -112,7 +115,7 @@ final class Gallery: @unchecked Sendable {
             spare.append(cell)
         }
         for index in wanted where cells[index] == nil {
-            let cell = spare.popLast() ?? GalleryCell(mainLoop: mainLoop) { [unowned self] in self.dirty = true }
+            let cell = spare.popLast() ?? GalleryCell(mainLoop: mainLoop, indicator: indicator) { [unowned self] in self.dirty = true }
             bind(cell, to: index)
             cells[index] = cell
         }
@@ -146,8 +149,15 @@ final class Gallery: @unchecked Sendable {
         SDL_SetRenderDrawColor(renderer, bg.0, bg.1, bg.2, 255)
         SDL_RenderClear(renderer)
         for cell in cells.values {
-            guard var rect = imageRect(cell), let tex = cell.texture(renderer, blend: blend, background: bg) else { continue }
-            SDL_RenderCopy(renderer, tex, nil, &rect)
+            if var rect = imageRect(cell), let tex = cell.texture(renderer, blend: blend, background: bg) {
+                SDL_RenderCopy(renderer, tex, nil, &rect)
+            }
+            if let overlay = cell.overlay, let tex = cell.overlayTexture(renderer, blend: blend), cell.index >= 0 {
+                let (x, y) = cellOrigin(cell.index)
+                var r = SDL_Rect(x: Int32(x + (cellSize - overlay.width) / 2), y: Int32(y + (cellSize - overlay.height) / 2),
+                                 w: Int32(overlay.width), h: Int32(overlay.height))
+                SDL_RenderCopy(renderer, tex, nil, &r)
+            }
         }
         SDL_RenderPresent(renderer)
     }

@@ -34,14 +34,49 @@ final class GalleryCell: SDWebImageView, @unchecked Sendable {
     var sd_viewSize: CGSize? { viewSize }
     var sd_scaleFactor: Double { scale }
 
-    init(mainLoop: SDMainLoopQueue, changed: @escaping () -> Void) {
+    init(mainLoop: SDMainLoopQueue, indicator: String? = nil, changed: @escaping () -> Void) {
         self.mainLoop = mainLoop
         sd_viewQueue = SDCallbackQueue(mainLoop: mainLoop)
         self.changed = changed
         sd_webImageState.imageSizing = .fitView()
+        switch indicator {  // --indicators: what shows while a cell loads
+        case "activity": sd_imageIndicator = SDWebImageActivityIndicator(size: 28, clock: SDAnimatedImageDisplayClock(mainLoop: mainLoop, framesPerSecond: 12))
+        case "progress": sd_imageIndicator = SDWebImageProgressIndicator(size: 64, height: 4)
+        default: break
+        }
     }
 
-    deinit { if let texture { SDL_DestroyTexture(texture) } }
+    deinit {
+        if let texture { SDL_DestroyTexture(texture) }
+        if let overlayTexture { SDL_DestroyTexture(overlayTexture) }
+    }
+
+    /// The activity indicator's overlay (nil: none), drawn over the cell.
+    private(set) var overlay: SDImage?
+    private var overlayTexture: OpaquePointer?
+    private var overlayStale = false
+
+    func sd_displayIndicator(_ overlay: SDImage?) {
+        self.overlay = overlay
+        overlayStale = true
+        changed()
+    }
+
+    /// The overlay's texture (premultiplied "over": only where the renderer
+    /// has that blend; SDL's software renderer shows no indicator).
+    func overlayTexture(_ renderer: OpaquePointer, blend: SDL_BlendMode?) -> OpaquePointer? {
+        guard let overlay, let blend else { return nil }
+        if overlayStale || overlayTexture == nil {
+            if let overlayTexture { SDL_DestroyTexture(overlayTexture) }
+            overlayTexture = SDL_CreateTexture(renderer, SDL_PIXELFORMAT_ARGB8888.rawValue,
+                                               Int32(SDL_TEXTUREACCESS_STATIC.rawValue), Int32(overlay.width), Int32(overlay.height))
+            guard let overlayTexture else { return nil }
+            SDL_SetTextureBlendMode(overlayTexture, blend)
+            overlay.withUnsafeBytes { _ = SDL_UpdateTexture(overlayTexture, nil, $0.baseAddress, Int32(overlay.bytesPerRow)) }
+            overlayStale = false
+        }
+        return overlayTexture
+    }
 
     func sd_display(_ image: SDImage?) { sd_display(image, alpha: 1) }
 

@@ -3,7 +3,7 @@
 // progressive previews, animated GIF/WebP playing, a fade-in.
 //
 //   sdgallery --list URLS.txt [--cell 128] [--width 900] [--height 700]
-//             [--fade SECONDS] [--cache DIR] [--layout FILE]
+//             [--fade SECONDS] [--cache DIR] [--layout FILE] [--indicators activity|progress]
 //
 // Wheel, arrow keys, Page Up/Down, Home/End scroll; Escape or q quits.
 // --layout writes, after every frame drawn, where each visible image is and
@@ -22,6 +22,7 @@ func fail(_ message: String, status: Int32 = 1) -> Never {
 
 var listPath: String?, layoutPath: String?, cacheDir: String?
 var cell = 128, width = 900, height = 700, fade = 0.25
+var indicators: String?  // "activity" or "progress": shown while a cell loads
 var args = CommandLine.arguments.dropFirst()
 while let flag = args.popFirst() {
     guard let value = args.popFirst() else { fail("\(flag) needs a value", status: 2) }
@@ -33,11 +34,12 @@ while let flag = args.popFirst() {
     case "--width": width = Int(value) ?? 0
     case "--height": height = Int(value) ?? 0
     case "--fade": fade = Double(value) ?? -1
+    case "--indicators": indicators = value
     default: fail("unknown option \(flag)", status: 2)
     }
 }
 guard let listPath, cell >= 16, width >= 64, height >= 64, fade >= 0 else {
-    fail("usage: sdgallery --list URLS.txt [--cell 128] [--width W] [--height H] [--fade S] [--cache DIR] [--layout FILE]",
+    fail("usage: sdgallery --list URLS.txt [--cell 128] [--width W] [--height H] [--fade S] [--cache DIR] [--layout FILE] [--indicators activity|progress]",
          status: 2)
 }
 guard let list = try? String(contentsOfFile: listPath, encoding: .utf8) else { fail("cannot read \(listPath)") }
@@ -68,7 +70,7 @@ let mainLoop = SDMainLoopQueue(wakeup: {
     SDL_PushEvent(&e)
 })
 let gallery = Gallery(window: window, renderer: renderer, urls: urls, cellSize: cell, manager: manager,
-                      layoutPath: layoutPath, fade: fade, mainLoop: mainLoop)
+                      layoutPath: layoutPath, fade: fade, mainLoop: mainLoop, indicator: indicators)
 var info = SDL_RendererInfo()
 SDL_GetRendererInfo(renderer, &info)
 FileHandle.standardError.write(Data(("sdgallery: \(urls.count) images, SDL renderer \(String(cString: info.name)), "
