@@ -267,4 +267,44 @@ struct ViewSizingTests {
         clock.advance(by: 1)
         #expect(spinner.frameIndex == 2)
     }
+
+    @Test("sd_imageLoadState: running, then finished with no error, a failure's error, or cancelled; per operation key")
+    func loadStateTransitions() async throws {
+        let s = try #require(servers)
+        let gate = UUID().uuidString
+        defer { _ = s.faultGet("/open?gate=\(gate)") }
+        let held = s.url(s.fault, "/drip-file?name=img/n7.jpg&piece=64&gap=5&gate=\(gate)")
+        let (m, _) = makeManager()
+        let view = SizedTestView()
+        #expect(view.sd_imageLoadState == nil)
+        let log = CompletionLog()
+        let running = await view.onView { () -> SDWebImageLoadState? in
+            view.sd_setImage(with: held, context: [.customManager: m], completed: log.block)
+            return view.sd_imageLoadState
+        }
+        #expect(running?.url == held && running?.isFinished == false && running?.error == nil)
+        _ = s.faultGet("/open?gate=\(gate)")
+        await log.wait(count: 1)
+        let done = await view.onView { view.sd_imageLoadState }
+        #expect(done?.isFinished == true && done?.error == nil && done?.progress.fractionCompleted == 1)
+        // a failure
+        let missing = s.url(s.http, "/img/no-such-\(UUID().uuidString).jpg")
+        await view.onView { view.sd_setImage(with: missing, context: [.customManager: m], completed: log.block) }
+        await log.wait(count: 2)
+        let failed = await view.onView { view.sd_imageLoadState }
+        #expect(failed?.url == missing && failed?.isFinished == true && failed?.error != nil && failed?.error?.code != .cancelled)
+        // cancelled, under its own key; the default key's state stays
+        let gate2 = UUID().uuidString
+        defer { _ = s.faultGet("/open?gate=\(gate2)") }
+        let held2 = s.url(s.fault, "/drip-file?name=img/n8.jpg&piece=64&gap=5&gate=\(gate2)")
+        let states = await view.onView { () -> (SDWebImageLoadState?, SDWebImageLoadState?) in
+            view.sd_setImage(with: held2, context: [.customManager: m, .setImageOperationKey: "background"], completed: log.block)
+            view.sd_cancelImageLoadOperation(withKey: "background")
+            return (view.sd_imageLoadState(forKey: "background"), view.sd_imageLoadState(forKey: "SizedTestView"))
+        }
+        await log.wait(count: 3)
+        #expect(states.0?.isFinished == true && states.0?.error?.code == .cancelled)
+        #expect(states.1?.url == missing)
+    }
 }
+

@@ -60,6 +60,14 @@ extension SDWebImageView {
     public var sd_imageURL: URL? { sd_webImageState.imageURL }
     /// The operation key of the latest `sd_setImage` on the view.
     public var sd_latestOperationKey: String? { sd_webImageState.latestOperationKey }
+    /// The state of the latest load on the view (SDWebImage's `sd_imageLoadState`).
+    public var sd_imageLoadState: SDWebImageLoadState? {
+        sd_imageLoadState(forKey: sd_latestOperationKey)
+    }
+    /// The state of the load under `key` (SDWebImage's `sd_imageLoadStateForKey:`).
+    public func sd_imageLoadState(forKey key: String?) -> SDWebImageLoadState? {
+        key.flatMap { sd_webImageState.loadState(forKey: $0) }
+    }
     /// The progress of the current load (bytes; SDWebImage's `sd_imageProgress`).
     public var sd_imageProgress: SDWebImageProgress { sd_webImageState.imageProgress }
     /// The transition for images from the network and from an asynchronous
@@ -167,6 +175,7 @@ extension SDWebImageView {
         }
 
         state.imageProgress.update(completed: 0, total: 0)
+        state.setLoadState(SDWebImageLoadState(url: url, progress: state.imageProgress, generation: generation), forKey: key)
         let indicator = state.indicator
         indicator?.startAnimatingIndicator()
         let manager = (context?[.customManager] as? SDWebImageManager) ?? .shared
@@ -372,6 +381,11 @@ struct ViewLoadResult: Sendable {
             if current {
                 state.imageProgress.finish()
                 state.indicator?.stopAnimatingIndicator()
+                if var s = state.loadState(forKey: key), s.generation == generation {
+                    s.isFinished = true
+                    s.error = image == nil ? (error as? SDWebImageError ?? SDWebImageError(.badImageData, "\(error.map { "\($0)" } ?? "no image")")) : nil
+                    state.setLoadState(s, forKey: key)
+                }
             }
         }
         // a failure (not a cancel) shows the failure image when there is one

@@ -102,6 +102,7 @@ public final class SDWebImageViewState: @unchecked Sendable {
     private var _lastLoad: ViewLoadRecord?  // what the latest sd_setImage asked for, to load again when the view grows
     private var _shownImage: SDImage?       // what the latest result put on the view
     private var _indicator: (any SDWebImageIndicator)?
+    private var loadStates: [String: SDWebImageLoadState] = [:]
 
     /// The progress of the current load (SDWebImage's `sd_imageProgress`).
     public let imageProgress = SDWebImageProgress()
@@ -132,6 +133,10 @@ public final class SDWebImageViewState: @unchecked Sendable {
         get { locked { _sizing } }
         set { locked { _sizing = newValue } }
     }
+
+    /// The load state under `key` (SDWebImage's `sd_imageLoadStateForKey:`).
+    public func loadState(forKey key: String) -> SDWebImageLoadState? { locked { loadStates[key] } }
+    func setLoadState(_ s: SDWebImageLoadState?, forKey key: String) { locked { loadStates[key] = s } }
 
     var indicator: (any SDWebImageIndicator)? {
         get { locked { _indicator } }
@@ -207,6 +212,21 @@ public final class SDWebImageViewState: @unchecked Sendable {
     }
 
     func isShown(_ generation: UInt64) -> Bool { locked { shown == generation } }
+}
+
+/// Where a view's load under one operation key is (SDWebImage's
+/// `SDWebImageLoadState`): its URL, the view's progress, and once it ended,
+/// whether it failed and how.
+public struct SDWebImageLoadState: Sendable {
+    /// The URL asked for.
+    public let url: URL
+    /// The view's byte progress (``SDWebImageView/sd_imageProgress``).
+    public let progress: SDWebImageProgress
+    /// The load ended (an image, a failure or a cancel).
+    public internal(set) var isFinished = false
+    /// Why it failed (`.cancelled` when cancelled); nil while it runs or when it succeeded.
+    public internal(set) var error: SDWebImageError?
+    let generation: UInt64  // the load it describes
 }
 
 /// The bytes of a view's current load, SDWebImage's `NSProgress` with the
