@@ -48,7 +48,7 @@ check() { "$py" scripts/gallery_check.py --display "$display" --www "$work/www/i
 # C on GTK 4 (first frames of animations)
 check --name gtk -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
 # Swift on SDL2 through the WebCache layer: animations must play
-check --name sdl --expect-playing -- "$sdl" --list "$work/urls.txt" --cell 128 --width 700 --height 540 || rc=1
+check --name sdl --expect-playing --idle-cpu -- "$sdl" --list "$work/urls.txt" --cell 128 --width 700 --height 540 || rc=1
 # the same without a GPU blend (SDL's software renderer): images with alpha composited first
 SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls.txt" --cell 128 \
   --width 700 --height 540 || rc=1

@@ -107,6 +107,46 @@ def diff(a, b):
     return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of `pid` so far (/proc/PID/stat)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_cpu(a, env, exp):
+    """The gallery on the still images of its list only: once every visible
+    cell is shown and nothing moves, its CPU time over 5 s must stay within
+    1% of a core. Returns the failures (0 or 1)."""
+    args = list(a.gallery)
+    src = args[args.index("--list") + 1]
+    urls = [u for u in open(src).read().split() if len(exp.get(u)) == 1]
+    still_list = os.path.join(a.out, a.name + "-stills.txt")
+    open(still_list, "w").write("\n".join(urls) + "\n")
+    args[args.index("--list") + 1] = still_list
+    layout = os.path.join(a.out, a.name + "-idle-layout.txt")
+    if os.path.exists(layout):
+        os.remove(layout)
+    proc = subprocess.Popen(args + ["--layout", layout], env=env)
+    try:
+        lay = wait_settled(layout, a.timeout)
+        if lay is None or not lay["cells"] or not all(c["loaded"] for c in lay["cells"]):
+            print(f"gallery-check: {a.name}: idle: the still images did not all show")
+            return 1
+        time.sleep(1.0)  # the last fade ends
+        before = cpu_seconds(proc.pid)
+        time.sleep(5.0)
+        used = cpu_seconds(proc.pid) - before
+        print(f"gallery-check: {a.name}: idle with {len(lay['cells'])} still cells: {used * 1000:.0f} ms of CPU in 5 s "
+              f"({used / 5 * 100:.2f}% of a core; limit 1%)")
+        return 0 if used <= 0.05 else 1
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--www", required=True)
@@ -119,6 +159,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--expect-playing", action="store_true",
                     help="animations must play: an animated cell shows another frame a moment later")
+    ap.add_argument("--idle-cpu", action="store_true",
+                    help="then run the gallery on the still images alone: once they are shown, it may use at most "
+                         "1%% of a core over 5 s (CPU time, which a loaded machine does not inflate)")
     ap.add_argument("gallery", nargs=argparse.REMAINDER, help="-- the gallery's command line (without --layout)")
     a = ap.parse_args()
     a.gallery = [x for x in a.gallery if x != "--"] if a.gallery and a.gallery[0] == "--" else a.gallery
@@ -203,6 +246,8 @@ def main():
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+    if a.idle_cpu:
+        failed += idle_cpu(a, env, exp)
     print(f"gallery-check: {a.name}: first visible cell per screenshot {first_seen}")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
