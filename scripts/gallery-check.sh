@@ -47,9 +47,11 @@ check() { "$py" scripts/gallery_check.py --display "$display" --www "$work/www/i
   --out "$out" --cell 128 "$@"; }
 # C on GTK 4 (first frames of animations)
 check --name gtk -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
-# Swift on SDL2 through the WebCache layer: animations must play
-check --name sdl --expect-playing --idle-cpu -- "$sdl" --list "$work/urls.txt" --cell 128 --width 700 --height 540 || rc=1
+# Swift on SDL2 through the WebCache layer: animations must play; the first
+# URL is missing (a 404): its cell shows the gallery's failure image
+{ echo "$base/missing/none.jpg"; cat "$work/urls.txt"; } > "$work/urls-sdl.txt"
+check --name sdl --expect-playing --idle-cpu -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 --width 700 --height 540 || rc=1
 # the same without a GPU blend (SDL's software renderer): images with alpha composited first
-SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls.txt" --cell 128 \
+SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
   --width 700 --height 540 || rc=1
 exit $rc

@@ -21,6 +21,8 @@ final class Gallery: @unchecked Sendable {
     /// SDL's blend for premultiplied "over" when the renderer has it.
     let blend: SDL_BlendMode?
     private let placeholder: SDImage?
+    /// Shown in a cell whose image failed (a flat red square, 3/4 of the cell).
+    private let failureImage: SDImage?
     private var cells: [Int: GalleryCell] = [:]  // index -> the cell bound to it
     private var spare: [GalleryCell] = []
     private var scrollY = 0
@@ -61,6 +63,11 @@ final class Gallery: @unchecked Sendable {
         if let probe { SDL_DestroyTexture(probe) }
         // a quiet grey square while a cell loads
         let side = max(1, cellSize * 3 / 4)
+        failureImage = (try? Bitmap(width: side, height: side) { px in
+            for i in stride(from: 0, to: px.count, by: 4) {
+                px[i] = 0x30; px[i + 1] = 0x30; px[i + 2] = 0xC0; px[i + 3] = 0xff
+            }
+        }).map { SDImage(bitmap: $0) }
         placeholder = (try? Bitmap(width: side, height: side) { px in
             for i in stride(from: 0, to: px.count, by: 4) {
                 px[i] = 0x50; px[i + 1] = 0x50; px[i + 2] = 0x50; px[i + 3] = 0xff
@@ -130,13 +137,15 @@ final class Gallery: @unchecked Sendable {
         // decoded no larger than the cell (frames too): the cell's points times the pixel ratio
         cell.viewSize = CGSize(width: Double(cellSize) / pixelRatio, height: Double(cellSize) / pixelRatio)
         cell.scale = pixelRatio
-        let context: SDWebImageContext = [.customManager: manager]
+        var context: SDWebImageContext = [.customManager: manager]
+        context[.failureImage] = failureImage
         cell.sd_setImage(with: url, placeholderImage: placeholder, options: [.progressiveLoad], context: context,
                          progress: nil) { [weak self, weak cell] image, error, _, imageURL in
             guard let self, let cell, cell.url == imageURL else { return }
             if image != nil {
                 cell.finished = true
             } else if let error, (error as? SDWebImageError)?.code != SDWebImageError.cancelled {
+                cell.finished = true  // its final picture is the failure image
                 self.failures += 1
                 FileHandle.standardError.write(Data("gallery: \(url.lastPathComponent): \(error)\n".utf8))
             }
