@@ -113,6 +113,15 @@ def diff(a, b):
     return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
 
 
+def stop(proc):
+    """End the gallery: SIGTERM, then SIGKILL after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def cpu_seconds(pid):
     """User + system CPU time of `pid` so far (/proc/PID/stat)."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -146,11 +155,7 @@ def idle_cpu(a, env, exp):
               f"({used / 5 * 100:.2f}% of a core; limit 1%)")
         return 0 if used <= 0.05 else 1
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def main():
@@ -250,11 +255,7 @@ def main():
             print(f"gallery-check: {a.name}: scrolling did not move on: first visible cells {first_seen}")
             failed += 1
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     if a.idle_cpu:
         failed += idle_cpu(a, env, exp)
     print(f"gallery-check: {a.name}: first visible cell per screenshot {first_seen}")

@@ -23,8 +23,10 @@
  * 1024x768 and 2048x1536 (each one band of our deadline check), ours
  * (sd_decoder: the reference scan, librsvg, banded drawing into the
  * canvas) against librsvg called directly (rsvg_handle_new_from_stream_sync
- * on the same memory, a new cairo ARGB32 surface, rsvg_handle_render_document
- * scaled to the size): a new handle and output per render on both sides.
+ * on the same memory, a cairo ARGB32 surface on one reused buffer zeroed per
+ * render, as ours gets a zeroed canvas from its pixel pool,
+ * rsvg_handle_render_document scaled to the size): a new handle per render
+ * on both sides.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,7 +233,14 @@ static int svg_direct(const char *d, size_t n, int w, int h)
     rsvg_handle_set_dpi(handle, 96.0);
     double nw, nh;
     rsvg_handle_get_intrinsic_size_in_pixels(handle, &nw, &nh);
-    cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h);
+    /* like ours (a canvas from the pixel pool, zeroed): one reused buffer per size, zeroed */
+    static uint8_t *buf[2];
+    int k = w > 1024;
+    size_t stride = (size_t)cairo_format_stride_for_width(CAIRO_FORMAT_ARGB32, w);
+    if (buf[k] == NULL)
+        buf[k] = malloc(stride * (size_t)h);
+    memset(buf[k], 0, stride * (size_t)h);
+    cairo_surface_t *surf = cairo_image_surface_create_for_data(buf[k], CAIRO_FORMAT_ARGB32, w, h, (int)stride);
     cairo_t *cr = cairo_create(surf);
     cairo_scale(cr, w / nw, h / nh);
     RsvgRectangle vp = {0, 0, nw, nh};

@@ -106,20 +106,14 @@ public final class SDCallbackQueue: Sendable {
             guard let mainLoop else { return queue.sync(execute: block) }
             // from another thread: wait for the loop to run it (the loop must be running)
             withoutActuallyEscaping(block) { escaping in
-                let box = UncheckedSendableBlock(escaping)
+                // the caller waits below until the loop has run it: nothing else holds it
+                nonisolated(unsafe) let run = escaping
                 let done = DispatchSemaphore(value: 0)
-                mainLoop.enqueue { box.block(); done.signal() }
+                mainLoop.enqueue { run(); done.signal() }
                 done.wait()
             }
         }
     }
-}
-
-/// A block that `sync` hands to the main loop and waits for.
-// @unchecked: the caller waits until the loop has run it; nothing else holds it.
-private final class UncheckedSendableBlock: @unchecked Sendable {
-    let block: () -> Void
-    init(_ block: @escaping () -> Void) { self.block = block }
 }
 
 extension SDCallbackQueue {

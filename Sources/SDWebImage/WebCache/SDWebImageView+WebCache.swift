@@ -142,9 +142,11 @@ extension SDWebImageView {
             if sized[.imageScaleFactor] == nil { sized[.imageScaleFactor] = scale }
             box = b
         }
-        if let url {
-            state.lastLoad = ViewLoadRecord(url: url, placeholder: placeholderImage, options: options, context: context,
-                                            setImageBlock: setImageBlock, progress: progress, completed: completed, box: box)
+        // kept only for a load .fitView sized (the one sd_viewSizeDidChange may repeat): the
+        // record holds the caller's blocks until the view's next sd_setImage or its end
+        state.lastLoad = url.flatMap { url in
+            box.map { ViewLoadRecord(url: url, placeholder: placeholderImage, options: options, context: context,
+                                     setImageBlock: setImageBlock, progress: progress, completed: completed, box: $0) }
         }
         // the previous load under the key is answered (cancelled) now, before this one's first step
         if !options.contains(.avoidAutoCancelImage) { sd_cancelImageLoadOperation(withKey: key) }
@@ -426,7 +428,7 @@ extension ViewLoadResult {
 /// What the latest `sd_setImage` on a view asked for: loaded again when a
 /// `.fitView` view grows (`box`: the pixel size it was loaded at; nil when
 /// the view had no size, or the context gave its own).
-struct ViewLoadRecord: Sendable {
+struct ViewLoadRecord: Sendable {  // only for .fitView loads: it keeps the caller's blocks
     let url: URL
     let placeholder: SDImage?
     let options: SDWebImageOptions

@@ -79,6 +79,8 @@ public enum SDWebImageViewSizing: Sendable, Equatable {
     /// the view grows past `reloadAbove` times the size it loaded at (either
     /// side), ``SDWebImageView/sd_viewSizeDidChange()`` loads again at the
     /// new size, the image on screen staying until the new one replaces it.
+    /// To do so the view keeps such a load's completion and progress blocks
+    /// until its next `sd_setImage` (or its end): capture the view weakly in them.
     case fitView(reloadAbove: Double = 1.25)
 }
 
