@@ -331,8 +331,15 @@ static void make_fast(sd__xform *x, cmsHPROFILE src, cmsHPROFILE srgb)
             return;
         for (int i = 0; i < 256; i++) {
             double lin = cmsEvalToneCurveFloat(t, (cmsFloat32Number)i / 255);
-            for (int o = 0; o < 3; o++) /* out B, G, R: sRGB rows 2, 1, 0 */
-                x->tab[c][i][o] = (int32_t)lround(m[(2 - o) * 3 + c] * lin * (SD__ENC_STEPS << SD__TAB_SHIFT));
+            for (int o = 0; o < 3; o++) { /* out B, G, R: sRGB rows 2, 1, 0 */
+                double v = m[(2 - o) * 3 + c] * lin * (SD__ENC_STEPS << SD__TAB_SHIFT);
+                /* three entries and the rounding must sum within int32: a profile
+                 * whose colorants or curves go past that (real ones stay near 1)
+                 * is left to lcms2 (fuzz_icc found one overflowing) */
+                if (!isfinite(v) || fabs(v) > (double)(1 << 29))
+                    return;
+                x->tab[c][i][o] = (int32_t)lround(v);
+            }
             x->tab[c][i][3] = 0;
         }
     }
