@@ -45,12 +45,20 @@ rc=0
 py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-pil
 check() { "$py" scripts/gallery_check.py --display "$display" --www "$work/www/img" --sdimage "$bin" \
   --out "$out" --cell 128 "$@"; }
-# C on GTK 4 (first frames of animations)
-check --name gtk -- "$gtk" --list "$work/urls.txt" --cell 128 || rc=1
+# a slow cell: the fault server sends all but the last piece of a photo,
+# then holds it until the check opens the gate (one gate per gallery)
+fault=$(grep '^SD_TEST_FAULT=' "$work/env" | cut -d= -f2)
+held=$(grep -m1 '/photo-' "$work/urls.txt" | sed 's|.*/img/||')
+# C on GTK 4 (first frames of animations); the slow cell first: a spinner
+# must turn in it
+{ echo "$fault/drip-file?name=img/$held&gate=gtk"; cat "$work/urls.txt"; } > "$work/urls-gtk.txt"
+check --name gtk --expect-indicator -- "$gtk" --list "$work/urls-gtk.txt" --cell 128 || rc=1
 # Swift on SDL2 through the WebCache layer: animations must play; the first
-# URL is missing (a 404): its cell shows the gallery's failure image
-{ echo "$base/missing/none.jpg"; cat "$work/urls.txt"; } > "$work/urls-sdl.txt"
-check --name sdl --expect-playing --idle-cpu -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 --width 700 --height 540 || rc=1
+# URL is missing (a 404): its cell shows the gallery's failure image; the
+# second is the slow cell: the activity indicator must turn in it
+{ echo "$base/missing/none.jpg"; echo "$fault/drip-file?name=img/$held&gate=sdl"; cat "$work/urls.txt"; } > "$work/urls-sdl.txt"
+check --name sdl --expect-playing --expect-indicator --idle-cpu -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
+  --width 700 --height 540 --indicators activity || rc=1
 # the same without a GPU blend (SDL's software renderer): images with alpha composited first
 SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
   --width 700 --height 540 || rc=1

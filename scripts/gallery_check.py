@@ -13,14 +13,23 @@ over the gallery's background. A cell passes when its size matches and the
 mean difference from one of its frames is under 2/255 per channel while the
 best *other* image in view differs by more (the comparison can tell images
 apart). With --expect-playing, animated cells are screenshotted again 0.3 s
-later and at least one must show another of its frames. Prints
-`N passed, N failed`; leaves the screenshots in --out.
+later and at least one must show another of its frames.
+
+Every cell reports the size of the bitmap decoded for it: none may hold
+more than 1.5 times the pixels of its cell (the cells decode at their own
+size). A URL of the fault server's /drip-file with a `gate=` is held back
+until the check opens the gate: with --expect-indicator the first
+screenshot is taken while it is held, and its cell must show a turning
+indicator (light pixels in its centre that change from one screenshot to
+the next). Prints `N passed, N failed`; leaves the screenshots in --out.
 """
 import argparse
 import os
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 from PIL import Image, ImageChops, ImageStat
 
@@ -38,9 +47,12 @@ def read_layout(path):
     view = tuple(int(x) for x in v[1:5])
     cells = []
     for line in lines[1:]:
-        p = line.split(" ", 7)
-        if len(p) == 8 and p[0] == "cell":
-            cells.append({"index": int(p[1]), "rect": tuple(int(x) for x in p[2:6]), "loaded": p[6] == "1", "url": p[7]})
+        # cell INDEX X Y W H LOADED DECODED_W DECODED_H SCALE BOX_X BOX_Y BOX_W BOX_H URL
+        p = line.split(" ", 14)
+        if len(p) == 15 and p[0] == "cell":
+            cells.append({"index": int(p[1]), "rect": tuple(int(x) for x in p[2:6]), "loaded": p[6] == "1",
+                          "decoded": (int(p[7]), int(p[8])), "scale": int(p[9]),
+                          "box": tuple(int(x) for x in p[10:14]), "url": p[14]})
     return {"view": view, "cells": cells, "failures": int(v[6]) if len(v) > 6 else 0}
 
 
@@ -50,13 +62,31 @@ def inside(rect, view):
     return x >= vx and y >= vy and x + w <= vx + vw and y + h <= vy + vh
 
 
-def wait_settled(path, timeout):
-    """The layout once every visible cell is loaded and it stayed so for 0.5 s."""
+def held(url):
+    """A URL the fault server holds back until its gate is opened."""
+    return "/drip-file?" in url and "gate=" in url
+
+
+def open_gates(urls):
+    """Let every held URL in `urls` finish (GET /open?gate=NAME on its server)."""
+    for u in {u for u in urls if held(u)}:
+        parts = urllib.parse.urlsplit(u)
+        gate = urllib.parse.parse_qs(parts.query)["gate"][0]
+        try:
+            urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}/open?gate={gate}", timeout=30).read()
+        except OSError as e:
+            print(f"gallery-check: could not open gate {gate}: {e}")
+
+
+def wait_settled(path, timeout, waiting=frozenset()):
+    """The layout once every visible cell is loaded (but those whose URL is
+    in `waiting`, which must be in view and not loaded) and it stayed so for 0.5 s."""
     deadline = time.time() + timeout
     last, since = None, None
     while time.time() < deadline:
         lay = read_layout(path)
-        if lay and lay["cells"] and all(c["loaded"] for c in lay["cells"]):
+        if lay and lay["cells"] and all(c["loaded"] != (c["url"] in waiting) for c in lay["cells"]) \
+                and waiting <= {c["url"] for c in lay["cells"]}:
             key = sorted((c["index"], c["rect"]) for c in lay["cells"])
             if key != last:
                 last, since = key, time.time()
@@ -83,7 +113,8 @@ class Expected:
             side = max(1, self.cell * 3 // 4)
             self.cache[url] = [Image.new("RGB", (side, side), (0xC0, 0x30, 0x30))]
             return self.cache[url]
-        src = os.path.join(self.www, url.rsplit("/", 1)[1])
+        name = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["name"][0] if held(url) else url
+        src = os.path.join(self.www, name.rsplit("/", 1)[1])
         raw = os.path.join(self.tmp, "expected.raw")
         r = subprocess.run([self.sdimage, "decode", src, "--frames", "--max-pixel-size", str(self.cell), "--raw", raw],
                            capture_output=True, text=True)
@@ -111,6 +142,37 @@ def diff(a, b):
     if a.size != b.size:
         return 255.0
     return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
+
+
+def light(img):
+    """How many pixels of `img` are light (an indicator on the dark cells)."""
+    return sum(1 for p in img.getdata() if min(p) >= 0xA0)
+
+
+def indicator_shown(a, env, lay, url):
+    """The cell of the held `url`: light pixels in its centre (the indicator;
+    the placeholder and the background are dark) that change between two
+    screenshots (it turns). Up to 20 tries 0.25 s apart."""
+    c = next(c for c in lay["cells"] if c["url"] == url)
+    bx, by, bw, bh = c["box"]
+    centre = (bx + bw // 2 - 20, by + bh // 2 - 20, bx + bw // 2 + 20, by + bh // 2 + 20)
+    first = None
+    for i in range(20):
+        png = os.path.join(a.out, f"{a.name}-indicator{'' if first is None else '-b'}.png")
+        subprocess.run(["import", "-display", a.display, "-window", "root", png], check=True, env=env)
+        crop = Image.open(png).convert("RGB").crop(centre)
+        n = light(crop)
+        if first is None:
+            if n >= 10:
+                first = crop
+                continue
+        elif n >= 10 and diff(crop, first) > 0.5:
+            print(f"gallery-check: {a.name}: cell {c['index']} (held back): an indicator, {n} light pixels, turning")
+            return True
+        time.sleep(0.25)
+    print(f"gallery-check: {a.name}: cell {c['index']} (held back): no turning indicator "
+          f"({'none light' if first is None else 'it did not move'})")
+    return False
 
 
 def stop(proc):
@@ -170,6 +232,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--expect-playing", action="store_true",
                     help="animations must play: an animated cell shows another frame a moment later")
+    ap.add_argument("--expect-indicator", action="store_true",
+                    help="a held-back URL's cell must show a turning indicator in the first screenshot")
     ap.add_argument("--idle-cpu", action="store_true",
                     help="then run the gallery on the still images alone: once they are shown, it may use at most "
                          "1%% of a core over 5 s (CPU time, which a loaded machine does not inflate)")
@@ -192,7 +256,16 @@ def main():
     passed = failed = 0
     first_seen = []
     seen_animated = playing = 0
+    most = 0.0  # the largest decoded pixels / cell pixels seen
+    holding = frozenset(u for u in listed if held(u))
     try:
+        if holding and a.expect_indicator:
+            lay = wait_settled(layout, a.timeout, waiting=holding)
+            if lay and holding <= {c["url"] for c in lay["cells"]} and all(indicator_shown(a, env, lay, u) for u in holding):
+                passed += 1
+            else:
+                failed += 1
+        open_gates(holding)
         for shot in range(a.scrolls + 1):
             lay = wait_settled(layout, a.timeout)
             if lay is None or not lay["cells"]:
@@ -216,6 +289,15 @@ def main():
                 others = [best(crop, exp.get(o["url"]))[0] for o in visible if o["url"] != c["url"]]
                 nearest_other = min(others) if others else 255.0
                 ok = c["loaded"] and d < 2.0 and nearest_other > d + 2.0
+                if "/missing/" not in c["url"]:  # decoded at the cell's size, not the image's
+                    dw, dh = c["decoded"]
+                    _, _, bw, bh = c["box"]
+                    ratio = dw * dh / max(1, bw * bh * c["scale"] ** 2)
+                    most = max(most, ratio)
+                    if dw * dh == 0 or ratio > 1.5:
+                        ok = False
+                        print(f"gallery-check: {a.name} shot {shot} cell {c['index']}: decoded {dw}x{dh} for a "
+                              f"{bw}x{bh} cell (scale {c['scale']}): {ratio:.2f} of its pixels, limit 1.5")
                 if ok:
                     passed += 1
                     if len(frames) > 1:
@@ -255,7 +337,9 @@ def main():
             print(f"gallery-check: {a.name}: scrolling did not move on: first visible cells {first_seen}")
             failed += 1
     finally:
+        open_gates(holding)
         stop(proc)
+    print(f"gallery-check: {a.name}: largest decoded bitmap {most:.2f} of its cell's pixels (limit 1.5)")
     if a.idle_cpu:
         failed += idle_cpu(a, env, exp)
     print(f"gallery-check: {a.name}: first visible cell per screenshot {first_seen}")

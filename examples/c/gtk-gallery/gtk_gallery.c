@@ -11,9 +11,10 @@
  * Cells are recycled while scrolling (GtkGridView): a cell asks for its
  * image when bound and cancels the request when unbound, and a result is
  * shown only in the cell bound to its index at that moment, so a reused
- * cell never shows the previous image. --layout writes, after every frame
- * painted, where each visible cell is and whether its image is on screen
- * (`make gallery-check` reads it). */
+ * cell never shows the previous image. A spinner turns over a cell while
+ * its image is on the way. --layout writes, after every frame painted,
+ * where each visible cell is, whether its image is on screen and the size
+ * decoded for it (`make gallery-check` reads it). */
 #include <glib-unix.h>
 #include <gtk/gtk.h>
 #include <sdcore.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 
 typedef struct {
-    GtkWidget *picture;
+    GtkWidget *box, *picture, *spinner;
     guint index;
     gboolean bound, loaded;
     sd_transfer_id id; /* the request in flight, 0 when none */
@@ -54,9 +55,18 @@ static GdkTexture *texture_from(sd_bitmap *bmp)
     return t;
 }
 
+/* Whether the cell's spinner turns (its image is on the way). */
+static void set_waiting(Cell *c, gboolean waiting)
+{
+    gtk_spinner_set_spinning(GTK_SPINNER(c->spinner), waiting);
+    gtk_widget_set_visible(c->spinner, waiting);
+}
+
 static void show(Cell *c, GdkTexture *t)
 {
     gtk_picture_set_paintable(GTK_PICTURE(c->picture), GDK_PAINTABLE(t));
+    if (t)
+        set_waiting(c, FALSE);
     /* HiDPI: the texture holds scale x the cell's logical pixels; shown at
      * its logical size, GTK draws every one of them */
     int scale = gtk_widget_get_scale_factor(c->picture);
@@ -79,6 +89,8 @@ static void on_complete(sd_transfer_id id, sd_result *r, void *user)
         if (c) /* only the cell bound to this index now */
             show(c, t);
     } else if (sd_result_status(r) != SD_ECANCELLED) {
+        if (c)
+            set_waiting(c, FALSE);
         fprintf(stderr, "gallery: image %u: %s: %s\n", index, sd_strerror(sd_result_status(r)), sd_result_message(r));
         failures++;
     }
@@ -106,7 +118,18 @@ static void setup_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer 
     gtk_widget_set_halign(c->picture, GTK_ALIGN_CENTER);
     gtk_widget_set_valign(c->picture, GTK_ALIGN_CENTER);
     gtk_widget_set_vexpand(c->picture, TRUE);
-    gtk_box_append(GTK_BOX(box), c->picture);
+    /* the spinner over the picture, centred in the cell */
+    GtkWidget *overlay = gtk_overlay_new();
+    gtk_widget_set_vexpand(overlay, TRUE);
+    gtk_overlay_set_child(GTK_OVERLAY(overlay), c->picture);
+    c->spinner = gtk_spinner_new();
+    gtk_widget_set_size_request(c->spinner, 32, 32);
+    gtk_widget_set_halign(c->spinner, GTK_ALIGN_CENTER);
+    gtk_widget_set_valign(c->spinner, GTK_ALIGN_CENTER);
+    gtk_widget_set_visible(c->spinner, FALSE);
+    gtk_overlay_add_overlay(GTK_OVERLAY(overlay), c->spinner);
+    gtk_box_append(GTK_BOX(box), overlay);
+    c->box = box;
     gtk_list_item_set_child(item, box);
     g_object_set_data_full(G_OBJECT(item), "cell", c, g_free);
 }
@@ -134,6 +157,7 @@ static void bind_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer d
     ev.complete = on_complete;
     if (sd_loop_submit(loop, req, &ev, GUINT_TO_POINTER(c->index), &c->id) != SD_OK)
         c->id = 0;
+    set_waiting(c, c->id != 0);
     sd_request_free(req);
 }
 
@@ -149,10 +173,14 @@ static void unbind_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer
         g_hash_table_remove(bound_cells, GUINT_TO_POINTER(c->index));
     c->bound = FALSE;
     show(c, NULL);
+    set_waiting(c, FALSE);
 }
 
-/* After each painted frame: where every visible cell is, in window
- * coordinates, and whether its image is on screen. */
+/* After each painted frame, every cell in view: where its picture is (window
+ * coordinates), whether its image is on screen, the size of the bitmap
+ * decoded for it (0 0 until then), device pixels per window unit and the
+ * cell's own rectangle:
+ * `cell INDEX X Y W H LOADED DECODED_W DECODED_H SCALE BOX_X BOX_Y BOX_W BOX_H URL`. */
 static void write_layout(GdkFrameClock *clock, gpointer data)
 {
     (void)clock;
@@ -174,11 +202,17 @@ static void write_layout(GdkFrameClock *clock, gpointer data)
     g_hash_table_iter_init(&it, bound_cells);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         Cell *c = v;
-        graphene_rect_t r;
-        if (!gtk_widget_compute_bounds(c->picture, window, &r) || !graphene_rect_intersection(&r, &view, NULL))
+        graphene_rect_t r, b;
+        if (!gtk_widget_compute_bounds(c->picture, window, &r) || !gtk_widget_compute_bounds(c->box, window, &b)
+            || !graphene_rect_intersection(&b, &view, NULL))
             continue;
-        fprintf(f, "cell %u %d %d %d %d %d %s\n", c->index, (int)r.origin.x, (int)r.origin.y, (int)r.size.width,
-                (int)r.size.height, c->loaded, gtk_string_list_get_string(urls, c->index));
+        GdkPaintable *p = gtk_picture_get_paintable(GTK_PICTURE(c->picture));
+        int dw = c->loaded && GDK_IS_TEXTURE(p) ? gdk_texture_get_width(GDK_TEXTURE(p)) : 0;
+        int dh = c->loaded && GDK_IS_TEXTURE(p) ? gdk_texture_get_height(GDK_TEXTURE(p)) : 0;
+        fprintf(f, "cell %u %d %d %d %d %d %d %d %d %d %d %d %d %s\n", c->index, (int)r.origin.x, (int)r.origin.y,
+                (int)r.size.width, (int)r.size.height, c->loaded, dw, dh, gtk_widget_get_scale_factor(c->picture),
+                (int)b.origin.x, (int)b.origin.y, (int)b.size.width, (int)b.size.height,
+                gtk_string_list_get_string(urls, c->index));
     }
     fclose(f);
     rename(tmp, layout_path);
@@ -245,6 +279,7 @@ int main(int argc, char **argv)
      * or scroll-edge shading over the images */
     gtk_css_provider_load_from_data(css,
                                     "* { background: #203040; box-shadow: none; outline: none; }"
+                                    " spinner { color: #e0e0e0; background: none; }"
                                     " undershoot, overshoot { background: none; }",
                                     -1);
     gtk_style_context_add_provider_for_display(gdk_display_get_default(), GTK_STYLE_PROVIDER(css),

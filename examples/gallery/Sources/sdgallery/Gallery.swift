@@ -172,14 +172,21 @@ final class Gallery: @unchecked Sendable {
     }
 
     /// After every frame drawn, for `make gallery-check`: where each cell in
-    /// view is and whether its final image is on screen (written whole, renamed).
+    /// view shows its image, whether that is the final one, the size of the
+    /// bitmap decoded for it (0 0 until then), device pixels per unit of
+    /// these rectangles (1: SDL draws in drawable pixels) and the cell's own
+    /// rectangle (written whole, renamed):
+    /// `cell INDEX X Y W H LOADED DECODED_W DECODED_H SCALE BOX_X BOX_Y BOX_W BOX_H URL`.
     private func writeLayout() {
         guard let layoutPath else { return }
         var text = "viewport 0 0 \(width) \(height) failures \(failures)\n"
         for cell in cells.values.sorted(by: { $0.index < $1.index }) {
             guard let r = imageRect(cell), r.y + r.h > 0, Int(r.y) < height, let url = cell.url else { continue }
             let loaded = cell.finished && cell.alpha >= 1 ? 1 : 0
-            text += "cell \(cell.index) \(r.x) \(r.y) \(r.w) \(r.h) \(loaded) \(url.absoluteString)\n"
+            let decoded = loaded == 1 ? (cell.image?.width ?? 0, cell.image?.height ?? 0) : (0, 0)
+            let (bx, by) = cellOrigin(cell.index)
+            text += "cell \(cell.index) \(r.x) \(r.y) \(r.w) \(r.h) \(loaded) \(decoded.0) \(decoded.1) 1 "
+                + "\(bx) \(by) \(cellSize) \(cellSize) \(url.absoluteString)\n"
         }
         let tmp = layoutPath + ".tmp"
         if FileManager.default.createFile(atPath: tmp, contents: Data(text.utf8)) { rename(tmp, layoutPath) }

@@ -40,7 +40,9 @@ final class GalleryCell: SDWebImageView, @unchecked Sendable {
         self.changed = changed
         sd_webImageState.imageSizing = .fitView()
         switch indicator {  // --indicators: what shows while a cell loads
-        case "activity": sd_imageIndicator = SDWebImageActivityIndicator(size: 28, clock: SDAnimatedImageDisplayClock(mainLoop: mainLoop, framesPerSecond: 12))
+        case "activity":  // light on the grey placeholder
+            sd_imageIndicator = SDWebImageActivityIndicator(size: 28, color: SDWebImageIndicatorColor(0xE0, 0xE0, 0xE0),
+                                                            clock: SDAnimatedImageDisplayClock(mainLoop: mainLoop, framesPerSecond: 12))
         case "progress": sd_imageIndicator = SDWebImageProgressIndicator(size: 64, height: 4)
         default: break
         }
