@@ -23,7 +23,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-fleet gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
+        test-cli test-fleet test-serve serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
 
 all: build
 
@@ -46,8 +46,18 @@ build-c: deps
 	@cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSD_WERROR=ON >/dev/null
 	@cmake --build $(BUILD)/release -j $(JOBS)
 
+# The debug build (and `swift test`) with the Serve trait: `sdimage serve`
+# and its server stack; the library products never link it, and the
+# sanitizer builds leave it out (SWIFT_TRAITS= drops it here too).
+SWIFT_TRAITS ?= --traits Serve
 build-swift: deps
-	$(SWIFT) build --explicit-target-dependency-import-check error
+	$(SWIFT) build $(SWIFT_TRAITS) --explicit-target-dependency-import-check error
+
+# `sdimage serve` (the debug build has it) and its suite: the server against
+# nginx and the fault server on loopback (scripts/test-serve.sh).
+serve: build-swift
+test-serve: build-swift deps-test
+	@bash scripts/test-serve.sh
 
 # Every test; the last line is the summary CI reads.
 test: deps-test
@@ -107,8 +117,8 @@ test-valgrind: deps-test build-c
 	    --overwrite MemoryCheckCommandOptions="--error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect"
 
 test-swift: deps-test
-	$(SWIFT) build --build-tests --explicit-target-dependency-import-check error
-	$(SWIFT) test
+	$(SWIFT) build $(SWIFT_TRAITS) --build-tests --explicit-target-dependency-import-check error
+	$(SWIFT) test $(SWIFT_TRAITS)
 
 # API documentation: the DocC archive of the SDWebImage module (articles in
 # Sources/SDWebImage/SDWebImage.docc), with every DocC warning an error.

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // SDWebImage for Linux: the C core (CSDCore, the same CSources/ that CMake
 // builds into libsdcore) and the Swift modules layered on it.
 // License: MIT (LICENSE); version: include/sdcore/sd_common.h (CHANGELOG.md).
@@ -40,6 +40,12 @@ let package = Package(
         // linked by anything a package that depends on us builds.
         .executable(name: "sdgallery", targets: ["sdgallery"]),
     ],
+    traits: [
+        // `sdimage serve`, the thumbnail service: off by default, so no
+        // library product, test bundle or sanitizer build compiles a server
+        // stack; `swift build --traits Serve` (make serve, make test-serve).
+        .trait(name: "Serve", description: "sdimage serve: an imgproxy-style thumbnail service (Hummingbird 2, swift-crypto)"),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The library logs and counts through the server-side Swift APIs only
@@ -48,6 +54,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         // `make docs`: swift package generate-documentation (a plugin; nothing linked)
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.3.0"),
+        // only with the Serve trait
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         .target(
@@ -102,10 +112,19 @@ let package = Package(
             "SDWebImage", "SDCache", "CSDSystem", "CHiredis", "SDSync",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // `sdimage serve` (an empty module without the Serve trait)
+        .target(name: "SDImageServe", dependencies: [
+            "SDWebImage", "SDCoders", "SDCache", "SDSync",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
+            .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Serve"])),
+            .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
+        ]),
         .executableTarget(
             name: "SDImageCLI",
             dependencies: [
                 "CSDCore",
+                "SDImageServe",
                 "SDCoders",
                 "SDWebImage",
                 "SDWebImageRedis",

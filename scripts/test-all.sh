@@ -27,6 +27,7 @@ run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-s
 run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
 run "cli" make --no-print-directory test-cli
 run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
+run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
 run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
 run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
 echo

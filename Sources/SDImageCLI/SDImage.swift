@@ -15,7 +15,7 @@ struct SDImageCommand: ParsableCommand {
             trace, debug, info, notice, warning (default), error).
             """,
         version: SDWebImageVersion.string,
-        subcommands: [Fetch.self, Decode.self, Cache.self, Samples.self, Bench.self])
+        subcommands: [Fetch.self, Decode.self, Cache.self, Samples.self, Bench.self, Serve.self])
 
     /// Exit codes: 0 all ok, 1 some images failed, 2 usage error.
     /// The library's log goes to stderr (stdout is the tool's output), at

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SDSync
+import SDWebImage
+#if Serve
+import SDImageServe
+#endif
+
+/// `sdimage serve`: imgproxy's processing URLs over HTTP, rendered by the
+/// library (Sources/SDImageServe). Built with the Serve trait only.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve thumbnails: imgproxy's signed processing URLs over HTTP (needs the Serve trait).",
+        discussion: """
+            URLs: /SIGNATURE/OPTIONS/plain/SOURCE_URL@EXT or /SIGNATURE/OPTIONS/BASE64URL_SOURCE.EXT, \
+            options rs/resize, s/size, rt, w, h, dpr, el, g, q, f, bg, ar as imgproxy names them. \
+            Signature: URL-safe base64 of HMAC-SHA256(key, salt + the path after it). \
+            Every flag has an environment variable SDIMAGE_SERVE_<FLAG> (e.g. SDIMAGE_SERVE_KEY); \
+            a flag wins over its variable. Sources on non-public addresses are refused unless \
+            their host is given with --allow-source-host.
+            """)
+
+    @Flag(help: "Local use: loopback only, a generated key and salt, a sample image and an example URL printed.")
+    var dev = false
+    @Option(help: "Address to listen on, HOST:PORT (port 0: any free one). Default 127.0.0.1:8080.")
+    var listen: String?
+    @Option(help: "Signing key, hex (imgproxy's IMGPROXY_KEY).")
+    var key: String?
+    @Option(help: "Signing salt, hex (imgproxy's IMGPROXY_SALT).")
+    var salt: String?
+    @Flag(help: "Serve unsigned URLs (any first segment, e.g. \"insecure\"). Never the default.")
+    var insecureAllowUnsigned = false
+    @Option(help: "A source host allowed on a non-public address (repeatable; a name or an IP literal).")
+    var allowSourceHost: [String] = []
+    @Option(help: "Cache-Control max-age of results, seconds (default 31536000).")
+    var maxAge: Int?
+    @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default 80).")
+    var quality: Int?
+    @Option(help: "Memory for encoded results, MiB (default 64).")
+    var resultCacheMb: Int?
+    @Option(help: "Directory of the source cache (default: a fresh one under the temporary directory).")
+    var cacheDir: String?
+    @Option(help: "Print the signed form of PATH (/OPTIONS/…) with --key and --salt, and exit.")
+    var sign: String?
+
+    /// A flag's value, else SDIMAGE_SERVE_<NAME>'s.
+    static func setting(_ flag: String?, _ name: String) -> String? {
+        flag ?? ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func run() throws {
+        #if Serve
+        try serve()
+        #else
+        FileHandle.standardError.write(Data("""
+            sdimage serve: this sdimage was built without the Serve trait; build it with \
+            `swift build --traits Serve` (make serve)\n
+            """.utf8))
+        throw ExitCode(2)
+        #endif
+    }
+
+    #if Serve
+    func serve() throws {
+        let env = ProcessInfo.processInfo.environment
+        var keyHex = Self.setting(key, "KEY"), saltHex = Self.setting(salt, "SALT")
+        if dev, keyHex == nil {
+            keyHex = Self.randomHex(32)
+            saltHex = Self.randomHex(16)
+        }
+        var signer: URLSigner?
+        if let keyHex {
+            guard let s = URLSigner(keyHex: keyHex, saltHex: saltHex ?? "") else {
+                throw ValidationError("--key and --salt must be hex (an even number of 0-9a-f), the key not empty")
+            }
+            signer = s
+        }
+        if let path = sign {
+            guard let signer else { throw ValidationError("--sign needs --key (and --salt)") }
+            print("/" + signer.signature(of: Substring(path)) + path)
+            return
+        }
+        let unsigned = insecureAllowUnsigned || ["1", "true"].contains(env["SDIMAGE_SERVE_INSECURE_ALLOW_UNSIGNED"] ?? "")
+        if signer == nil && !unsigned {
+            throw ValidationError("no signing key: give --key and --salt (SDIMAGE_SERVE_KEY/SALT), or --dev, "
+                                  + "or --insecure-allow-unsigned")
+        }
+        var config = ServeConfiguration()
+        config.signer = unsigned && !dev ? nil : signer
+        let listenAt = Self.setting(listen, "LISTEN") ?? (dev ? "127.0.0.1:0" : "127.0.0.1:8080")
+        guard let colon = listenAt.lastIndex(of: ":"), let port = Int(listenAt[listenAt.index(after: colon)...]),
+              (0...65535).contains(port) else { throw ValidationError("--listen must be HOST:PORT, not \(listenAt)") }
+        config.host = String(listenAt[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        config.port = port
+        if dev && config.host != "127.0.0.1" && config.host != "::1" && config.host != "localhost" {
+            throw ValidationError("--dev listens on loopback only")
+        }
+        if let a = Self.setting(maxAge.map(String.init), "MAX_AGE") {
+            guard let v = Int(a), v >= 0 else { throw ValidationError("--max-age must be a number of seconds") }
+            config.maxAge = v
+        }
+        let q = Int(Self.setting(quality.map(String.init), "QUALITY") ?? "80") ?? -1
+        guard (1...100).contains(q) else { throw ValidationError("--quality must be 1...100") }
+        let resultMB = Int(Self.setting(resultCacheMb.map(String.init), "RESULT_CACHE_MB") ?? "64") ?? -1
+        guard resultMB >= 0 else { throw ValidationError("--result-cache-mb must be 0 or more") }
+        var trusted = allowSourceHost
+        if trusted.isEmpty, let v = env["SDIMAGE_SERVE_ALLOW_SOURCE_HOST"] {
+            trusted = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        }
+        if dev {  // the sample, served by this server, fetched from it
+            trusted.append("127.0.0.1")
+            let (_, data) = try Samples.sample(0, maxSize: 1600)
+            config.files["/dev/sample.jpg"] = (data, "image/jpeg")
+        }
+        let loaderConfig = SDWebImageDownloaderConfig.server()
+        var policy = loaderConfig.urlPolicy
+        policy.trustedHosts += trusted
+        loaderConfig.urlPolicy = policy
+        let dir = Self.setting(cacheDir, "CACHE_DIR")
+            ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
+        let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir)
+        let renderer = Renderer(downloader: SDWebImageDownloader(config: loaderConfig), cache: cache,
+                                resultCacheBytes: resultMB << 20, defaultQuality: q)
+        var logger = Logger(label: "sdimage.serve")
+        logger.logLevel = env["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
+        let server = ImageServer(configuration: config, renderer: renderer, logger: logger)
+        let failure = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let dev = self.dev, host = config.host, signerCopy = signer, keyShown = keyHex, saltShown = saltHex
+        Task {
+            do {
+                try await server.run { port in
+                    var lines = ["sdimage serve: listening on http://\(host):\(port)"]
+                    if dev, let signerCopy {
+                        let path = "/rs:fit:300:300/plain/http://127.0.0.1:\(port)/dev/sample.jpg@webp"
+                        lines += ["key \(keyShown ?? "") salt \(saltShown ?? "")",
+                                  "open http://127.0.0.1:\(port)/" + signerCopy.signature(of: Substring(path)) + path]
+                    }
+                    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                }
+            } catch {
+                failure.set("\(error)")
+            }
+            done.signal()
+        }
+        done.wait()
+        if let f = failure.current {
+            FileHandle.standardError.write(Data("sdimage serve: \(f)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    static func randomHex(_ bytes: Int) -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &g)) }.joined()
+    }
+    #endif
+}

@@ -1,0 +1,309 @@
+#if Serve
+import Crypto
+import Foundation
+import SDWebImage
+
+/// How the image fills the requested box (imgproxy's resizing types).
+public enum ResizingType: String, Sendable, CaseIterable {
+    /// Fit inside the box, keeping the aspect ratio.
+    case fit
+    /// Cover the box and crop the overflow (by the gravity).
+    case fill
+    /// As `fill`, but never enlarged: a smaller source is cropped to the box's aspect ratio instead.
+    case fillDown = "fill-down"
+    /// Stretch to the box.
+    case force
+    /// `fill` when the source and the box are both landscape or both portrait, else `fit`.
+    case auto
+}
+
+/// Where a crop keeps the image (imgproxy's gravity types; `sm`, smart
+/// crop, is refused: no saliency detection here).
+public enum Gravity: String, Sendable, CaseIterable {
+    case ce, no, so, ea, we, noea, nowe, soea, sowe
+}
+
+/// The output format asked for; `nil` in `ProcessingOptions.format`: negotiated from `Accept`.
+public enum OutputFormat: String, Sendable, CaseIterable {
+    case jpeg, png, webp, avif
+
+    /// From an extension or a `format:` argument ("jpg" too); nil: unknown.
+    init?(name: String) {
+        switch name.lowercased() {
+        case "jpg", "jpeg": self = .jpeg
+        case "png": self = .png
+        case "webp": self = .webp
+        case "avif": self = .avif
+        default: return nil
+        }
+    }
+
+    public var contentType: String {
+        switch self {
+        case .jpeg: "image/jpeg"
+        case .png: "image/png"
+        case .webp: "image/webp"
+        case .avif: "image/avif"
+        }
+    }
+
+    var imageFormat: SDImageFormat {
+        switch self {
+        case .jpeg: .jpeg
+        case .png: .png
+        case .webp: .webP
+        case .avif: .avif
+        }
+    }
+}
+
+/// The processing options of one request (imgproxy's names, a subset).
+public struct ProcessingOptions: Sendable, Equatable {
+    public var resizingType = ResizingType.fit
+    /// The box in CSS pixels (0: unbounded on that side).
+    public var width = 0, height = 0
+    /// Device pixels per CSS pixel: the box in pixels is `width * dpr` by `height * dpr`.
+    public var dpr = 1.0
+    public var enlarge = false
+    public var gravity = Gravity.ce
+    /// Gravity offsets in pixels (from the gravity's edge).
+    public var gravityX = 0.0, gravityY = 0.0
+    /// 1...100; nil: the server's default.
+    public var quality: Int?
+    /// nil: from `Accept` (`format:auto`, or no extension).
+    public var format: OutputFormat?
+    /// Under transparent pixels when the output has no alpha (JPEG); nil: white.
+    public var background: (r: UInt8, g: UInt8, b: UInt8)?
+    public var autoRotate = true
+
+    public init() {}
+
+    public static func == (a: Self, b: Self) -> Bool { a.cacheKey == b.cacheKey && a.format == b.format }
+
+    /// The box in pixels.
+    public var pixelWidth: Int { Int((Double(width) * dpr).rounded()) }
+    public var pixelHeight: Int { Int((Double(height) * dpr).rounded()) }
+
+    /// Every option that changes the pixels, canonical (the result cache's
+    /// key, with the source URL and the output format).
+    public var cacheKey: String {
+        var k = "rt:\(resizingType.rawValue)/w:\(pixelWidth)/h:\(pixelHeight)/el:\(enlarge ? 1 : 0)"
+        k += "/g:\(gravity.rawValue):\(gravityX):\(gravityY)/ar:\(autoRotate ? 1 : 0)"
+        if let q = quality { k += "/q:\(q)" }
+        if let bg = background { k += "/bg:\(bg.r):\(bg.g):\(bg.b)" }
+        return k
+    }
+}
+
+/// A request the URL does not describe (400) or does not sign (403).
+public struct ProcessingURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable { case malformed, forbidden }
+    public let kind: Kind
+    public let reason: String
+    public var description: String { reason }
+    static func bad(_ reason: String) -> Self { Self(kind: .malformed, reason: reason) }
+}
+
+/// imgproxy's signature: URL-safe base64 (no padding) of
+/// HMAC-SHA256(key, salt + path), key and salt given in hex.
+public struct URLSigner: Sendable {
+    let key: [UInt8]
+    let salt: [UInt8]
+
+    /// nil when either is not even-length hex or the key is empty.
+    public init?(keyHex: String, saltHex: String) {
+        guard let k = Self.hex(keyHex), !k.isEmpty, let s = Self.hex(saltHex) else { return nil }
+        key = k
+        salt = s
+    }
+
+    /// The signature of `path` (everything after the signature segment, with its leading "/").
+    public func signature(of path: Substring) -> String {
+        var mac = HMAC<SHA256>(key: SymmetricKey(data: key))
+        mac.update(data: salt)
+        mac.update(data: Array(path.utf8))
+        return Self.base64URL(Data(mac.finalize()))
+    }
+
+    /// Whether `signature` signs `path` (compared in constant time).
+    public func verify(_ signature: Substring, path: Substring) -> Bool {
+        let want = Array(self.signature(of: path).utf8), got = Array(signature.utf8)
+        guard want.count == got.count else { return false }
+        return zip(want, got).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        String(data.base64EncodedString().map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }.filter { $0 != "=" })
+    }
+
+    static func hex(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(u.count / 2)
+        for i in stride(from: 0, to: u.count, by: 2) {
+            guard let hi = nibble(u[i]), let lo = nibble(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 65...70: c - 55
+        case 97...102: c - 87
+        default: nil
+        }
+    }
+}
+
+/// One processing URL, parsed: `/%signature/%options/plain/%url@%ext` or
+/// `/%signature/%options/%base64url_url.%ext` (imgproxy's formats).
+public struct ProcessingRequest: Sendable, Equatable {
+    public var options: ProcessingOptions
+    /// The source image's URL.
+    public var source: String
+
+    /// Parse `path` (the request's path, percent-encoded as it came). With
+    /// a `signer`, the first segment must be the path's signature (else
+    /// `.forbidden`); without, it is not checked ("insecure" by custom).
+    public init(path: Substring, signer: URLSigner?) throws(ProcessingURLError) {
+        guard path.hasPrefix("/") else { throw .bad("the path must start with /") }
+        let rest = path.dropFirst()
+        guard let slash = rest.firstIndex(of: "/") else { throw .bad("no processing options or source after the signature") }
+        let signature = rest[rest.startIndex..<slash]
+        let signed = rest[slash...]
+        if let signer, !signer.verify(signature, path: signed) {
+            throw ProcessingURLError(kind: .forbidden, reason: "invalid signature")
+        }
+        var options = ProcessingOptions()
+        var segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)[...]
+        // options until "plain" or a segment without ":" (the base64 source)
+        while let seg = segments.first, seg != "plain", seg.contains(":") {
+            try Self.apply(seg, to: &options)
+            segments = segments.dropFirst()
+        }
+        guard let first = segments.first, !first.isEmpty else { throw .bad("no source URL") }
+        var source: String
+        var ext: Substring?
+        if first == "plain" {
+            var plain = segments.dropFirst().joined(separator: "/")
+            if let at = plain.lastIndex(of: "@") {
+                ext = Substring(plain[plain.index(after: at)...])
+                plain = String(plain[..<at])
+            }
+            guard let decoded = plain.removingPercentEncoding, !decoded.isEmpty else {
+                throw .bad("the plain source URL is not valid percent-encoding")
+            }
+            source = decoded
+        } else {
+            var encoded = segments.joined()
+            if let dot = encoded.lastIndex(of: ".") {
+                ext = Substring(encoded[encoded.index(after: dot)...])
+                encoded = String(encoded[..<dot])
+            }
+            var b64 = encoded.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }
+            while b64.count % 4 != 0 { b64.append("=") }
+            guard let data = Data(base64Encoded: String(b64)), let s = String(data: data, encoding: .utf8), !s.isEmpty else {
+                throw .bad("the source URL is not URL-safe base64")
+            }
+            source = s
+        }
+        if let ext, !ext.isEmpty {
+            guard let f = OutputFormat(name: String(ext)) else { throw .bad("unknown output format \"\(ext)\"") }
+            options.format = f
+        }
+        guard let url = URL(string: source), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              url.host?.isEmpty == false else {
+            throw .bad("the source must be an absolute http or https URL")
+        }
+        self.options = options
+        self.source = source
+    }
+
+    /// One `name:arg:arg` option.
+    static func apply(_ seg: Substring, to o: inout ProcessingOptions) throws(ProcessingURLError) {
+        let parts = seg.split(separator: ":", omittingEmptySubsequences: false)
+        let name = parts[0], args = Array(parts.dropFirst())
+        func int(_ i: Int, _ what: String) throws(ProcessingURLError) -> Int? {
+            guard i < args.count, !args[i].isEmpty else { return nil }
+            guard let v = Int(args[i]), v >= 0, v <= 1 << 16 else { throw .bad("\(name): \(what) must be 0...65536, not \"\(args[i])\"") }
+            return v
+        }
+        func bool(_ i: Int) throws(ProcessingURLError) -> Bool? {
+            guard i < args.count, !args[i].isEmpty else { return nil }
+            switch args[i].lowercased() {
+            case "1", "t", "true": return true
+            case "0", "f", "false": return false
+            default: throw .bad("\(name): \"\(args[i])\" is not a boolean (1, t, true, 0, f, false)")
+            }
+        }
+        func type(_ s: Substring) throws(ProcessingURLError) -> ResizingType {
+            guard let t = ResizingType(rawValue: String(s)) else {
+                throw .bad("unknown resizing type \"\(s)\" (fit, fill, fill-down, force, auto)")
+            }
+            return t
+        }
+        switch name {
+        case "resize", "rs":
+            if let t = args.first, !t.isEmpty { o.resizingType = try type(t) }
+            if let w = try int(1, "width") { o.width = w }
+            if let h = try int(2, "height") { o.height = h }
+            if let e = try bool(3) { o.enlarge = e }
+            if try bool(4) == true { throw .bad("\(name): extend is not supported") }
+        case "size", "s":
+            if let w = try int(0, "width") { o.width = w }
+            if let h = try int(1, "height") { o.height = h }
+            if let e = try bool(2) { o.enlarge = e }
+            if try bool(3) == true { throw .bad("\(name): extend is not supported") }
+        case "resizing_type", "rt":
+            guard let t = args.first else { throw .bad("\(name): a resizing type is required") }
+            o.resizingType = try type(t)
+        case "width", "w":
+            guard let w = try int(0, "width") else { throw .bad("\(name): a width is required") }
+            o.width = w
+        case "height", "h":
+            guard let h = try int(0, "height") else { throw .bad("\(name): a height is required") }
+            o.height = h
+        case "dpr":
+            guard let s = args.first, let d = Double(s), d > 0, d <= 8 else { throw .bad("dpr must be in (0, 8]") }
+            o.dpr = d
+        case "enlarge", "el":
+            o.enlarge = try bool(0) ?? false
+        case "gravity", "g":
+            guard let g = args.first, !g.isEmpty else { throw .bad("\(name): a gravity type is required") }
+            if g == "sm" { throw .bad("gravity sm (smart crop) is not supported: use ce, no, so, ea, we, noea, nowe, soea or sowe") }
+            guard let t = Gravity(rawValue: String(g)) else { throw .bad("unknown gravity \"\(g)\"") }
+            o.gravity = t
+            if args.count > 1 { guard let x = Double(args[1]) else { throw .bad("\(name): bad x offset") }; o.gravityX = x }
+            if args.count > 2 { guard let y = Double(args[2]) else { throw .bad("\(name): bad y offset") }; o.gravityY = y }
+        case "quality", "q":
+            guard let s = args.first, let q = Int(s), (0...100).contains(q) else { throw .bad("quality must be 0...100") }
+            o.quality = q == 0 ? nil : q  // 0: the default, as imgproxy
+        case "format", "f", "ext":
+            guard let s = args.first else { throw .bad("\(name): a format is required") }
+            if s == "auto" { o.format = nil; break }
+            guard let f = OutputFormat(name: String(s)) else { throw .bad("unknown output format \"\(s)\"") }
+            o.format = f
+        case "background", "bg":
+            if args.count == 3 {
+                guard let r = UInt8(args[0]), let g = UInt8(args[1]), let b = UInt8(args[2]) else {
+                    throw .bad("background: r:g:b, each 0...255")
+                }
+                o.background = (r, g, b)
+            } else if args.count == 1, args[0].count == 6, let v = UInt32(args[0], radix: 16) {
+                o.background = (UInt8(v >> 16), UInt8(v >> 8 & 0xff), UInt8(v & 0xff))
+            } else if args.count == 1, args[0].isEmpty {
+                o.background = nil
+            } else {
+                throw .bad("background: r:g:b or a hex colour (RRGGBB)")
+            }
+        case "auto_rotate", "ar":
+            o.autoRotate = try bool(0) ?? true
+        default:
+            throw .bad("unknown processing option \"\(name)\"")
+        }
+    }
+}
+#endif

@@ -1,0 +1,235 @@
+#if Serve
+import Crypto
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SDCache
+import SDWebImage
+
+/// One rendered result: the encoded bytes and their strong validator.
+public struct Rendered: Sendable {
+    public let data: Data
+    public let format: OutputFormat
+    /// A strong ETag (quoted): the first 128 bits of the bytes' SHA-256, URL-safe base64.
+    public let etag: String
+    /// The result came from the result cache (no source fetch, no render).
+    public var cached = false
+
+    init(data: Data, format: OutputFormat) {
+        self.data = data
+        self.format = format
+        etag = "\"" + URLSigner.base64URL(Data(SHA256.hash(data: data).prefix(16))) + "\""
+    }
+}
+
+/// Why a render failed, as an HTTP status and a reason for the client.
+public struct RenderError: Error, Sendable, CustomStringConvertible {
+    public let status: Int
+    public let reason: String
+    public var description: String { "\(status) \(reason)" }
+
+    /// The HTTP status for a load's error: the origin's 404/410 -> 404,
+    /// too large / undecodable -> 422, timeout -> 504, refused by the
+    /// source policy -> 403, any other origin failure -> 502.
+    static func from(_ error: any Error) -> RenderError {
+        if let e = error as? SDWebImageError {
+            switch e.code {
+            case .invalidDownloadStatusCode:
+                let s = e.statusCode ?? 0
+                return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
+            case .badImageData:
+                return RenderError(status: 422, reason: "the source is not an image we can decode: \(e.message)")
+            case .invalidURL:
+                return RenderError(status: 400, reason: "the source URL cannot be requested: \(e.message)")
+            case .invalidDownloadContentType:
+                return RenderError(status: 422, reason: "the source is not an image: \(e.message)")
+            default:
+                return RenderError(status: 502, reason: e.message)
+            }
+        }
+        if let u = error as? URLError {
+            let message = u.userInfo[NSLocalizedDescriptionKey] as? String ?? "\(u.code)"
+            switch u.code {
+            case .timedOut: return RenderError(status: 504, reason: "the source timed out: \(message)")
+            case .dataLengthExceedsMaximum: return RenderError(status: 422, reason: "the source is too large: \(message)")
+            case .appTransportSecurityRequiresSecureConnection, .unsupportedURL:
+                return RenderError(status: 403, reason: "the source is not allowed: \(message)")
+            default: return RenderError(status: 502, reason: "the source could not be fetched: \(message)")
+            }
+        }
+        return RenderError(status: 500, reason: "\(error)")
+    }
+}
+
+/// Which formats a request's `Accept` takes, for `format:auto`.
+public struct Accepts: Sendable, Hashable {
+    public var avif = false, webp = false
+
+    public init(header: String?) {
+        for item in (header ?? "").split(separator: ",") {
+            let parts = item.split(separator: ";")
+            let type = parts.first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let q = parts.dropFirst().first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("q=") }
+                .flatMap { Double($0.trimmingCharacters(in: .whitespaces).dropFirst(2)) } ?? 1
+            guard q > 0 else { continue }
+            if type == "image/avif" { avif = true }
+            if type == "image/webp" { webp = true }
+        }
+    }
+
+    /// AVIF, then WebP, then JPEG — PNG for an image with alpha when neither
+    /// AVIF nor WebP is accepted.
+    public func pick(hasAlpha: Bool) -> OutputFormat {
+        avif ? .avif : webp ? .webp : hasAlpha ? .png : .jpeg
+    }
+}
+
+/// Turns processing requests into encoded images through the library: the
+/// source through `SDWebImageManager` (its downloader under the server
+/// preset, its caches), the geometry through transformers, the bytes
+/// through the coders manager; results in a memory cache by their full key.
+public final class Renderer: Sendable {
+    let manager: SDWebImageManager
+    let results: MemoryCache<String, Rendered>
+    let defaultQuality: Int
+
+    /// `downloader` is the source's (the caller sets its policy and
+    /// limits); decoded sources and their bytes live in `cache`.
+    public init(downloader: SDWebImageDownloader, cache: SDImageCache, resultCacheBytes: Int = 64 << 20,
+                defaultQuality: Int = 80) {
+        manager = SDWebImageManager(cache: cache, loader: downloader)
+        results = MemoryCache(costLimit: max(0, resultCacheBytes))
+        self.defaultQuality = defaultQuality
+    }
+
+    /// The encoded result of `request` for a client that accepts `accepts`.
+    public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
+        let o = request.options
+        let wanted = o.format.map { "f:\($0.rawValue)" } ?? "auto:avif=\(accepts.avif),webp=\(accepts.webp)"
+        let key = request.source + "|" + o.cacheKey + "|" + wanted
+        if var hit = results.value(forKey: key) {
+            hit.cached = true
+            return hit
+        }
+        guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
+        var context: SDWebImageContext = [.imageTransformer: ServeTransformer(options: o)]
+        // shrink on load: a fit never needs more than its box (never enlarged at decode)
+        if o.resizingType == .fit, o.pixelWidth > 0 || o.pixelHeight > 0 {
+            let unbounded = 1 << 20
+            context[.imageThumbnailPixelSize] = CGSize(width: o.pixelWidth > 0 ? o.pixelWidth : unbounded,
+                                                       height: o.pixelHeight > 0 ? o.pixelHeight : unbounded)
+        }
+        if !o.autoRotate {
+            var d = DecodeOptions()
+            d.applyOrientation = false
+            context[.imageDecodeOptions] = [SDImageCoderOption.decodeCoreOptions: d]
+            // the decoded-image caches do not key on orientation: this one neither reads nor writes them
+            context[.queryCacheType] = SDImageCacheType.disk
+            context[.storeCacheType] = SDImageCacheType.none
+        }
+        context[.originalStoreCacheType] = SDImageCacheType.disk  // the source's bytes, for other options
+        let image: SDImage
+        do {
+            guard let got = try await manager.loadImage(with: url, options: [.retryFailed], context: context).image else {
+                throw RenderError(status: 422, reason: "the source gave no image")
+            }
+            image = got
+        } catch let e as RenderError {
+            throw e
+        } catch {
+            throw RenderError.from(error)
+        }
+        let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha)
+        var coderOptions: SDImageCoderOptions = [:]
+        if format != .png { coderOptions[.encodeCompressionQuality] = Double(o.quality ?? defaultQuality) / 100 }
+        coderOptions[.encodeFirstFrameOnly] = true
+        if let bg = o.background {
+            coderOptions[.encodeBackgroundColor] = UInt32(bg.r) << 16 | UInt32(bg.g) << 8 | UInt32(bg.b)
+        }
+        guard let data = SDImageCodersManager.shared.encodedData(with: image, format: format.imageFormat,
+                                                                  options: coderOptions) else {
+            throw RenderError(status: 500, reason: "could not encode \(format.rawValue)")
+        }
+        let rendered = Rendered(data: data, format: format)
+        results.setValue(rendered, forKey: key, cost: data.count)
+        return rendered
+    }
+}
+
+/// The geometry of imgproxy's resizing types on a decoded (upright) image.
+struct ServeTransformer: SDImageTransformer {
+    let options: ProcessingOptions
+    var transformerKey: String { "serve(\(options.cacheKey))" }
+
+    func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
+        let plan = Self.plan(source: (image.width, image.height), options: options)
+        var out = image
+        if plan.scaled != (image.width, image.height) {
+            guard let s = SDImageResizingTransformer(size: CGSize(width: plan.scaled.0, height: plan.scaled.1),
+                                                     scaleMode: .fill).transformedImage(with: out, forKey: key) else { return nil }
+            out = s
+        }
+        if let crop = plan.crop {
+            guard let c = SDImageCroppingTransformer(rect: CGRect(x: crop.x, y: crop.y, width: crop.w, height: crop.h))
+                .transformedImage(with: out, forKey: key) else { return nil }
+            out = c
+        }
+        return out
+    }
+
+    /// The size to scale to, then the crop (in the scaled image), for a
+    /// source of `source` pixels.
+    static func plan(source: (Int, Int), options o: ProcessingOptions)
+        -> (scaled: (Int, Int), crop: (x: Int, y: Int, w: Int, h: Int)?) {
+        let (sw, sh) = (Double(source.0), Double(source.1))
+        let (tw, th) = (Double(o.pixelWidth), Double(o.pixelHeight))
+        guard sw > 0, sh > 0, tw > 0 || th > 0 else { return (source, nil) }
+        var type = o.resizingType
+        if type == .auto {
+            type = tw > 0 && th > 0 && (sw >= sh) == (tw >= th) ? .fill : .fit
+        }
+        if (type == .fill || type == .fillDown) && (tw == 0 || th == 0) { type = .fit }
+        func size(_ s: Double) -> (Int, Int) { (max(1, Int((sw * s).rounded())), max(1, Int((sh * s).rounded()))) }
+        switch type {
+        case .force:
+            var w = tw > 0 ? tw : sw, h = th > 0 ? th : sh
+            if !o.enlarge { w = min(w, sw); h = min(h, sh) }
+            return ((Int(w.rounded()), Int(h.rounded())), nil)
+        case .fit:
+            var s = min(tw > 0 ? tw / sw : .infinity, th > 0 ? th / sh : .infinity)
+            if !o.enlarge { s = min(s, 1) }
+            return (size(s), nil)
+        default:  // fill, fill-down
+            var s = max(tw / sw, th / sh)
+            var (cw, ch) = (tw, th)
+            if s > 1 && !o.enlarge {
+                s = 1
+                if type == .fillDown {  // the box's aspect ratio, as large as the source allows
+                    let k = min(sw / tw, sh / th)
+                    (cw, ch) = (tw * k, th * k)
+                } else {
+                    (cw, ch) = (min(tw, sw), min(th, sh))
+                }
+            }
+            let scaled = size(s)
+            let w = min(scaled.0, max(1, Int(cw.rounded()))), h = min(scaled.1, max(1, Int(ch.rounded())))
+            let (x, y) = offset(scaled: scaled, crop: (w, h), o)
+            return (scaled, (x, y, w, h))
+        }
+    }
+
+    /// Where the crop starts for the gravity (offsets from its edge, clamped).
+    static func offset(scaled: (Int, Int), crop: (Int, Int), _ o: ProcessingOptions) -> (Int, Int) {
+        let fx = Double(scaled.0 - crop.0), fy = Double(scaled.1 - crop.1)
+        let g = o.gravity.rawValue
+        var x = fx / 2, y = fy / 2
+        if g.hasPrefix("no") { y = o.gravityY }
+        if g.hasPrefix("so") { y = fy - o.gravityY }
+        if g.hasSuffix("we") { x = o.gravityX }
+        if g.hasSuffix("ea") { x = fx - o.gravityX }
+        if g == "ce" { x += o.gravityX; y += o.gravityY }
+        return (Int(max(0, min(fx, x)).rounded(.down)), Int(max(0, min(fy, y)).rounded(.down)))
+    }
+}
+#endif

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# make test-serve: `sdimage serve` (built with the Serve trait) against nginx
+# and the fault server on loopback (Tests/Servers), by scripts/test_serve.py.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SDIMAGE_SERVE_BIN:-$(swift build --show-bin-path)/sdimage}
+[ -x "$bin" ] || { echo "test-serve: $bin missing (make serve: swift build --traits Serve)"; exit 1; }
+work=$(mktemp -d /tmp/sdserve.XXXXXX)
+trap 'bash Tests/Servers/servers.sh stop "$work" >/dev/null 2>&1; rm -rf "$work"' EXIT
+base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count 24 --max-size 600) \
+  || { echo "test-serve: could not make and serve the samples"; exit 1; }
+fault=$(grep '^SD_TEST_FAULT=' "$work/env" | cut -d= -f2)
+py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-pil
+"$py" scripts/test_serve.py "$bin" "$work" "$base" "$fault"

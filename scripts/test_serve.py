@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""test_serve.py — `sdimage serve` against a real origin (make test-serve).
+
+Started by scripts/test-serve.sh with nginx (the origin, serving `sdimage
+samples` under /img/) and the fault server on loopback. This starts the
+server itself (port 0, a key and salt of its own, 127.0.0.1 allowed as a
+source host), signs every URL with its own HMAC (Python's, not ours), and
+checks each processing option, the format negotiation, the validators and
+every error status; outputs are decoded with `sdimage decode`. Prints one
+line per check and `N passed, N failed`.
+"""
+import base64
+import hashlib
+import hmac
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SDIMAGE, WORK, ORIGIN, FAULT = sys.argv[1:5]
+KEY, SALT = "a1b2c3d4e5f60718293a4b5c6d7e8f90", "0f1e2d3c4b5a6978"
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}")
+
+
+def sign(path, key=KEY, salt=SALT):
+    mac = hmac.new(bytes.fromhex(key), bytes.fromhex(salt) + path.encode(), hashlib.sha256).digest()
+    return "/" + base64.urlsafe_b64encode(mac).rstrip(b"=").decode() + path
+
+
+def get(base, path, headers=None):
+    """(status, headers, body) of GET base+path."""
+    req = urllib.request.Request(base + path, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def decode(data, *extra):
+    """(width, height, raw premultiplied BGRA) of encoded `data`, by sdimage decode."""
+    src, raw = os.path.join(WORK, "out.bin"), os.path.join(WORK, "out.raw")
+    open(src, "wb").write(data)
+    r = subprocess.run([SDIMAGE, "decode", src, "--raw", raw, *extra], capture_output=True, text=True)
+    m = re.search(r"(\d+)x(\d+)", r.stdout + r.stderr)
+    if r.returncode != 0 or not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), open(raw, "rb").read()
+
+
+def psnr(a, b):
+    """PSNR in dB of two equal-size RGB PIL images."""
+    from PIL import ImageChops, ImageStat
+    mse = sum(v * v for v in ImageStat.Stat(ImageChops.difference(a, b)).rms) / 3
+    return 99.0 if mse == 0 else 10 * math.log10(255 * 255 / mse)
+
+
+def rgb(w, h, raw):
+    """A PIL RGB image of premultiplied BGRA bytes of an opaque image."""
+    from PIL import Image
+    return Image.frombytes("RGBA", (w, h), raw, "raw", "BGRA").convert("RGB")
+
+
+def sample(prefix):
+    return sorted(n for n in os.listdir(os.path.join(WORK, "www", "img")) if n.startswith(prefix))[0]
+
+
+def main():
+    # the documented example of imgproxy's signing guide (key "secret", salt "hello")
+    doc = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
+    out = subprocess.run([SDIMAGE, "serve", "--key", "736563726574", "--salt", "68656C6C6F", "--sign", doc],
+                         capture_output=True, text=True).stdout.strip()
+    check("imgproxy's signing example", out == "/oKfUtW34Dvo2BGQehJFR4Nr0_rIjOtdtzJ3QFsUcXH8" + doc, out)
+
+    log = open(os.path.join(WORK, "serve.log"), "w")
+    proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
+                             "--allow-source-host", "127.0.0.1", "--max-age", "3600",
+                             "--cache-dir", os.path.join(WORK, "serve-cache")],
+                            stdout=subprocess.PIPE, stderr=log, text=True, env=dict(os.environ, SDIMAGE_LOG_LEVEL="info"))
+    line = proc.stdout.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    if not m:
+        check("server starts", False, line)
+        proc.kill()
+        return
+    base = f"http://127.0.0.1:{m.group(1)}"
+    try:
+        run(base)
+    finally:
+        proc.send_signal(signal.SIGTERM)  # graceful: stop accepting, finish, exit 0
+        try:
+            rc = proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = "timeout"
+        check("SIGTERM: exits 0", rc == 0, f"exit {rc}")
+        log.close()
+        text = open(os.path.join(WORK, "serve.log")).read()
+        check("access log: the source host, never its path", "source_host=127.0.0.1" in text and "/img/" not in text,
+              text[-400:])
+
+
+def run(base):
+    photo, alpha, rotated = sample("photo-"), sample("alpha-"), sample("exif6-")
+    src = f"{ORIGIN}/img/{photo}"
+    st, _, body = get(base, "/health/live")
+    check("/health/live", st == 200, st)
+    st, _, body = get(base, "/health/ready")
+    check("/health/ready", st == 200, st)
+
+    # fit, plain source, PNG: the same pixels as `sdimage decode --max-pixel-size 256`
+    st, h, body = get(base, sign(f"/rs:fit:256:256/plain/{src}@png"))
+    ref = decode(open(os.path.join(WORK, "www", "img", photo), "rb").read(), "--max-pixel-size", "256")
+    got = decode(body) if st == 200 else None
+    check("fit 256x256 png: 200, image/png", st == 200 and h.get("content-type") == "image/png", (st, h))
+    check("fit: pixels equal sdimage decode --max-pixel-size 256", got is not None and ref is not None and got == ref,
+          (got and got[:2], ref and ref[:2]))
+    check("Content-Length, Cache-Control, strong ETag", h.get("content-length") == str(len(body))
+          and h.get("cache-control") == "public, max-age=3600" and re.fullmatch(r'"[A-Za-z0-9_-]+"', h.get("etag", "")),
+          h)
+    # the base64 form of the same request: the same result
+    b64 = base64.urlsafe_b64encode(src.encode()).rstrip(b"=").decode()
+    b64 = "/".join(b64[i:i + 16] for i in range(0, len(b64), 16))  # split by slashes, as imgproxy allows
+    st2, h2, body2 = get(base, sign(f"/rs:fit:256:256/{b64}.png"))
+    check("base64 source (split by /): same bytes", st2 == 200 and body2 == body, st2)
+    # conditional request
+    st3, _, body3 = get(base, sign(f"/rs:fit:256:256/plain/{src}@png"), {"If-None-Match": h.get("etag", "")})
+    check("If-None-Match: 304, no body", st3 == 304 and body3 == b"", st3)
+
+    w0, h0 = ref[0], ref[1]  # the fitted size; the source's aspect
+    cases = [
+        ("fill 200x200 jpg", f"/rs:fill:200:200/plain/{src}@jpg", "image/jpeg", lambda w, h: (w, h) == (200, 200)),
+        ("fill with g:no", f"/rs:fill:200:100/g:no/plain/{src}@jpg", "image/jpeg", lambda w, h: (w, h) == (200, 100)),
+        ("force 100x50 webp", f"/rs:force:100:50/plain/{src}@webp", "image/webp", lambda w, h: (w, h) == (100, 50)),
+        ("w:100 dpr:2 (fit)", f"/w:100/dpr:2/plain/{src}@png", "image/png", lambda w, h: w == 200),
+        ("fit without el: never enlarged", f"/rs:fit:5000:5000/plain/{src}@png", "image/png",
+         lambda w, h: max(w, h) <= 600),
+        ("fit el:1: enlarged", f"/rs:fit:1200:1200:1/plain/{src}@png", "image/png", lambda w, h: max(w, h) == 1200),
+        ("fill-down: the box's aspect, not enlarged", f"/rs:fill-down:4000:1000/plain/{src}@png", "image/png",
+         lambda w, h: abs(w / h - 4) < 0.05 and w <= 600),
+        ("auto: same orientation fills", f"/rs:auto:{300 if w0 >= h0 else 200}:{200 if w0 >= h0 else 300}/plain/{src}@png",
+         "image/png", lambda w, h: (w, h) in ((300, 200), (200, 300))),
+        ("q:30 smaller than q:95", None, None, None),
+    ]
+    for name, path, ctype, ok in cases:
+        if path is None:
+            _, _, lo = get(base, sign(f"/rs:fit:256:256/q:30/plain/{src}@jpg"))
+            _, _, hi = get(base, sign(f"/rs:fit:256:256/q:95/plain/{src}@jpg"))
+            check(name, 0 < len(lo) < len(hi), (len(lo), len(hi)))
+            continue
+        st, h, body = get(base, sign(path))
+        d = decode(body) if st == 200 else None
+        check(name, st == 200 and h.get("content-type") == ctype and d is not None and ok(d[0], d[1]),
+              (st, h.get("content-type"), d and d[:2]))
+
+    # fill's pixels against Pillow's Lanczos-3 resize and crop of the same
+    # source, for centre and north gravity: each nearer its own crop
+    from PIL import Image
+    full = decode(open(os.path.join(WORK, "www", "img", photo), "rb").read())
+    source = rgb(full[0], full[1], full[2])
+    s = max(200 / full[0], 120 / full[1])
+    sw, sh = max(200, round(full[0] * s)), max(120, round(full[1] * s))
+    scaled = source.resize((sw, sh), Image.LANCZOS)
+    ref = {"ce": scaled.crop(((sw - 200) // 2, (sh - 120) // 2, (sw - 200) // 2 + 200, (sh - 120) // 2 + 120)),
+           "no": scaled.crop(((sw - 200) // 2, 0, (sw - 200) // 2 + 200, 120))}
+    for g in ("ce", "no"):
+        st, _, body = get(base, sign(f"/rs:fill:200:120/g:{g}/plain/{src}@png"))
+        d = decode(body) if st == 200 else None
+        if d is None or d[:2] != (200, 120):
+            check(f"fill g:{g} pixels", False, (st, d and d[:2]))
+            continue
+        got = rgb(200, 120, d[2])
+        own, other = psnr(got, ref[g]), psnr(got, ref["no" if g == "ce" else "ce"])
+        check(f"fill g:{g}: {own:.1f} dB against Pillow's Lanczos-3 crop (>= 35), nearer than the other gravity's "
+              f"({other:.1f})", own >= 35 and own > other + 3)
+
+    # EXIF orientation applied (ar on by default): upright, as sdimage decode gives it
+    rsrc = f"{ORIGIN}/img/{rotated}"
+    st, _, body = get(base, sign(f"/rs:fit:256:256/plain/{rsrc}@png"))
+    ref = decode(open(os.path.join(WORK, "www", "img", rotated), "rb").read(), "--max-pixel-size", "256")
+    got = decode(body) if st == 200 else None
+    check("EXIF-rotated source: upright", got is not None and got[:2] == ref[:2], (got and got[:2], ref[:2]))
+
+    # negotiation: f:auto / no extension
+    for accept, want in [("image/avif,image/webp,*/*", "image/avif"), ("image/webp,*/*", "image/webp"),
+                         ("*/*", "image/jpeg"), ("image/avif;q=0,image/webp", "image/webp")]:
+        st, h, body = get(base, sign(f"/rs:fit:128:128/plain/{src}"), {"Accept": accept})
+        check(f"Accept {accept} -> {want}, Vary: Accept", st == 200 and h.get("content-type") == want
+              and h.get("vary") == "Accept" and decode(body) is not None, (st, h.get("content-type"), h.get("vary")))
+    st, h, _ = get(base, sign(f"/rs:fit:128:128/f:auto/plain/{ORIGIN}/img/{alpha}"), {"Accept": "*/*"})
+    check("alpha, neither AVIF nor WebP accepted -> PNG", st == 200 and h.get("content-type") == "image/png", h)
+    st, h, _ = get(base, sign(f"/rs:fit:128:128/plain/{src}@webp"), {"Accept": "image/avif"})
+    check("an explicit format wins, no Vary", st == 200 and h.get("content-type") == "image/webp" and "vary" not in h, h)
+
+    # errors
+    errors = [
+        ("no signature", "/insecure/rs:fit:100:100/plain/" + src, 403),
+        ("wrong signature", "/" + "A" * 43 + "/rs:fit:100:100/plain/" + src, 403),
+        ("signature of other options", None, 403),
+        ("unknown option", sign(f"/zz:1/plain/{src}@png"), 400),
+        ("bad width", sign(f"/w:abc/plain/{src}@png"), 400),
+        ("g:sm refused clearly", sign(f"/rs:fill:100:100/g:sm/plain/{src}@png"), 400),
+        ("unknown format", sign(f"/rs:fit:100:100/plain/{src}@tiff"), 400),
+        ("not base64", sign("/rs:fit:100:100/%%%%.png"), 400),
+        ("not http(s)", sign("/rs:fit:100:100/plain/file:///etc/passwd@png"), 400),
+        ("source 404", sign(f"/rs:fit:100:100/plain/{ORIGIN}/status/404@png"), 404),
+        ("source 500", sign(f"/rs:fit:100:100/plain/{ORIGIN}/status/500@png"), 502),
+        ("source not an image", sign(f"/rs:fit:100:100/plain/{FAULT}/html@png"), 422),
+        # SSRF: only 127.0.0.1 is allowed; every other loopback name or address is refused
+        ("source on 127.0.0.2 refused", sign(f"/rs:fit:100:100/plain/{src.replace('127.0.0.1', '127.0.0.2')}@png"), 403),
+        ("source as localhost refused", sign(f"/rs:fit:100:100/plain/{src.replace('127.0.0.1', 'localhost')}@png"), 403),
+        ("redirect to 127.0.0.2 refused",
+         sign(f"/rs:fit:100:100/plain/{FAULT}/redirect?to={src.replace('127.0.0.1', '127.0.0.2')}@png"), 403),
+    ]
+    for name, path, want in errors:
+        if path is None:  # a valid signature, moved onto another path
+            good = sign(f"/rs:fit:100:100/plain/{src}@png")
+            path = good.replace("rs:fit:100:100", "rs:fit:900:900")
+        st, h, body = get(base, path)
+        check(f"{name}: {want} with a reason", st == want and len(body.strip()) > 0
+              and h.get("content-type", "").startswith("text/plain"), (st, body[:200]))
+    # after all that, still serving
+    st, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@png"))
+    check("still serving after the errors", st == 200, st)
+
+
+if __name__ == "__main__":
+    main()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(0 if failed == 0 and passed > 0 else 1)
