@@ -58,6 +58,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [
         .target(
@@ -119,6 +121,9 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
             .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Serve"])),
             .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),
+            .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .executableTarget(
             name: "SDImageCLI",

@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -80,6 +81,136 @@ def sample(prefix):
     return sorted(n for n in os.listdir(os.path.join(WORK, "www", "img")) if n.startswith(prefix))[0]
 
 
+def start(*args, env_extra=None):
+    """An `sdimage serve` on a free loopback port: (process, base URL, first stdout lines)."""
+    log = open(os.path.join(WORK, f"serve-{time.monotonic_ns()}.log"), "w")
+    proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=log,
+                            text=True, env=dict(os.environ, **(env_extra or {})))
+    line = proc.stdout.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    return proc, (f"http://127.0.0.1:{m.group(1)}" if m else None), line
+
+
+def metric(base, name):
+    """The summed value of every sample of `name` (with any labels) on /metrics."""
+    _, _, body = get(base, "/metrics")
+    total = 0.0
+    for line in body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def wait_for(cond, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    print(f"     (gave up waiting for {what})")
+    return False
+
+
+def background_get(base, path):
+    """GET in a thread; the returned dict gets "result" when it ends."""
+    box = {}
+    t = threading.Thread(target=lambda: box.__setitem__("result", get(base, path)), daemon=True)
+    t.start()
+    box["thread"] = t
+    return box
+
+
+def run_limits():
+    """A second server with one render at a time, no queue, 1 MiB sources,
+    2 s of source silence: 503 when busy, 422/504 from hostile origins,
+    graceful drain on SIGTERM."""
+    photo = sample("photo-")
+    # a plain source with a query is percent-encoded (as imgproxy asks): "?" would start the request's own query
+    held = lambda gate: sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3D{gate}@png")
+    cache = os.path.join(WORK, "serve-cache-2")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+                             "--queue-depth", "0", "--max-source-mb", "1", "--source-timeout", "2",
+                             "--drain-timeout", "600", "--cache-dir", cache)
+    if not base:
+        check("second server starts", False, line)
+        proc.kill()
+        return
+    try:
+        # busy: one render held by the origin, the next request turned away at once
+        a = background_get(base, held("busy"))
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        st, h, body = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        check("saturated: 503 with Retry-After", st == 503 and h.get("retry-after") == "1", (st, h, body[:100]))
+        urllib.request.urlopen(f"{FAULT}/open?gate=busy", timeout=30).read()
+        a["thread"].join(120)
+        check("the held render still completes", a.get("result", (0,))[0] == 200, a.get("result", (0,))[0])
+        # hostile origins, each within its budget
+        st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/endless@png"))
+        check("endless source: 422 past --max-source-mb", st == 422, (st, body[:200]))
+        st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/stall@png"))
+        check("stalled source: 504 after --source-timeout", st == 504, (st, body[:200]))
+        # metrics: the library's and the server's
+        _, h, body = get(base, "/metrics")
+        text = body.decode()
+        for name in ("sdimage_serve_requests_total{", "sdimage_serve_request_duration_seconds_bucket",
+                     "sdimage_serve_renders_refused_total", "sdimage_serve_render_queue_depth",
+                     "sdwebimage_downloads_total", "sdwebimage_download_bytes_total", "process_resident_memory_bytes"):
+            check(f"/metrics has {name}", name in text, h.get("content-type"))
+        check("/metrics counts the 503", 'status="503"' in text, "")
+        # drain: SIGTERM while a render is held; new connections refused, the held one finishes, exit 0
+        c = background_get(base, held("drain"))
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        proc.send_signal(signal.SIGTERM)
+
+        def refused():
+            try:
+                urllib.request.urlopen(base + "/health/live", timeout=5).read()
+                return False
+            except (urllib.error.URLError, ConnectionError, OSError):
+                return True
+        check("draining: new connections refused", wait_for(refused, "the listener to close"))
+        urllib.request.urlopen(f"{FAULT}/open?gate=drain", timeout=30).read()
+        c["thread"].join(120)
+        check("draining: the request in flight completes", c.get("result", (0,))[0] == 200, c.get("result", (0,))[0])
+        try:
+            rc = proc.wait(120)
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        check("drained: exit 0", rc == 0, rc)
+    finally:
+        for g in ("busy", "drain"):
+            try:
+                urllib.request.urlopen(f"{FAULT}/open?gate={g}", timeout=30).read()
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+    # the results outlive the process: a new one on the same cache directory renders nothing
+    proc, base, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", cache)
+    try:
+        st, _, _ = get(base, held("busy"))
+        check("restarted: a result from the disk cache", st == 200 and metric(base, "sdimage_serve_result_cache_hits_total") == 1
+              and metric(base, "sdimage_serve_renders_total") == 0, st)
+    finally:
+        proc.kill()
+        proc.wait()
+    # --dev: no configuration, a printed example URL that works
+    proc = subprocess.Popen([SDIMAGE, "serve", "--dev"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        url = next((l.split()[1] for l in lines if l.startswith("open ")), None)
+        ok = url is not None and url.startswith("http://127.0.0.1:")
+        if ok:
+            with urllib.request.urlopen(url, timeout=120) as r:
+                ctype, body = r.headers.get("content-type"), r.read()
+            d = decode(body)
+            ok = ctype == "image/webp" and d is not None and max(d[:2]) == 300
+        check("--dev: loopback, a key, an example URL that serves", ok, lines)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main():
     # the documented example of imgproxy's signing guide (key "secret", salt "hello")
     doc = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
@@ -101,6 +232,7 @@ def main():
     base = f"http://127.0.0.1:{m.group(1)}"
     try:
         run(base)
+        run_limits()
     finally:
         proc.send_signal(signal.SIGTERM)  # graceful: stop accepting, finish, exit 0
         try:
@@ -214,7 +346,7 @@ def run(base):
         ("signature of other options", None, 403),
         ("unknown option", sign(f"/zz:1/plain/{src}@png"), 400),
         ("bad width", sign(f"/w:abc/plain/{src}@png"), 400),
-        ("g:sm refused clearly", sign(f"/rs:fill:100:100/g:sm/plain/{src}@png"), 400),
+        ("g:sm: not supported, clearly", sign(f"/rs:fill:100:100/g:sm/plain/{src}@png"), 400),
         ("unknown format", sign(f"/rs:fit:100:100/plain/{src}@tiff"), 400),
         ("not base64", sign("/rs:fit:100:100/%%%%.png"), 400),
         ("not http(s)", sign("/rs:fit:100:100/plain/file:///etc/passwd@png"), 400),
@@ -225,14 +357,16 @@ def run(base):
         ("source on 127.0.0.2 refused", sign(f"/rs:fit:100:100/plain/{src.replace('127.0.0.1', '127.0.0.2')}@png"), 403),
         ("source as localhost refused", sign(f"/rs:fit:100:100/plain/{src.replace('127.0.0.1', 'localhost')}@png"), 403),
         ("redirect to 127.0.0.2 refused",
-         sign(f"/rs:fit:100:100/plain/{FAULT}/redirect?to={src.replace('127.0.0.1', '127.0.0.2')}@png"), 403),
+         sign(f"/rs:fit:100:100/plain/{FAULT}/redirect%3Fto%3D{src.replace('127.0.0.1', '127.0.0.2')}@png"), 403),
     ]
     for name, path, want in errors:
         if path is None:  # a valid signature, moved onto another path
             good = sign(f"/rs:fit:100:100/plain/{src}@png")
             path = good.replace("rs:fit:100:100", "rs:fit:900:900")
         st, h, body = get(base, path)
-        check(f"{name}: {want} with a reason", st == want and len(body.strip()) > 0
+        # a refusal of the source must say so (not be a signature failure in disguise)
+        why = "not allowed" if "refused" in name else "signature" if "signature" in name else ""
+        check(f"{name}: {want} with a reason", st == want and len(body.strip()) > 0 and why.encode() in body
               and h.get("content-type", "").startswith("text/plain"), (st, body[:200]))
     # after all that, still serving
     st, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@png"))

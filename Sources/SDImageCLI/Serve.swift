@@ -39,8 +39,22 @@ struct Serve: ParsableCommand {
     var quality: Int?
     @Option(help: "Memory for encoded results, MiB (default 64).")
     var resultCacheMb: Int?
-    @Option(help: "Directory of the source cache (default: a fresh one under the temporary directory).")
+    @Option(help: "Disk for encoded results, MiB (default 1024; under --cache-dir/results).")
+    var resultDiskMb: Int?
+    @Option(help: "Directory of the source and result caches (default: a fresh one under the temporary directory).")
     var cacheDir: String?
+    @Option(help: "Renders at once (default: twice the cores).")
+    var maxRenders: Int?
+    @Option(help: "Renders waiting for a turn; past it 503 with Retry-After (default 64).")
+    var queueDepth: Int?
+    @Option(help: "Largest source, MiB (default 20).")
+    var maxSourceMb: Int?
+    @Option(help: "Largest source image, megapixels (default 40).")
+    var maxMegapixels: Int?
+    @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
+    var sourceTimeout: Double?
+    @Option(help: "Seconds requests in flight may take to finish after SIGTERM (default 30).")
+    var drainTimeout: Double?
     @Option(help: "Print the signed form of PATH (/OPTIONS/…) with --key and --salt, and exit.")
     var sign: String?
 
@@ -100,10 +114,30 @@ struct Serve: ParsableCommand {
             guard let v = Int(a), v >= 0 else { throw ValidationError("--max-age must be a number of seconds") }
             config.maxAge = v
         }
-        let q = Int(Self.setting(quality.map(String.init), "QUALITY") ?? "80") ?? -1
-        guard (1...100).contains(q) else { throw ValidationError("--quality must be 1...100") }
-        let resultMB = Int(Self.setting(resultCacheMb.map(String.init), "RESULT_CACHE_MB") ?? "64") ?? -1
-        guard resultMB >= 0 else { throw ValidationError("--result-cache-mb must be 0 or more") }
+        func number(_ flag: Int?, _ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
+            let s = Self.setting(flag.map(String.init), name) ?? String(fallback)
+            guard let v = Int(s), range.contains(v) else {
+                throw ValidationError("--\(name.lowercased().replacingOccurrences(of: "_", with: "-")) must be in \(range), not \(s)")
+            }
+            return v
+        }
+        func seconds(_ flag: Double?, _ name: String, _ fallback: Double) throws -> Double {
+            let s = Self.setting(flag.map { String($0) }, name) ?? String(fallback)
+            guard let v = Double(s), v > 0, v <= 86_400 else {
+                throw ValidationError("--\(name.lowercased().replacingOccurrences(of: "_", with: "-")) must be seconds in (0, 86400]")
+            }
+            return v
+        }
+        var limits = Renderer.Limits()
+        limits.defaultQuality = try number(quality, "QUALITY", 80, 1...100)
+        limits.resultCacheBytes = try number(resultCacheMb, "RESULT_CACHE_MB", 64, 0...1 << 20) << 20
+        limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
+        limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
+        limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
+        let sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
+        let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
+        let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
+        config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
         var trusted = allowSourceHost
         if trusted.isEmpty, let v = env["SDIMAGE_SERVE_ALLOW_SOURCE_HOST"] {
             trusted = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
@@ -113,18 +147,24 @@ struct Serve: ParsableCommand {
             let (_, data) = try Samples.sample(0, maxSize: 1600)
             config.files["/dev/sample.jpg"] = (data, "image/jpeg")
         }
+        let registry = ImageServer.bootstrapMetrics()  // before anything makes a metric
         let loaderConfig = SDWebImageDownloaderConfig.server()
         var policy = loaderConfig.urlPolicy
         policy.trustedHosts += trusted
         loaderConfig.urlPolicy = policy
+        loaderConfig.maxResponseBytes = sourceBytes
+        loaderConfig.downloadTimeout = idle
+        var decodeLimits = loaderConfig.decodeLimits
+        decodeLimits.maxPixels = megapixels * 1_000_000
+        loaderConfig.decodeLimits = decodeLimits
         let dir = Self.setting(cacheDir, "CACHE_DIR")
             ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir)
         let renderer = Renderer(downloader: SDWebImageDownloader(config: loaderConfig), cache: cache,
-                                resultCacheBytes: resultMB << 20, defaultQuality: q)
+                                resultDirectory: limits.resultDiskBytes > 0 ? dir + "/results" : nil, limits: limits)
         var logger = Logger(label: "sdimage.serve")
         logger.logLevel = env["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
-        let server = ImageServer(configuration: config, renderer: renderer, logger: logger)
+        let server = ImageServer(configuration: config, renderer: renderer, logger: logger, registry: registry)
         let failure = Locked<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         let dev = self.dev, host = config.host, signerCopy = signer, keyShown = keyHex, saltShown = saltHex

@@ -4,7 +4,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Metrics
 import SDCache
+import SDSync
 import SDWebImage
 
 /// One rendered result: the encoded bytes and their strong validator.
@@ -27,6 +29,8 @@ public struct Rendered: Sendable {
 public struct RenderError: Error, Sendable, CustomStringConvertible {
     public let status: Int
     public let reason: String
+    /// Seconds a 503 asks the client to wait (`Retry-After`).
+    public var retryAfter: Int?
     public var description: String { "\(status) \(reason)" }
 
     /// The HTTP status for a load's error: the origin's 404/410 -> 404,
@@ -90,18 +94,52 @@ public struct Accepts: Sendable, Hashable {
 /// preset, its caches), the geometry through transformers, the bytes
 /// through the coders manager; results in a memory cache by their full key.
 public final class Renderer: Sendable {
+    /// How much a renderer takes on.
+    public struct Limits: Sendable {
+        /// Renders at once (each holds a decoded source and its result).
+        public var renders = 2 * ProcessInfo.processInfo.activeProcessorCount
+        /// Renders waiting for a turn; past it, 503 with `Retry-After`.
+        public var queueDepth = 64
+        /// Memory for encoded results.
+        public var resultCacheBytes = 64 << 20
+        /// Default quality of lossy results (1...100).
+        public var defaultQuality = 80
+        /// Disk for encoded results (with a result directory): past it the
+        /// least recently used half goes, checked every 256 writes.
+        public var resultDiskBytes = 1 << 30
+        public init() {}
+    }
+
     let manager: SDWebImageManager
     let results: MemoryCache<String, Rendered>
+    let resultDisk: DiskCache?
+    let gate: RenderGate
     let defaultQuality: Int
+    let resultDiskBytes: Int
+    let diskWrites = SDSync.Locked(0)
+    let hitsMemory = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "memory")])
+    let hitsDisk = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "disk")])
+    let renders = Counter(label: "sdimage_serve_renders_total")
+    let renderTime = Metrics.Timer(label: "sdimage_serve_render_duration_seconds")
+    let inFlight = Gauge(label: "sdimage_serve_renders_in_flight")
+    let queued = Gauge(label: "sdimage_serve_render_queue_depth")
+    let refused = Counter(label: "sdimage_serve_renders_refused_total")
 
     /// `downloader` is the source's (the caller sets its policy and
-    /// limits); decoded sources and their bytes live in `cache`.
-    public init(downloader: SDWebImageDownloader, cache: SDImageCache, resultCacheBytes: Int = 64 << 20,
-                defaultQuality: Int = 80) {
+    /// limits); decoded sources and their bytes live in `cache`; encoded
+    /// results in memory and, given `resultDirectory`, on disk.
+    public init(downloader: SDWebImageDownloader, cache: SDImageCache, resultDirectory: String? = nil,
+                limits: Limits = Limits()) {
         manager = SDWebImageManager(cache: cache, loader: downloader)
-        results = MemoryCache(costLimit: max(0, resultCacheBytes))
-        self.defaultQuality = defaultQuality
+        results = MemoryCache(costLimit: max(0, limits.resultCacheBytes))
+        resultDisk = resultDirectory.flatMap { try? DiskCache(directory: $0) }
+        gate = RenderGate(width: limits.renders, depth: limits.queueDepth)
+        defaultQuality = limits.defaultQuality
+        resultDiskBytes = limits.resultDiskBytes
     }
+
+    /// Renders running and waiting now.
+    public var load: (running: Int, waiting: Int) { gate.load }
 
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
@@ -110,8 +148,36 @@ public final class Renderer: Sendable {
         let key = request.source + "|" + o.cacheKey + "|" + wanted
         if var hit = results.value(forKey: key) {
             hit.cached = true
+            hitsMemory.increment()
             return hit
         }
+        if let disk = resultDisk, let data = disk.data(forKey: key), let ext = disk.extendedData(forKey: key),
+           let f = String(data: ext, encoding: .utf8).flatMap(OutputFormat.init(rawValue:)) {
+            var hit = Rendered(data: data, format: f)
+            results.setValue(hit, forKey: key, cost: data.count)
+            hit.cached = true
+            hitsDisk.increment()
+            return hit
+        }
+        guard await gate.enter() else {
+            refused.increment()
+            let (running, waiting) = gate.load
+            throw RenderError(status: 503, reason: "busy: \(running) renders running and \(waiting) waiting", retryAfter: 1)
+        }
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer {
+            gate.leave()
+            renderTime.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
+            let (running, waiting) = gate.load
+            inFlight.record(running)
+            queued.record(waiting)
+        }
+        do {
+            let (running, waiting) = gate.load
+            inFlight.record(running)
+            queued.record(waiting)
+        }
+        renders.increment()
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
         var context: SDWebImageContext = [.imageTransformer: ServeTransformer(options: o)]
         // shrink on load: a fit never needs more than its box (never enlarged at decode)
@@ -153,6 +219,16 @@ public final class Renderer: Sendable {
         }
         let rendered = Rendered(data: data, format: format)
         results.setValue(rendered, forKey: key, cost: data.count)
+        // a full disk loses only this copy: the result is served all the same
+        if let disk = resultDisk {
+            try? disk.setData(data, forKey: key, extendedData: Data(format.rawValue.utf8))
+            if diskWrites.withLock({ $0 += 1; return $0 % 256 == 0 }) {
+                let limit = resultDiskBytes
+                DispatchQueue.global(qos: .utility).async {
+                    _ = disk.removeExpiredData(maxAge: -1, maxSize: limit, expireType: .accessDate)
+                }
+            }
+        }
         return rendered
     }
 }

@@ -2,8 +2,11 @@
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
+import Prometheus
 import SDWebImage
+import ServiceLifecycle
 
 /// What `sdimage serve` runs with.
 public struct ServeConfiguration: Sendable {
@@ -14,6 +17,9 @@ public struct ServeConfiguration: Sendable {
     public var signer: URLSigner?
     /// `Cache-Control: public, max-age` of results, in seconds.
     public var maxAge = 31_536_000
+    /// On SIGTERM/SIGINT: stop accepting, then let requests in flight finish
+    /// for at most this long before they are cancelled.
+    public var drainTimeout: Duration = .seconds(30)
     /// Files served as they are, by path (`--dev`'s sample): bytes and Content-Type.
     public var files: [String: (data: Data, type: String)] = [:]
     public init() {}
@@ -26,11 +32,32 @@ public struct ImageServer: Sendable {
     public let configuration: ServeConfiguration
     public let renderer: Renderer
     let logger: Logger
+    /// What `/metrics` shows: the metrics of the library (downloads, cache
+    /// hits, decode times: swift-metrics, bootstrapped onto it) and the server's.
+    let registry: PrometheusCollectorRegistry
+    let latency = Metrics.Timer(label: "sdimage_serve_request_duration_seconds")
 
-    public init(configuration: ServeConfiguration, renderer: Renderer, logger: Logger) {
+    /// Bootstraps swift-metrics onto a Prometheus registry (once per process).
+    public init(configuration: ServeConfiguration, renderer: Renderer, logger: Logger,
+                registry: PrometheusCollectorRegistry) {
         self.configuration = configuration
         self.renderer = renderer
         self.logger = logger
+        self.registry = registry
+    }
+
+    /// A registry with swift-metrics bootstrapped onto it: call before
+    /// anything makes a metric (the renderer, the downloader), once.
+    public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+            .seconds(2.5), .seconds(5), .seconds(10),
+        ]
+        MetricsSystem.bootstrap(factory)
+        return registry
     }
 
     /// Run until SIGTERM or SIGINT (then stop accepting and finish what is
@@ -39,6 +66,14 @@ public struct ImageServer: Sendable {
         let router = Router()
         router.get("/health/live") { _, _ in "ok\n" }
         router.get("/health/ready") { _, _ in "ready\n" }
+        let rss = Gauge(label: "process_resident_memory_bytes")
+        router.get("/metrics") { _, _ in
+            rss.record(Self.residentBytes())
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers,
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.registry.emitToBuffer())))
+        }
         for (path, file) in configuration.files {
             router.get(RouterPath(path)) { _, _ in
                 var headers = HTTPFields()
@@ -53,7 +88,16 @@ public struct ImageServer: Sendable {
                                                     serverName: "sdimage"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
-        try await app.runService()
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.drainTimeout
+        try await ServiceGroup(configuration: group).run()
+    }
+
+    /// This process's resident set (/proc/self/statm), bytes.
+    static func residentBytes() -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let pages = s.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     func respond(to request: Request) async -> Response {
@@ -67,7 +111,12 @@ public struct ImageServer: Sendable {
         } catch {
             response = Self.error(error.kind == .forbidden ? 403 : 400, error.reason)
         }
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        let ms = Double(elapsed) / 1e6
+        latency.recordNanoseconds(Int64(elapsed))
+        let format = response.headers[.contentType].flatMap { $0.hasPrefix("image/") ? String($0.dropFirst(6)) : nil } ?? "-"
+        Counter(label: "sdimage_serve_requests_total",
+                dimensions: [("status", "\(response.status.code)"), ("format", format)]).increment()
         // the source URL may carry secrets: only its host is logged
         logger.info("request", metadata: [
             "status": "\(response.status.code)", "ms": "\(String(format: "%.1f", ms))", "source_host": "\(host)",
@@ -91,7 +140,9 @@ public struct ImageServer: Sendable {
             headers[.contentLength] = "\(r.data.count)"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: r.data)))
         } catch {
-            return Self.error(error.status, error.reason)
+            var r = Self.error(error.status, error.reason)
+            if let after = error.retryAfter { r.headers[.retryAfter] = "\(after)" }
+            return r
         }
     }
 
