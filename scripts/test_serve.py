@@ -327,6 +327,20 @@ def run(base):
     ref = decode(open(os.path.join(WORK, "www", "img", rotated), "rb").read(), "--max-pixel-size", "256")
     got = decode(body) if st == 200 else None
     check("EXIF-rotated source: upright", got is not None and got[:2] == ref[:2], (got and got[:2], ref[:2]))
+    st, _, body = get(base, sign(f"/rs:fit:256:256/ar:0/plain/{rsrc}@png"))
+    got = decode(body) if st == 200 else None
+    check("ar:0: as stored (sides swapped)", got is not None and got[:2] == (ref[1], ref[0]), (got and got[:2], ref[:2]))
+
+    # bg: what shows through transparent pixels of a JPEG
+    asrc = f"{ORIGIN}/img/{alpha}"
+    aref = decode(open(os.path.join(WORK, "www", "img", alpha), "rb").read(), "--max-pixel-size", "128")
+    clear = next((i for i in range(3, len(aref[2]), 4) if aref[2][i] == 0), None)
+    for bg, want in (("FF0000", (255, 0, 0)), ("0:0:255", (0, 0, 255))):
+        st, _, body = get(base, sign(f"/rs:fit:128:128/bg:{bg}/plain/{asrc}@jpg"))
+        got = decode(body) if st == 200 else None
+        px = got and clear is not None and (got[2][clear - 1], got[2][clear - 2], got[2][clear - 3])  # BGRA -> RGB
+        check(f"bg:{bg} under a transparent pixel of a JPEG", px and all(abs(a - b) <= 24 for a, b in zip(px, want)),
+              (st, px, clear))
 
     # negotiation: f:auto / no extension
     for accept, want in [("image/avif,image/webp,*/*", "image/avif"), ("image/webp,*/*", "image/webp"),
