@@ -116,7 +116,7 @@ let package = Package(
         ]),
         // `sdimage serve` (an empty module without the Serve trait)
         .target(name: "SDImageServe", dependencies: [
-            "SDWebImage", "SDCoders", "SDCache", "SDSync",
+            "SDWebImage", "SDWebImageRedis", "SDCoders", "SDCache", "SDSync",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
             .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Serve"])),

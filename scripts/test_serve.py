@@ -211,6 +211,50 @@ def run_limits():
         proc.wait()
 
 
+def run_fleet():
+    """Two servers on one Redis, cold, every result asked of both at once:
+    the origin (nginx's log of /fleet/) sees each source once, and the two
+    render each result once between them. Then Redis dies: both keep serving."""
+    redis = os.environ["SD_TEST_REDIS"]
+    files = sorted(os.listdir(os.path.join(WORK, "www", "fleet")))
+    log = os.path.join(WORK, "fleet.log")
+    servers = []
+    try:
+        for name in ("a", "b"):
+            proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1",
+                                     "--redis", redis + "/0", "--cache-dir", os.path.join(WORK, "fleet-" + name))
+            servers.append((proc, base))
+            if not base:
+                check(f"fleet server {name} starts", False, line)
+                return
+        paths = [sign(f"/rs:fit:{s}:{s}/plain/{ORIGIN}/fleet/{f}@webp") for f in files for s in (128, 200)]
+        jobs = [background_get(base, p) for p in paths for _, base in servers]
+        for j in jobs:
+            j["thread"].join(300)
+        statuses = sorted({j.get("result", (0,))[0] for j in jobs})
+        check(f"fleet: {len(jobs)} requests of {len(paths)} results on two servers, all 200", statuses == [200], statuses)
+        seen = {}
+        for line in open(log).read().splitlines():
+            m = re.search(r'"GET (/fleet/[^ ?]+)', line)
+            if m:
+                seen[m.group(1)] = seen.get(m.group(1), 0) + 1
+        check(f"fleet: the origin saw each of {len(files)} sources once", sorted(seen.values()) == [1] * len(files),
+              seen)
+        renders = sum(metric(base, "sdimage_serve_renders_total") for _, base in servers)
+        check(f"fleet: {len(paths)} results rendered once between the two servers", renders == len(paths), renders)
+        # Redis dies: each server goes on from its own caches (degraded, still serving)
+        subprocess.run(["bash", "Tests/Servers/redis.sh", "kill9", os.environ["SD_TEST_REDIS_DIR"]], check=False)
+        for i, (_, base) in enumerate(servers):
+            st, _, _ = get(base, sign(f"/rs:fit:77:77/plain/{ORIGIN}/fleet/{files[i]}@webp"))
+            rst, _, body = get(base, "/health/ready")
+            check(f"Redis killed: server {'ab'[i]} still renders, ready says degraded", st == 200 and rst == 200
+                  and b"degraded" in body, (st, rst, body))
+    finally:
+        for proc, _ in servers:
+            proc.kill()
+            proc.wait()
+
+
 def main():
     # the documented example of imgproxy's signing guide (key "secret", salt "hello")
     doc = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
@@ -233,6 +277,7 @@ def main():
     try:
         run(base)
         run_limits()
+        run_fleet()
     finally:
         proc.send_signal(signal.SIGTERM)  # graceful: stop accepting, finish, exit 0
         try:

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SDSync
 import SDWebImage
+import SDWebImageRedis
 #if Serve
 import SDImageServe
 #endif
@@ -55,6 +56,8 @@ struct Serve: ParsableCommand {
     var sourceTimeout: Double?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM (default 30).")
     var drainTimeout: Double?
+    @Option(help: "A Redis shared by the fleet (redis://host:port/db): sources and results cached there, one origin request per source and one render per result fleet-wide.")
+    var redis: String?
     @Option(help: "Print the signed form of PATH (/OPTIONS/…) with --key and --salt, and exit.")
     var sign: String?
 
@@ -160,8 +163,33 @@ struct Serve: ParsableCommand {
         let dir = Self.setting(cacheDir, "CACHE_DIR")
             ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir)
-        let renderer = Renderer(downloader: SDWebImageDownloader(config: loaderConfig), cache: cache,
-                                resultDirectory: limits.resultDiskBytes > 0 ? dir + "/results" : nil, limits: limits)
+        let downloader = SDWebImageDownloader(config: loaderConfig)
+        var loader: any SDImageLoader = downloader
+        var sources: any SDImageCacheProtocol = cache
+        var fleetResults: SDRedisDiskCache?
+        if let url = Self.setting(redis, "REDIS") {
+            var o = SDRedisDiskCache.Options()
+            o.logger = Logger(label: "sdwebimage.redis")
+            o.connections = limits.renders + 4
+            do {
+                let tier = try SDImageRedisCache(url: url, namespace: "serve-sources", options: o)
+                sources = tier.tiered(behind: cache)
+                var fo = SDRedisFleetLoader.Options()
+                fo.logger = o.logger
+                fo.maxWait = idle * 3
+                loader = SDRedisFleetLoader(loader: downloader, cache: tier, options: fo)
+                fleetResults = try SDRedisDiskCache(url: url, namespace: "serve-results", options: o)
+            } catch {
+                throw ValidationError("--redis: \(error)")
+            }
+            let results = fleetResults
+            config.readiness = {
+                (try? results?.serverInfo()) != nil ? "redis: ok" : "redis: unreachable (degraded: serving from local caches)"
+            }
+        }
+        let renderer = Renderer(loader: loader, cache: sources,
+                                resultDirectory: limits.resultDiskBytes > 0 ? dir + "/results" : nil,
+                                fleetResults: fleetResults, limits: limits)
         var logger = Logger(label: "sdimage.serve")
         logger.logLevel = env["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
         let server = ImageServer(configuration: config, renderer: renderer, logger: logger, registry: registry)

@@ -8,6 +8,7 @@ import Metrics
 import SDCache
 import SDSync
 import SDWebImage
+import SDWebImageRedis
 
 /// One rendered result: the encoded bytes and their strong validator.
 public struct Rendered: Sendable {
@@ -113,6 +114,7 @@ public final class Renderer: Sendable {
     let manager: SDWebImageManager
     let results: MemoryCache<String, Rendered>
     let resultDisk: DiskCache?
+    let fleet: FleetResults?
     let gate: RenderGate
     let defaultQuality: Int
     let resultDiskBytes: Int
@@ -125,12 +127,14 @@ public final class Renderer: Sendable {
     let queued = Gauge(label: "sdimage_serve_render_queue_depth")
     let refused = Counter(label: "sdimage_serve_renders_refused_total")
 
-    /// `downloader` is the source's (the caller sets its policy and
-    /// limits); decoded sources and their bytes live in `cache`; encoded
-    /// results in memory and, given `resultDirectory`, on disk.
-    public init(downloader: SDWebImageDownloader, cache: SDImageCache, resultDirectory: String? = nil,
-                limits: Limits = Limits()) {
-        manager = SDWebImageManager(cache: cache, loader: downloader)
+    /// Sources come through `loader` (the downloader, under the caller's
+    /// policy and limits, or a fleet loader in front of it) into `cache`;
+    /// encoded results go to memory, to disk given `resultDirectory`, and
+    /// given `fleetResults` (a Redis tier) to the fleet, one render each.
+    public init(loader: any SDImageLoader, cache: any SDImageCacheProtocol, resultDirectory: String? = nil,
+                fleetResults: SDRedisDiskCache? = nil, limits: Limits = Limits()) {
+        manager = SDWebImageManager(cache: cache, loader: loader)
+        fleet = fleetResults.map { FleetResults(store: $0) }
         results = MemoryCache(costLimit: max(0, limits.resultCacheBytes))
         resultDisk = resultDirectory.flatMap { try? DiskCache(directory: $0) }
         gate = RenderGate(width: limits.renders, depth: limits.queueDepth)
@@ -159,6 +163,34 @@ public final class Renderer: Sendable {
             hitsDisk.increment()
             return hit
         }
+        var owner: String?
+        if let fleet {
+            switch await fleet.turn(forKey: key) {
+            case .result(var r):
+                results.setValue(r, forKey: key, cost: r.data.count)
+                try? resultDisk?.setData(r.data, forKey: key, extendedData: Data(r.format.rawValue.utf8))
+                r.cached = true
+                return r
+            case .owner(let token): owner = token
+            case .alone: break
+            }
+        }
+        guard let fleet, let owner else { return try await produce(request, key: key, accepts: accepts) }
+        let renewal = fleet.keepAlive(forKey: key, token: owner)
+        defer { renewal.cancel() }
+        do {
+            let r = try await produce(request, key: key, accepts: accepts)
+            fleet.finish(forKey: key, token: owner, r)
+            return r
+        } catch {
+            fleet.finish(forKey: key, token: owner, nil)
+            throw error
+        }
+    }
+
+    /// Render `request` here (a turn of the gate), keep the result in memory and on disk.
+    private func produce(_ request: ProcessingRequest, key: String, accepts: Accepts) async throws(RenderError) -> Rendered {
+        let o = request.options
         guard await gate.enter() else {
             refused.increment()
             let (running, waiting) = gate.load

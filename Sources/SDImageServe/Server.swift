@@ -20,6 +20,9 @@ public struct ServeConfiguration: Sendable {
     /// On SIGTERM/SIGINT: stop accepting, then let requests in flight finish
     /// for at most this long before they are cancelled.
     public var drainTimeout: Duration = .seconds(30)
+    /// What /health/ready adds (the shared tier's state): it answers 200
+    /// while the server serves, degraded or not.
+    public var readiness: (@Sendable () -> String)?
     /// Files served as they are, by path (`--dev`'s sample): bytes and Content-Type.
     public var files: [String: (data: Data, type: String)] = [:]
     public init() {}
@@ -65,7 +68,8 @@ public struct ImageServer: Sendable {
     public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
         let router = Router()
         router.get("/health/live") { _, _ in "ok\n" }
-        router.get("/health/ready") { _, _ in "ready\n" }
+        let readiness = configuration.readiness
+        router.get("/health/ready") { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
         let rss = Gauge(label: "process_resident_memory_bytes")
         router.get("/metrics") { _, _ in
             rss.record(Self.residentBytes())

@@ -259,7 +259,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, Sendable {
         }
     }
 
-    // MARK: - fleet lease (SDRedisFleetLoader)
+    // MARK: - fleet lease (SDRedisFleetLoader; `sdimage serve`'s results)
 
     /// The Redis key of the fleet lease on `key`: the entry's hash tag, so
     /// both live on one Cluster shard (the scripts touch both).
@@ -268,7 +268,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, Sendable {
     }
 
     /// What one look at an entry and its lease found.
-    enum Lease: Equatable {
+    package enum Lease: Equatable {
         /// The bytes are in Redis.
         case present
         /// No bytes, and now this caller holds the lease.
@@ -325,7 +325,7 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, Sendable {
 
     private static func ms(_ t: TimeInterval) -> String { String(max(1, Int(t * 1000))) }
 
-    func acquire(forKey key: String, token: String, ttl: TimeInterval) -> Lease {
+    package func acquire(forKey key: String, token: String, ttl: TimeInterval) -> Lease {
         switch eval(Self.acquireScript, keys: [redisKey(forKey: key), leaseKey(forKey: key)],
                     [token, Self.ms(ttl), Self.failedMark]) {
         case .integer(1)?: return .present
@@ -338,28 +338,28 @@ public final class SDRedisDiskCache: SDDiskCacheProtocol, Sendable {
     }
 
     @discardableResult
-    func release(forKey key: String, token: String) -> Bool {
+    package func release(forKey key: String, token: String) -> Bool {
         if case .integer(1)? = eval(Self.releaseScript, keys: [leaseKey(forKey: key)], [token]) { return true }
         return false
     }
 
-    func renew(forKey key: String, token: String, ttl: TimeInterval) -> Bool {
+    package func renew(forKey key: String, token: String, ttl: TimeInterval) -> Bool {
         if case .integer(1)? = eval(Self.renewScript, keys: [leaseKey(forKey: key)], [token, Self.ms(ttl)]) { return true }
         return false
     }
 
     /// Leave the failure mark instead of the lease (the owner only): the
     /// plain one, or with `goneStatus` the one that fails everyone alike.
-    func markFailed(forKey key: String, token: String, ttl: TimeInterval, goneStatus: Int? = nil) {
+    package func markFailed(forKey key: String, token: String, ttl: TimeInterval, goneStatus: Int? = nil) {
         let mark = goneStatus.map(Self.goneMark) ?? Self.failedMark
         _ = eval(Self.markScript, keys: [leaseKey(forKey: key)], [token, mark, Self.ms(ttl)])
     }
 
     /// The whole checked entry in one read.
-    func entry(forKey key: String) -> (data: Data, extended: Data?, stored: Date)? { load(key) }
+    package func entry(forKey key: String) -> (data: Data, extended: Data?, stored: Date)? { load(key) }
 
     /// Store for the fleet: true when the bytes are in Redis for the waiters.
-    func share(_ data: Data, extendedData: Data?, forKey key: String) -> Bool {
+    package func share(_ data: Data, extendedData: Data?, forKey key: String) -> Bool {
         let value = Self.encode(data, extended: extendedData, stored: Date())
         guard value.count <= options.maxValueBytes else { return false }
         guard case .status? = client.command([Array("SET".utf8), k(key), value] + expiry()) else { return false }

@@ -1,0 +1,80 @@
+#if Serve
+import Foundation
+import Metrics
+import SDWebImageRedis
+
+/// One render per distinct result across a fleet of servers sharing a
+/// Redis (`--redis`): before it renders, a server takes the result's lease
+/// (the Redis tier's, as `SDRedisFleetLoader` does for sources); the owner
+/// renders, writes the bytes to Redis and lets go, and every server that
+/// asked meanwhile waits for those bytes instead of rendering them again.
+/// An owner that fails leaves a short mark and the waiters render alone;
+/// Redis down or slow costs the coordination, never a request.
+struct FleetResults: Sendable {
+    let store: SDRedisDiskCache
+    /// A lease's life without renewal (the owner renews every third of it).
+    var leaseTTL: TimeInterval = 6
+    /// The longest a server waits for another's render before it renders itself.
+    var maxWait: TimeInterval = 30
+    let rendered = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "rendered")])
+    let shared = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "shared")])
+    let alone = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "alone")])
+
+    enum Turn {
+        /// Another server rendered it.
+        case result(Rendered)
+        /// This server holds the lease: render, then `finish`.
+        case owner(token: String)
+        /// Render without the fleet (Redis away, an owner failed, waited too long).
+        case alone
+    }
+
+    func turn(forKey key: String) async -> Turn {
+        let token = UUID().uuidString
+        var delay = 0.005, waited = 0.0
+        while true {
+            switch store.acquire(forKey: key, token: token, ttl: leaseTTL) {
+            case .present:
+                if let e = store.entry(forKey: key),
+                   let f = e.extended.flatMap({ String(data: $0, encoding: .utf8) }).flatMap(OutputFormat.init(rawValue:)) {
+                    shared.increment()
+                    return .result(Rendered(data: e.data, format: f))
+                }
+                alone.increment()
+                return .alone
+            case .acquired:
+                rendered.increment()
+                return .owner(token: token)
+            case .held where waited < maxWait:
+                try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+                waited += delay
+                delay = min(delay * 2, 0.1)
+            default:
+                alone.increment()
+                return .alone
+            }
+        }
+    }
+
+    /// Keep the lease while the render runs (cancel the task when it ends).
+    func keepAlive(forKey key: String, token: String) -> Task<Void, Never> {
+        let store = self.store, ttl = leaseTTL
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(ttl / 3 * 1e9))
+                if Task.isCancelled || !store.renew(forKey: key, token: token, ttl: ttl) { return }
+            }
+        }
+    }
+
+    /// The owner's render ended: share the bytes and let go, or mark the
+    /// failure so the waiters render alone at once.
+    func finish(forKey key: String, token: String, _ result: Rendered?) {
+        if let result, store.share(result.data, extendedData: Data(result.format.rawValue.utf8), forKey: key) {
+            store.release(forKey: key, token: token)
+        } else {
+            store.markFailed(forKey: key, token: token, ttl: 5)
+        }
+    }
+}
+#endif
