@@ -77,6 +77,18 @@ def rgb(w, h, raw):
     return Image.frombytes("RGBA", (w, h), raw, "raw", "BGRA").convert("RGB")
 
 
+def bomb_png(path, side=60000):
+    """A small PNG that declares side x side pixels (a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    rows = zlib.compress(b"\0" * 4096)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 6, 0, 0, 0))
+                           + chunk(b"IDAT", rows) + chunk(b"IEND", b""))
+
+
 def sample(prefix):
     return sorted(n for n in os.listdir(os.path.join(WORK, "www", "img")) if n.startswith(prefix))[0]
 
@@ -398,8 +410,22 @@ def run(base):
     st, h, _ = get(base, sign(f"/rs:fit:128:128/plain/{src}@webp"), {"Accept": "image/avif"})
     check("an explicit format wins, no Vary", st == 200 and h.get("content-type") == "image/webp" and "vary" not in h, h)
 
-    # errors
+    # errors, while a load of ordinary renders runs: none of it may fail
+    stop_load = threading.Event()
+    load_results = []
+
+    def load():
+        n = 0
+        while not stop_load.is_set():
+            n += 1
+            load_results.append(get(base, sign(f"/rs:fit:{40 + n % 150}:{40 + n % 150}/plain/{src}@webp"))[0])
+    loaders = [threading.Thread(target=load, daemon=True) for _ in range(3)]
+    for t in loaders:
+        t.start()
+    bomb_png(os.path.join(WORK, "www", "img", "bomb.png"))
     errors = [
+        ("decompression bomb (a 60000x60000 PNG)", sign(f"/rs:fit:100:100/plain/{ORIGIN}/img/bomb.png@png"), 422),
+        ("redirect loop", sign(f"/rs:fit:100:100/plain/{ORIGIN}/loop@png"), 502),
         ("no signature", "/insecure/rs:fit:100:100/plain/" + src, 403),
         ("wrong signature", "/" + "A" * 43 + "/rs:fit:100:100/plain/" + src, 403),
         ("signature of other options", None, 403),
@@ -427,6 +453,11 @@ def run(base):
         why = "not allowed" if "refused" in name else "signature" if "signature" in name else ""
         check(f"{name}: {want} with a reason", st == want and len(body.strip()) > 0 and why.encode() in body
               and h.get("content-type", "").startswith("text/plain"), (st, body[:200]))
+    stop_load.set()
+    for t in loaders:
+        t.join(300)
+    check(f"a load beside the hostile requests: {len(load_results)} renders, all 200",
+          len(load_results) > 0 and set(load_results) == {200}, sorted(set(load_results)))
     # after all that, still serving
     st, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@png"))
     check("still serving after the errors", st == 200, st)
