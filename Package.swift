@@ -60,6 +60,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         .target(
@@ -130,6 +132,8 @@ let package = Package(
             dependencies: [
                 "CSDCore",
                 "SDImageServe",
+                .product(name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Serve"])),
+                .product(name: "SystemPackage", package: "swift-system", condition: .when(traits: ["Serve"])),
                 "SDCoders",
                 "SDWebImage",
                 "SDWebImageRedis",

@@ -206,6 +206,24 @@ def run_limits():
     finally:
         proc.kill()
         proc.wait()
+    # settings: the flag, else SDIMAGE_SERVE_<NAME>, else the --config file
+    import json
+    cfg = os.path.join(WORK, "serve.json")
+    json.dump({"key": KEY, "salt": SALT, "allow-source-host": ["127.0.0.1"], "max-age": 77, "quality": 50}, open(cfg, "w"))
+    src = sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@jpg")
+    for args, env_extra, want in ((["--config", cfg], {}, "77"), (["--config", cfg], {"SDIMAGE_SERVE_MAX_AGE": "88"}, "88"),
+                                  (["--config", cfg, "--max-age", "99"], {"SDIMAGE_SERVE_MAX_AGE": "88"}, "99")):
+        proc, base, line = start(*args, env_extra=env_extra)
+        try:
+            st, h, _ = get(base, src) if base else (0, {}, b"")
+            check(f"settings {args[2:] or ''} {env_extra or ''}: the file's key signs, max-age {want}",
+                  st == 200 and h.get("cache-control") == f"public, max-age={want}", (st, h.get("cache-control"), line))
+        finally:
+            proc.kill()
+            proc.wait()
+    proc, base, line = start("--config", os.path.join(WORK, "missing.json"))
+    check("a missing --config file: a clear error, exit 2", base is None and proc.wait(60) == 2, line)
+
     # --dev: no configuration, a printed example URL that works
     proc = subprocess.Popen([SDIMAGE, "serve", "--dev"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

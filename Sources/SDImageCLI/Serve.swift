@@ -5,7 +5,9 @@ import SDSync
 import SDWebImage
 import SDWebImageRedis
 #if Serve
+import Configuration
 import SDImageServe
+import SystemPackage
 #endif
 
 /// `sdimage serve`: imgproxy's processing URLs over HTTP, rendered by the
@@ -17,9 +19,11 @@ struct Serve: ParsableCommand {
             URLs: /SIGNATURE/OPTIONS/plain/SOURCE_URL@EXT or /SIGNATURE/OPTIONS/BASE64URL_SOURCE.EXT, \
             options rs/resize, s/size, rt, w, h, dpr, el, g, q, f, bg, ar as imgproxy names them. \
             Signature: URL-safe base64 of HMAC-SHA256(key, salt + the path after it). \
-            Every flag has an environment variable SDIMAGE_SERVE_<FLAG> (e.g. SDIMAGE_SERVE_KEY); \
-            a flag wins over its variable. Sources on non-public addresses are refused unless \
-            their host is given with --allow-source-host.
+            Every flag has an environment variable SDIMAGE_SERVE_<FLAG> (e.g. SDIMAGE_SERVE_KEY) \
+            and a key in the --config file (JSON, the flag's name: {"max-renders": 8, \
+            "allow-source-host": ["cdn.internal"]}); a flag wins over its variable, the variable \
+            over the file. Sources on non-public addresses are refused unless their host is \
+            given with --allow-source-host.
             """)
 
     @Flag(help: "Local use: loopback only, a generated key and salt, a sample image and an example URL printed.")
@@ -61,14 +65,21 @@ struct Serve: ParsableCommand {
     @Option(help: "Print the signed form of PATH (/OPTIONS/…) with --key and --salt, and exit.")
     var sign: String?
 
-    /// A flag's value, else SDIMAGE_SERVE_<NAME>'s.
-    static func setting(_ flag: String?, _ name: String) -> String? {
-        flag ?? ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name].flatMap { $0.isEmpty ? nil : $0 }
-    }
+    @Option(name: .customLong("config"), help: "A JSON file of settings, keyed by the flags' names (SDIMAGE_SERVE_CONFIG).")
+    var configFile: String?
 
     func run() throws {
         #if Serve
-        try serve()
+        // the server runs on Swift concurrency; this command's thread waits for it
+        let failure = Locked<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let command = self
+        Task {
+            do { try await command.serve() } catch { failure.set(error) }
+            done.signal()
+        }
+        done.wait()
+        if let error = failure.current { throw error }
         #else
         FileHandle.standardError.write(Data("""
             sdimage serve: this sdimage was built without the Serve trait; build it with \
@@ -79,9 +90,49 @@ struct Serve: ParsableCommand {
     }
 
     #if Serve
-    func serve() throws {
+    /// Where a setting comes from: the flag, else SDIMAGE_SERVE_<NAME>, else
+    /// the --config file's key (the flag's name, lowercase with hyphens).
+    struct Settings {
+        let file: ConfigReader?
+
+        func value(_ flag: String?, _ name: String) -> String? {
+            if let flag { return flag }
+            if let v = ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name], !v.isEmpty { return v }
+            guard let file else { return nil }
+            let key = ConfigKey(name.lowercased().replacingOccurrences(of: "_", with: "-"))
+            if let s = file.string(forKey: key) { return s }
+            if let i = file.int(forKey: key) { return String(i) }
+            if let d = file.double(forKey: key) { return String(d) }
+            if let b = file.bool(forKey: key) { return b ? "true" : "false" }
+            return nil
+        }
+
+        func list(_ flag: [String], _ name: String) -> [String] {
+            if !flag.isEmpty { return flag }
+            if let v = ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name], !v.isEmpty {
+                return v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            }
+            let key = ConfigKey(name.lowercased().replacingOccurrences(of: "_", with: "-"))
+            return file?.stringArray(forKey: key) ?? file?.string(forKey: key).map { [$0] } ?? []
+        }
+
+        func bool(_ flag: Bool, _ name: String) -> Bool {
+            flag || ["1", "true", "yes"].contains(value(nil, name)?.lowercased() ?? "")
+        }
+    }
+
+    func serve() async throws {
         let env = ProcessInfo.processInfo.environment
-        var keyHex = Self.setting(key, "KEY"), saltHex = Self.setting(salt, "SALT")
+        var file: ConfigReader?
+        if let path = configFile ?? env["SDIMAGE_SERVE_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            do {
+                file = ConfigReader(provider: try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
+            } catch {
+                throw ValidationError("--config \(path): \(error)")
+            }
+        }
+        let settings = Settings(file: file)
+        var keyHex = settings.value(key, "KEY"), saltHex = settings.value(salt, "SALT")
         if dev, keyHex == nil {
             keyHex = Self.randomHex(32)
             saltHex = Self.randomHex(16)
@@ -98,14 +149,14 @@ struct Serve: ParsableCommand {
             print("/" + signer.signature(of: Substring(path)) + path)
             return
         }
-        let unsigned = insecureAllowUnsigned || ["1", "true"].contains(env["SDIMAGE_SERVE_INSECURE_ALLOW_UNSIGNED"] ?? "")
+        let unsigned = settings.bool(insecureAllowUnsigned, "INSECURE_ALLOW_UNSIGNED")
         if signer == nil && !unsigned {
             throw ValidationError("no signing key: give --key and --salt (SDIMAGE_SERVE_KEY/SALT), or --dev, "
                                   + "or --insecure-allow-unsigned")
         }
         var config = ServeConfiguration()
         config.signer = unsigned && !dev ? nil : signer
-        let listenAt = Self.setting(listen, "LISTEN") ?? (dev ? "127.0.0.1:0" : "127.0.0.1:8080")
+        let listenAt = settings.value(listen, "LISTEN") ?? (dev ? "127.0.0.1:0" : "127.0.0.1:8080")
         guard let colon = listenAt.lastIndex(of: ":"), let port = Int(listenAt[listenAt.index(after: colon)...]),
               (0...65535).contains(port) else { throw ValidationError("--listen must be HOST:PORT, not \(listenAt)") }
         config.host = String(listenAt[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
@@ -113,19 +164,19 @@ struct Serve: ParsableCommand {
         if dev && config.host != "127.0.0.1" && config.host != "::1" && config.host != "localhost" {
             throw ValidationError("--dev listens on loopback only")
         }
-        if let a = Self.setting(maxAge.map(String.init), "MAX_AGE") {
+        if let a = settings.value(maxAge.map(String.init), "MAX_AGE") {
             guard let v = Int(a), v >= 0 else { throw ValidationError("--max-age must be a number of seconds") }
             config.maxAge = v
         }
         func number(_ flag: Int?, _ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
-            let s = Self.setting(flag.map(String.init), name) ?? String(fallback)
+            let s = settings.value(flag.map(String.init), name) ?? String(fallback)
             guard let v = Int(s), range.contains(v) else {
                 throw ValidationError("--\(name.lowercased().replacingOccurrences(of: "_", with: "-")) must be in \(range), not \(s)")
             }
             return v
         }
         func seconds(_ flag: Double?, _ name: String, _ fallback: Double) throws -> Double {
-            let s = Self.setting(flag.map { String($0) }, name) ?? String(fallback)
+            let s = settings.value(flag.map { String($0) }, name) ?? String(fallback)
             guard let v = Double(s), v > 0, v <= 86_400 else {
                 throw ValidationError("--\(name.lowercased().replacingOccurrences(of: "_", with: "-")) must be seconds in (0, 86400]")
             }
@@ -141,10 +192,7 @@ struct Serve: ParsableCommand {
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
         let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
         config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
-        var trusted = allowSourceHost
-        if trusted.isEmpty, let v = env["SDIMAGE_SERVE_ALLOW_SOURCE_HOST"] {
-            trusted = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-        }
+        var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")
         if dev {  // the sample, served by this server, fetched from it
             trusted.append("127.0.0.1")
             let (_, data) = try Samples.sample(0, maxSize: 1600)
@@ -160,14 +208,14 @@ struct Serve: ParsableCommand {
         var decodeLimits = loaderConfig.decodeLimits
         decodeLimits.maxPixels = megapixels * 1_000_000
         loaderConfig.decodeLimits = decodeLimits
-        let dir = Self.setting(cacheDir, "CACHE_DIR")
+        let dir = settings.value(cacheDir, "CACHE_DIR")
             ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir)
         let downloader = SDWebImageDownloader(config: loaderConfig)
         var loader: any SDImageLoader = downloader
         var sources: any SDImageCacheProtocol = cache
         var fleetResults: SDRedisDiskCache?
-        if let url = Self.setting(redis, "REDIS") {
+        if let url = settings.value(redis, "REDIS") {
             var o = SDRedisDiskCache.Options()
             o.logger = Logger(label: "sdwebimage.redis")
             o.connections = limits.renders + 4
@@ -193,28 +241,19 @@ struct Serve: ParsableCommand {
         var logger = Logger(label: "sdimage.serve")
         logger.logLevel = env["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
         let server = ImageServer(configuration: config, renderer: renderer, logger: logger, registry: registry)
-        let failure = Locked<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
         let dev = self.dev, host = config.host, signerCopy = signer, keyShown = keyHex, saltShown = saltHex
-        Task {
-            do {
-                try await server.run { port in
-                    var lines = ["sdimage serve: listening on http://\(host):\(port)"]
-                    if dev, let signerCopy {
-                        let path = "/rs:fit:300:300/plain/http://127.0.0.1:\(port)/dev/sample.jpg@webp"
-                        lines += ["key \(keyShown ?? "") salt \(saltShown ?? "")",
-                                  "open http://127.0.0.1:\(port)/" + signerCopy.signature(of: Substring(path)) + path]
-                    }
-                    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        do {
+            try await server.run { port in
+                var lines = ["sdimage serve: listening on http://\(host):\(port)"]
+                if dev, let signerCopy {
+                    let path = "/rs:fit:300:300/plain/http://127.0.0.1:\(port)/dev/sample.jpg@webp"
+                    lines += ["key \(keyShown ?? "") salt \(saltShown ?? "")",
+                              "open http://127.0.0.1:\(port)/" + signerCopy.signature(of: Substring(path)) + path]
                 }
-            } catch {
-                failure.set("\(error)")
+                FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
             }
-            done.signal()
-        }
-        done.wait()
-        if let f = failure.current {
-            FileHandle.standardError.write(Data("sdimage serve: \(f)\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("sdimage serve: \(error)\n".utf8))
             throw ExitCode(1)
         }
     }
