@@ -23,7 +23,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift \
-        test-cli test-fleet test-serve serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
+        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
 
 all: build
 
@@ -58,6 +58,11 @@ build-swift: deps
 serve: build-swift
 test-serve: build-swift deps-test
 	@bash scripts/test-serve.sh
+
+# sdimage serve (release) against thumbor 7.8 from PyPI (a venv in build/),
+# and the two-thread render floor, in one run (docs/serve.md).
+bench-serve: deps-test
+	@bash scripts/bench-serve.sh
 
 # Every test; the last line is the summary CI reads.
 test: deps-test

@@ -210,7 +210,10 @@ struct Serve: ParsableCommand {
         loaderConfig.decodeLimits = decodeLimits
         let dir = settings.value(cacheDir, "CACHE_DIR")
             ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
-        let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir)
+        // sources: their bytes on disk; little in memory (results are cached encoded)
+        let cacheConfig = SDImageCacheConfig()
+        cacheConfig.maxMemoryCost = 32 << 20
+        let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir, config: cacheConfig)
         let downloader = SDWebImageDownloader(config: loaderConfig)
         var loader: any SDImageLoader = downloader
         var sources: any SDImageCacheProtocol = cache

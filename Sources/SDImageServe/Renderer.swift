@@ -227,6 +227,8 @@ public final class Renderer: Sendable {
             context[.storeCacheType] = SDImageCacheType.none
         }
         context[.originalStoreCacheType] = SDImageCacheType.disk  // the source's bytes, for other options
+        // the decoded result is kept encoded (above), not as pixels too
+        if context[.storeCacheType] == nil { context[.storeCacheType] = SDImageCacheType.none }
         let image: SDImage
         do {
             guard let got = try await manager.loadImage(with: url, options: [.retryFailed], context: context).image else {

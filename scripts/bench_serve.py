@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""bench_serve.py — `sdimage serve` against thumbor, like for like (make bench-serve).
+
+Started by scripts/bench-serve.sh with nginx serving the photos on loopback,
+thumbor (PyPI, Pillow engine, storage and result storage off, --processes 2)
+and `sdimage serve` (release, unsigned URLs like thumbor's /unsafe/) already
+running. Both get the same requests: fit in 256x256, WebP q80 and JPEG q80,
+every request a distinct source URL (`?n=`: a cache miss on both sides, the
+origin asked each time) at concurrency 16, after a warm-up; then ours again
+on URLs it has cached (the hit rows). The load generator is this script:
+asyncio, 16 requests in flight over HTTP/1.1, a connection per request for
+the render rows (see `load`) and 16 keep-alive connections for the hit row,
+each request timed here from its connection (or its first byte sent) to its
+last byte read (no synthetic samples). CPU per
+request is the servers' own CPU time (/proc) over the requests; peak RSS is
+VmHWM summed over the server's processes. Each row is the median of three
+runs; a run is repeated once when another process took more than 5% of the
+machine's CPU during it. Prints the table and one JSON line.
+"""
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+OURS, THUMBOR, ORIGIN, PHOTOS, OUT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+OUR_PIDS = [int(p) for p in sys.argv[6].split(",")]
+THUMBOR_PIDS = [int(p) for p in sys.argv[7].split(",")]
+CONCURRENCY = 16
+files = sorted(os.listdir(PHOTOS))
+
+
+def our_path(src, fmt, q=80):
+    return f"/insecure/rs:fit:256:256/q:{q}/plain/{src}@{fmt}"
+
+
+def thumbor_path(src, fmt, q=80):
+    return f"/unsafe/fit-in/256x256/filters:format({fmt}):quality({q})/{src}"
+
+
+async def fetch(reader, writer, path, close=False):
+    extra = "Connection: close\r\n" if close else ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n{extra}\r\n".encode())
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    body = await reader.readexactly(length) if length else b""
+    return status, body
+
+
+async def load(base, paths, keepalive=True):
+    """Every path once, CONCURRENCY at a time: (seconds, latencies, statuses,
+    bytes). Without keep-alive each request has a connection of its own (its
+    setup timed with it): a server of several processes sharing a listening
+    socket (thumbor's --processes) then gets its share of the load on each
+    process, which 16 long-lived connections, handed out once, do not ensure."""
+    host, port = base.split("//")[1].split(":")
+    queue = list(reversed(paths))
+    lat, statuses, sizes = [], [], []
+
+    async def worker():
+        reader = writer = None
+        try:
+            while queue:
+                p = queue.pop()
+                t0 = time.perf_counter()
+                if writer is None:
+                    reader, writer = await asyncio.open_connection(host, int(port))
+                st, body = await fetch(reader, writer, p, close=not keepalive)
+                if not keepalive:
+                    writer.close()
+                    writer = None
+                lat.append(time.perf_counter() - t0)
+                statuses.append(st)
+                sizes.append(len(body))
+        finally:
+            if writer is not None:
+                writer.close()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return time.perf_counter() - t0, lat, statuses, sizes
+
+
+def cpu(pids):
+    total = 0.0
+    for pid in pids:
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
+
+
+def machine_cpu():
+    f = open("/proc/stat").readline().split()[1:]
+    v = [int(x) for x in f]
+    return sum(v) - v[3] - v[4], sum(v)  # busy, total (jiffies)
+
+
+def peak_rss(pids):
+    total = 0
+    for pid in pids:
+        try:
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def pids_of(root):
+    """root and every descendant (thumbor's worker processes)."""
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                kids = open(f"/proc/{p}/task/{t}/children").read().split()
+                todo += [int(k) for k in kids]
+        except OSError:
+            pass
+    return out
+
+
+def row(name, base, pids, paths, keepalive=False):
+    """Median of three runs of `paths` (fresh ?n= per run when `fresh`)."""
+    runs = []
+    for attempt in range(6):
+        if len(runs) == 3:
+            break
+        own = pids_of(pids[0]) if len(pids) == 1 else pids
+        c0, m0, g0 = cpu(own), machine_cpu(), sum(os.times()[:2])
+        secs, lat, st, sizes = asyncio.run(load(base, paths(len(runs) + attempt * 10), keepalive))
+        c1, m1, g1 = cpu(own), machine_cpu(), sum(os.times()[:2])
+        busy = (m1[0] - m0[0]) / os.sysconf("SC_CLK_TCK")
+        # what neither the server nor this load generator used (nginx, the
+        # origin, counts too: it serves both sides alike), less 2% for jiffy rounding
+        others = busy - (c1 - c0) - (g1 - g0) - secs * 2 * 0.02
+        if others > secs * 2 * 0.10 and attempt < 3:
+            print(f"  ({name}: another process used {others:.2f} s of CPU; run again)")
+            continue
+        lat.sort()
+        runs.append({"rps": len(lat) / secs, "p50": lat[len(lat) // 2] * 1000, "p99": lat[int(len(lat) * 0.99)] * 1000,
+                     "cpu_ms": (c1 - c0) / len(lat) * 1000, "ok": st.count(200), "n": len(st),
+                     "bytes": statistics.median(sizes)})
+    med = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
+    med["rss_mb"] = peak_rss(pids_of(pids[0]) if len(pids) == 1 else pids) / 2**20
+    print(f"{name:34} {med['rps']:8.1f} req/s  p50 {med['p50']:6.1f} ms  p99 {med['p99']:6.1f} ms  "
+          f"{med['cpu_ms']:5.1f} ms CPU/req  {med['ok']}/{med['n']} ok  median {med['bytes'] / 1024:.1f} KiB  "
+          "(runs: " + ", ".join("%.0f" % r["rps"] for r in runs) + ")")
+    return med
+
+
+def quality(srcs):
+    """JPEG q80 of both servers against an exact reference: the source
+    decoded whole by Pillow, resized by Pillow's Lanczos-3 to each output's
+    size. Median PSNR (dB) and median bytes of each side."""
+    import io
+    import math
+    import urllib.request
+    from PIL import Image, ImageChops, ImageStat
+    out = {"ours": [], "thumbor": [], "ours_bytes": [], "thumbor_bytes": []}
+    for s in srcs:
+        src = Image.open(os.path.join(PHOTOS, s.rsplit("/", 1)[1])).convert("RGB")
+        for side, url in (("ours", OURS + our_path(s + "%3Fpsnr", "jpeg")),
+                          ("thumbor", THUMBOR + thumbor_path(s + "%3Fpsnr", "jpeg"))):
+            data = urllib.request.urlopen(url, timeout=120).read()
+            got = Image.open(io.BytesIO(data)).convert("RGB")
+            ref = src.resize(got.size, Image.LANCZOS)
+            mse = sum(v * v for v in ImageStat.Stat(ImageChops.difference(got, ref)).rms) / 3
+            out[side].append(99.0 if mse == 0 else 10 * math.log10(255 * 255 / mse))
+            out[side + "_bytes"].append(len(data))
+    med = {k: statistics.median(v) for k, v in out.items()}
+    print(f"JPEG q80 against Pillow's exact Lanczos-3 ({len(srcs)} photos): ours {med['ours']:.1f} dB at "
+          f"{med['ours_bytes'] / 1024:.1f} KiB, thumbor {med['thumbor']:.1f} dB at {med['thumbor_bytes'] / 1024:.1f} KiB "
+          "(medians)")
+    return med
+
+
+def main():
+    n = int(os.environ.get("REQUESTS", "350"))
+    srcs = [f"{ORIGIN}/photos/{files[i % len(files)]}" for i in range(n)]
+    # warm-up: code paths, connections, the codecs (not counted)
+    asyncio.run(load(OURS, [our_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])]))
+    asyncio.run(load(THUMBOR, [thumbor_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])]))
+    results = {}
+    for fmt in ("webp", "jpeg"):
+        tag = {"webp": "webp", "jpeg": "jpeg"}[fmt]
+        results[f"thumbor {fmt}"] = row(f"thumbor 7.8, {fmt} q80, renders", THUMBOR, THUMBOR_PIDS,
+                                        lambda r, fmt=fmt: [thumbor_path(s + f"%3Fn%3D{r}-{i}", fmt) for i, s in enumerate(srcs)])
+        results[f"ours {fmt}"] = row(f"sdimage serve, {fmt} q80, renders", OURS, OUR_PIDS,
+                                     lambda r, tag=tag: [our_path(s + f"%3Fn%3D{r}-{i}", tag) for i, s in enumerate(srcs)])
+    # hits: the same URLs again and again (ours caches results; thumbor's result storage is off)
+    cached = [our_path(s + f"%3Fn%3D0-{i}", "webp") for i, s in enumerate(srcs)]
+    results["ours hits"] = row("sdimage serve, result-cache hits (keep-alive)", OURS, OUR_PIDS, lambda r: cached * 20,
+                               keepalive=True)
+    results["psnr"] = quality(srcs[:24])
+    json.dump(results, open(OUT, "w"), indent=1)
+    for fmt in ("webp", "jpeg"):
+        t, o = results[f"thumbor {fmt}"], results[f"ours {fmt}"]
+        print(f"{fmt}: ours / thumbor throughput {o['rps'] / t['rps']:.2f}x, p99 {o['p99']:.0f} vs {t['p99']:.0f} ms, "
+              f"peak RSS {o['rss_mb']:.0f} vs {t['rss_mb']:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
