@@ -3,7 +3,9 @@
 # build/bench-venv) on the same machine, both reading the same photos from
 # one loopback nginx; and our two-thread render floor (`sdimage bench serve`)
 # in the same run. scripts/bench_serve.py is the load generator and prints
-# the table (its docstring says how each figure is measured).
+# the table (its docstring says how each figure is measured). SERVE_ARGS
+# adds flags to our server (e.g. "--max-renders 2"), SERVE_ENV runs it under
+# `env …` (e.g. "env MALLOC_ARENA_MAX=2"); COUNT sets the photos per size.
 set -u
 cd "$(dirname "$0")/.."
 swift build -c release --traits Serve --product sdimage >/tmp/bench-serve-build.$$ 2>&1 \
@@ -32,8 +34,8 @@ bash Tests/Servers/servers.sh start "$work" $$ >/dev/null || { echo "bench-serve
 origin=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
 echo "photos: $(ls "$work/www/photos" | wc -l) JPEGs, $(du -sh "$work/www/photos" | cut -f1), served by nginx at $origin"
 
-"$bin" serve --listen 127.0.0.1:0 --insecure-allow-unsigned --allow-source-host 127.0.0.1 \
-  --cache-dir "$work/cache" --result-disk-mb 0 --queue-depth 1024 > "$work/ours.out" 2> "$work/ours.err" &
+${SERVE_ENV:-} "$bin" serve --listen 127.0.0.1:0 --insecure-allow-unsigned --allow-source-host 127.0.0.1 \
+  --cache-dir "$work/cache" --result-disk-mb 0 --queue-depth 1024 ${SERVE_ARGS:-} > "$work/ours.out" 2> "$work/ours.err" &
 pids+=($!); ours_pid=$!
 cat > "$work/thumbor.conf" <<CONF
 STORAGE = 'thumbor.storages.no_storage'

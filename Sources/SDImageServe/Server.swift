@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import NIOCore
 import Prometheus
+import SDSync
 import SDWebImage
 import ServiceLifecycle
 
@@ -39,6 +40,8 @@ public struct ImageServer: Sendable {
     /// hits, decode times: swift-metrics, bootstrapped onto it) and the server's.
     let registry: PrometheusCollectorRegistry
     let latency = Metrics.Timer(label: "sdimage_serve_request_duration_seconds")
+    /// sdimage_serve_requests_total by "status format", made once each.
+    let requestCounters = SDSync.Locked<[String: Metrics.Counter]>([:])
 
     /// Bootstraps swift-metrics onto a Prometheus registry (once per process).
     public init(configuration: ServeConfiguration, renderer: Renderer, logger: Logger,
@@ -119,8 +122,14 @@ public struct ImageServer: Sendable {
         let ms = Double(elapsed) / 1e6
         latency.recordNanoseconds(Int64(elapsed))
         let format = response.headers[.contentType].flatMap { $0.hasPrefix("image/") ? String($0.dropFirst(6)) : nil } ?? "-"
-        Counter(label: "sdimage_serve_requests_total",
-                dimensions: [("status", "\(response.status.code)"), ("format", format)]).increment()
+        let status = "\(response.status.code)"
+        requestCounters.withLock { c in
+            let key = status + " " + format
+            if let counter = c[key] { return counter }
+            let counter = Metrics.Counter(label: "sdimage_serve_requests_total", dimensions: [("status", status), ("format", format)])
+            c[key] = counter
+            return counter
+        }.increment()
         // the source URL may carry secrets: only its host is logged
         logger.info("request", metadata: [
             "status": "\(response.status.code)", "ms": "\(String(format: "%.1f", ms))", "source_host": "\(host)",
