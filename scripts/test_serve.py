@@ -444,6 +444,7 @@ def run(base):
     errors = [
         ("decompression bomb (a 60000x60000 PNG)", sign(f"/rs:fit:100:100/plain/{ORIGIN}/img/bomb.png@png"), 422),
         ("redirect loop", sign(f"/rs:fit:100:100/plain/{ORIGIN}/loop@png"), 502),
+        ("an enlarged result past the pixel limit", sign(f"/rs:fit:5000:5000:1/dpr:4/plain/{src}@png"), 422),
         ("no signature", "/insecure/rs:fit:100:100/plain/" + src, 403),
         ("wrong signature", "/" + "A" * 43 + "/rs:fit:100:100/plain/" + src, 403),
         ("signature of other options", None, 403),

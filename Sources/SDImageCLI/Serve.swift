@@ -190,6 +190,7 @@ struct Serve: ParsableCommand {
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
         let sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
+        limits.maxResultPixels = megapixels * 1_000_000  // a result no larger than a source may be
         let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
         config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
         var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")

@@ -105,6 +105,9 @@ public final class Renderer: Sendable {
         public var resultCacheBytes = 64 << 20
         /// Default quality of lossy results (1...100).
         public var defaultQuality = 80
+        /// The largest result (and intermediate scaled image), pixels and side.
+        public var maxResultPixels = 40_000_000
+        public var maxResultSide = 16_384
         /// Disk for encoded results (with a result directory): past it the
         /// least recently used half goes, checked every 256 writes.
         public var resultDiskBytes = 1 << 30
@@ -118,6 +121,7 @@ public final class Renderer: Sendable {
     let gate: RenderGate
     let defaultQuality: Int
     let resultDiskBytes: Int
+    let maxResultPixels: Int, maxResultSide: Int
     let diskWrites = SDSync.Locked(0)
     let hitsMemory = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "memory")])
     let hitsDisk = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "disk")])
@@ -140,6 +144,8 @@ public final class Renderer: Sendable {
         gate = RenderGate(width: limits.renders, depth: limits.queueDepth)
         defaultQuality = limits.defaultQuality
         resultDiskBytes = limits.resultDiskBytes
+        maxResultPixels = limits.maxResultPixels
+        maxResultSide = limits.maxResultSide
     }
 
     /// Renders running and waiting now.
@@ -211,7 +217,7 @@ public final class Renderer: Sendable {
         }
         renders.increment()
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
-        var context: SDWebImageContext = [.imageTransformer: ServeTransformer(options: o)]
+        var context: SDWebImageContext = [:]
         // shrink on load: a fit never needs more than its box (never enlarged at decode)
         if o.resizingType == .fit, o.pixelWidth > 0 || o.pixelHeight > 0 {
             let unbounded = 1 << 20
@@ -239,6 +245,18 @@ public final class Renderer: Sendable {
             throw e
         } catch {
             throw RenderError.from(error)
+        }
+        // the geometry, here rather than as the load's transformer: a result
+        // past the limits is refused (422) before a pixel of it is allocated
+        let plan = ServeTransformer.plan(source: (image.width, image.height), options: o)
+        let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
+        guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
+            throw RenderError(status: 422, reason: "the result would be \(plan.scaled.0)x\(plan.scaled.1) pixels; "
+                              + "the limit is \(maxResultPixels) pixels, \(maxResultSide) a side")
+        }
+        guard let image = ServeTransformer(options: o).transformedImage(with: image, forKey: key),
+              image.width == rw, image.height == rh else {
+            throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha)
         var coderOptions: SDImageCoderOptions = [:]
