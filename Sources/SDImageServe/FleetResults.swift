@@ -29,17 +29,39 @@ struct FleetResults: Sendable {
         case alone
     }
 
+    /// Redis's calls block (hiredis, at most `SDRedisDiskCache.Options.timeout`
+    /// each): they run here, not on Swift's cooperative threads.
+    private static let queue = DispatchQueue(label: "sdimage.serve.fleet", attributes: .concurrent)
+
+    private static func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in queue.async { c.resume(returning: body()) } }
+    }
+
+    /// What one look at the result and its lease found.
+    private enum Look: Sendable { case result(Rendered?), acquired, held, other }
+
     func turn(forKey key: String) async -> Turn {
         let token = UUID().uuidString
         var delay = 0.005, waited = 0.0
+        let store = self.store, ttl = leaseTTL
         while true {
-            switch store.acquire(forKey: key, token: token, ttl: leaseTTL) {
-            case .present:
-                if let e = store.entry(forKey: key),
-                   let f = e.extended.flatMap({ String(data: $0, encoding: .utf8) }).flatMap(OutputFormat.init(rawValue:)) {
-                    shared.increment()
+            let look: Look = await Self.onQueue {
+                switch store.acquire(forKey: key, token: token, ttl: ttl) {
+                case .present:
+                    guard let e = store.entry(forKey: key),
+                          let f = e.extended.flatMap({ String(data: $0, encoding: .utf8) }).flatMap(OutputFormat.init(rawValue:))
+                    else { return .result(nil) }
                     return .result(Rendered(data: e.data, format: f))
+                case .acquired: return .acquired
+                case .held: return .held
+                default: return .other
                 }
+            }
+            switch look {
+            case .result(let r?):
+                shared.increment()
+                return .result(r)
+            case .result(nil):
                 alone.increment()
                 return .alone
             case .acquired:
@@ -62,18 +84,22 @@ struct FleetResults: Sendable {
         return Task {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(ttl / 3 * 1e9))
-                if Task.isCancelled || !store.renew(forKey: key, token: token, ttl: ttl) { return }
+                if Task.isCancelled { return }
+                guard await Self.onQueue({ store.renew(forKey: key, token: token, ttl: ttl) }) else { return }
             }
         }
     }
 
     /// The owner's render ended: share the bytes and let go, or mark the
     /// failure so the waiters render alone at once.
-    func finish(forKey key: String, token: String, _ result: Rendered?) {
-        if let result, store.share(result.data, extendedData: Data(result.format.rawValue.utf8), forKey: key) {
-            store.release(forKey: key, token: token)
-        } else {
-            store.markFailed(forKey: key, token: token, ttl: 5)
+    func finish(forKey key: String, token: String, _ result: Rendered?) async {
+        let store = self.store
+        await Self.onQueue {
+            if let result, store.share(result.data, extendedData: Data(result.format.rawValue.utf8), forKey: key) {
+                store.release(forKey: key, token: token)
+            } else {
+                store.markFailed(forKey: key, token: token, ttl: 5)
+            }
         }
     }
 }

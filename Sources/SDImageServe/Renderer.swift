@@ -186,10 +186,10 @@ public final class Renderer: Sendable {
         defer { renewal.cancel() }
         do {
             let r = try await produce(request, key: key, accepts: accepts)
-            fleet.finish(forKey: key, token: owner, r)
+            await fleet.finish(forKey: key, token: owner, r)
             return r
         } catch {
-            fleet.finish(forKey: key, token: owner, nil)
+            await fleet.finish(forKey: key, token: owner, nil)
             throw error
         }
     }
