@@ -134,6 +134,7 @@ let package = Package(
                 "SDImageServe",
                 .product(name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Serve"])),
                 .product(name: "SystemPackage", package: "swift-system", condition: .when(traits: ["Serve"])),
+                "SDCache",
                 "SDCoders",
                 "SDWebImage",
                 "SDWebImageRedis",

@@ -152,12 +152,12 @@ def light(img):
 def indicator_shown(a, env, lay, url):
     """The cell of the held `url`: light pixels in its centre (the indicator;
     the placeholder and the background are dark) that change between two
-    screenshots (it turns). Up to 20 tries 0.25 s apart."""
+    screenshots (it turns). Up to 40 tries 0.25 s apart."""
     c = next(c for c in lay["cells"] if c["url"] == url)
     bx, by, bw, bh = c["box"]
     centre = (bx + bw // 2 - 20, by + bh // 2 - 20, bx + bw // 2 + 20, by + bh // 2 + 20)
     first = None
-    for i in range(20):
+    for i in range(40):
         png = os.path.join(a.out, f"{a.name}-indicator{'' if first is None else '-b'}.png")
         subprocess.run(["import", "-display", a.display, "-window", "root", png], check=True, env=env)
         crop = Image.open(png).convert("RGB").crop(centre)

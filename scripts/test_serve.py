@@ -252,7 +252,9 @@ def run_fleet():
     try:
         for name in ("a", "b"):
             proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1",
-                                     "--redis", redis + "/0", "--cache-dir", os.path.join(WORK, "fleet-" + name))
+                                     "--redis", redis + "/0", "--cache-dir", os.path.join(WORK, "fleet-" + name),
+                                     # a starved machine must not turn a slow owner into a second render
+                                     "--fleet-wait", "600", "--fleet-lease-ttl", "600")
             servers.append((proc, base))
             if not base:
                 check(f"fleet server {name} starts", False, line)

@@ -4,6 +4,7 @@ import Foundation
 import SDWebImage
 #if canImport(Glibc)
 import Glibc
+import SDCache
 import SDSync
 #endif
 
@@ -115,12 +116,7 @@ struct BenchSoak: ParsableCommand {
         return (tally, curve, Date().timeIntervalSince(start))
     }
 
-    static func rssMiB() -> Double {
-        guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let parts = s.split(separator: " ")
-        guard parts.count > 1, let pages = Double(parts[1]) else { return 0 }
-        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1048576
-    }
+    static func rssMiB() -> Double { Double(SystemMemory.residentBytes) / 1048576 }
 
     static func openFDs() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0

@@ -62,6 +62,10 @@ struct Serve: ParsableCommand {
     var drainTimeout: Double?
     @Option(help: "A Redis shared by the fleet (redis://host:port/db): sources and results cached there, one origin request per source and one render per result fleet-wide.")
     var redis: String?
+    @Option(help: "With --redis: seconds a server waits for another's render (or source) before it makes its own (default 30).")
+    var fleetWait: Double?
+    @Option(help: "With --redis: seconds a render's lease lives unless its owner renews it (default 6).")
+    var fleetLeaseTtl: Double?
     @Option(help: "Print the signed form of PATH (/OPTIONS/…) with --key and --salt, and exit.")
     var sign: String?
 
@@ -192,6 +196,8 @@ struct Serve: ParsableCommand {
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
         limits.maxResultPixels = megapixels * 1_000_000  // a result no larger than a source may be
         let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
+        limits.fleetMaxWait = try seconds(fleetWait, "FLEET_WAIT", 30)
+        limits.fleetLeaseTTL = try seconds(fleetLeaseTtl, "FLEET_LEASE_TTL", 6)
         config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
         var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")
         if dev {  // the sample, served by this server, fetched from it
@@ -228,7 +234,7 @@ struct Serve: ParsableCommand {
                 sources = tier.tiered(behind: cache)
                 var fo = SDRedisFleetLoader.Options()
                 fo.logger = o.logger
-                fo.maxWait = idle * 3
+                fo.maxWait = limits.fleetMaxWait
                 loader = SDRedisFleetLoader(loader: downloader, cache: tier, options: fo)
                 fleetResults = try SDRedisDiskCache(url: url, namespace: "serve-results", options: o)
             } catch {

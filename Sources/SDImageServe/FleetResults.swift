@@ -13,9 +13,9 @@ import SDWebImageRedis
 struct FleetResults: Sendable {
     let store: SDRedisDiskCache
     /// A lease's life without renewal (the owner renews every third of it).
-    var leaseTTL: TimeInterval = 6
+    let leaseTTL: TimeInterval
     /// The longest a server waits for another's render before it renders itself.
-    var maxWait: TimeInterval = 30
+    let maxWait: TimeInterval
     let rendered = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "rendered")])
     let shared = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "shared")])
     let alone = Counter(label: "sdimage_serve_fleet_results_total", dimensions: [("outcome", "alone")])

@@ -108,6 +108,10 @@ public final class Renderer: Sendable {
         /// The largest result (and intermediate scaled image), pixels and side.
         public var maxResultPixels = 40_000_000
         public var maxResultSide = 16_384
+        /// With a fleet: the result lease's life without renewal, and the
+        /// longest a server waits for another's render before it renders itself.
+        public var fleetLeaseTTL: TimeInterval = 6
+        public var fleetMaxWait: TimeInterval = 30
         /// Disk for encoded results (with a result directory): past it the
         /// least recently used half goes, checked every 256 writes.
         public var resultDiskBytes = 1 << 30
@@ -138,7 +142,7 @@ public final class Renderer: Sendable {
     public init(loader: any SDImageLoader, cache: any SDImageCacheProtocol, resultDirectory: String? = nil,
                 fleetResults: SDRedisDiskCache? = nil, limits: Limits = Limits()) {
         manager = SDWebImageManager(cache: cache, loader: loader)
-        fleet = fleetResults.map { FleetResults(store: $0) }
+        fleet = fleetResults.map { FleetResults(store: $0, leaseTTL: limits.fleetLeaseTTL, maxWait: limits.fleetMaxWait) }
         results = MemoryCache(costLimit: max(0, limits.resultCacheBytes))
         resultDisk = resultDirectory.flatMap { try? DiskCache(directory: $0) }
         gate = RenderGate(width: limits.renders, depth: limits.queueDepth)
@@ -150,6 +154,13 @@ public final class Renderer: Sendable {
 
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
+
+    /// The gate's state into the in-flight and queue-depth gauges.
+    private func recordLoad() {
+        let (running, waiting) = gate.load
+        inFlight.record(running)
+        queued.record(waiting)
+    }
 
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
@@ -206,15 +217,9 @@ public final class Renderer: Sendable {
         defer {
             gate.leave()
             renderTime.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
-            let (running, waiting) = gate.load
-            inFlight.record(running)
-            queued.record(waiting)
+            recordLoad()
         }
-        do {
-            let (running, waiting) = gate.load
-            inFlight.record(running)
-            queued.record(waiting)
-        }
+        recordLoad()
         renders.increment()
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
         var context: SDWebImageContext = [:]
@@ -228,13 +233,13 @@ public final class Renderer: Sendable {
             var d = DecodeOptions()
             d.applyOrientation = false
             context[.imageDecodeOptions] = [SDImageCoderOption.decodeCoreOptions: d]
-            // the decoded-image caches do not key on orientation: this one neither reads nor writes them
-            context[.queryCacheType] = SDImageCacheType.disk
-            context[.storeCacheType] = SDImageCacheType.none
         }
-        context[.originalStoreCacheType] = SDImageCacheType.disk  // the source's bytes, for other options
-        // the decoded result is kept encoded (above), not as pixels too
-        if context[.storeCacheType] == nil { context[.storeCacheType] = SDImageCacheType.none }
+        // results are cached encoded (above), never as decoded pixels: the
+        // image caches keep the sources' bytes (decoded anew for each
+        // option set, with its thumbnail box and orientation), not images
+        context[.originalStoreCacheType] = SDImageCacheType.disk
+        context[.storeCacheType] = SDImageCacheType.none
+        context[.queryCacheType] = SDImageCacheType.disk
         let image: SDImage
         do {
             guard let got = try await manager.loadImage(with: url, options: [.retryFailed], context: context).image else {
@@ -248,13 +253,13 @@ public final class Renderer: Sendable {
         }
         // the geometry, here rather than as the load's transformer: a result
         // past the limits is refused (422) before a pixel of it is allocated
-        let plan = ServeTransformer.plan(source: (image.width, image.height), options: o)
+        let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
         let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
         guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
             throw RenderError(status: 422, reason: "the result would be \(plan.scaled.0)x\(plan.scaled.1) pixels; "
                               + "the limit is \(maxResultPixels) pixels, \(maxResultSide) a side")
         }
-        guard let image = ServeTransformer(options: o).transformedImage(with: image, forKey: key),
+        guard let image = ServeGeometry.apply(plan, to: image),
               image.width == rw, image.height == rh else {
             throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
         }
@@ -285,13 +290,14 @@ public final class Renderer: Sendable {
     }
 }
 
-/// The geometry of imgproxy's resizing types on a decoded (upright) image.
-struct ServeTransformer: SDImageTransformer {
-    let options: ProcessingOptions
-    var transformerKey: String { "serve(\(options.cacheKey))" }
+/// The geometry of imgproxy's resizing types on a decoded (upright) image:
+/// `plan` sizes it (checked against the limits first), `apply` draws it.
+enum ServeGeometry {
+    typealias Plan = (scaled: (Int, Int), crop: (x: Int, y: Int, w: Int, h: Int)?)
 
-    func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
-        let plan = Self.plan(source: (image.width, image.height), options: options)
+    /// `image` scaled (Lanczos-3), then cropped, as `plan` says; nil when a step fails.
+    static func apply(_ plan: Plan, to image: SDImage) -> SDImage? {
+        let key = ""  // the transformers' key argument: unused by both
         var out = image
         if plan.scaled != (image.width, image.height) {
             guard let s = SDImageResizingTransformer(size: CGSize(width: plan.scaled.0, height: plan.scaled.1),
@@ -308,8 +314,7 @@ struct ServeTransformer: SDImageTransformer {
 
     /// The size to scale to, then the crop (in the scaled image), for a
     /// source of `source` pixels.
-    static func plan(source: (Int, Int), options o: ProcessingOptions)
-        -> (scaled: (Int, Int), crop: (x: Int, y: Int, w: Int, h: Int)?) {
+    static func plan(source: (Int, Int), options o: ProcessingOptions) -> Plan {
         let (sw, sh) = (Double(source.0), Double(source.1))
         let (tw, th) = (Double(o.pixelWidth), Double(o.pixelHeight))
         guard sw > 0, sh > 0, tw > 0 || th > 0 else { return (source, nil) }

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import NIOCore
 import Prometheus
+import SDCache
 import SDSync
 import SDWebImage
 import ServiceLifecycle
@@ -75,7 +76,7 @@ public struct ImageServer: Sendable {
         router.get("/health/ready") { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
         let rss = Gauge(label: "process_resident_memory_bytes")
         router.get("/metrics") { _, _ in
-            rss.record(Self.residentBytes())
+            rss.record(SystemMemory.residentBytes)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
@@ -100,12 +101,6 @@ public struct ImageServer: Sendable {
         try await ServiceGroup(configuration: group).run()
     }
 
-    /// This process's resident set (/proc/self/statm), bytes.
-    static func residentBytes() -> Int {
-        guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let pages = s.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-    }
 
     func respond(to request: Request) async -> Response {
         let start = DispatchTime.now().uptimeNanoseconds

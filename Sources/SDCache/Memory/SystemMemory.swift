@@ -75,6 +75,13 @@ package enum SystemMemory {
         return nil
     }
 
+    /// This process's resident set now, bytes (/proc/self/statm; 0 when unreadable).
+    package static var residentBytes: Int {
+        guard let s = read("/proc/self/statm") else { return 0 }
+        let pages = s.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
     /// A small text file, whole (nil when it cannot be read).
     static func read(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
