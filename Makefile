@@ -42,9 +42,12 @@ deps-demo: deps
 
 build: build-c build-swift
 
+# Under a lock: make test's two lanes (scripts/test-all.sh) both need it, and
+# the second finds it built.
 build-c: deps
-	@cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSD_WERROR=ON >/dev/null
-	@cmake --build $(BUILD)/release -j $(JOBS)
+	@mkdir -p $(BUILD)
+	@flock $(BUILD)/.build-c.lock sh -c 'cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSD_WERROR=ON >/dev/null && \
+	    cmake --build $(BUILD)/release -j $(JOBS)'
 
 # The debug build (and `swift test`) with the Serve trait: `sdimage serve`
 # and its server stack; the library products never link it, and the

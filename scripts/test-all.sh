@@ -1,36 +1,71 @@
 #!/usr/bin/env bash
 # Runs every suite, keeps going after a failure, prints one summary line.
+#
+# Two lanes run side by side: the C suites (release, ABI, install, ASan, TSan,
+# valgrind, fuzz) and the Swift ones (swift test, API, TSan, ASan, then the
+# suites that drive sdimage and the galleries). Each lane alone leaves a core
+# idle much of the time (a test waiting on a server, a link step, a lane's
+# single-threaded checks); together they keep both busy. The suites are
+# written for a starved machine (no test assumes the clock runs at a normal
+# speed), and each starts its own servers on free loopback ports, so the lanes
+# share nothing but the C release build, which `make build-c` builds once
+# under a lock. The C lane's output goes to $BUILD/test-c-lane.log and is
+# printed when both are done. SERIAL=1 runs the lanes one after the other.
 set -u
 cd "$(dirname "$0")/.."
-passed=0; failed=0; failures=()
+build=${BUILD:-build}
+mkdir -p "$build"
+results=$build/test-results.txt
+: > "$results"
 run() {
   local name=$1; shift
   echo "=== $name"
   local t0=$SECONDS
-  if "$@"; then passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
-  else failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
+  if "$@"; then echo "ok $name" >> "$results"; echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else echo "FAILED $name" >> "$results"; echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
 }
 # Import rules (docs/ARCHITECTURE.md): loop knows no images, layers one way.
 layering() { bash scripts/check-layering.sh; }
+lane_c() {
+  run "c (ctest)" make --no-print-directory test-c
+  run "c abi (abidiff baseline, symbol versions, header docs)" make --no-print-directory test-abi
+  run "c install (pkg-config, find_package)" bash scripts/test-install.sh
+  run "c asan+ubsan (ctest)" make --no-print-directory test-asan
+  run "c tsan (loop races)" make --no-print-directory test-tsan
+  run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
+  run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
+}
+lane_swift() {
+  run "swift (swift test)" make --no-print-directory test-swift
+  run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
+  run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
+  run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
+  run "cli" make --no-print-directory test-cli
+  run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
+  run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
+  run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
+  run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
+}
+t_all=$SECONDS
 run "layering" layering
 run "package (deps by role, licence, version)" bash scripts/check-package.sh
-run "c (ctest)" make --no-print-directory test-c
-run "c abi (abidiff baseline, symbol versions, header docs)" make --no-print-directory test-abi
-run "c install (pkg-config, find_package)" bash scripts/test-install.sh
-run "c asan+ubsan (ctest)" make --no-print-directory test-asan
-run "c tsan (loop races)" make --no-print-directory test-tsan
-run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
-run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
-run "swift (swift test)" make --no-print-directory test-swift
-run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
-run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
-run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
-run "cli" make --no-print-directory test-cli
-run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
-run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
-run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
-run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
+if [ -n "${SERIAL:-}" ]; then
+  lane_c
+  lane_swift
+else
+  lane_c > "$build/test-c-lane.log" 2>&1 &
+  c_pid=$!
+  echo "(the C lane runs beside this one: $build/test-c-lane.log, printed at the end)"
+  lane_swift
+  wait "$c_pid"
+  echo
+  echo "--- the C lane ($build/test-c-lane.log)"
+  cat "$build/test-c-lane.log"
+fi
+passed=$(grep -c '^ok ' "$results")
+failed=$(grep -c '^FAILED ' "$results")
 echo
-[ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "all suites: $((SECONDS - t_all)) s"
+[ "$failed" -eq 0 ] || echo "failed suites: $(sed -n 's/^FAILED //p' "$results" | paste -sd, -)"
 echo "suites: $passed passed, $failed failed"
-[ $failed -eq 0 ]
+[ "$failed" -eq 0 ]

@@ -34,7 +34,7 @@ print(*[s.getsockname()[1] for s in socks])')
       rm -rf "$dir" ) </dev/null >/dev/null 2>&1 &
   fi
   for p in $hp $sp $fp; do
-    for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
+    for _ in $(seq 1 600); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
   done
   cat > "$dir/env" <<ENV
 SD_TEST_HTTP=http://127.0.0.1:$hp
