@@ -53,6 +53,20 @@ def get(base, path, headers=None):
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
 
 
+def get_from(client, base, path):
+    """(status, headers) of GET base+path sent from the loopback address `client`."""
+    import http.client
+    host, port = base.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=120, source_address=(client, 0))
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        conn.close()
+
+
 def decode(data, *extra):
     """(width, height, raw premultiplied BGRA) of encoded `data`, by sdimage decode."""
     src, raw = os.path.join(WORK, "out.bin"), os.path.join(WORK, "out.raw")
@@ -142,20 +156,28 @@ def run_limits():
     cache = os.path.join(WORK, "serve-cache-2")
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
                              "--queue-depth", "0", "--max-source-mb", "1", "--source-timeout", "2",
-                             "--drain-timeout", "600", "--cache-dir", cache)
+                             "--drain-timeout", "600", "--cache-dir", cache, "--max-client-requests", "1")
     if not base:
         check("second server starts", False, line)
         proc.kill()
         return
+    restart_lm = None
     try:
         # busy: one render held by the origin, the next request turned away at once
         a = background_get(base, held("busy"))
         wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
-        st, h, body = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
-        check("saturated: 503 with Retry-After", st == 503 and h.get("retry-after") == "1", (st, h, body[:100]))
+        # from another client: the render gate turns it away; from the same one: its own limit first
+        st, h = get_from("127.0.0.3", base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        check("saturated: 503 with Retry-After", st == 503 and h.get("retry-after") == "1", (st, h))
+        st, h = get_from("127.0.0.1", base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        check("--max-client-requests 1: the same client's second request 429 with Retry-After",
+              st == 429 and h.get("retry-after") == "1", (st, h))
         urllib.request.urlopen(f"{FAULT}/open?gate=busy", timeout=30).read()
         a["thread"].join(120)
         check("the held render still completes", a.get("result", (0,))[0] == 200, a.get("result", (0,))[0])
+        st, h, _ = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        check("after it, the same client is served again", st == 200, st)
+        restart_lm = h.get("last-modified")
         # hostile origins, each within its budget
         st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/endless@png"))
         check("endless source: 422 past --max-source-mb", st == 422, (st, body[:200]))
@@ -201,8 +223,11 @@ def run_limits():
     proc, base, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", cache)
     try:
         st, _, _ = get(base, held("busy"))
-        check("restarted: a result from the disk cache", st == 200 and metric(base, "sdimage_serve_result_cache_hits_total") == 1
-              and metric(base, "sdimage_serve_renders_total") == 0, st)
+        st2, h2, _ = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        check("restarted: results from the disk cache, the source's Last-Modified kept with them",
+              (st, st2) == (200, 200) and metric(base, "sdimage_serve_result_cache_hits_total") == 2
+              and metric(base, "sdimage_serve_renders_total") == 0 and restart_lm is not None
+              and h2.get("last-modified") == restart_lm, (st, st2, restart_lm, h2.get("last-modified")))
     finally:
         proc.kill()
         proc.wait()
@@ -274,6 +299,12 @@ def run_fleet():
               seen)
         renders = sum(metric(base, "sdimage_serve_renders_total") for _, base in servers)
         check(f"fleet: {len(paths)} results rendered once between the two servers", renders == len(paths), renders)
+        # every answer, rendered here or shared, carries its source's Last-Modified
+        want = {f: get(ORIGIN, f"/fleet/{f}")[1].get("last-modified") for f in files}
+        got = [(j["result"][1].get("last-modified"), want[files[i // (2 * len(servers))]])
+               for i, j in enumerate(jobs) if "result" in j]
+        check("fleet: every answer has its source's Last-Modified", len(got) == len(jobs)
+              and all(g == w and w is not None for g, w in got), [g for g in got if g[0] != g[1]][:4])
         # Redis dies: each server goes on from its own caches (degraded, still serving)
         subprocess.run(["bash", "Tests/Servers/redis.sh", "kill9", os.environ["SD_TEST_REDIS_DIR"]], check=False)
         for i, (_, base) in enumerate(servers):
@@ -350,6 +381,17 @@ def run(base):
     # conditional request
     st3, _, body3 = get(base, sign(f"/rs:fit:256:256/plain/{src}@png"), {"If-None-Match": h.get("etag", "")})
     check("If-None-Match: 304, no body", st3 == 304 and body3 == b"", st3)
+    # the source's Last-Modified (nginx's, of the file): on the render and on the hit
+    _, oh, _ = get(ORIGIN, f"/img/{photo}")
+    lm = oh.get("last-modified")
+    check("Last-Modified: the source's, on the render and on the hit", lm is not None
+          and h.get("last-modified") == lm and h2.get("last-modified") == lm, (lm, h.get("last-modified"), h2.get("last-modified")))
+    path = sign(f"/rs:fit:256:256/plain/{src}@png")
+    st4, _, body4 = get(base, path, {"If-Modified-Since": lm or ""})
+    st5, _, _ = get(base, path, {"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"})
+    st6, _, _ = get(base, path, {"If-Modified-Since": lm or "", "If-None-Match": '"another"'})
+    check("If-Modified-Since: 304 at the source's date, 200 before it, 200 when If-None-Match differs",
+          (st4, body4, st5, st6) == (304, b"", 200, 200), (st4, st5, st6))
 
     w0, h0 = ref[0], ref[1]  # the fitted size; the source's aspect
     cases = [

@@ -52,6 +52,8 @@ struct Serve: ParsableCommand {
     var maxRenders: Int?
     @Option(help: "Renders waiting for a turn; past it 503 with Retry-After (default 64).")
     var queueDepth: Int?
+    @Option(help: "Image requests one client address may have in flight; past it 429 with Retry-After (default 0: no limit).")
+    var maxClientRequests: Int?
     @Option(help: "Largest source, MiB (default 20).")
     var maxSourceMb: Int?
     @Option(help: "Largest source image, megapixels (default 40).")
@@ -192,6 +194,7 @@ struct Serve: ParsableCommand {
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
+        config.maxClientRequests = try number(maxClientRequests, "MAX_CLIENT_REQUESTS", 0, 0...1 << 20)
         let sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
         limits.maxResultPixels = megapixels * 1_000_000  // a result no larger than a source may be

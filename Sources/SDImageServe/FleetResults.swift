@@ -48,10 +48,8 @@ struct FleetResults: Sendable {
             let look: Look = await Self.onQueue {
                 switch store.acquire(forKey: key, token: token, ttl: ttl) {
                 case .present:
-                    guard let e = store.entry(forKey: key),
-                          let f = e.extended.flatMap({ String(data: $0, encoding: .utf8) }).flatMap(OutputFormat.init(rawValue:))
-                    else { return .result(nil) }
-                    return .result(Rendered(data: e.data, format: f))
+                    guard let e = store.entry(forKey: key) else { return .result(nil) }
+                    return .result(Rendered(data: e.data, extendedData: e.extended))
                 case .acquired: return .acquired
                 case .held: return .held
                 default: return .other
@@ -95,7 +93,7 @@ struct FleetResults: Sendable {
     func finish(forKey key: String, token: String, _ result: Rendered?) async {
         let store = self.store
         await Self.onQueue {
-            if let result, store.share(result.data, extendedData: Data(result.format.rawValue.utf8), forKey: key) {
+            if let result, store.share(result.data, extendedData: result.extendedData, forKey: key) {
                 store.release(forKey: key, token: token)
             } else {
                 store.markFailed(forKey: key, token: token, ttl: 5)

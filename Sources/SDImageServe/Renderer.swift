@@ -10,19 +10,33 @@ import SDSync
 import SDWebImage
 import SDWebImageRedis
 
-/// One rendered result: the encoded bytes and their strong validator.
+/// One rendered result: the encoded bytes and their validators.
 public struct Rendered: Sendable {
     public let data: Data
     public let format: OutputFormat
     /// A strong ETag (quoted): the first 128 bits of the bytes' SHA-256, URL-safe base64.
     public let etag: String
+    /// The source's `Last-Modified` (an HTTP date, as the origin sent it), if it sent one.
+    public let lastModified: String?
     /// The result came from the result cache (no source fetch, no render).
     public var cached = false
 
-    init(data: Data, format: OutputFormat) {
+    init(data: Data, format: OutputFormat, lastModified: String? = nil) {
         self.data = data
         self.format = format
+        self.lastModified = lastModified
         etag = "\"" + URLSigner.base64URL(Data(SHA256.hash(data: data).prefix(16))) + "\""
+    }
+
+    /// What a stored result keeps beside its bytes (disk, the fleet):
+    /// the format, then the source's Last-Modified, one a line.
+    var extendedData: Data { Data(([format.rawValue] + (lastModified.map { [$0] } ?? [])).joined(separator: "\n").utf8) }
+
+    /// A stored result from its bytes and `extendedData` (nil if that is not one).
+    init?(data: Data, extendedData: Data?) {
+        guard let lines = extendedData.flatMap({ String(data: $0, encoding: .utf8) })?.split(separator: "\n"),
+              let f = lines.first.flatMap({ OutputFormat(rawValue: String($0)) }) else { return nil }
+        self.init(data: data, format: f, lastModified: lines.count > 1 ? String(lines[1]) : nil)
     }
 }
 
@@ -172,9 +186,8 @@ public final class Renderer: Sendable {
             hitsMemory.increment()
             return hit
         }
-        if let disk = resultDisk, let data = disk.data(forKey: key), let ext = disk.extendedData(forKey: key),
-           let f = String(data: ext, encoding: .utf8).flatMap(OutputFormat.init(rawValue:)) {
-            var hit = Rendered(data: data, format: f)
+        if let disk = resultDisk, let data = disk.data(forKey: key),
+           var hit = Rendered(data: data, extendedData: disk.extendedData(forKey: key)) {
             results.setValue(hit, forKey: key, cost: data.count)
             hit.cached = true
             hitsDisk.increment()
@@ -185,7 +198,7 @@ public final class Renderer: Sendable {
             switch await fleet.turn(forKey: key) {
             case .result(var r):
                 results.setValue(r, forKey: key, cost: r.data.count)
-                try? resultDisk?.setData(r.data, forKey: key, extendedData: Data(r.format.rawValue.utf8))
+                try? resultDisk?.setData(r.data, forKey: key, extendedData: r.extendedData)
                 r.cached = true
                 return r
             case .owner(let token): owner = token
@@ -236,16 +249,23 @@ public final class Renderer: Sendable {
         }
         // results are cached encoded (above), never as decoded pixels: the
         // image caches keep the sources' bytes (decoded anew for each
-        // option set, with its thumbnail box and orientation), not images
+        // option set, with its thumbnail box and orientation), not images;
+        // a thumbnail's load stores its original, any other load is the original
         context[.originalStoreCacheType] = SDImageCacheType.disk
-        context[.storeCacheType] = SDImageCacheType.none
+        context[.storeCacheType] = context[.imageThumbnailPixelSize] == nil ? SDImageCacheType.disk : .none
         context[.queryCacheType] = SDImageCacheType.disk
         let image: SDImage
+        let lastModified: String?
         do {
-            guard let got = try await manager.loadImage(with: url, options: [.retryFailed], context: context).image else {
+            // .waitStoreCache: the source's bytes and validators are stored when it answers
+            guard let got = try await manager.loadImage(with: url, options: [.retryFailed, .waitStoreCache],
+                                                        context: context).image else {
                 throw RenderError(status: 422, reason: "the source gave no image")
             }
             image = got
+            // the source's validators, which the manager keeps beside its bytes
+            lastModified = manager.imageCache.extendedData(forKey: manager.cacheKey(for: url))
+                .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
         } catch let e as RenderError {
             throw e
         } catch {
@@ -274,11 +294,11 @@ public final class Renderer: Sendable {
                                                                   options: coderOptions) else {
             throw RenderError(status: 500, reason: "could not encode \(format.rawValue)")
         }
-        let rendered = Rendered(data: data, format: format)
+        let rendered = Rendered(data: data, format: format, lastModified: lastModified)
         results.setValue(rendered, forKey: key, cost: data.count)
         // a full disk loses only this copy: the result is served all the same
         if let disk = resultDisk {
-            try? disk.setData(data, forKey: key, extendedData: Data(format.rawValue.utf8))
+            try? disk.setData(data, forKey: key, extendedData: rendered.extendedData)
             if diskWrites.withLock({ $0 += 1; return $0 % 256 == 0 }) {
                 let limit = resultDiskBytes
                 DispatchQueue.global(qos: .utility).async {

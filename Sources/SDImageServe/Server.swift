@@ -25,6 +25,9 @@ public struct ServeConfiguration: Sendable {
     /// What /health/ready adds (the shared tier's state): it answers 200
     /// while the server serves, degraded or not.
     public var readiness: (@Sendable () -> String)?
+    /// Image requests one client address may have in flight (0: no
+    /// limit); past it 429 with `Retry-After`, before any work.
+    public var maxClientRequests = 0
     /// Files served as they are, by path (`--dev`'s sample): bytes and Content-Type.
     public var files: [String: (data: Data, type: String)] = [:]
     public init() {}
@@ -43,6 +46,8 @@ public struct ImageServer: Sendable {
     let latency = Metrics.Timer(label: "sdimage_serve_request_duration_seconds")
     /// sdimage_serve_requests_total by "status format", made once each.
     let requestCounters = SDSync.Locked<[String: Metrics.Counter]>([:])
+    /// Image requests in flight by client address (with `maxClientRequests`).
+    let clients = SDSync.Locked<[String: Int]>([:])
 
     /// Bootstraps swift-metrics onto a Prometheus registry (once per process).
     public init(configuration: ServeConfiguration, renderer: Renderer, logger: Logger,
@@ -70,7 +75,7 @@ public struct ImageServer: Sendable {
     /// Run until SIGTERM or SIGINT (then stop accepting and finish what is
     /// in flight); `onListening` gets the port bound.
     public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
-        let router = Router()
+        let router = Router(context: ServeRequestContext.self)
         router.get("/health/live") { _, _ in "ok\n" }
         let readiness = configuration.readiness
         router.get("/health/ready") { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
@@ -89,7 +94,7 @@ public struct ImageServer: Sendable {
                 return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: file.data)))
             }
         }
-        router.get("**") { request, _ in await self.respond(to: request) }
+        router.get("**") { request, context in await self.respond(to: request, client: context.remoteAddress?.ipAddress) }
         let app = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
@@ -102,16 +107,31 @@ public struct ImageServer: Sendable {
     }
 
 
-    func respond(to request: Request) async -> Response {
+    func respond(to request: Request, client: String?) async -> Response {
         let start = DispatchTime.now().uptimeNanoseconds
         var host = "-"
-        let response: Response
-        do throws(ProcessingURLError) {
-            let parsed = try ProcessingRequest(path: Substring(request.uri.path), signer: configuration.signer)
-            host = URL(string: parsed.source)?.host ?? "-"
-            response = await render(parsed, request)
-        } catch {
-            response = Self.error(error.kind == .forbidden ? 403 : 400, error.reason)
+        var response: Response
+        let limit = configuration.maxClientRequests
+        if limit > 0, let client, !clients.withLock({ c in
+            guard c[client, default: 0] < limit else { return false }
+            c[client, default: 0] += 1
+            return true
+        }) {
+            response = Self.error(429, "too many requests in flight from \(client) (the limit is \(limit))")
+            response.headers[.retryAfter] = "1"
+        } else {
+            defer {
+                if limit > 0, let client {
+                    clients.withLock { c in c[client] = c[client, default: 1] > 1 ? c[client, default: 1] - 1 : nil }
+                }
+            }
+            do throws(ProcessingURLError) {
+                let parsed = try ProcessingRequest(path: Substring(request.uri.path), signer: configuration.signer)
+                host = URL(string: parsed.source)?.host ?? "-"
+                response = await render(parsed, request)
+            } catch {
+                response = Self.error(error.kind == .forbidden ? 403 : 400, error.reason)
+            }
         }
         let elapsed = DispatchTime.now().uptimeNanoseconds - start
         let ms = Double(elapsed) / 1e6
@@ -139,10 +159,10 @@ public struct ImageServer: Sendable {
             var headers = HTTPFields()
             headers[.contentType] = r.format.contentType
             headers[.eTag] = r.etag
+            if let lm = r.lastModified { headers[.lastModified] = lm }
             headers[.cacheControl] = "public, max-age=\(configuration.maxAge)"
             if parsed.options.format == nil { headers[.vary] = "Accept" }
-            if let match = request.headers[.ifNoneMatch],
-               match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == r.etag || $0 == "*" }) {
+            if Self.notModified(request.headers, etag: r.etag, lastModified: r.lastModified) {
                 return Response(status: .notModified, headers: headers)
             }
             headers[.contentLength] = "\(r.data.count)"
@@ -154,6 +174,27 @@ public struct ImageServer: Sendable {
         }
     }
 
+    /// RFC 9110's order: `If-None-Match` decides when present; else
+    /// `If-Modified-Since` at or after the source's Last-Modified.
+    static func notModified(_ h: HTTPFields, etag: String, lastModified: String?) -> Bool {
+        if let match = h[.ifNoneMatch] {
+            return match.split(separator: ",").contains { let t = $0.trimmingCharacters(in: .whitespaces); return t == etag || t == "*" }
+        }
+        guard let since = h[.ifModifiedSince].flatMap(Self.httpDate), let lm = lastModified.flatMap(Self.httpDate) else {
+            return false
+        }
+        return lm <= since
+    }
+
+    /// An IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the form HTTP sends.
+    static func httpDate(_ s: String) -> Date? {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return f.date(from: s)
+    }
+
     static func error(_ status: Int, _ reason: String) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; charset=utf-8"
@@ -161,6 +202,16 @@ public struct ImageServer: Sendable {
         let body = reason + "\n"
         return Response(status: HTTPResponse.Status(code: status), headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+/// Hummingbird's basic context and the client's address (for the per-client limit).
+struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }
 #endif
