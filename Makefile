@@ -140,7 +140,7 @@ test-docs: docs
 	$(SWIFT) package dump-symbol-graph --minimum-access-level public >/dev/null
 	python3 scripts/check-doc-coverage.py
 	python3 scripts/check-doc-tests.py
-	$(SWIFT) build --explicit-target-dependency-import-check error >/dev/null
+	$(SWIFT) build $(SWIFT_TRAITS) --explicit-target-dependency-import-check error >/dev/null
 	python3 scripts/check-snippets.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).

@@ -35,15 +35,18 @@ lane_c() {
   run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
   run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
 }
+# The suites that mostly wait (on servers, on X) come right after the debug
+# build, while the C lane still keeps a core busy; the sanitizer builds,
+# which take both cores, come after them.
 lane_swift() {
   run "swift (swift test)" make --no-print-directory test-swift
-  run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
-  run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
-  run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
   run "cli" make --no-print-directory test-cli
   run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
   run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
   run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
+  run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
+  run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
+  run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
   run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
 }
 t_all=$SECONDS

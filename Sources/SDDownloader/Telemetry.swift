@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import SDCoders
+import SDSync
 
 /// What the loaders and the C core tell swift-log and swift-metrics.
 ///
@@ -42,7 +43,7 @@ extension Logger {
 }
 
 /// One loader's counters and logger (`SDTelemetry` made concrete).
-package final class LoaderTelemetry: @unchecked Sendable {  // `running` under `lock`; the rest immutable
+package final class LoaderTelemetry: Sendable {
     package let log: Logger
     let downloads: Counter
     let bytes: Counter
@@ -51,8 +52,7 @@ package final class LoaderTelemetry: @unchecked Sendable {  // `running` under `
     /// Transfers submitted and not yet complete, over this loader.
     let inFlight: Gauge
     let dims: [(String, String)]
-    private let lock = NSLock()
-    private var running = 0
+    private let running = Locked(0)
 
     package init(_ t: SDTelemetry) {
         log = t.logger
@@ -66,19 +66,19 @@ package final class LoaderTelemetry: @unchecked Sendable {  // `running` under `
 
     /// A transfer is being submitted (its completion may come before
     /// submit returns); then `accepted` or `refused`.
-    func started() { lock.lock(); running += 1; lock.unlock() }
+    func started() { running.withLock { $0 += 1 } }
 
     func accepted() {
         guard Telemetry.metricsOn else { return }
-        lock.lock(); let n = running; lock.unlock()
+        let n = running.current
         Telemetry.queue.async { [self] in downloads.increment(); inFlight.record(n) }
     }
 
-    func refused() { lock.lock(); running -= 1; lock.unlock() }
+    func refused() { running.withLock { $0 -= 1 } }
 
     /// Loop thread: a transfer ended (everything here is already copied out).
     func finished(_ url: String, _ outcome: Result<DownloadResult, DownloadError>) {
-        lock.lock(); running -= 1; let n = running; lock.unlock()
+        let n = running.withLock { $0 -= 1; return $0 }
         let detail = log.logLevel <= .trace
         let failures = log.logLevel <= .debug
         let metricsOn = Telemetry.metricsOn

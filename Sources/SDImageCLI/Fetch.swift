@@ -207,13 +207,13 @@ struct Fetch: ParsableCommand {
             return
         }
         var rows: [(String, (Pass) -> String)] = [
-            ("images ok", { "\($0.ok)" }), ("failed", { "\($0.failures)" }),
-            ("animated", { "\($0.animated)" }), ("their frames", { "\($0.animatedFrames)" }),
-            ("from network", { "\($0.network)" }), ("from disk", { "\($0.disk)" }),
-            ("from Redis", { "\($0.redis)" }), ("from memory", { "\($0.memory)" }),
-            ("MB downloaded", { String(format: "%.1f", Double($0.bytes) / 1e6) }),
-            ("wall time (s)", { String(format: "%.2f", $0.wall) }),
-            ("images/s", { String(format: "%.0f", $0.wall > 0 ? Double($0.ok) / $0.wall : 0) }),
+            ("images ok", { "\($0.counts.ok)" }), ("failed", { "\($0.counts.failures)" }),
+            ("animated", { "\($0.counts.animated)" }), ("their frames", { "\($0.counts.animatedFrames)" }),
+            ("from network", { "\($0.counts.network)" }), ("from disk", { "\($0.counts.disk)" }),
+            ("from Redis", { "\($0.counts.redis)" }), ("from memory", { "\($0.counts.memory)" }),
+            ("MB downloaded", { String(format: "%.1f", Double($0.counts.bytes) / 1e6) }),
+            ("wall time (s)", { String(format: "%.2f", $0.counts.wall) }),
+            ("images/s", { let c = $0.counts; return String(format: "%.0f", c.wall > 0 ? Double(c.ok) / c.wall : 0) }),
             ("p50 latency (ms)", { String(format: "%.1f", $0.percentile(0.5)) }),
             ("p95 latency (ms)", { String(format: "%.1f", $0.percentile(0.95)) }),
         ]
@@ -243,8 +243,7 @@ private extension String {
 }
 
 /// One run over the list.
-// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
-final class Pass: @unchecked Sendable {
+final class Pass: Sendable {
     let manager: SDWebImageManager
     let targets: [URL?]
     let options: SDWebImageOptions
@@ -253,14 +252,19 @@ final class Pass: @unchecked Sendable {
     let keepImages: Bool
     let label: String
     let quiet: Bool
-    private let lock = NSLock()
-    private(set) var images: [SDImage?]
-    private(set) var errors: [String?]
-    private var latencies: [Double] = []
-    private(set) var ok = 0, failures = 0, network = 0, disk = 0, redis = 0, memory = 0, bytes = 0, done = 0
-    /// Animations among the images, their frames and seconds per loop.
-    private(set) var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
-    private(set) var wall = 0.0
+    private struct Stats {
+        var images: [SDImage?]
+        var errors: [String?]
+        var latencies: [Double] = []
+        var ok = 0, failures = 0, network = 0, disk = 0, redis = 0, memory = 0, bytes = 0, done = 0
+        /// Animations among the images, their frames and seconds per loop.
+        var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
+        var wall = 0.0
+    }
+    private let stats: Locked<Stats>
+    var images: [SDImage?] { stats.current.images }
+    var failures: Int { stats.current.failures }
+    var errors: [String?] { stats.current.errors }
 
     init(manager: SDWebImageManager, targets: [URL?], options: SDWebImageOptions, context: SDWebImageContext,
          concurrency: Int, keepImages: Bool, label: String, quiet: Bool) {
@@ -272,8 +276,8 @@ final class Pass: @unchecked Sendable {
         self.keepImages = keepImages
         self.label = label
         self.quiet = quiet
-        images = Array(repeating: nil, count: targets.count)
-        errors = Array(repeating: nil, count: targets.count)
+        stats = Locked(Stats(images: Array(repeating: nil, count: targets.count),
+                             errors: Array(repeating: nil, count: targets.count)))
     }
 
     func run() {
@@ -303,57 +307,63 @@ final class Pass: @unchecked Sendable {
             if let op { op.whenFinished(finish) } else { finish() }
         }
         group.wait()
-        wall = Date().timeIntervalSince(start)
+        stats.withLock { $0.wall = Date().timeIntervalSince(start) }
         bar.finish()
     }
 
     private func record(_ i: Int, _ last: LastAnswer, ms: Double, bar: ProgressBar) {
         let (image, bytes, error, type) = last.get()
-        lock.lock()
-        done += 1
-        if let image {
-            ok += 1
-            if keepImages { images[i] = image }
-            if image.sd_isAnimated {
-                animated += 1
-                animatedFrames += image.sd_imageFrameCount
-                animatedSeconds += image.duration
+        let keepImages = self.keepImages
+        let (d, b) = stats.withLock { s in
+            s.done += 1
+            if let image {
+                s.ok += 1
+                if keepImages { s.images[i] = image }
+                if image.sd_isAnimated {
+                    s.animated += 1
+                    s.animatedFrames += image.sd_imageFrameCount
+                    s.animatedSeconds += image.duration
+                }
+                switch type {
+                case .memory: s.memory += 1
+                case .disk: s.disk += 1
+                default: s.network += 1; s.bytes += bytes
+                }
+                s.latencies.append(ms)
+            } else {
+                s.failures += 1
+                s.errors[i] = error.map { "\($0)" } ?? "no image"
             }
-            switch type {
-            case .memory: memory += 1
-            case .disk: disk += 1
-            default: network += 1; self.bytes += bytes
-            }
-            latencies.append(ms)
-        } else {
-            failures += 1
-            errors[i] = error.map { "\($0)" } ?? "no image"
+            return (s.done, s.bytes)
         }
-        let (d, b) = (done, self.bytes)
-        lock.unlock()
         bar.update(done: d, bytes: b)
     }
 
     /// Of the disk hits, `n` came from the Redis tier (it answers as a disk).
     func countRedis(_ n: Int) {
-        lock.lock()
-        redis = min(n, disk)
-        disk -= redis
-        lock.unlock()
+        stats.withLock { s in
+            s.redis = min(n, s.disk)
+            s.disk -= s.redis
+        }
     }
 
-    func percentile(_ p: Double) -> Double {
-        lock.lock()
-        defer { lock.unlock() }
-        return SDImageCLI.percentile(latencies, p)
+    func percentile(_ p: Double) -> Double { SDImageCLI.percentile(stats.current.latencies, p) }
+
+    /// The counters now, for the table.
+    var counts: (ok: Int, failures: Int, animated: Int, animatedFrames: Int, network: Int, disk: Int, redis: Int,
+                 memory: Int, bytes: Int, wall: Double) {
+        let s = stats.current
+        return (s.ok, s.failures, s.animated, s.animatedFrames, s.network, s.disk, s.redis, s.memory, s.bytes, s.wall)
     }
 
     var summary: [String: Any] {
-        ["images": targets.count, "ok": ok, "failed": failures, "animated": animated,
-         "animated_frames": animatedFrames, "animated_duration_s": (animatedSeconds * 1000).rounded() / 1000, "network": network, "disk": disk, "redis": redis, "memory": memory,
-         "bytes": bytes, "wall_s": (wall * 1000).rounded() / 1000,
-         "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
-         "failures": errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]
+        let s = stats.current
+        return ["images": targets.count, "ok": s.ok, "failed": s.failures, "animated": s.animated,
+                "animated_frames": s.animatedFrames, "animated_duration_s": (s.animatedSeconds * 1000).rounded() / 1000,
+                "network": s.network, "disk": s.disk, "redis": s.redis, "memory": s.memory,
+                "bytes": s.bytes, "wall_s": (s.wall * 1000).rounded() / 1000,
+                "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
+                "failures": s.errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]
     }
 }
 
@@ -369,16 +379,14 @@ private final class LastAnswer: Sendable {
 }
 
 /// A live bar on a terminal (count, bytes, rate, ETA); plain lines otherwise.
-// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
-final class ProgressBar: @unchecked Sendable {
+final class ProgressBar: Sendable {
     private let total: Int
     private let label: String
     private let enabled: Bool
     private let tty = isatty(2) != 0
     private let start = Date()
-    private let lock = NSLock()
-    private var lastPrint = Date.distantPast
-    private var lastTenth = -1
+    /// When the bar was last drawn, and the last quarter printed (no terminal).
+    private let shown = Locked((lastPrint: Date.distantPast, lastTenth: -1))
 
     init(total: Int, label: String, enabled: Bool) {
         self.total = total
@@ -388,8 +396,10 @@ final class ProgressBar: @unchecked Sendable {
 
     func update(done: Int, bytes: Int) {
         guard enabled else { return }
-        lock.lock()
-        defer { lock.unlock() }
+        shown.withLock { shown in draw(done: done, bytes: bytes, &shown.lastPrint, &shown.lastTenth) }
+    }
+
+    private func draw(done: Int, bytes: Int, _ lastPrint: inout Date, _ lastTenth: inout Int) {
         let elapsed = Date().timeIntervalSince(start)
         let rate = elapsed > 0 ? Double(bytes) / elapsed / 1e6 : 0
         let eta = done > 0 ? elapsed / Double(done) * Double(total - done) : 0

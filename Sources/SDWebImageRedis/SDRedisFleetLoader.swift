@@ -262,8 +262,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable 
 
 /// One coordinated request: its parameters, its lease token, the inner
 /// loader's operation once it fetches, and a completion called once.
-// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
-final class FleetLoad: SDWebImageOperation, @unchecked Sendable {
+final class FleetLoad: SDWebImageOperation, Sendable {
     let url: URL
     let key: String
     let options: SDWebImageOptions
@@ -272,11 +271,13 @@ final class FleetLoad: SDWebImageOperation, @unchecked Sendable {
     let deadline: DispatchTime
     let token = UUID().uuidString
     private let completed: SDImageLoaderResponseCompletedBlock
-    private let lock = NSLock()
-    private var cancelled = false
-    private var done = false
-    private var inner: (any SDWebImageOperation)?
-    private var renewed = true
+    private struct State {
+        var cancelled = false
+        var done = false
+        var inner: (any SDWebImageOperation)?
+        var renewed = true
+    }
+    private let state = Locked(State())
 
     init(url: URL, key: String, options: SDWebImageOptions, context: SDWebImageContext?,
          progress: SDImageLoaderProgressBlock?, completed: @escaping SDImageLoaderResponseCompletedBlock,
@@ -290,38 +291,37 @@ final class FleetLoad: SDWebImageOperation, @unchecked Sendable {
         self.deadline = deadline
     }
 
-    var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return cancelled }
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Whether its owner still keeps the lease alive.
-    var renewing: Bool { lock.lock(); defer { lock.unlock() }; return renewed }
-    func stopRenewing() { lock.lock(); renewed = false; lock.unlock() }
+    var renewing: Bool { state.withLock { $0.renewed } }
+    func stopRenewing() { state.withLock { $0.renewed = false } }
 
     func setInner(_ op: (any SDWebImageOperation)?) {
-        lock.lock()
-        let cancelNow = cancelled
-        inner = op
-        lock.unlock()
+        let cancelNow = state.withLock { s in
+            s.inner = op
+            return s.cancelled
+        }
         if cancelNow { op?.cancel() }
     }
 
     func cancel() {
-        lock.lock()
-        cancelled = true
-        let op = inner
-        lock.unlock()
+        let op = state.withLock { s in
+            s.cancelled = true
+            return s.inner
+        }
         op?.cancel()  // the fetch answers cancelled; a waiter answers at its next look
     }
 
     func preview(_ image: SDImage?, _ data: Data?, _ response: URLResponse?) {
-        lock.lock(); let over = done; lock.unlock()
-        if !over { completed(image, data, nil, false, response) }
+        if !state.withLock({ $0.done }) { completed(image, data, nil, false, response) }
     }
 
     func finish(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ response: URLResponse?) {
-        lock.lock()
-        let first = !done
-        done = true
-        lock.unlock()
+        let first = state.withLock { s in
+            defer { s.done = true }
+            return !s.done
+        }
         if first { completed(image, data, error, true, response) }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SDCache
 import SDCoders
+import SDSync
 
 /// Where a result came from / where to look or store.
 public enum SDImageCacheType: Int, Sendable {
@@ -46,8 +47,7 @@ public typealias SDImageCacheConfigExpireType = DiskCacheExpireType
 
 /// Limits and behaviour of an `SDImageCache`. Thread-safe: every setting
 /// lives in one locked `State`.
-// @unchecked: `state` is under `lock`.
-public final class SDImageCacheConfig: @unchecked Sendable {
+public final class SDImageCacheConfig: Sendable {
     /// The config `SDImageCache.shared` and caches made without one use.
     public static let `default` = SDImageCacheConfig()
 
@@ -73,9 +73,13 @@ public final class SDImageCacheConfig: @unchecked Sendable {
         var logger = Logger.sdNoOp
     }
 
-    private let lock = NSLock()
-    private var state = State()
-    var onChange: (@Sendable () -> Void)?
+    private let state = Locked(State())
+    private let observer = Locked<(@Sendable () -> Void)?>(nil)
+    /// The cache that copied this config: told of every change.
+    var onChange: (@Sendable () -> Void)? {
+        get { observer.current }
+        set { observer.set(newValue) }
+    }
 
     /// 1/4 of the memory this process may use, at most 512 MiB: Linux has
     /// no memory warnings to empty the cache for us, so the limit must be
@@ -87,13 +91,10 @@ public final class SDImageCacheConfig: @unchecked Sendable {
     public init() {}
 
     private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
-        get { lock.lock(); defer { lock.unlock() }; return state[keyPath: key] }
+        get { state.withLock { $0[keyPath: key] } }
         set {
-            lock.lock()
-            state[keyPath: key] = newValue
-            let cb = onChange
-            lock.unlock()
-            cb?()
+            state.withLock { $0[keyPath: key] = newValue }
+            onChange?()
         }
     }
 
@@ -220,18 +221,16 @@ public final class SDImageCacheConfig: @unchecked Sendable {
 
     /// The sweep policy of the disk tier, as configured now.
     var sweepPolicy: DiskSweeper.Policy {
-        lock.lock()
-        defer { lock.unlock() }
-        return DiskSweeper.Policy(maxAge: state.maxDiskAge, maxSize: state.maxDiskSize,
-                                  expireType: state.diskCacheExpireType, interval: state.diskSweepInterval)
+        state.withLock { s in
+            DiskSweeper.Policy(maxAge: s.maxDiskAge, maxSize: s.maxDiskSize,
+                               expireType: s.diskCacheExpireType, interval: s.diskSweepInterval)
+        }
     }
 
     /// An independent config with the same settings (a cache copies the one it is given).
     public func copy() -> SDImageCacheConfig {
         let c = SDImageCacheConfig()
-        lock.lock()
-        c.state = state
-        lock.unlock()
+        c.state.set(state.current)
         return c
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import SDCoders
+import SDSync
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -10,8 +11,7 @@ import FoundationNetworking
 /// change `downloader.config` to affect that downloader (concurrency and
 /// order take effect at once, the rest for downloads that start later).
 /// Thread-safe.
-// @unchecked: `state` and `onChange` are under `lock`.
-public final class SDWebImageDownloaderConfig: @unchecked Sendable {
+public final class SDWebImageDownloaderConfig: Sendable {
     /// The config `SDWebImageDownloader.shared` is made from.
     public static let `default` = SDWebImageDownloaderConfig()
 
@@ -45,9 +45,13 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
         var telemetry = SDTelemetry.none
     }
 
-    private let lock = NSLock()
-    private var state = State()
-    var onChange: (@Sendable () -> Void)?
+    private let state = Locked(State())
+    private let observer = Locked<(@Sendable () -> Void)?>(nil)
+    /// The downloader that copied this config: told of settings it applies at once.
+    var onChange: (@Sendable () -> Void)? {
+        get { observer.current }
+        set { observer.set(newValue) }
+    }
 
     /// Callbacks default to one serial queue (not the main queue: most Linux
     /// programs never run a main loop that would drain it).
@@ -57,17 +61,14 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     public init() {}
 
     private subscript<T>(_ key: WritableKeyPath<State, T>) -> T {
-        get { lock.lock(); defer { lock.unlock() }; return state[keyPath: key] }
-        set { lock.lock(); state[keyPath: key] = newValue; lock.unlock() }
+        get { state.withLock { $0[keyPath: key] } }
+        set { state.withLock { $0[keyPath: key] = newValue } }
     }
 
     /// Settings the running downloader applies at once (concurrency, order).
     private func setNotifying<T>(_ key: WritableKeyPath<State, T>, _ value: T) {
-        lock.lock()
-        state[keyPath: key] = value
-        let cb = onChange
-        lock.unlock()
-        cb?()
+        state.withLock { $0[keyPath: key] = value }
+        onChange?()
     }
 
     /// What downloads may reach (ours; SDWebImage has no such setting):
@@ -120,15 +121,17 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// is the same for C programs.
     public static func server() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
-        c.state.urlPolicy = .server
-        c.state.maxRedirects = 3
-        c.state.maxResponseBytes = 20 << 20
-        c.state.downloadTimeout = 10
-        c.state.downloadTotalTimeout = 30
-        c.state.downloadLowSpeedLimit = 1024
-        c.state.downloadLowSpeedTime = 10
-        c.state.maxConnectionsPerHost = 6
-        c.state.decodeLimits = .server
+        c.state.withLock { s in
+            s.urlPolicy = .server
+            s.maxRedirects = 3
+            s.maxResponseBytes = 20 << 20
+            s.downloadTimeout = 10
+            s.downloadTotalTimeout = 30
+            s.downloadLowSpeedLimit = 1024
+            s.downloadLowSpeedTime = 10
+            s.maxConnectionsPerHost = 6
+            s.decodeLimits = .server
+        }
         return c
     }
 
@@ -267,9 +270,7 @@ public final class SDWebImageDownloaderConfig: @unchecked Sendable {
     /// An independent config with the same settings (a downloader copies the one it is given).
     public func copy() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
-        lock.lock()
-        c.state = state
-        lock.unlock()
+        c.state.set(state.current)
         return c
     }
 }

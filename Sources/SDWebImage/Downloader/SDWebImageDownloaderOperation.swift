@@ -200,8 +200,7 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
 /// Identifies one subscriber of a default operation. Weak: the subscriber's
 /// closures often hold the token's owner (the manager's operation holds the
 /// token), and the operation drops its handlers when it ends.
-// @unchecked: one weak reference (loaded and stored atomically by the runtime).
-final class HandlerToken: @unchecked Sendable {
-    weak var handler: AnyObject?
-    init(_ h: AnyObject) { handler = h }
+final class HandlerToken: Sendable {
+    weak let handler: SDWebImageDownloaderOperation.Handler?
+    init(_ h: SDWebImageDownloaderOperation.Handler) { handler = h }
 }

@@ -1,12 +1,12 @@
 import Dispatch
 import Foundation
+import SDSync
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// The state of one manager load, step by step (SDWebImage's call… methods).
-// @unchecked: every stored `var` is read and written under `lock`; the `let`s are set in init.
-final class ManagerLoad: @unchecked Sendable {
+final class ManagerLoad: Sendable {
     let manager: SDWebImageManager
     let op: SDWebImageCombinedOperation
     let url: URL?
@@ -19,8 +19,8 @@ final class ManagerLoad: @unchecked Sendable {
     let request: SDImageLoadRequest
     let key: String?
     let originalKey: String?
-    let lock = NSLock()
-    var ended = false
+    /// The load gave its last answer (or a 304 kept the cached one).
+    let ended = Locked(false)
     /// The context the cache and the loader get: the load's, with its own
     /// serial queue over the global pool for their callbacks. The steps
     /// between them (transformer, stores) run there, so one load's
@@ -60,10 +60,7 @@ final class ManagerLoad: @unchecked Sendable {
 
     /// A final answer: once; it ends the operation.
     func complete(_ image: SDImage?, _ data: Data?, _ error: (any Error)?, _ type: SDImageCacheType) {
-        lock.lock()
-        if ended { lock.unlock(); return }
-        ended = true
-        lock.unlock()
+        guard ended.withLock({ e in defer { e = true }; return !e }) else { return }
         manager.telemetry.loadEnded(key, error, type)
         let (c, u, op, earlier, q) = (completed, url, op, delivering, queue.queue)
         op.answered()
@@ -196,7 +193,7 @@ final class ManagerLoad: @unchecked Sendable {
                             try? originalCache.storeExtendedData(raw, forKey: k)
                         }
                     }
-                    lock.lock(); ended = true; lock.unlock()
+                    ended.set(true)
                     manager.finished(op)
                     // no second completion: the cached image stands
                     delivering.notify(queue: queue.queue) { [op] in op.over() }
@@ -226,12 +223,13 @@ final class ManagerLoad: @unchecked Sendable {
 
     /// Pause before another attempt; cancelling the load ends the pause.
     func wait(_ pause: TimeInterval, then again: @escaping @Sendable () -> Void) {
-        let item = DispatchWorkItem { [self] in
+        let waiting = RetryPause { [weak self] in self?.cancelled() }
+        op.setLoaderOperation(waiting)
+        DispatchQueue.global().asyncAfter(deadline: .now() + pause) { [self] in
+            guard waiting.end() else { return }  // cancelled while it waited: answered then
             if op.isCancelled { return cancelled() }
             again()
         }
-        op.setLoaderOperation(RetryPause(item) { [weak self] in self?.cancelled() })
-        DispatchQueue.global().asyncAfter(deadline: .now() + pause, execute: item)
     }
 
     /// Transform (if asked), store original and result, complete.
@@ -314,18 +312,18 @@ final class ManagerLoad: @unchecked Sendable {
 }
 
 /// The pause between two download attempts, as the load's loader operation.
-// @unchecked: both properties are `let`s; DispatchWorkItem is not marked Sendable but its cancel is thread-safe.
-final class RetryPause: SDWebImageOperation, @unchecked Sendable {
-    private let item: DispatchWorkItem
+final class RetryPause: SDWebImageOperation, Sendable {
+    private let cancelled = Locked(false)
     private let onCancel: @Sendable () -> Void
 
-    init(_ item: DispatchWorkItem, onCancel: @escaping @Sendable () -> Void) {
-        self.item = item
-        self.onCancel = onCancel
-    }
+    init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
 
+    /// The pause is over: false if it was cancelled first (no next attempt then).
+    func end() -> Bool { !cancelled.current }
+
+    /// Before the pause ends, the next attempt will not be made; either way the load answers as cancelled.
     func cancel() {
-        item.cancel()
+        cancelled.set(true)
         onCancel()
     }
 }

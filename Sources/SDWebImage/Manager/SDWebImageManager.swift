@@ -182,8 +182,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     public func loadImage(with url: URL?, options: SDWebImageOptions = [], context: SDWebImageContext? = nil,
                           progress: SDImageLoaderProgressBlock? = nil,
                           completed: @escaping SDInternalCompletionBlock) -> SDWebImageCombinedOperation? {
-        let op = SDWebImageCombinedOperation()
-        op.manager = self
+        let op = SDWebImageCombinedOperation(manager: self)
         var options = options
         var context = context ?? [:]
         if let r = optionsProcessor?.processedResult(for: url, options: options, context: context) {

@@ -17,29 +17,33 @@ extension SDWebImagePrefetcherDelegate {
 }
 
 /// One `prefetchURLs` call: cancel the loads not yet done.
-// @unchecked: its counters and operations are under `lock` (the prefetcher takes it too); `prefetcher` is weak.
-public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Sendable {
+public final class SDWebImagePrefetchToken: SDWebImageOperation, Sendable {
     /// The URLs of this `prefetchURLs` call.
     public let urls: [URL]
-    fileprivate let lock = NSLock()
-    fileprivate var finished = 0
-    fileprivate var skipped = 0
-    fileprivate var cancelled = false
-    fileprivate var operations: [Int: SDWebImageCombinedOperation] = [:]
-    fileprivate weak var prefetcher: SDWebImagePrefetcher?
+    fileprivate struct State {
+        var finished = 0
+        var skipped = 0
+        var cancelled = false
+        var operations: [Int: SDWebImageCombinedOperation] = [:]
+    }
+    fileprivate let state = Locked(State())
+    fileprivate weak let prefetcher: SDWebImagePrefetcher?
 
-    fileprivate init(urls: [URL]) { self.urls = urls }
+    fileprivate init(urls: [URL], prefetcher: SDWebImagePrefetcher) {
+        self.urls = urls
+        self.prefetcher = prefetcher
+    }
 
     /// `cancel()` was called.
-    public var isCancelled: Bool { lock.lock(); defer { lock.unlock() }; return cancelled }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Loads not started are dropped, running ones cancelled; they count as
     /// skipped and the completion still comes, once.
     public func cancel() {
-        lock.lock()
-        cancelled = true
-        let ops = Array(operations.values)
-        lock.unlock()
+        let ops = state.withLock { s in
+            s.cancelled = true
+            return Array(s.operations.values)
+        }
         for op in ops { op.cancel() }
         prefetcher?.drop(self)
     }
@@ -47,20 +51,22 @@ public final class SDWebImagePrefetchToken: SDWebImageOperation, @unchecked Send
 
 /// Warms the cache with images the user will probably want, a few at a time
 /// at low priority (SDWebImage: 3 concurrent, `.lowPriority`).
-// @unchecked: settings, the queue of waiting jobs and the running count are under `lock`; `_delegate` is weak.
-public final class SDWebImagePrefetcher: @unchecked Sendable {
+public final class SDWebImagePrefetcher: Sendable {
     /// The prefetcher over ``SDWebImageManager/shared``.
     public static let shared = SDWebImagePrefetcher(imageManager: .shared)
 
     /// The manager that loads (and caches) what is prefetched.
     public let manager: SDWebImageManager
-    private let lock = NSLock()
-    private var _maxConcurrent = 3
-    private var _options: SDWebImageOptions = [.lowPriority]
-    private var _context: SDWebImageContext?
-    private weak var _delegate: (any SDWebImagePrefetcherDelegate)?
-    private var waiting: [(SDWebImagePrefetchToken, Int, Job)] = []
-    private var runningCount = 0
+    private struct State {
+        var maxConcurrent = 3
+        var options: SDWebImageOptions = [.lowPriority]
+        var context: SDWebImageContext?
+        weak var delegate: (any SDWebImagePrefetcherDelegate)?
+        var waiting: [(SDWebImagePrefetchToken, Int, Job)] = []
+        var runningCount = 0
+        var runningTokens: [ObjectIdentifier: SDWebImagePrefetchToken] = [:]
+    }
+    private let state = Locked(State())
     /// Callbacks run here (serial: per prefetch, in order).
     public let delegateQueue = DispatchQueue(label: "SDWebImagePrefetcher")
 
@@ -74,27 +80,25 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
     /// A prefetcher that loads through `imageManager`.
     public init(imageManager: SDWebImageManager) { manager = imageManager }
 
-    private func get<T>(_ v: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return v() }
-
     /// Loads at once at most (default 3).
     public var maxConcurrentPrefetchCount: Int {
-        get { get { _maxConcurrent } }
-        set { lock.lock(); _maxConcurrent = max(1, newValue); lock.unlock(); pump() }
+        get { state.withLock { $0.maxConcurrent } }
+        set { state.withLock { $0.maxConcurrent = max(1, newValue) }; pump() }
     }
     /// Options of every prefetch load (default `.lowPriority`).
     public var options: SDWebImageOptions {
-        get { get { _options } }
-        set { lock.lock(); _options = newValue; lock.unlock() }
+        get { state.withLock { $0.options } }
+        set { state.withLock { $0.options = newValue } }
     }
     /// Context of every prefetch load.
     public var context: SDWebImageContext? {
-        get { get { _context } }
-        set { lock.lock(); _context = newValue; lock.unlock() }
+        get { state.withLock { $0.context } }
+        set { state.withLock { $0.context = newValue } }
     }
     /// Told of each finished URL and of the end of a batch.
     public var delegate: (any SDWebImagePrefetcherDelegate)? {
-        get { get { _delegate } }
-        set { lock.lock(); _delegate = newValue; lock.unlock() }
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
     }
 
     /// Prefetch `urls`; `progress(finished, total)` after each, `completed(finished, skipped)` once at the end
@@ -104,8 +108,7 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
                              progress: (@Sendable (_ finished: Int, _ total: Int) -> Void)? = nil,
                              completed: (@Sendable (_ finished: Int, _ skipped: Int) -> Void)? = nil) -> SDWebImagePrefetchToken {
         let urls = urls ?? []
-        let token = SDWebImagePrefetchToken(urls: urls)
-        token.prefetcher = self
+        let token = SDWebImagePrefetchToken(urls: urls, prefetcher: self)
         let job = Job(options: options ?? self.options, context: context ?? self.context, progress: progress, completed: completed)
         if urls.isEmpty {
             let d = delegate
@@ -115,9 +118,7 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
             }
             return token
         }
-        lock.lock()
-        for i in urls.indices { waiting.append((token, i, job)) }
-        lock.unlock()
+        state.withLock { s in for i in urls.indices { s.waiting.append((token, i, job)) } }
         pump()
         return token
     }
@@ -140,32 +141,33 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
 
     /// Cancel every prefetch of this prefetcher.
     public func cancelPrefetching() {
-        lock.lock()
-        var tokens: [ObjectIdentifier: SDWebImagePrefetchToken] = runningTokens
-        for (t, _, _) in waiting { tokens[ObjectIdentifier(t)] = t }
-        lock.unlock()
+        let tokens = state.withLock { s in
+            var tokens = s.runningTokens
+            for (t, _, _) in s.waiting { tokens[ObjectIdentifier(t)] = t }
+            return tokens
+        }
         for t in tokens.values { t.cancel() }
     }
 
-    private var runningTokens: [ObjectIdentifier: SDWebImagePrefetchToken] = [:]
-
     /// Drop a cancelled token's waiting URLs (each counts as skipped).
     fileprivate func drop(_ token: SDWebImagePrefetchToken) {
-        lock.lock()
-        let dropped = waiting.filter { $0.0 === token }
-        waiting.removeAll { $0.0 === token }
-        lock.unlock()
+        let dropped = state.withLock { s in
+            defer { s.waiting.removeAll { $0.0 === token } }
+            return s.waiting.filter { $0.0 === token }
+        }
         for (t, i, job) in dropped { record(t, index: i, job: job, ok: false) }
     }
 
     private func pump() {
         while true {
-            lock.lock()
-            guard runningCount < _maxConcurrent, !waiting.isEmpty else { lock.unlock(); return }
-            let (token, index, job) = waiting.removeFirst()
-            runningCount += 1
-            runningTokens[ObjectIdentifier(token)] = token
-            lock.unlock()
+            let next = state.withLock { s -> (SDWebImagePrefetchToken, Int, Job)? in
+                guard s.runningCount < s.maxConcurrent, !s.waiting.isEmpty else { return nil }
+                let n = s.waiting.removeFirst()
+                s.runningCount += 1
+                s.runningTokens[ObjectIdentifier(n.0)] = n.0
+                return n
+            }
+            guard let (token, index, job) = next else { return }
             start(token, index, job)
         }
     }
@@ -182,32 +184,27 @@ public final class SDWebImagePrefetcher: @unchecked Sendable {
             ok.value = error == nil && image != nil || error == nil && job.options.contains(.avoidDecodeImage)
         }
         op?.whenFinished { [self] in
-            token.lock.lock()
-            token.operations.removeValue(forKey: index)
-            token.lock.unlock()
-            lock.lock()
-            runningCount -= 1
-            lock.unlock()
+            token.state.withLock { _ = $0.operations.removeValue(forKey: index) }
+            state.withLock { $0.runningCount -= 1 }
             record(token, index: index, job: job, ok: ok.value)
             pump()
         }
-        token.lock.lock()
-        if let op, !token.cancelled { token.operations[index] = op }
-        let cancelledMeanwhile = token.cancelled
-        token.lock.unlock()
+        let cancelledMeanwhile = token.state.withLock { s in
+            if let op, !s.cancelled { s.operations[index] = op }
+            return s.cancelled
+        }
         if cancelledMeanwhile { op?.cancel() }
     }
 
     private func record(_ token: SDWebImagePrefetchToken, index: Int, job: Job, ok: Bool) {
-        token.lock.lock()
-        token.finished += 1
-        if !ok { token.skipped += 1 }
-        let (f, s, total) = (token.finished, token.skipped, token.urls.count)
-        token.lock.unlock()
+        let total = token.urls.count
+        let (f, s) = token.state.withLock { t in
+            t.finished += 1
+            if !ok { t.skipped += 1 }
+            return (t.finished, t.skipped)
+        }
         if f == total {
-            lock.lock()
-            runningTokens.removeValue(forKey: ObjectIdentifier(token))
-            lock.unlock()
+            state.withLock { _ = $0.runningTokens.removeValue(forKey: ObjectIdentifier(token)) }
         }
         let d = delegate
         let url = token.urls[index]

@@ -88,23 +88,24 @@ public enum SDWebImageViewSizing: Sendable, Equatable {
 /// the URL, the progress, the transition and the animation playing. Owned
 /// by the view (``SDWebImageView/sd_webImageState``); its end cancels the
 /// view's loads and stops its animation.
-// @unchecked: every stored `var` is read and written under `lock` (`locked { }`); the progress is Sendable.
-public final class SDWebImageViewState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var operations: [String: any SDWebImageOperation] = [:]
-    private var pending: [String: ViewLoadResult] = [:]  // each key's load not finished yet
-    private var generations: [String: UInt64] = [:]
-    private var nextGeneration: UInt64 = 0
-    private var _imageURL: URL?
-    private var _latestKey: String?
-    private var _transition: SDWebImageTransition?
-    private var _player: SDAnimatedImagePlayer?
-    private var shown: UInt64 = 0  // the generation whose image (or frames) the view shows
-    private var _sizing: SDWebImageViewSizing = .original
-    private var _lastLoad: ViewLoadRecord?  // what the latest sd_setImage asked for, to load again when the view grows
-    private var _shownImage: SDImage?       // what the latest result put on the view
-    private var _indicator: (any SDWebImageIndicator)?
-    private var loadStates: [String: SDWebImageLoadState] = [:]
+public final class SDWebImageViewState: Sendable {
+    private struct State {
+        var operations: [String: any SDWebImageOperation] = [:]
+        var pending: [String: ViewLoadResult] = [:]  // each key's load not finished yet
+        var generations: [String: UInt64] = [:]
+        var nextGeneration: UInt64 = 0
+        var _imageURL: URL?
+        var _latestKey: String?
+        var _transition: SDWebImageTransition?
+        var _player: SDAnimatedImagePlayer?
+        var shown: UInt64 = 0  // the generation whose image (or frames) the view shows
+        var _sizing: SDWebImageViewSizing = .original
+        var _lastLoad: ViewLoadRecord?  // what the latest sd_setImage asked for, to load again when the view grows
+        var _shownImage: SDImage?       // what the latest result put on the view
+        var _indicator: (any SDWebImageIndicator)?
+        var loadStates: [String: SDWebImageLoadState] = [:]
+    }
+    private let state = Locked(State())
 
     /// The progress of the current load (SDWebImage's `sd_imageProgress`).
     public let imageProgress = SDWebImageProgress()
@@ -113,76 +114,77 @@ public final class SDWebImageViewState: @unchecked Sendable {
     public init() {}
 
     deinit {
-        for op in operations.values { op.cancel() }
-        _player?.stopPlaying()
+        let (ops, player) = state.withLock { s in (Array(s.operations.values), s._player) }
+        for op in ops { op.cancel() }
+        player?.stopPlaying()
     }
 
-    func locked<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
+    private func locked<T>(_ body: (inout State) -> T) -> T { state.withLock(body) }
 
     /// The URL of the latest `sd_setImage` (also while it loads).
-    public var imageURL: URL? { locked { _imageURL } }
+    public var imageURL: URL? { locked { s in s._imageURL } }
     /// The operation key of the latest `sd_setImage`.
-    public var latestOperationKey: String? { locked { _latestKey } }
+    public var latestOperationKey: String? { locked { s in s._latestKey } }
     /// The transition for images that come from the network (or any, with `.forceTransition`).
     public var imageTransition: SDWebImageTransition? {
-        get { locked { _transition } }
-        set { locked { _transition = newValue } }
+        get { locked { s in s._transition } }
+        set { locked { s in s._transition = newValue } }
     }
     /// The player of the animated image on the view, if one plays.
-    public var animationPlayer: SDAnimatedImagePlayer? { locked { _player } }
+    public var animationPlayer: SDAnimatedImagePlayer? { locked { s in s._player } }
     /// How loads on the view are sized (default `.original`, SDWebImage's).
     public var imageSizing: SDWebImageViewSizing {
-        get { locked { _sizing } }
-        set { locked { _sizing = newValue } }
+        get { locked { s in s._sizing } }
+        set { locked { s in s._sizing = newValue } }
     }
 
     /// The load state under `key` (SDWebImage's `sd_imageLoadStateForKey:`).
-    public func loadState(forKey key: String) -> SDWebImageLoadState? { locked { loadStates[key] } }
-    func setLoadState(_ s: SDWebImageLoadState?, forKey key: String) { locked { loadStates[key] = s } }
+    public func loadState(forKey key: String) -> SDWebImageLoadState? { locked { s in s.loadStates[key] } }
+    func setLoadState(_ new: SDWebImageLoadState?, forKey key: String) { locked { s in s.loadStates[key] = new } }
 
     var indicator: (any SDWebImageIndicator)? {
-        get { locked { _indicator } }
-        set { locked { _indicator = newValue } }
+        get { locked { s in s._indicator } }
+        set { locked { s in s._indicator = newValue } }
     }
 
     var lastLoad: ViewLoadRecord? {
-        get { locked { _lastLoad } }
-        set { locked { _lastLoad = newValue } }
+        get { locked { s in s._lastLoad } }
+        set { locked { s in s._lastLoad = newValue } }
     }
     var shownImage: SDImage? {
-        get { locked { _shownImage } }
-        set { locked { _shownImage = newValue } }
+        get { locked { s in s._shownImage } }
+        set { locked { s in s._shownImage = newValue } }
     }
 
     // MARK: operations (UIView+WebCacheOperation)
 
-    func operation(forKey key: String) -> (any SDWebImageOperation)? { locked { operations[key] } }
+    func operation(forKey key: String) -> (any SDWebImageOperation)? { locked { s in s.operations[key] } }
 
     func setOperation(_ op: (any SDWebImageOperation)?, forKey key: String) {
-        locked { operations[key] = op }
+        locked { s in s.operations[key] = op }
     }
 
     /// Remove the operation of `key`, returning it (to cancel outside the lock).
     func removeOperation(forKey key: String) -> (any SDWebImageOperation)? {
-        locked { operations.removeValue(forKey: key) }
+        locked { s in s.operations.removeValue(forKey: key) }
     }
 
     /// Remove `op` under `key` only if it is still the one stored (a finished
     /// older load must not drop the newer one's).
     func removeOperation(_ op: any SDWebImageOperation, forKey key: String) {
-        locked {
-            if let cur = operations[key], cur === op { operations.removeValue(forKey: key) }
+        locked { s in
+            if let cur = s.operations[key], cur === op { s.operations.removeValue(forKey: key) }
         }
     }
 
     /// The load under `key` that has not finished: a cancel by key answers it at once.
-    func setPending(_ result: ViewLoadResult?, forKey key: String) { locked { pending[key] = result } }
+    func setPending(_ result: ViewLoadResult?, forKey key: String) { locked { s in s.pending[key] = result } }
 
     /// Forget the pending load of `key` if it is load `generation`'s; returns what was taken.
     func takePending(forKey key: String, generation: UInt64? = nil) -> ViewLoadResult? {
-        locked {
-            guard let p = pending[key], generation == nil || p.generation == generation else { return nil }
-            pending[key] = nil
+        locked { s in
+            guard let p = s.pending[key], generation == nil || p.generation == generation else { return nil }
+            s.pending[key] = nil
             return p
         }
     }
@@ -191,29 +193,29 @@ public final class SDWebImageViewState: @unchecked Sendable {
 
     /// A new load on `key`: its generation, the URL and key recorded.
     func begin(key: String, url: URL?) -> UInt64 {
-        locked {
-            nextGeneration += 1
-            generations[key] = nextGeneration
-            _imageURL = url
-            _latestKey = key
-            return nextGeneration
+        locked { s in
+            s.nextGeneration += 1
+            s.generations[key] = s.nextGeneration
+            s._imageURL = url
+            s._latestKey = key
+            return s.nextGeneration
         }
     }
 
-    func isCurrent(_ generation: UInt64, key: String) -> Bool { locked { generations[key] == generation } }
+    func isCurrent(_ generation: UInt64, key: String) -> Bool { locked { s in s.generations[key] == generation } }
 
     /// The view now shows what load `generation` set; an animation of an
     /// earlier one stops. Returns the player that was replaced.
     func show(_ generation: UInt64, player: SDAnimatedImagePlayer?) -> SDAnimatedImagePlayer? {
-        locked {
-            shown = generation
-            let old = _player
-            _player = player
+        locked { s in
+            s.shown = generation
+            let old = s._player
+            s._player = player
             return old === player ? nil : old
         }
     }
 
-    func isShown(_ generation: UInt64) -> Bool { locked { shown == generation } }
+    func isShown(_ generation: UInt64) -> Bool { locked { s in s.shown == generation } }
 }
 
 /// Where a view's load under one operation key is (SDWebImage's
