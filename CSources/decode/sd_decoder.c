@@ -556,3 +556,37 @@ int sd_decode(const void *data, size_t length, sd_bitmap **out)
     sd_decoder_free(d);
     return rc;
 }
+
+/* ---- the whole-file codecs' common state (sd_decoder_int.h) ---- */
+
+int sd__whole_init(sd_decoder *d, size_t size)
+{
+    sd__whole *w = sd__calloc(1, size);
+    SD__RETURN_IF(w == NULL, SD_ENOMEM);
+    w->dec = d;
+    d->codec_state = w;
+    return SD_OK;
+}
+
+int sd__whole_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
+{
+    sd__whole *w = d->codec_state;
+    *owned = 0;
+    if (!final || w->canvas == NULL)
+        return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: the whole file first */
+    *out = w->canvas;
+    *owned = 1;
+    w->canvas = NULL;
+    return SD_OK;
+}
+
+void sd__whole_destroy(sd_decoder *d)
+{
+    sd__whole *w = d->codec_state;
+    if (w == NULL)
+        return;
+    sd__buf_free(&w->in);
+    sd_bitmap_free(w->canvas);
+    sd__free(w);
+    d->codec_state = NULL;
+}

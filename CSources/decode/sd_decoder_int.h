@@ -98,6 +98,20 @@ SD__HIDDEN int sd__budget_take(int64_t bytes, int64_t *limit, int64_t *used);
 SD__HIDDEN void sd__budget_give(int64_t bytes);
 
 /* printf into dec->message. */
+/* The state a whole-file codec (BMP, HEIC, SVG: the bytes kept until the
+ * end, then one render) starts with; its own state struct has it as its
+ * first member, `w`. sd__whole_init allocates `size` zeroed bytes as the
+ * decoder's codec state; sd__whole_canvas hands over the canvas at the end
+ * (no previews); sd__whole_destroy frees the bytes, the canvas and the state. */
+typedef struct sd__whole {
+    sd_decoder *dec;
+    sd__buf in;        /* the bytes so far */
+    sd_bitmap *canvas; /* what finish renders into */
+} sd__whole;
+SD__HIDDEN int sd__whole_init(sd_decoder *d, size_t size);
+SD__HIDDEN int sd__whole_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned);
+SD__HIDDEN void sd__whole_destroy(sd_decoder *d);
+
 SD__HIDDEN void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

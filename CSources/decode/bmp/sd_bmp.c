@@ -24,15 +24,13 @@ typedef struct {
 } sd__chan;
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in;
+    sd__whole w; /* first: the decoder, the bytes, the canvas */
     int parsed, ended;
     uint32_t offset, width, height, compression, npal;
     int top_down, bpp, alpha;
     uint64_t row_bytes, data_end; /* data_end: where an uncompressed file's pixels end */
     sd__chan chan[4];             /* R, G, B, A */
     uint32_t pal[256];            /* opaque BGRA words */
-    sd_bitmap *canvas;
 } sd__bmp;
 
 static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
@@ -50,7 +48,7 @@ static int sniff_bmp(const uint8_t *p, size_t n)
 
 static int bad(sd__bmp *s, int rc, const char *what)
 {
-    sd__decoder_msg(s->dec, "BMP: %s", what);
+    sd__decoder_msg(s->w.dec, "BMP: %s", what);
     return rc;
 }
 
@@ -92,8 +90,8 @@ static uint8_t take(const sd__chan *c, uint32_t px)
  * without it while more bytes are needed, or an error. */
 static int parse(sd__bmp *s)
 {
-    const uint8_t *p = s->in.data;
-    size_t n = s->in.len;
+    const uint8_t *p = s->w.in.data;
+    size_t n = s->w.in.len;
     if (n < 18)
         return SD_OK;
     uint32_t dib = le32(p + 14);
@@ -177,7 +175,7 @@ static int parse(sd__bmp *s)
     }
     s->alpha = s->chan[3].mask != 0 || s->compression == BI_RLE8 || s->compression == BI_RLE4;
     /* the limits first: past them the sizes below cannot overflow */
-    SD__FORWARD_IF_ERROR(sd__decoder_set_header(s->dec, s->width, s->height, 1, 0, s->alpha));
+    SD__FORWARD_IF_ERROR(sd__decoder_set_header(s->w.dec, s->width, s->height, 1, 0, s->alpha));
     s->row_bytes = ((uint64_t)s->width * (uint64_t)s->bpp + 31) / 32 * 4;
     s->data_end = s->compression == BI_RLE8 || s->compression == BI_RLE4
                       ? UINT64_MAX
@@ -186,46 +184,28 @@ static int parse(sd__bmp *s)
     return SD_OK;
 }
 
-static int sdb_init(sd_decoder *d)
-{
-    sd__bmp *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    s->dec = d;
-    d->codec_state = s;
-    return SD_OK;
-}
-
-static void sdb_destroy(sd_decoder *d)
-{
-    sd__bmp *s = d->codec_state;
-    if (s == NULL)
-        return;
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
-    sd__free(s);
-    d->codec_state = NULL;
-}
+static int sdb_init(sd_decoder *d) { return sd__whole_init(d, sizeof(sd__bmp)); }
 
 static int sdb_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__bmp *s = d->codec_state;
-    if (s->parsed && (uint64_t)s->in.len >= s->data_end)
+    if (s->parsed && (uint64_t)s->w.in.len >= s->data_end)
         return SD_OK; /* past the pixels: nothing more to keep */
-    if (s->parsed && (uint64_t)s->in.len + n > s->data_end)
-        n = (size_t)(s->data_end - s->in.len);
-    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
-    if (!s->parsed && s->in.len >= 14 && s->offset == 0)
-        s->offset = le32(s->in.data + 10);
+    if (s->parsed && (uint64_t)s->w.in.len + n > s->data_end)
+        n = (size_t)(s->data_end - s->w.in.len);
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->w.in, p, n));
+    if (!s->parsed && s->w.in.len >= 14 && s->offset == 0)
+        s->offset = le32(s->w.in.data + 10);
     return s->parsed ? SD_OK : parse(s);
 }
 
 /* Uncompressed rows; returns the rows that were whole. */
 static uint32_t plain_rows(sd__bmp *s)
 {
-    const uint8_t *base = s->in.data + s->offset;
-    uint64_t have = s->in.len > s->offset ? s->in.len - s->offset : 0;
+    const uint8_t *base = s->w.in.data + s->offset;
+    uint64_t have = s->w.in.len > s->offset ? s->w.in.len - s->offset : 0;
     uint32_t rows = (uint32_t)SD__MIN((uint64_t)s->height, have / s->row_bytes);
-    sd_bitmap *b = s->canvas;
+    sd_bitmap *b = s->w.canvas;
     for (uint32_t r = 0; r < rows; r++) {
         const uint8_t *src = base + (uint64_t)r * s->row_bytes;
         uint32_t y = s->top_down ? r : s->height - 1 - r;
@@ -260,9 +240,9 @@ static uint32_t plain_rows(sd__bmp *s)
 /* RLE8/RLE4 (bottom-up only); returns 1 when the end-of-bitmap mark came. */
 static int rle(sd__bmp *s)
 {
-    const uint8_t *p = s->in.data, *end = s->in.data + s->in.len;
-    const uint8_t *q = s->offset < s->in.len ? p + s->offset : end;
-    sd_bitmap *b = s->canvas;
+    const uint8_t *p = s->w.in.data, *end = s->w.in.data + s->w.in.len;
+    const uint8_t *q = s->offset < s->w.in.len ? p + s->offset : end;
+    sd_bitmap *b = s->w.canvas;
     uint32_t x = 0, y = 0; /* y counts stored rows, from the bottom */
     int four = s->compression == BI_RLE4;
 #define PUT(idx)                                                                              \
@@ -314,7 +294,7 @@ static int sdb_finish(sd_decoder *d)
     if (!s->parsed)
         return bad(s, SD_ETRUNCATED, "the file ends inside its headers");
     SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)s->width * s->height * 4, "the BMP canvas"));
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(s->width, s->height, 1, &s->canvas));
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(s->width, s->height, 1, &s->w.canvas));
     int whole;
     if (s->compression == BI_RLE8 || s->compression == BI_RLE4) {
         whole = rle(s);
@@ -332,21 +312,9 @@ static int sdb_finish(sd_decoder *d)
     return SD_OK;
 }
 
-static int sdb_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
-{
-    sd__bmp *s = d->codec_state;
-    *owned = 0;
-    if (!final || s->canvas == NULL)
-        return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: decoded at the end */
-    *out = s->canvas;
-    *owned = 1;
-    s->canvas = NULL;
-    return SD_OK;
-}
-
 const sd__codec sd__bmp_codec = {
     SD_FORMAT_BMP, "BMP", "image/bmp", sniff_bmp,
     SD_CAP_DECODE | SD_CAP_ENCODE | SD_CAP_ENCODE_ALPHA,
-    sdb_init, sdb_push, sdb_finish, sdb_canvas, sdb_destroy, NULL, /* a still: no frame() */
+    sdb_init, sdb_push, sdb_finish, sd__whole_canvas, sd__whole_destroy, NULL, /* a still: no frame() */
     sd__bmp_encode,
 };

@@ -25,9 +25,7 @@
 #include "decode/sd_decoder_int.h"
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in;
-    sd_bitmap *canvas;
+    sd__whole w; /* the decoder, the bytes, the canvas */
 } sd__heic;
 
 /* libheif's plugins (its decoders and encoders) are registered once per
@@ -54,28 +52,13 @@ static int he_fail(sd_decoder *d, struct heif_error e, const char *what)
 static int sdh_init(sd_decoder *d)
 {
     pthread_once(&heif_once, heif_start);
-    sd__heic *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    s->dec = d;
-    return SD_OK;
-}
-
-static void sdh_destroy(sd_decoder *d)
-{
-    sd__heic *s = d->codec_state;
-    if (s == NULL)
-        return;
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
-    sd__free(s);
-    d->codec_state = NULL;
+    return sd__whole_init(d, sizeof(sd__heic));
 }
 
 static int sdh_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__heic *s = d->codec_state;
-    return sd__buf_put(&s->in, p, n);
+    return sd__buf_put(&s->w.in, p, n);
 }
 
 /* ---- the HEVC streams' own picture sizes, before libde265 sees them ----
@@ -280,7 +263,7 @@ static int decode_all(sd_decoder *d, sd__heic *s)
     struct heif_image *img = NULL;
     struct heif_decoding_options *opt = NULL;
     int rc = SD_OK;
-    struct heif_error e = heif_context_read_from_memory_without_copy(ctx, s->in.data, s->in.len, NULL);
+    struct heif_error e = heif_context_read_from_memory_without_copy(ctx, s->w.in.data, s->w.in.len, NULL);
     if (e.code != heif_error_Ok) {
         rc = he_fail(d, e, "file");
         goto done;
@@ -305,7 +288,7 @@ static int decode_all(sd_decoder *d, sd__heic *s)
      * spends that memory was not traced (docs/decoder.md). */
     const int limit = SD__MAX(w, hh) + 64; /* coded sizes round up (x265: a 32 px image codes 64x64) */
     heif_context_set_maximum_image_size_limit(ctx, limit);
-    if ((rc = check_streams(d, s->in.data, s->in.len, (uint32_t)limit)) < 0)
+    if ((rc = check_streams(d, s->w.in.data, s->w.in.len, (uint32_t)limit)) < 0)
         goto done;
     thumb = thumbnail_for(d, h);
     const struct heif_image_handle *which = thumb ? thumb : h;
@@ -323,15 +306,15 @@ static int decode_all(sd_decoder *d, sd__heic *s)
         rc = he_fail(d, e, "decode");
         goto done;
     }
-    rc = to_bitmap(d, img, alpha && heif_image_handle_is_premultiplied_alpha(which), &s->canvas);
+    rc = to_bitmap(d, img, alpha && heif_image_handle_is_premultiplied_alpha(which), &s->w.canvas);
     if (rc == SD_OK && thumb == NULL &&
-        (s->canvas->width != (uint32_t)w || s->canvas->height != (uint32_t)hh)) {
-        sd__decoder_msg(d, "HEIC: decoded %ux%u, the file says %dx%d", s->canvas->width, s->canvas->height, w, hh);
+        (s->w.canvas->width != (uint32_t)w || s->w.canvas->height != (uint32_t)hh)) {
+        sd__decoder_msg(d, "HEIC: decoded %ux%u, the file says %dx%d", s->w.canvas->width, s->w.canvas->height, w, hh);
         rc = SD_ECORRUPT;
     }
     if (rc == SD_OK) {
-        d->load_w = s->canvas->width; /* a thumbnail's own size: the resampler finishes */
-        d->load_h = s->canvas->height;
+        d->load_w = s->w.canvas->width; /* a thumbnail's own size: the resampler finishes */
+        d->load_h = s->w.canvas->height;
     }
 done:
     if (img)
@@ -349,22 +332,10 @@ static int sdh_finish(sd_decoder *d)
 {
     sd__heic *s = d->codec_state;
     SD__FORWARD_IF_ERROR(decode_all(d, s));
-    d->rows = s->canvas->height;
+    d->rows = s->w.canvas->height;
     d->scans = 1;
     d->complete = 1;
     d->end_reached = 1;
-    return SD_OK;
-}
-
-static int sdh_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
-{
-    sd__heic *s = d->codec_state;
-    *owned = 0;
-    if (!final || s->canvas == NULL)
-        return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: the whole file first */
-    *out = s->canvas;
-    *owned = 1;
-    s->canvas = NULL;
     return SD_OK;
 }
 
@@ -465,6 +436,6 @@ static int sniff_heic(const uint8_t *p, size_t n) { return sd__sniff_heic(p, n);
 const sd__codec sd__heic_codec = {
     SD_FORMAT_HEIC, "HEIC", "image/heic", sniff_heic,
     SD_CAP_DECODE | SD_CAP_ENCODE | SD_CAP_ENCODE_ALPHA | SD_CAP_ENCODE_QUALITY,
-    sdh_init, sdh_push, sdh_finish, sdh_canvas, sdh_destroy, NULL, /* a still: no frame() */
+    sdh_init, sdh_push, sdh_finish, sd__whole_canvas, sd__whole_destroy, NULL, /* a still: no frame() */
     sd__heic_encode,
 };

@@ -45,8 +45,7 @@
 #define SD__SVG_BAND_PIXELS ((uint64_t)4 << 20)
 
 typedef struct {
-    sd__buf in;
-    sd_bitmap *canvas;
+    sd__whole w; /* the decoder, the bytes, the canvas */
 } sd__svg;
 
 /* The clock the deadline reads (a test may set another). */
@@ -162,33 +161,16 @@ static int scan(sd_decoder *d, const uint8_t *p, size_t n)
 
 /* ---- the codec ---- */
 
-static int svg_init(sd_decoder *d)
-{
-    sd__svg *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    return SD_OK;
-}
-
-static void svg_destroy(sd_decoder *d)
-{
-    sd__svg *s = d->codec_state;
-    if (s == NULL)
-        return;
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
-    sd__free(s);
-    d->codec_state = NULL;
-}
+static int svg_init(sd_decoder *d) { return sd__whole_init(d, sizeof(sd__svg)); }
 
 static int svg_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__svg *s = d->codec_state;
-    if (n > SD__SVG_MAX_BYTES - s->in.len) {
+    if (n > SD__SVG_MAX_BYTES - s->w.in.len) {
         sd__decoder_msg(d, "SVG: larger than %zu MiB", SD__SVG_MAX_BYTES >> 20);
         return SD_ETOOLARGE;
     }
-    return sd__buf_put(&s->in, p, n);
+    return sd__buf_put(&s->w.in, p, n);
 }
 
 static int gerror(sd_decoder *d, GError *e, const char *what, int rc)
@@ -265,8 +247,8 @@ static void plan(sd_decoder *d, double nw, double nh, uint32_t *ow, uint32_t *oh
 
 static int render(sd_decoder *d, sd__svg *s)
 {
-    SD__FORWARD_IF_ERROR(scan(d, s->in.data, s->in.len));
-    GInputStream *in = g_memory_input_stream_new_from_data(s->in.data, (gssize)s->in.len, NULL);
+    SD__FORWARD_IF_ERROR(scan(d, s->w.in.data, s->w.in.len));
+    GInputStream *in = g_memory_input_stream_new_from_data(s->w.in.data, (gssize)s->w.in.len, NULL);
     SD__RETURN_IF(in == NULL, SD_ENOMEM);
     GError *e = NULL;
     /* no base file: librsvg follows no reference but data: URLs */
@@ -294,9 +276,9 @@ static int render(sd_decoder *d, sd__svg *s)
         rc = sd__decoder_charge(d, (uint64_t)w * hh * 4, "the SVG canvas");
     }
     if (rc == SD_OK)
-        rc = sd__bitmap_alloc(w, hh, 1, &s->canvas);
-    if (rc == SD_OK && s->canvas->stride % 4 != 0) {
-        sd__decoder_msg(d, "SVG: canvas stride %zu is not cairo's", s->canvas->stride);
+        rc = sd__bitmap_alloc(w, hh, 1, &s->w.canvas);
+    if (rc == SD_OK && s->w.canvas->stride % 4 != 0) {
+        sd__decoder_msg(d, "SVG: canvas stride %zu is not cairo's", s->w.canvas->stride);
         rc = SD_ECORRUPT;
     }
     /* draw in bands of about a megapixel, reading the clock between them */
@@ -306,8 +288,8 @@ static int render(sd_decoder *d, sd__svg *s)
     for (uint32_t y = 0; rc == SD_OK && y < hh; y += band) {
         uint32_t rows = SD__MIN(band, hh - y);
         cairo_surface_t *surf = cairo_image_surface_create_for_data(
-            s->canvas->pixels + (size_t)y * s->canvas->stride, CAIRO_FORMAT_ARGB32, (int)w, (int)rows,
-            (int)s->canvas->stride);
+            s->w.canvas->pixels + (size_t)y * s->w.canvas->stride, CAIRO_FORMAT_ARGB32, (int)w, (int)rows,
+            (int)s->w.canvas->stride);
         cairo_t *cr = cairo_create(surf);
         cairo_translate(cr, 0, -(double)y);
         if (!natural)
@@ -345,22 +327,10 @@ static int svg_finish(sd_decoder *d)
     return SD_OK;
 }
 
-static int svg_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
-{
-    sd__svg *s = d->codec_state;
-    *owned = 0;
-    if (!final || s->canvas == NULL)
-        return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: the whole document first */
-    *out = s->canvas;
-    *owned = 1;
-    s->canvas = NULL;
-    return SD_OK;
-}
-
 SD__HIDDEN extern const sd__codec sd__svg_codec;
 const sd__codec sd__svg_codec = {
     SD_FORMAT_SVG, "SVG", "image/svg+xml", sd__sniff_svg, SD_CAP_DECODE,
-    svg_init, svg_push, svg_finish, svg_canvas, svg_destroy, NULL, /* a still */
+    svg_init, svg_push, svg_finish, sd__whole_canvas, sd__whole_destroy, NULL, /* a still */
     NULL, /* no encoder */
 };
 
