@@ -115,8 +115,7 @@ final class ManagerLoad: Sendable {
             return
         }
         // Identical loads (same cache, key, query and decode) share the query.
-        let id = "\(ObjectIdentifier(cache).hashValue)|\(queryType.rawValue)|\(options.cacheOptions.rawValue)|"
-            + "\(request.scaleFactor ?? 0)|\(request.scaleDownLimitBytes ?? -1)|\(key ?? "")"
+        let id = SharedQuery.Key(cache: cache, cacheType: queryType, options: options, request: request, key: key)
         op.setCacheOperation(manager.sharedQuery(id, answer) { done in
             cache.queryImage(forKey: key, options: options, context: context, cacheType: queryType, completion: done)
         })

@@ -5,7 +5,7 @@ import SDSync
 /// waiter may leave (its answer is then a miss, at once), and the query
 /// itself is cancelled when the last one leaves.
 final class SharedQuery: Sendable {
-    let id: String
+    let id: Key
     private weak let manager: SDWebImageManager?
     private struct State {
         var waiters: [Int: SDImageCacheQueryCompletionBlock] = [:]
@@ -15,7 +15,39 @@ final class SharedQuery: Sendable {
     }
     private let state = Locked(State())
 
-    init(id: String, manager: SDWebImageManager) {
+    /// What makes two loads' cache queries the same (Nuke's
+    /// `ImageRequestKeys`): the cache, the tiers asked, the options that
+    /// change the answer, the typed settings of a disk hit's decode (scale,
+    /// byte budget, colour management, coder, animated class; the thumbnail
+    /// box and resampling are in the entry's key), and that key (SDWebImage's
+    /// string, here only the name of the entry). A `.imageDecodeOptions`
+    /// dictionary is not compared: loads that differ only there share.
+    struct Key: Hashable, Sendable {
+        let cache: ObjectIdentifier
+        let cacheType: SDImageCacheType
+        let cacheOptions: SDImageCacheOptions.RawValue
+        let scaleFactor: Double?
+        let scaleDownLimitBytes: Int?
+        let colorManagement: ColorManagement?
+        let coder: ObjectIdentifier?
+        let animatedImageClass: ObjectIdentifier?
+        let key: String?
+
+        init(cache: any SDImageCacheProtocol, cacheType: SDImageCacheType, options: SDWebImageOptions,
+             request: SDImageLoadRequest, key: String?) {
+            self.cache = ObjectIdentifier(cache)
+            self.cacheType = cacheType
+            cacheOptions = options.cacheOptions.rawValue
+            scaleFactor = request.scaleFactor
+            scaleDownLimitBytes = request.scaleDownLimitBytes
+            colorManagement = request.colorManagement
+            coder = request.coder.map { ObjectIdentifier($0) }
+            animatedImageClass = request.animatedImageClass.map { ObjectIdentifier($0) }
+            self.key = key
+        }
+    }
+
+    init(id: Key, manager: SDWebImageManager) {
         self.id = id
         self.manager = manager
     }

@@ -58,7 +58,7 @@ public final class SDWebImageManager: @unchecked Sendable {
     private var settings = Settings()
     private var failedURLs = Set<URL>()
     private var running: [ObjectIdentifier: SDWebImageCombinedOperation] = [:]
-    private var queries: [String: SharedQuery] = [:]
+    private var queries: [SharedQuery.Key: SharedQuery] = [:]
 
     let telemetry: ManagerTelemetry
 
@@ -230,7 +230,7 @@ public final class SDWebImageManager: @unchecked Sendable {
 
     /// Join the identical query in flight, or start one: concurrent loads of
     /// one key share one cache query (the downloader shares the download).
-    func sharedQuery(_ id: String, _ done: @escaping SDImageCacheQueryCompletionBlock,
+    func sharedQuery(_ id: SharedQuery.Key, _ done: @escaping SDImageCacheQueryCompletionBlock,
                      start: (@escaping SDImageCacheQueryCompletionBlock) -> (any SDWebImageOperation)?) -> (any SDWebImageOperation)? {
         lock.lock()
         if let q = queries[id], let w = q.add(done) {
