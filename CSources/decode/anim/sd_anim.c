@@ -78,3 +78,21 @@ void sd__premultiply_bgra(const uint8_t *src, uint8_t *dst, size_t count)
         out[i] = sd__pack_premul(r, g, b, a);
     }
 }
+
+int sd__anim_state_init(sd_decoder *d, size_t size)
+{
+    SD__FORWARD_IF_ERROR(sd__whole_init(d, size));
+    sd__anim_state *a = d->codec_state;
+    a->bad_from = UINT32_MAX;
+    a->cache.budget = d->frame_cache_bytes;
+    return SD_OK;
+}
+
+void sd__anim_state_destroy(sd_decoder *d)
+{
+    sd__anim_state *a = d->codec_state;
+    if (a == NULL)
+        return;
+    sd__frame_cache_free(&a->cache);
+    sd__whole_destroy(d); /* the bytes, the canvas, the state */
+}

@@ -25,6 +25,22 @@ SD__HIDDEN void sd__frame_cache_put(sd__frame_cache *c, uint32_t index, const sd
 SD__HIDDEN const sd_bitmap *sd__frame_cache_get(const sd__frame_cache *c, uint32_t index);
 SD__HIDDEN void sd__frame_cache_free(sd__frame_cache *c);
 
+/* The state an animated codec (GIF, WebP, AVIF, JPEG XL) starts with: the
+ * whole-file part (the decoder, the bytes kept, the working canvas), the
+ * frames kept, and where the animation broke. The codec's own state struct
+ * has it as its first member, `a`. sd__anim_state_init allocates `size`
+ * zeroed bytes as the decoder's codec state (the cache's budget from
+ * SD_DEC_FRAME_CACHE_BYTES, nothing broken); sd__anim_state_destroy frees
+ * the bytes, the canvas, the frames kept and the state, after the codec
+ * freed what is its own. */
+typedef struct sd__anim_state {
+    sd__whole w;
+    sd__frame_cache cache;
+    uint32_t bad_from; /* frames from here failed to decode (UINT32_MAX: none) */
+} sd__anim_state;
+SD__HIDDEN int sd__anim_state_init(sd_decoder *d, size_t size);
+SD__HIDDEN void sd__anim_state_destroy(sd_decoder *d);
+
 /* A codec's way to bring frame `index` onto its canvas (*out: a view). */
 /* Whether frame `index` is best made by stepping on from the working
  * canvas (frame `cur` on it, -1 none): only when it is behind `index` and

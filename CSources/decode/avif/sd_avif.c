@@ -23,27 +23,23 @@
 #include "decode/anim/sd_anim_int.h"
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in;
+    sd__anim_state a; /* first: the decoder, the bytes, the canvas, the frames kept */
     int ended, parsed;
     avifIO io;
     avifDecoder *avif;
-    sd_bitmap *canvas;
-    int anim;              /* an image sequence played as one */
-    int charged;           /* the planes and a frame are charged */
-    sd__frame_cache cache; /* frames kept (SD_DEC_FRAME_CACHE_BYTES) */
-    uint32_t bad_from;     /* frames from here failed to decode */
+    int anim;    /* an image sequence played as one */
+    int charged; /* the planes and a frame are charged */
 } sd__avif;
 
 static avifResult io_read(avifIO *io, uint32_t flags, uint64_t offset, size_t size, avifROData *out)
 {
     sd__avif *s = io->data;
-    if (flags != 0 || offset > s->in.len)
+    if (flags != 0 || offset > s->a.w.in.len)
         return s->ended ? AVIF_RESULT_IO_ERROR : AVIF_RESULT_WAITING_ON_IO;
-    uint64_t avail = s->in.len - offset;
+    uint64_t avail = s->a.w.in.len - offset;
     if (size > avail && !s->ended)
         return AVIF_RESULT_WAITING_ON_IO;
-    out->data = s->in.data + offset;
+    out->data = s->a.w.in.data + offset;
     out->size = (size_t)SD__MIN((uint64_t)size, avail);
     return AVIF_RESULT_OK;
 }
@@ -53,7 +49,7 @@ static void io_destroy(avifIO *io) { (void)io; /* part of sd__avif */ }
 static int av_fail(sd__avif *s, avifResult r, const char *what)
 {
     const char *diag = s->avif ? s->avif->diag.error : "";
-    sd__decoder_msg(s->dec, "AVIF: %s: %s%s%s", what, avifResultToString(r), diag[0] ? ": " : "", diag);
+    sd__decoder_msg(s->a.w.dec, "AVIF: %s: %s%s%s", what, avifResultToString(r), diag[0] ? ": " : "", diag);
     switch (r) {
     case AVIF_RESULT_OUT_OF_MEMORY: return SD_ENOMEM;
     case AVIF_RESULT_TRUNCATED_DATA: return SD_ETRUNCATED;
@@ -83,26 +79,22 @@ static int parse(sd__avif *s)
         return av_fail(s, r, "header");
     const avifImage *im = s->avif->image;
     s->parsed = 1;
-    s->dec->animated = s->avif->imageCount > 1;
-    s->anim = s->dec->animated && !s->dec->first_frame_only;
+    s->a.w.dec->animated = s->avif->imageCount > 1;
+    s->anim = s->a.w.dec->animated && !s->a.w.dec->first_frame_only;
     if (s->anim)
-        s->dec->loop_count = 0; /* no repetition count in libavif 0.11: forever */
+        s->a.w.dec->loop_count = 0; /* no repetition count in libavif 0.11: forever */
     /* colr: an ICC profile, else nclx primaries and transfer (the decoder
      * converts the YUV with the matrix; the rest is colour management's) */
     if (im->icc.size > 0)
-        sd__color_set_icc(s->dec, im->icc.data, im->icc.size);
-    sd__color_set_cicp(s->dec, (int)im->colorPrimaries, (int)im->transferCharacteristics);
-    return sd__decoder_set_header(s->dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
+        sd__color_set_icc(s->a.w.dec, im->icc.data, im->icc.size);
+    sd__color_set_cicp(s->a.w.dec, (int)im->colorPrimaries, (int)im->transferCharacteristics);
+    return sd__decoder_set_header(s->a.w.dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
 }
 
 static int sda_init(sd_decoder *d)
 {
-    sd__avif *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    s->dec = d;
-    s->bad_from = UINT32_MAX;
-    s->cache.budget = d->frame_cache_bytes;
+    SD__FORWARD_IF_ERROR(sd__anim_state_init(d, sizeof(sd__avif)));
+    sd__avif *s = d->codec_state;
     s->avif = avifDecoderCreate();
     SD__RETURN_IF(s->avif == NULL, SD_ENOMEM);
     s->avif->ignoreExif = s->avif->ignoreXMP = 1;
@@ -127,17 +119,13 @@ static void sda_destroy(sd_decoder *d)
         return;
     if (s->avif != NULL)
         avifDecoderDestroy(s->avif);
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
-    sd__frame_cache_free(&s->cache);
-    sd__free(s);
-    d->codec_state = NULL;
+    sd__anim_state_destroy(d);
 }
 
 static int sda_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__avif *s = d->codec_state;
-    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->a.w.in, p, n));
     return s->parsed ? SD_OK : parse(s);
 }
 
@@ -149,7 +137,7 @@ static int charge(sd__avif *s)
         return SD_OK;
     const avifImage *hd = s->avif->image;
     uint64_t px = (uint64_t)hd->width * hd->height, deep = hd->depth > 8;
-    SD__FORWARD_IF_ERROR(sd__decoder_charge(s->dec, px * 4 * (deep ? 2 : 1) + px * 4 + (deep ? px * 8 : 0),
+    SD__FORWARD_IF_ERROR(sd__decoder_charge(s->a.w.dec, px * 4 * (deep ? 2 : 1) + px * 4 + (deep ? px * 8 : 0),
                                             "the AVIF planes and canvas"));
     s->charged = 1;
     return SD_OK;
@@ -159,9 +147,9 @@ static int charge(sd__avif *s)
 static int to_bitmap(sd__avif *s, sd_bitmap **out)
 {
     const avifImage *im = s->avif->image;
-    if (im->width != s->dec->width || im->height != s->dec->height) {
-        sd__decoder_msg(s->dec, "AVIF: a frame of %ux%u in a %ux%u sequence", im->width, im->height,
-                        s->dec->width, s->dec->height);
+    if (im->width != s->a.w.dec->width || im->height != s->a.w.dec->height) {
+        sd__decoder_msg(s->a.w.dec, "AVIF: a frame of %ux%u in a %ux%u sequence", im->width, im->height,
+                        s->a.w.dec->width, s->a.w.dec->height);
         return SD_ECORRUPT;
     }
     sd_bitmap *b;
@@ -233,8 +221,8 @@ static int sda_finish(sd_decoder *d)
     avifResult r = avifDecoderNextImage(s->avif);
     if (r != AVIF_RESULT_OK)
         return av_fail(s, r, "decode");
-    SD__FORWARD_IF_ERROR(to_bitmap(s, &s->canvas));
-    d->rows = s->canvas->height;
+    SD__FORWARD_IF_ERROR(to_bitmap(s, &s->a.w.canvas));
+    d->rows = s->a.w.canvas->height;
     d->scans = 1;
     d->complete = 1;
     d->end_reached = 1;
@@ -255,14 +243,14 @@ static int render(void *state, uint32_t index, sd_bitmap **out, int *owned)
     }
     SD__FORWARD_IF_ERROR(to_bitmap(s, out));
     *owned = 1;
-    sd__frame_cache_put(&s->cache, index, *out);
+    sd__frame_cache_put(&s->a.cache, index, *out);
     return SD_OK;
 }
 
 static int sda_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__avif *s = d->codec_state;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render, s, out, owned);
+    return sd__anim_frame(d, &s->a.cache, &s->a.bad_from, index, render, s, out, owned);
 }
 
 static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
@@ -271,11 +259,11 @@ static int sda_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
     *owned = 0;
     if (s->anim && d->framed) /* the first frame */
         return final ? sda_frame(d, 0, out, owned) : SD_EAGAIN;
-    if (!final || s->canvas == NULL)
+    if (!final || s->a.w.canvas == NULL)
         return final ? SD_EBADSTATE : SD_EAGAIN; /* no previews: decoded at the end */
-    *out = s->canvas;
+    *out = s->a.w.canvas;
     *owned = 1;
-    s->canvas = NULL;
+    s->a.w.canvas = NULL;
     return SD_OK;
 }
 

@@ -33,8 +33,7 @@ typedef struct {
 enum { W_HEADER, W_RECORD, W_EXT, W_IMAGE, W_SUBBLOCKS, W_DONE };
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in;
+    sd__anim_state a; /* first: the decoder, the bytes, the canvas, the frames kept */
     /* walker */
     int state;
     size_t at;         /* next byte the walker reads */
@@ -48,11 +47,9 @@ typedef struct {
     int first_whole; /* SD_DEC_FIRST_FRAME_ONLY: the first image is all in */
     gif_frame *frames;
     uint32_t nframes, cap;
-    uint32_t bad_from; /* frames from here failed to decode (UINT32_MAX: none) */
     /* renderer */
     GifFileType *gif;
     size_t rd; /* giflib's read position in `in` */
-    sd_bitmap *canvas;
     int64_t cur;      /* frame drawn on the canvas (before its disposal), -1 none */
     uint32_t *saved;  /* the rectangle under the current frame, when it restores */
     size_t saved_cap;
@@ -60,14 +57,13 @@ typedef struct {
     size_t line_cap;
     uint32_t gpal[256]; /* the global colour table, packed */
     int gpal_ready;
-    sd__frame_cache cache;
 } sd__gif;
 
 static int g_read(GifFileType *g, GifByteType *buf, int n)
 {
     sd__gif *s = g->UserData;
-    size_t k = SD__MIN((size_t)n, s->in.len - s->rd);
-    memcpy(buf, s->in.data + s->rd, k);
+    size_t k = SD__MIN((size_t)n, s->a.w.in.len - s->rd);
+    memcpy(buf, s->a.w.in.data + s->rd, k);
     s->rd += k;
     return (int)k;
 }
@@ -84,7 +80,7 @@ static int restores(const gif_frame *f) { return f->disposal == 3 || f->disposal
 /* An image is complete: record it, announce it. */
 static int add_frame(sd__gif *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     SD__RESERVE(s->frames, s->nframes, s->cap);
     gif_frame *f = &s->frames[s->nframes];
     *f = s->pending;
@@ -107,10 +103,10 @@ static int add_frame(sd__gif *s)
  * frames found so far stand (the file is then incomplete). */
 static int walk(sd__gif *s)
 {
-    sd_decoder *d = s->dec;
-    const uint8_t *p = s->in.data;
-    size_t n = s->in.len;
-    if (s->bad_from != UINT32_MAX)
+    sd_decoder *d = s->a.w.dec;
+    const uint8_t *p = s->a.w.in.data;
+    size_t n = s->a.w.in.len;
+    if (s->a.bad_from != UINT32_MAX)
         s->state = W_DONE; /* a frame failed: the animation ends before it */
     for (;;) {
         switch (s->state) {
@@ -220,14 +216,10 @@ static int walk(sd__gif *s)
 
 static int sdg_init(sd_decoder *d)
 {
-    sd__gif *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    s->dec = d;
+    SD__FORWARD_IF_ERROR(sd__anim_state_init(d, sizeof(sd__gif)));
+    sd__gif *s = d->codec_state;
     s->cur = -1;
     s->gce_disposal = s->gce_transparent = s->gce_delay = -1;
-    s->bad_from = UINT32_MAX;
-    s->cache.budget = d->frame_cache_bytes;
     d->framed = 1; /* even a one-image GIF has a delay (browsers: 100 ms) */
     return SD_OK;
 }
@@ -239,20 +231,16 @@ static void sdg_destroy(sd_decoder *d)
         return;
     if (s->gif != NULL)
         DGifCloseFile(s->gif, NULL);
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
-    sd__frame_cache_free(&s->cache);
     sd__free(s->frames);
     sd__free(s->saved);
     sd__free(s->line);
-    sd__free(s);
-    d->codec_state = NULL;
+    sd__anim_state_destroy(d);
 }
 
 static int sdg_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__gif *s = d->codec_state;
-    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->a.w.in, p, n));
     return walk(s);
 }
 
@@ -270,7 +258,7 @@ static int sdg_finish(sd_decoder *d)
     }
     /* complete: the whole file, or with SD_DEC_FIRST_FRAME_ONLY the whole
      * first frame (the walk stops at the second image) */
-    d->complete = (s->trailer || s->first_whole) && !s->broken && s->bad_from == UINT32_MAX;
+    d->complete = (s->trailer || s->first_whole) && !s->broken && s->a.bad_from == UINT32_MAX;
     d->end_reached = 1;
     return SD_OK;
 }
@@ -289,12 +277,12 @@ static void rect_clip(const sd_decoder *d, const gif_frame *f, uint32_t *x0, uin
 static void dispose(sd__gif *s, const gif_frame *f)
 {
     uint32_t x0, y0, x1, y1;
-    rect_clip(s->dec, f, &x0, &y0, &x1, &y1);
+    rect_clip(s->a.w.dec, f, &x0, &y0, &x1, &y1);
     if (x0 >= x1 || y0 >= y1)
         return;
     size_t w = x1 - x0;
     for (uint32_t y = y0; y < y1; y++) {
-        uint32_t *row = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride) + x0;
+        uint32_t *row = (uint32_t *)(void *)(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride) + x0;
         if (f->disposal == 2)
             memset(row, 0, w * 4);
         else if (restores(f))
@@ -305,7 +293,7 @@ static void dispose(sd__gif *s, const gif_frame *f)
 static int save_under(sd__gif *s, const gif_frame *f)
 {
     uint32_t x0, y0, x1, y1;
-    rect_clip(s->dec, f, &x0, &y0, &x1, &y1);
+    rect_clip(s->a.w.dec, f, &x0, &y0, &x1, &y1);
     if (x0 >= x1 || y0 >= y1)
         return SD_OK;
     size_t w = x1 - x0, need = w * (y1 - y0);
@@ -317,14 +305,14 @@ static int save_under(sd__gif *s, const gif_frame *f)
     }
     for (uint32_t y = y0; y < y1; y++)
         memcpy(s->saved + (size_t)(y - y0) * w,
-               (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride) + x0, w * 4);
+               (uint32_t *)(void *)(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride) + x0, w * 4);
     return SD_OK;
 }
 
 static int gif_fail(sd__gif *s, uint32_t index)
 {
     int e = s->gif->Error;
-    sd__decoder_msg(s->dec, "GIF: frame %u: %s", index, GifErrorString(e) ? GifErrorString(e) : "decode error");
+    sd__decoder_msg(s->a.w.dec, "GIF: frame %u: %s", index, GifErrorString(e) ? GifErrorString(e) : "decode error");
     return e == D_GIF_ERR_NOT_ENOUGH_MEM ? SD_ENOMEM : SD_ECORRUPT;
 }
 
@@ -340,7 +328,7 @@ static void pack_palette(const ColorMapObject *cm, uint32_t pal[256])
 /* Draw frame i onto the canvas with giflib. */
 static int draw(sd__gif *s, uint32_t index)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     const gif_frame *f = &s->frames[index];
     uint32_t x0, y0, x1, y1;
     rect_clip(d, f, &x0, &y0, &x1, &y1);
@@ -405,7 +393,7 @@ static int draw(sd__gif *s, uint32_t index)
             return gif_fail(s, index);
         if (y >= d->height)
             continue;
-        uint32_t *out = (uint32_t *)(void *)(s->canvas->pixels + (size_t)y * s->canvas->stride);
+        uint32_t *out = (uint32_t *)(void *)(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride);
         const uint8_t *src = s->line + (whole ? (size_t)r * f->w : 0) + (x0 - f->x);
         if (tidx < 0) {
             for (uint32_t x = x0; x < x1; x++, src++)
@@ -424,11 +412,11 @@ static int draw(sd__gif *s, uint32_t index)
  * from the nearest key frame, or from a kept frame after it. */
 static int render(sd__gif *s, uint32_t index)
 {
-    sd_decoder *d = s->dec;
-    if (s->canvas == NULL) {
+    sd_decoder *d = s->a.w.dec;
+    if (s->a.w.canvas == NULL) {
         /* the canvas and at most a canvas saved under a restoring frame */
         SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->width * d->height * 8, "the GIF canvas"));
-        SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->canvas));
+        SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &s->a.w.canvas));
     }
     if (s->cur == (int64_t)index)
         return SD_OK;
@@ -438,10 +426,10 @@ static int render(sd__gif *s, uint32_t index)
         uint32_t k = next;
         s->cur = -1;
         for (uint32_t j = index; j > k; j--) {
-            const sd_bitmap *c = sd__frame_cache_get(&s->cache, j - 1);
+            const sd_bitmap *c = sd__frame_cache_get(&s->a.cache, j - 1);
             if (c != NULL && !restores(&s->frames[j - 1])) {
                 for (uint32_t y = 0; y < c->height; y++)
-                    memcpy(s->canvas->pixels + (size_t)y * s->canvas->stride,
+                    memcpy(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride,
                            c->pixels + (size_t)y * c->stride, (size_t)c->width * 4);
                 s->cur = j - 1;
                 next = j;
@@ -450,7 +438,7 @@ static int render(sd__gif *s, uint32_t index)
         }
         if (s->cur < 0)
             for (uint32_t y = 0; y < d->height; y++)
-                memset(s->canvas->pixels + (size_t)y * s->canvas->stride, 0, (size_t)d->width * 4);
+                memset(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride, 0, (size_t)d->width * 4);
     }
     for (uint32_t i = next; i <= index; i++) {
         if (s->cur >= 0)
@@ -460,7 +448,7 @@ static int render(sd__gif *s, uint32_t index)
             SD__FORWARD_IF_ERROR(save_under(s, &s->frames[i]));
         SD__FORWARD_IF_ERROR(draw(s, i));
         s->cur = i;
-        sd__frame_cache_put(&s->cache, i, s->canvas);
+        sd__frame_cache_put(&s->a.cache, i, s->a.w.canvas);
     }
     return SD_OK;
 }
@@ -469,7 +457,7 @@ static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__gif *s = state;
     SD__FORWARD_IF_ERROR(render(s, index));
-    *out = s->canvas;
+    *out = s->a.w.canvas;
     *owned = 0;
     return SD_OK;
 }
@@ -477,7 +465,7 @@ static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 static int sdg_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__gif *s = d->codec_state;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out, owned);
+    return sd__anim_frame(d, &s->a.cache, &s->a.bad_from, index, render_view, s, out, owned);
 }
 
 /* A still's view of the file: its first frame, once complete. */

@@ -31,8 +31,7 @@
 #include "decode/anim/sd_anim_int.h"
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in;
+    sd__anim_state a; /* first: the decoder, the bytes, the canvas (the final still), the frames kept */
     size_t pos;       /* bytes libjxl has consumed */
     int ended;
     JxlDecoder *jxl;  /* the streaming decoder: the still, or the first frame */
@@ -41,14 +40,11 @@ typedef struct {
     uint8_t *rgba;    /* libjxl's output: straight RGBA, stored orientation */
     int out_set;
     int64_t last_preview_ms;
-    sd_bitmap *canvas; /* the final still */
     /* an animation, once input ended */
     int anim;
     JxlDecoder *player;
     uint32_t player_next; /* the frame the player makes next */
     uint8_t *frame_rgba;
-    sd__frame_cache cache;
-    uint32_t bad_from;
 } sd__jxl;
 
 static const JxlPixelFormat rgba8 = {4, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0};
@@ -75,12 +71,8 @@ static JxlDecoder *new_decoder(int events)
 
 static int sdx_init(sd_decoder *d)
 {
-    sd__jxl *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    s->dec = d;
-    s->bad_from = UINT32_MAX;
-    s->cache.budget = d->frame_cache_bytes;
+    SD__FORWARD_IF_ERROR(sd__anim_state_init(d, sizeof(sd__jxl)));
+    sd__jxl *s = d->codec_state;
     int events = JXL_DEC_BASIC_INFO | JXL_DEC_COLOR_ENCODING | JXL_DEC_FULL_IMAGE;
     if (d->previews)
         events |= JXL_DEC_FRAME_PROGRESSION;
@@ -100,19 +92,15 @@ static void sdx_destroy(sd_decoder *d)
         JxlDecoderDestroy(s->jxl);
     if (s->player)
         JxlDecoderDestroy(s->player);
-    sd__buf_free(&s->in);
     sd__free(s->rgba);
     sd__free(s->frame_rgba);
-    sd_bitmap_free(s->canvas);
-    sd__frame_cache_free(&s->cache);
-    sd__free(s);
-    d->codec_state = NULL;
+    sd__anim_state_destroy(d);
 }
 
 /* The colour encoding of the pixels libjxl writes. */
 static void colour(sd__jxl *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     JxlColorEncoding ce;
     if (JxlDecoderGetColorAsEncodedProfile(s->jxl, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &ce) == JXL_DEC_SUCCESS) {
         if (ce.transfer_function == JXL_TRANSFER_FUNCTION_PQ || ce.transfer_function == JXL_TRANSFER_FUNCTION_HLG) {
@@ -142,7 +130,7 @@ static void colour(sd__jxl *s)
 
 static int on_info(sd__jxl *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     if (JxlDecoderGetBasicInfo(s->jxl, &s->info) != JXL_DEC_SUCCESS)
         return jx_fail(d, "basic info");
     s->have_info = 1;
@@ -163,11 +151,11 @@ static int set_out(sd__jxl *s, JxlDecoder *j, uint8_t **buf)
     size_t need = 0;
     if (JxlDecoderImageOutBufferSize(j, &rgba8, &need) != JXL_DEC_SUCCESS ||
         need != (size_t)s->info.xsize * s->info.ysize * 4)
-        return jx_fail(s->dec, "output buffer size");
+        return jx_fail(s->a.w.dec, "output buffer size");
     if (*buf == NULL && (*buf = sd__malloc(need)) == NULL)
         return SD_ENOMEM;
     if (JxlDecoderSetImageOutBuffer(j, &rgba8, *buf, need) != JXL_DEC_SUCCESS)
-        return jx_fail(s->dec, "output buffer refused");
+        return jx_fail(s->a.w.dec, "output buffer refused");
     return SD_OK;
 }
 
@@ -175,10 +163,10 @@ static int set_out(sd__jxl *s, JxlDecoder *j, uint8_t **buf)
  * full image (the still, or an animation's first frame). */
 static int run(sd__jxl *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     if (s->stopped)
         return SD_OK;
-    if (JxlDecoderSetInput(s->jxl, s->in.data + s->pos, s->in.len - s->pos) != JXL_DEC_SUCCESS)
+    if (JxlDecoderSetInput(s->jxl, s->a.w.in.data + s->pos, s->a.w.in.len - s->pos) != JXL_DEC_SUCCESS)
         return jx_fail(d, "input refused");
     if (s->ended)
         JxlDecoderCloseInput(s->jxl);
@@ -218,14 +206,14 @@ static int run(sd__jxl *s)
             break;
     }
     size_t left = JxlDecoderReleaseInput(s->jxl);
-    s->pos = s->in.len - left;
+    s->pos = s->a.w.in.len - left;
     return rc;
 }
 
 static int sdx_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
     sd__jxl *s = d->codec_state;
-    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->a.w.in, p, n));
     return run(s);
 }
 
@@ -243,11 +231,11 @@ static int to_bitmap(const sd__jxl *s, const uint8_t *rgba, sd_bitmap **out)
 /* An animation's frames, from a pass over the frame headers (no pixels). */
 static int list_frames(sd__jxl *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     JxlDecoder *h = new_decoder(JXL_DEC_FRAME);
     SD__RETURN_IF(h == NULL, SD_ENOMEM);
     int rc = SD_OK;
-    if (JxlDecoderSetInput(h, s->in.data, s->in.len) != JXL_DEC_SUCCESS)
+    if (JxlDecoderSetInput(h, s->a.w.in.data, s->a.w.in.len) != JXL_DEC_SUCCESS)
         rc = jx_fail(d, "input refused");
     JxlDecoderCloseInput(h);
     const double tick_ms = s->info.animation.tps_numerator
@@ -301,8 +289,8 @@ static int sdx_finish(sd_decoder *d)
             return SD_ETRUNCATED;
         }
     }
-    SD__FORWARD_IF_ERROR(to_bitmap(s, s->rgba, &s->canvas));
-    d->rows = s->canvas->height;
+    SD__FORWARD_IF_ERROR(to_bitmap(s, s->rgba, &s->a.w.canvas));
+    d->rows = s->a.w.canvas->height;
     if (d->scans == 0)
         d->scans = 1;
     return SD_OK;
@@ -317,8 +305,8 @@ static int render(void *state, uint32_t index, sd_bitmap **out, int *owned)
             JxlDecoderDestroy(s->player);
         s->player = new_decoder(JXL_DEC_FULL_IMAGE);
         SD__RETURN_IF(s->player == NULL, SD_ENOMEM);
-        if (JxlDecoderSetInput(s->player, s->in.data, s->in.len) != JXL_DEC_SUCCESS)
-            return jx_fail(s->dec, "input refused");
+        if (JxlDecoderSetInput(s->player, s->a.w.in.data, s->a.w.in.len) != JXL_DEC_SUCCESS)
+            return jx_fail(s->a.w.dec, "input refused");
         JxlDecoderCloseInput(s->player);
         s->player_next = 0;
     }
@@ -334,12 +322,12 @@ static int render(void *state, uint32_t index, sd_bitmap **out, int *owned)
             s->player_next++;
             SD__FORWARD_IF_ERROR(to_bitmap(s, s->frame_rgba, out));
             *owned = 1;
-            sd__frame_cache_put(&s->cache, index, *out);
+            sd__frame_cache_put(&s->a.cache, index, *out);
             return SD_OK;
         } else {
             JxlDecoderDestroy(s->player); /* an error or the end: start again next time */
             s->player = NULL;
-            return jx_fail(s->dec, "frame does not decode");
+            return jx_fail(s->a.w.dec, "frame does not decode");
         }
     }
 }
@@ -347,7 +335,7 @@ static int render(void *state, uint32_t index, sd_bitmap **out, int *owned)
 static int sdx_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__jxl *s = d->codec_state;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render, s, out, owned);
+    return sd__anim_frame(d, &s->a.cache, &s->a.bad_from, index, render, s, out, owned);
 }
 
 static int sdx_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
@@ -357,10 +345,10 @@ static int sdx_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
     if (s->anim && d->framed)
         return final ? sdx_frame(d, 0, out, owned) : SD_EAGAIN;
     if (final) {
-        SD__RETURN_IF(s->canvas == NULL, SD_EBADSTATE);
-        *out = s->canvas;
+        SD__RETURN_IF(s->a.w.canvas == NULL, SD_EBADSTATE);
+        *out = s->a.w.canvas;
         *owned = 1;
-        s->canvas = NULL;
+        s->a.w.canvas = NULL;
         return SD_OK;
     }
     if (d->previews_rendered == 0 || s->rgba == NULL)

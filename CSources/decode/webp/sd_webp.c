@@ -41,13 +41,12 @@ typedef struct {
 } wp_frame;
 
 typedef struct {
-    sd_decoder *dec;
-    sd__buf in; /* until the still decoder has it; an animation keeps it */
+    sd__anim_state a; /* first; its bytes: until the still decoder has them, an animation keeps them */
     int have_header, anim;
     /* still */
     WebPIDecoder *idec;
     WebPDecoderConfig cfg; /* the decoder keeps pointers into it */
-    sd_bitmap *canvas; /* straight BGRA until finish, then premultiplied */
+    /* (the still's canvas, a.w.canvas: straight BGRA until finish, then premultiplied) */
     int still_done, taken;
     /* animation */
     size_t at, riff_end; /* chunk walker */
@@ -55,7 +54,7 @@ typedef struct {
     size_t frame_at;     /* our own frame walk: the next top-level chunk */
     int demux_done, iterate; /* iterate: list with libwebp's iterator */
     wp_frame *frames;
-    uint32_t nframes, cap, bad_from;
+    uint32_t nframes, cap;
     uint8_t *C;         /* straight canvas, W*H*4 */
     uint8_t *F;         /* one decoded frame */
     size_t F_cap;
@@ -63,7 +62,6 @@ typedef struct {
     int out_stale;      /* `out` was not made from C's last frame */
     int64_t cur;        /* frame on C (before its disposal), -1 none */
     uint32_t dx0, dy0, dx1, dy1; /* what changed on C since `out` was made from it */
-    sd__frame_cache cache;
 } sd__webp;
 
 static const char *vp8_status(VP8StatusCode st)
@@ -97,7 +95,7 @@ static uint32_t le32(const uint8_t *p)
 
 static int still_start(sd__webp *s)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     /* the canvas, and libwebp's own full-size buffers: a lossless image's
      * ARGB pixels, a lossy one's alpha plane (an upper bound for both) */
     /* libwebp shrinks while decoding (an area average) down to the margin
@@ -108,15 +106,15 @@ static int still_start(sd__webp *s)
     SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->load_w * d->load_h * 4 +
                                                    (uint64_t)d->width * d->height * 4,
                                             "the WebP canvas"));
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->load_w, d->load_h, 1, &s->canvas));
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->load_w, d->load_h, 1, &s->a.w.canvas));
     WebPDecoderConfig *cfg = &s->cfg;
     if (!WebPInitDecoderConfig(cfg))
         return SD_EUNSUPPORTED;
     cfg->output.colorspace = MODE_BGRA; /* straight: we premultiply */
     cfg->output.is_external_memory = 1;
-    cfg->output.u.RGBA.rgba = s->canvas->pixels;
-    cfg->output.u.RGBA.stride = (int)s->canvas->stride;
-    cfg->output.u.RGBA.size = s->canvas->stride * s->canvas->height;
+    cfg->output.u.RGBA.rgba = s->a.w.canvas->pixels;
+    cfg->output.u.RGBA.stride = (int)s->a.w.canvas->stride;
+    cfg->output.u.RGBA.size = s->a.w.canvas->stride * s->a.w.canvas->height;
     if (d->load_w != d->width || d->load_h != d->height) {
         cfg->options.use_scaling = 1;
         cfg->options.scaled_width = (int)d->load_w;
@@ -124,8 +122,8 @@ static int still_start(sd__webp *s)
     }
     s->idec = WebPIDecode(NULL, 0, cfg);
     SD__RETURN_IF(s->idec == NULL, SD_ENOMEM);
-    VP8StatusCode st = WebPIAppend(s->idec, s->in.data, s->in.len);
-    sd__buf_free(&s->in); /* WebPIAppend keeps what it needs */
+    VP8StatusCode st = WebPIAppend(s->idec, s->a.w.in.data, s->a.w.in.len);
+    sd__buf_free(&s->a.w.in); /* WebPIAppend keeps what it needs */
     if (st == VP8_STATUS_OK)
         s->still_done = d->end_reached = 1;
     else if (st != VP8_STATUS_SUSPENDED)
@@ -137,9 +135,9 @@ static int still_push(sd__webp *s, const uint8_t *p, size_t n)
 {
     VP8StatusCode st = WebPIAppend(s->idec, p, n);
     if (st == VP8_STATUS_OK)
-        s->still_done = s->dec->end_reached = 1;
+        s->still_done = s->a.w.dec->end_reached = 1;
     else if (st != VP8_STATUS_SUSPENDED)
-        return wp_fail(s->dec, st, "decode");
+        return wp_fail(s->a.w.dec, st, "decode");
     return SD_OK;
 }
 
@@ -235,8 +233,8 @@ static int same_frame(const wp_frame *f, const WebPIterator *it, const uint8_t *
  * frame is the check). */
 static int walk_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t n, uint32_t *found_out)
 {
-    const uint8_t *buf = s->in.data;
-    size_t end = SD__MIN(s->in.len, s->riff_end), at = s->frame_at ? s->frame_at : 12;
+    const uint8_t *buf = s->a.w.in.data;
+    size_t end = SD__MIN(s->a.w.in.len, s->riff_end), at = s->frame_at ? s->frame_at : 12;
     uint32_t found = 0;
     size_t next;
     while (s->nframes + found < n && (next = chunk_end(buf, at, end)) != 0) {
@@ -247,8 +245,8 @@ static int walk_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t n, uint32_t *foun
             /* libwebp checked every frame's bounds with its own reading; ours
              * must agree before draw() trusts them */
             if (!anmf_frame(buf, at, next, &s->frames[count]) || f->w == 0 || f->h == 0 ||
-                f->x > s->dec->width || f->w > s->dec->width - f->x || f->y > s->dec->height ||
-                f->h > s->dec->height - f->y)
+                f->x > s->a.w.dec->width || f->w > s->a.w.dec->width - f->x || f->y > s->a.w.dec->height ||
+                f->h > s->a.w.dec->height - f->y)
                 return WP_OTHER_LAYOUT;
             found++;
         }
@@ -289,7 +287,7 @@ static int iterate_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t *found_out)
             }
         }
         s->frames[count] = (wp_frame){
-            .off = (size_t)(it.fragment.bytes - s->in.data), .len = it.fragment.size,
+            .off = (size_t)(it.fragment.bytes - s->a.w.in.data), .len = it.fragment.size,
             .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
             .w = (uint32_t)it.width, .h = (uint32_t)it.height, .duration = (uint32_t)it.duration,
             .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
@@ -305,8 +303,8 @@ static int iterate_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t *found_out)
 /* Frames libwebpdemux finds complete in the bytes so far. */
 static int demux_scan(sd__webp *s)
 {
-    sd_decoder *d = s->dec;
-    WebPData data = {s->in.data, s->in.len};
+    sd_decoder *d = s->a.w.dec;
+    WebPData data = {s->a.w.in.data, s->a.w.in.len};
     WebPDemuxState state;
     WebPDemuxer *dmx = WebPDemuxPartial(&data, &state);
     if (dmx == NULL) {
@@ -324,7 +322,7 @@ static int demux_scan(sd__webp *s)
     d->loop_count = WebPDemuxGetI(dmx, WEBP_FF_LOOP_COUNT);
     uint32_t n = WebPDemuxGetI(dmx, WEBP_FF_FRAME_COUNT);
     uint32_t found = 0;
-    if (rc == SD_OK && s->nframes < n && s->bad_from == UINT32_MAX) {
+    if (rc == SD_OK && s->nframes < n && s->a.bad_from == UINT32_MAX) {
         rc = s->iterate ? WP_OTHER_LAYOUT : walk_frames(s, dmx, n, &found);
         if (rc == WP_OTHER_LAYOUT) {
             s->iterate = 1; /* a layout our reader does not follow: libwebp's word, from now on */
@@ -344,7 +342,7 @@ static int demux_scan(sd__webp *s)
             break;
         s->nframes++;
     }
-    s->scanned = s->in.len;
+    s->scanned = s->a.w.in.len;
     if (state == WEBP_DEMUX_DONE && rc == SD_OK) {
         s->demux_done = 1;
         d->end_reached = 1;
@@ -356,8 +354,8 @@ static int demux_scan(sd__webp *s)
 /* Scan again whenever a RIFF chunk has come in whole. */
 static int anim_walk(sd__webp *s)
 {
-    const uint8_t *p = s->in.data;
-    size_t n = s->in.len;
+    const uint8_t *p = s->a.w.in.data;
+    size_t n = s->a.w.in.len;
     if (s->at == 0) {
         if (n < 12)
             return SD_OK;
@@ -373,7 +371,7 @@ static int anim_walk(sd__webp *s)
     /* a scan parses the whole file: scan again once the bytes grew by an
      * eighth (and for the first frames), so a long animation arriving
      * chunk by chunk costs O(n log n), not O(n^2) */
-    if (grew && (s->nframes < 16 || s->in.len - s->scanned >= s->scanned / 8 || s->at >= s->riff_end))
+    if (grew && (s->nframes < 16 || s->a.w.in.len - s->scanned >= s->scanned / 8 || s->at >= s->riff_end))
         return demux_scan(s);
     return SD_OK;
 }
@@ -453,7 +451,7 @@ static void dirty(sd__webp *s, uint32_t x, uint32_t y, uint32_t w, uint32_t h)
 static int direct(const sd__webp *s, uint32_t i)
 {
     const wp_frame *f = &s->frames[i];
-    const sd_decoder *d = s->dec;
+    const sd_decoder *d = s->a.w.dec;
     if (!d->frames[i].key)
         return 0;
     if (i + 1 < s->nframes ? d->frames[i + 1].key : s->demux_done)
@@ -472,18 +470,18 @@ static int decode_into(sd__webp *s, uint32_t i, uint8_t *dst, size_t stride)
     cfg.output.u.RGBA.rgba = dst;
     cfg.output.u.RGBA.stride = (int)stride;
     cfg.output.u.RGBA.size = (f->h - 1) * stride + (size_t)f->w * 4;
-    VP8StatusCode st = WebPDecode(s->in.data + f->off, f->len, &cfg);
+    VP8StatusCode st = WebPDecode(s->a.w.in.data + f->off, f->len, &cfg);
     if (st != VP8_STATUS_OK) {
         char what[48];
         snprintf(what, sizeof what, "frame %u", i);
-        return wp_fail(s->dec, st, what);
+        return wp_fail(s->a.w.dec, st, what);
     }
     return SD_OK;
 }
 
 static int draw(sd__webp *s, uint32_t i)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     const wp_frame *f = &s->frames[i];
     const size_t W = d->width;
     int key = d->frames[i].key;
@@ -536,7 +534,7 @@ static int draw(sd__webp *s, uint32_t i)
  * decoded in place and premultiplied there. */
 static int draw_direct(sd__webp *s, uint32_t i, sd_bitmap **out)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     const wp_frame *f = &s->frames[i];
     sd_bitmap *b;
     SD__FORWARD_IF_ERROR(sd__bitmap_alloc(d->width, d->height, 0, &b));
@@ -571,7 +569,7 @@ static int draw_direct(sd__webp *s, uint32_t i, sd_bitmap **out)
  * copy). */
 static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     if (s->C == NULL) {
         /* the straight canvas, the premultiplied frame, and at most a canvas
          * saved for a frame's dispose */
@@ -601,7 +599,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
                 }
                 s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
                 s->out_stale = 1;
-                sd__frame_cache_put(&s->cache, index, b);
+                sd__frame_cache_put(&s->a.cache, index, b);
                 *fresh = b;
                 return SD_OK;
             }
@@ -632,7 +630,7 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
         sd__premultiply_bgra(s->C + ((size_t)y * d->width + x0) * 4, dst->pixels + (size_t)y * dst->stride + (size_t)x0 * 4,
                              x1 - x0);
     s->dx0 = s->dx1 = s->dy0 = s->dy1 = 0;
-    sd__frame_cache_put(&s->cache, index, dst);
+    sd__frame_cache_put(&s->a.cache, index, dst);
     *fresh = dst == s->out ? NULL : dst;
     return SD_OK;
 }
@@ -641,13 +639,9 @@ static int render(sd__webp *s, uint32_t index, sd_bitmap **fresh)
 
 static int sdw_init(sd_decoder *d)
 {
-    sd__webp *s = sd__calloc(1, sizeof *s);
-    SD__RETURN_IF(s == NULL, SD_ENOMEM);
-    d->codec_state = s;
-    s->dec = d;
+    SD__FORWARD_IF_ERROR(sd__anim_state_init(d, sizeof(sd__webp)));
+    sd__webp *s = d->codec_state;
     s->cur = -1;
-    s->bad_from = UINT32_MAX;
-    s->cache.budget = d->frame_cache_bytes;
     return SD_OK;
 }
 
@@ -658,15 +652,11 @@ static void sdw_destroy(sd_decoder *d)
         return;
     if (s->idec != NULL)
         WebPIDelete(s->idec);
-    sd__buf_free(&s->in);
-    sd_bitmap_free(s->canvas);
     sd_bitmap_free(s->out);
-    sd__frame_cache_free(&s->cache);
     sd__free(s->frames);
     sd__free(s->C);
     sd__free(s->F);
-    sd__free(s);
-    d->codec_state = NULL;
+    sd__anim_state_destroy(d);
 }
 
 /* A still's EXIF orientation (issue 38), as libvips and JPEG/PNG here apply
@@ -675,8 +665,8 @@ static void sdw_destroy(sd_decoder *d)
  * (then no header yet: such a file gives no preview). Animations keep 1. */
 static int still_orientation(const sd__webp *s, int at_end)
 {
-    const uint8_t *p = s->in.data;
-    size_t n = s->in.len;
+    const uint8_t *p = s->a.w.in.data;
+    size_t n = s->a.w.in.len;
     if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x08))
         return 1;
     size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
@@ -693,14 +683,14 @@ static int still_orientation(const sd__webp *s, int at_end)
  * there is none; 0 while it may still come. */
 static int webp_icc(sd__webp *s, int at_end)
 {
-    const uint8_t *p = s->in.data;
-    size_t n = s->in.len;
+    const uint8_t *p = s->a.w.in.data;
+    size_t n = s->a.w.in.len;
     if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x20))
         return 1;
     size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
     while ((next = chunk_end(p, at, end)) != 0) {
         if (memcmp(p + at, "ICCP", 4) == 0) {
-            sd__color_set_icc(s->dec, p + at + 8, le32(p + at + 4));
+            sd__color_set_icc(s->a.w.dec, p + at + 8, le32(p + at + 4));
             return 1;
         }
         if (memcmp(p + at, "VP8 ", 4) == 0 || memcmp(p + at, "VP8L", 4) == 0 || memcmp(p + at, "ANMF", 4) == 0)
@@ -713,9 +703,9 @@ static int webp_icc(sd__webp *s, int at_end)
 /* The header once the features (and a still's orientation) are known. */
 static int header(sd__webp *s, int at_end)
 {
-    sd_decoder *d = s->dec;
+    sd_decoder *d = s->a.w.dec;
     WebPBitstreamFeatures f;
-    VP8StatusCode st = WebPGetFeatures(s->in.data, s->in.len, &f);
+    VP8StatusCode st = WebPGetFeatures(s->a.w.in.data, s->a.w.in.len, &f);
     if (st == VP8_STATUS_NOT_ENOUGH_DATA)
         return SD_OK;
     if (st != VP8_STATUS_OK)
@@ -735,7 +725,7 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
     sd__webp *s = d->codec_state;
     if (s->idec != NULL)
         return still_push(s, p, n);
-    SD__FORWARD_IF_ERROR(sd__buf_put(&s->in, p, n));
+    SD__FORWARD_IF_ERROR(sd__buf_put(&s->a.w.in, p, n));
     if (!s->have_header) {
         SD__FORWARD_IF_ERROR(header(s, 0));
         if (!s->have_header || !s->anim)
@@ -754,17 +744,17 @@ static int sdw_finish(sd_decoder *d)
         return SD_ETRUNCATED;
     }
     if (!s->anim) {
-        int rows = s->still_done ? (int)s->canvas->height : still_rows(s);
+        int rows = s->still_done ? (int)s->a.w.canvas->height : still_rows(s);
         if (rows <= 0) {
             sd__decoder_msg(d, "WebP: input ended before any row could be decoded");
             return SD_ETRUNCATED;
         }
         /* rows never decoded stay transparent */
-        for (uint32_t y = (uint32_t)rows; y < s->canvas->height; y++)
-            memset(s->canvas->pixels + (size_t)y * s->canvas->stride, 0, s->canvas->stride);
-        for (uint32_t y = 0; y < s->canvas->height; y++) {
-            uint8_t *row = s->canvas->pixels + (size_t)y * s->canvas->stride;
-            sd__premultiply_bgra(row, row, s->canvas->width);
+        for (uint32_t y = (uint32_t)rows; y < s->a.w.canvas->height; y++)
+            memset(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride, 0, s->a.w.canvas->stride);
+        for (uint32_t y = 0; y < s->a.w.canvas->height; y++) {
+            uint8_t *row = s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride;
+            sd__premultiply_bgra(row, row, s->a.w.canvas->width);
         }
         d->complete = s->still_done;
         d->end_reached = 1;
@@ -776,7 +766,7 @@ static int sdw_finish(sd_decoder *d)
         sd__decoder_msg(d, "WebP: no complete frame in the file");
         return SD_ETRUNCATED;
     }
-    d->complete = s->demux_done && s->bad_from == UINT32_MAX;
+    d->complete = s->demux_done && s->a.bad_from == UINT32_MAX;
     d->end_reached = 1;
     return SD_OK;
 }
@@ -794,7 +784,7 @@ static int render_view(void *state, uint32_t index, sd_bitmap **out, int *owned)
 static int sdw_frame(sd_decoder *d, uint32_t index, sd_bitmap **out, int *owned)
 {
     sd__webp *s = d->codec_state;
-    return sd__anim_frame(d, &s->cache, &s->bad_from, index, render_view, s, out, owned);
+    return sd__anim_frame(d, &s->a.cache, &s->a.bad_from, index, render_view, s, out, owned);
 }
 
 static int sdw_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
@@ -806,20 +796,20 @@ static int sdw_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned)
             return final ? SD_EBADSTATE : SD_EAGAIN;
         return sdw_frame(d, 0, out, owned);
     }
-    SD__RETURN_IF(s->canvas == NULL, final ? SD_EBADSTATE : SD_EAGAIN);
+    SD__RETURN_IF(s->a.w.canvas == NULL, final ? SD_EBADSTATE : SD_EAGAIN);
     if (final) { /* premultiplied by finish; hand it over */
-        *out = s->canvas;
+        *out = s->a.w.canvas;
         *owned = 1;
-        s->canvas = NULL;
+        s->a.w.canvas = NULL;
         return SD_OK;
     }
     /* a preview: the rows so far, premultiplied, the rest transparent */
     int rows = still_rows(s);
     SD__RETURN_IF(rows <= 0, SD_EAGAIN);
     sd_bitmap *b;
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(s->canvas->width, s->canvas->height, 1, &b));
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(s->a.w.canvas->width, s->a.w.canvas->height, 1, &b));
     for (uint32_t y = 0; y < (uint32_t)rows; y++)
-        sd__premultiply_bgra(s->canvas->pixels + (size_t)y * s->canvas->stride,
+        sd__premultiply_bgra(s->a.w.canvas->pixels + (size_t)y * s->a.w.canvas->stride,
                              b->pixels + (size_t)y * b->stride, b->width);
     *out = b;
     *owned = 1;
