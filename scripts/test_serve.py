@@ -261,8 +261,16 @@ def run_limits():
             d = decode(body)
             ok = ctype == "image/webp" and d is not None and max(d[:2]) == 300
         check("--dev: loopback, a key, an example URL that serves", ok, lines)
+        # SIGINT (Ctrl-C) drains as SIGTERM does: exit 0
+        proc.send_signal(signal.SIGINT)
+        try:
+            rc = proc.wait(120)
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        check("SIGINT: drains and exits 0", rc == 0, rc)
     finally:
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
         proc.wait()
 
 

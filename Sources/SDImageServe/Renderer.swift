@@ -166,6 +166,15 @@ public final class Renderer: Sendable {
         maxResultSide = limits.maxResultSide
     }
 
+    /// The result disk's calls block on file I/O: they run here, not on
+    /// Swift's cooperative threads (a request still waits for its write, so
+    /// a drained server leaves every result it served on disk).
+    private static let diskQueue = DispatchQueue(label: "sdimage.serve.results", attributes: .concurrent)
+
+    private static func onDisk<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in diskQueue.async { c.resume(returning: body()) } }
+    }
+
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
 
@@ -186,9 +195,10 @@ public final class Renderer: Sendable {
             hitsMemory.increment()
             return hit
         }
-        if let disk = resultDisk, let data = disk.data(forKey: key),
-           var hit = Rendered(data: data, extendedData: disk.extendedData(forKey: key)) {
-            results.setValue(hit, forKey: key, cost: data.count)
+        if let disk = resultDisk, var hit = await Self.onDisk({
+            disk.data(forKey: key).flatMap { Rendered(data: $0, extendedData: disk.extendedData(forKey: key)) }
+        }) {
+            results.setValue(hit, forKey: key, cost: hit.data.count)
             hit.cached = true
             hitsDisk.increment()
             return hit
@@ -198,7 +208,10 @@ public final class Renderer: Sendable {
             switch await fleet.turn(forKey: key) {
             case .result(var r):
                 results.setValue(r, forKey: key, cost: r.data.count)
-                try? resultDisk?.setData(r.data, forKey: key, extendedData: r.extendedData)
+                if let disk = resultDisk {
+                    let shared = r
+                    await Self.onDisk { try? disk.setData(shared.data, forKey: key, extendedData: shared.extendedData) }
+                }
                 r.cached = true
                 return r
             case .owner(let token): owner = token
@@ -298,7 +311,7 @@ public final class Renderer: Sendable {
         results.setValue(rendered, forKey: key, cost: data.count)
         // a full disk loses only this copy: the result is served all the same
         if let disk = resultDisk {
-            try? disk.setData(data, forKey: key, extendedData: rendered.extendedData)
+            await Self.onDisk { try? disk.setData(data, forKey: key, extendedData: rendered.extendedData) }
             if diskWrites.withLock({ $0 += 1; return $0 % 256 == 0 }) {
                 let limit = resultDiskBytes
                 DispatchQueue.global(qos: .utility).async {
