@@ -268,7 +268,6 @@ public final class Renderer: Sendable {
         context[.storeCacheType] = context[.imageThumbnailPixelSize] == nil ? SDImageCacheType.disk : .none
         context[.queryCacheType] = SDImageCacheType.disk
         let image: SDImage
-        let lastModified: String?
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
             guard let got = try await manager.loadImage(with: url, options: [.retryFailed, .waitStoreCache],
@@ -276,13 +275,17 @@ public final class Renderer: Sendable {
                 throw RenderError(status: 422, reason: "the source gave no image")
             }
             image = got
-            // the source's validators, which the manager keeps beside its bytes
-            lastModified = manager.imageCache.extendedData(forKey: manager.cacheKey(for: url))
-                .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
         } catch let e as RenderError {
             throw e
         } catch {
             throw RenderError.from(error)
+        }
+        // the source's validators, which the manager keeps beside its bytes
+        // (a disk read, or Redis's with --redis: off the cooperative threads)
+        let (sources, sourceKey) = (manager.imageCache, manager.cacheKey(for: url))
+        let lastModified = await Self.onDisk {
+            sources.extendedData(forKey: sourceKey)
+                .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
         }
         // the geometry, here rather than as the load's transformer: a result
         // past the limits is refused (422) before a pixel of it is allocated
