@@ -17,12 +17,25 @@ build=${BUILD:-build}
 mkdir -p "$build"
 results=$build/test-results.txt
 : > "$results"
+# CPU seconds (user+sys) of this shell's finished children so far: each lane
+# is a shell of its own, so a suite's CPU is the difference around it.
+# `times` must run in this shell (a $(...) subshell has no children), so the
+# answer is left in $CPU.
+cpu() {
+  local f=$build/.times.$BASHPID
+  times > "$f"
+  CPU=$(awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$f")
+  rm -f "$f"
+}
 run() {
   local name=$1; shift
   echo "=== $name"
-  local t0=$SECONDS
-  if "$@"; then echo "ok $name" >> "$results"; echo "=== $name: ok ($((SECONDS - t0)) s)"
-  else echo "FAILED $name" >> "$results"; echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
+  local t0=$SECONDS c0; cpu; c0=$CPU
+  local how=FAILED
+  if "$@"; then how=ok; fi
+  echo "$how $name" >> "$results"
+  cpu
+  echo "=== $name: $how ($((SECONDS - t0)) s, $((CPU - c0)) CPU-s)"
 }
 # Import rules (docs/ARCHITECTURE.md): loop knows no images, layers one way.
 layering() { bash scripts/check-layering.sh; }
