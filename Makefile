@@ -94,7 +94,9 @@ abi-baseline: build-c
 	bash scripts/check-abi.sh $(BUILD)/release/libsdcore.so --update
 
 test-asan: deps-test
-	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DSD_WERROR=ON \
+	@# -O1, as the ASan docs advise: the checks are the same, the pixel loops
+	@# run about twice as fast as at -O0.
+	@CC=$(SAN_CC) cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DSD_WERROR=ON \
 	    -DSD_SANITIZE=address,undefined -DSD_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
 	    -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld >/dev/null
 	@cmake --build $(BUILD)/asan -j $(JOBS)
