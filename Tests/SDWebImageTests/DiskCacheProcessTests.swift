@@ -15,7 +15,13 @@ struct Child: Sendable {
 
     static func start(_ args: [String], executable: String = Child.binary) throws -> Child {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        // Close-on-exec: a helper another test starts meanwhile with system()
+        // (a server script whose watchdog lives as long as this process)
+        // must not inherit the write end, or `output()` never sees the end
+        // of the child's output (seen: a whole `swift test` hung).
+        // (Swift's Glibc has no pipe2: a socket pair is made close-on-exec at once.)
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        guard socketpair(AF_UNIX, kind, 0, &fds) == 0 else { throw CocoaError(.fileWriteUnknown) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)

@@ -61,11 +61,13 @@ final class LoopThread: @unchecked Sendable {
 struct MainLoopQueueTests {
     let servers = TestServers.shared
 
-    @Test("Blocks wait in order until drain, on the draining thread; the descriptor is readable exactly while they wait")
+    @Test("Blocks wait in order until drain, on the draining thread; the descriptor is readable exactly while they wait, and close-on-exec")
     func drainOrderAndDescriptor() throws {
         let wakeups = LockedBox(0)
         let q = SDMainLoopQueue(wakeup: { wakeups.withLock { $0 += 1 } })
         #expect(q.fileDescriptor >= 0 && q.isMainLoopThread)
+        // a program that spawns processes must not hand them the queue's descriptor
+        #expect(fcntl(q.fileDescriptor, F_GETFD) & FD_CLOEXEC != 0)
         func readable() -> Bool {
             var p = pollfd(fd: q.fileDescriptor, events: Int16(POLLIN), revents: 0)
             return poll(&p, 1, 0) > 0

@@ -9,8 +9,8 @@ import Glibc
 /// SDL event loop — where Linux toolkits want their callbacks, and which
 /// libdispatch's main queue does not reach (nothing runs it there). Blocks
 /// wait in order until ``drain()`` runs them on the calling thread; the loop
-/// learns there is work either by watching ``fileDescriptor`` (a pipe's
-/// read end, readable while blocks wait: GLib's `g_unix_fd_add`, `poll`) or through
+/// learns there is work either by watching ``fileDescriptor`` (one end
+/// of a socket pair, close-on-exec, readable while blocks wait: GLib's `g_unix_fd_add`, `poll`) or through
 /// the `wakeup` hook (SDL: push an `SDL_USEREVENT`, which wakes
 /// `SDL_WaitEvent`), called once per batch. The C core's dispatch mode
 /// (`sd_loop_dispatch_fd`) is the same idea for C programs.
@@ -41,12 +41,10 @@ public final class SDMainLoopQueue: Sendable {
         self.wakeup = wakeup
         owner = pthread_self()
         var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds {
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            }
-        }
+        // close-on-exec from the start (a process another thread spawns
+        // meanwhile must not inherit either end; Swift's Glibc has no pipe2)
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        if socketpair(AF_UNIX, kind, 0, &fds) != 0 { fds = [-1, -1] }
         fileDescriptor = fds[0]
         writeEnd = fds[1]
     }
@@ -75,7 +73,7 @@ public final class SDMainLoopQueue: Sendable {
         guard first else { return }
         if writeEnd >= 0 {
             var one: UInt8 = 1
-            _ = write(writeEnd, &one, 1)  // one byte per batch: the pipe never fills
+            _ = write(writeEnd, &one, 1)  // one byte per batch: the socket never fills
         }
         wakeup?()
     }
