@@ -2,8 +2,8 @@
 # Runs every suite, keeps going after a failure, prints one summary line.
 #
 # Two lanes run side by side: the C suites (release, ABI, install, ASan, TSan,
-# valgrind, fuzz) and the Swift ones (swift test, API, TSan, ASan, then the
-# suites that drive sdimage and the galleries). Each lane alone leaves a core
+# valgrind, fuzz, then Swift's ASan soak) and the Swift ones (swift test, the
+# suites that drive sdimage and the galleries, API, TSan, docs). Each lane alone leaves a core
 # idle much of the time (a test waiting on a server, a link step, a lane's
 # single-threaded checks); together they keep both busy. The suites are
 # written for a starved machine (no test assumes the clock runs at a normal
@@ -47,6 +47,9 @@ lane_c() {
   run "c tsan (loop races)" make --no-print-directory test-tsan
   run "c valgrind (ctest -T memcheck)" make --no-print-directory test-valgrind
   run "fuzz smoke (libFuzzer)" make --no-print-directory fuzz-smoke
+  # Swift, but in a scratch folder of its own and needing only the C build:
+  # here it evens out the lanes (the Swift one is the longer)
+  run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
 }
 # The suites that mostly wait (on servers, on X) come right after the debug
 # build, while the C lane still keeps a core busy; the sanitizer builds,
@@ -59,7 +62,6 @@ lane_swift() {
   run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
   run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
   run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
-  run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
   run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
 }
 t_all=$SECONDS
