@@ -191,16 +191,17 @@ int sd_request_use_server_transport(sd_request *r)
     static const struct { int p; int64_t v; } params[] = {
         {SD_REQ_BLOCK_ADDRESSES, SD_ADDRESS_NON_PUBLIC},
         {SD_REQ_NO_DOWNGRADE, 1},
-        {SD_REQ_MAX_REDIRECTS, 3},
-        {SD_REQ_TIMEOUT_MS, 30000},
-        {SD_REQ_CONNECT_TIMEOUT_MS, 5000},
-        {SD_REQ_LOW_SPEED_BYTES, 1024},
-        {SD_REQ_LOW_SPEED_TIME_MS, 10000},
-        {SD_REQ_MAX_BYTES, 20 << 20},
+        {SD_REQ_MAX_REDIRECTS, SD_SERVER_MAX_REDIRECTS},
+        {SD_REQ_TIMEOUT_MS, SD_SERVER_TIMEOUT_MS},
+        {SD_REQ_CONNECT_TIMEOUT_MS, SD_SERVER_CONNECT_TIMEOUT_MS},
+        {SD_REQ_IDLE_TIMEOUT_MS, SD_SERVER_IDLE_TIMEOUT_MS},
+        {SD_REQ_LOW_SPEED_BYTES, SD_SERVER_LOW_SPEED_BYTES},
+        {SD_REQ_LOW_SPEED_TIME_MS, SD_SERVER_LOW_SPEED_TIME_MS},
+        {SD_REQ_MAX_BYTES, SD_SERVER_MAX_BYTES},
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
         SD__FORWARD_IF_ERROR(sd_request_set(r, (sd_request_param)params[i].p, params[i].v));
-    return sd_request_set_string(r, SD_REQ_ALLOWED_SCHEMES, "http,https");
+    return sd_request_set_string(r, SD_REQ_ALLOWED_SCHEMES, SD_SERVER_SCHEMES);
 }
 
 /* ---- addresses, judged on every connection (loop thread) ---- */

@@ -406,9 +406,9 @@ int sd_request_set_decoder_param(sd_request *r, sd_decoder_param p, int64_t v)
 int sd_request_use_server_preset(sd_request *r)
 {
     SD__FORWARD_IF_ERROR(sd_request_use_server_transport(r));
-    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_PIXELS, 40000000));
-    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_DIMENSION, 8192));
-    return sd_request_set_decoder_param(r, SD_DEC_MAX_MEMORY, (int64_t)256 << 20);
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_PIXELS, SD_SERVER_MAX_PIXELS));
+    SD__FORWARD_IF_ERROR(sd_request_set_decoder_param(r, SD_DEC_MAX_DIMENSION, SD_SERVER_MAX_DIMENSION));
+    return sd_request_set_decoder_param(r, SD_DEC_MAX_MEMORY, SD_SERVER_MAX_MEMORY);
 }
 
 static sd__decode_output *decode_output(const sd_result *r)

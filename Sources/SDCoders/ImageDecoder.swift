@@ -294,8 +294,10 @@ public struct DecodeLimits: Sendable, Equatable {
         self.maxCodecMemory = maxCodecMemory
     }
 
-    /// For untrusted URLs: 40 megapixels, 8192 pixels a side, 256 MiB of codec memory.
-    public static let server = DecodeLimits(maxPixels: 40_000_000, maxDimension: 8192, maxCodecMemory: 256 << 20)
+    /// For untrusted URLs: 40 megapixels, 8192 pixels a side, 256 MiB of
+    /// codec memory (the C core's `SD_SERVER_*` values, read from its header).
+    public static let server = DecodeLimits(maxPixels: Int(SD_SERVER_MAX_PIXELS), maxDimension: Int(SD_SERVER_MAX_DIMENSION),
+                                            maxCodecMemory: Int(SD_SERVER_MAX_MEMORY))
 }
 
 /// Incremental decoder: push bytes as they arrive, take snapshots, finish.

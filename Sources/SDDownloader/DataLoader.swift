@@ -215,6 +215,7 @@ public final class DataLoader: @unchecked Sendable {
         set(SD_REQ_PRIORITY, Int64(q.priority.rawValue))
         set(SD_REQ_IDLE_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
         set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.totalTimeout * 1000)))
+        if q.connectTimeout > 0 { set(SD_REQ_CONNECT_TIMEOUT_MS, Int64(q.connectTimeout * 1000)) }
         if q.lowSpeedLimit > 0 && q.lowSpeedTime > 0 {
             set(SD_REQ_LOW_SPEED_BYTES, Int64(q.lowSpeedLimit))
             set(SD_REQ_LOW_SPEED_TIME_MS, Int64(q.lowSpeedTime * 1000))

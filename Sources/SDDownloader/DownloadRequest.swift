@@ -35,6 +35,9 @@ public struct DownloadRequest: Sendable {
     /// Whole-transfer timeout (ours): a drip that never idles long enough
     /// still ends. 120 s by default; 0: none.
     public var totalTimeout: TimeInterval = DownloadRequest.defaultTotalTimeout
+    /// Time to connect (ours: DNS, TCP and TLS), 10 s by default (the C
+    /// core's); 0: the default.
+    public var connectTimeout: TimeInterval = DownloadRequest.defaultConnectTimeout
     /// Low-speed floor (ours, curl's low-speed limit): fail with `.timedOut`
     /// when fewer than this many bytes per second arrive for `lowSpeedTime`
     /// seconds. 0 (the default): off.
@@ -92,6 +95,8 @@ public struct DownloadRequest: Sendable {
     public static let defaultMaxRedirects = Int(SD_DEFAULT_MAX_REDIRECTS)
     /// The whole-transfer timeout by default, in seconds.
     public static let defaultTotalTimeout: TimeInterval = 120
+    /// The connect timeout by default, in seconds (`sd_request`'s default).
+    public static let defaultConnectTimeout = TimeInterval(SD_DEFAULT_CONNECT_TIMEOUT_MS) / 1000
 
     /// A request for `url` with every default.
     public init(url: URL) { self.url = url }

@@ -53,7 +53,9 @@ public struct URLPolicy: Sendable, Equatable {
 
     /// Anything goes (the library's default, as SDWebImage).
     public static let none = URLPolicy()
-    /// http and https only, no non-public address, no https -> http redirect.
-    public static let server = URLPolicy(allowedSchemes: ["http", "https"], blockedAddresses: .nonPublic,
-                                         allowsHTTPSToHTTPRedirect: false)
+    /// http and https only, no non-public address, no https -> http redirect
+    /// (`sd_request_use_server_transport`'s policy; the schemes are its
+    /// `SD_SERVER_SCHEMES`).
+    public static let server = URLPolicy(allowedSchemes: SD_SERVER_SCHEMES.split(separator: ",").map(String.init),
+                                         blockedAddresses: .nonPublic, allowsHTTPSToHTTPRedirect: false)
 }

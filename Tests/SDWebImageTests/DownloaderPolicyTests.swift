@@ -137,7 +137,8 @@ struct DownloaderTimeoutTests {
         #expect(config.downloadTotalTimeout == 120)
         let d = SDWebImageDownloader(config: config)
         let t0 = Date()
-        let slow = await download(d, s.url(s.fault, "/slow-drip?total=2500&gap=150&i=1"))
+        // a piece every 80 ms: a twelfth of the idle timeout (a starved run may take ten times as long)
+        let slow = await download(d, s.url(s.fault, "/slow-drip?total=2500&gap=80&i=1"))
         #expect(slow.0 != nil && slow.1 == nil)
         #expect(Date().timeIntervalSince(t0) > 2)
         let stalled = await download(d, s.url(s.fault, "/stall?i=2"))
@@ -149,6 +150,57 @@ struct DownloaderTimeoutTests {
         bounded.downloadTotalTimeout = 1.2
         let r = await download(SDWebImageDownloader(config: bounded), s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
         #expect((r.1 as? URLError)?.code == .timedOut)
+    }
+
+    @Test("The server preset's numbers are the C core's; its connect timeout reaches the transfer")
+    func presetAndConnectTimeout() async throws {
+        let p = SDWebImageDownloaderConfig.server()
+        #expect(p.maxRedirects == 3 && p.maxResponseBytes == 20 << 20 && p.downloadTotalTimeout == 30)
+        #expect(p.downloadConnectTimeout == 5 && p.downloadTimeout == 10)
+        #expect(p.downloadLowSpeedLimit == 1024 && p.downloadLowSpeedTime == 10)
+        #expect(p.urlPolicy.allowedSchemes == ["http", "https"])
+        #expect(DecodeLimits.server == DecodeLimits(maxPixels: 40_000_000, maxDimension: 8192, maxCodecMemory: 256 << 20))
+        #expect(SDWebImageDownloaderConfig().downloadConnectTimeout == 10)
+        #expect(p.copy().downloadConnectTimeout == 5)
+
+        // a connect that never completes: a loopback listener that never
+        // accepts, its backlog filled, so the handshake hangs until the
+        // connect timeout (no packet leaves the machine)
+        let lfd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(lfd >= 0)
+        defer { close(lfd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                bind(lfd, sa, len) == 0 && listen(lfd, 0) == 0 && getsockname(lfd, sa, &len) == 0
+            }
+        }
+        #expect(bound)
+        var fill: [Int32] = []
+        for _ in 0..<4 {  // non-blocking: the later ones stay half-open
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, len) }
+            }
+            fill.append(fd)
+        }
+        defer { for fd in fill { close(fd) } }
+        let config = SDWebImageDownloaderConfig()
+        config.downloadConnectTimeout = 0.5
+        config.downloadTimeout = 0  // only the connect timeout may end it
+        config.downloadTotalTimeout = 0
+        let url = try #require(URL(string: "http://127.0.0.1:\(UInt16(bigEndian: a.sin_port))/x"))
+        let r = await download(SDWebImageDownloader(config: config), url)
+        let e = try #require(r.1 as? URLError)
+        #expect(e.code == .timedOut)
+        // curl says how long it waited: the 0.5 s asked for (ten times that
+        // on a starved machine), not the 10 s default
+        let text = "\(e.userInfo[NSLocalizedDescriptionKey] ?? "")"
+        let waited = text.firstMatch(of: /after (\d+) ms/).flatMap { Int($0.1) }
+        #expect(waited.map { $0 >= 400 && $0 < 9000 } == true, "\(text)")
     }
 
     @Test("The low-speed floor ends a drip that is never idle, long before the total timeout; the server preset has one")

@@ -49,10 +49,10 @@ SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param pa
  * Desc: Settings for a service fed untrusted URLs, in one call:
  *       sd_request_use_server_transport (http and https only, no connection
  *       to a non-public address, no https -> http redirect, at most 3
- *       redirects, 30 s for the whole transfer, 5 s to connect, under
- *       1 KiB/s for 10 s aborts, 20 MiB bodies) and, for the decoder, 40
- *       megapixels, 8192 pixels a side, 256 MiB of codec memory. Set
- *       anything after it to differ.
+ *       redirects, 30 s for the whole transfer, 5 s to connect, 10 s
+ *       without a byte or under 1 KiB/s for 10 s aborts, 20 MiB bodies) and,
+ *       for the decoder, 40 megapixels, 8192 pixels a side, 256 MiB of codec
+ *       memory (the SD_SERVER_* values). Set anything after it to differ.
  * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
  */
 SD_API int sd_request_use_server_preset(sd_request *request);

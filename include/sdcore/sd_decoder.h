@@ -111,6 +111,10 @@ SD_API unsigned sd_format_capabilities(sd_format format);
 #define SD_DEFAULT_MAX_FRAMES 10000
 #define SD_DEFAULT_FRAME_CACHE_BYTES 67108864LL  /* 64 MiB of kept frames */
 #define SD_DEFAULT_RENDER_DEADLINE_MS 10000      /* an SVG's rendering */
+/* sd_request_use_server_preset's decoder limits (Swift: DecodeLimits.server). */
+#define SD_SERVER_MAX_PIXELS 40000000LL
+#define SD_SERVER_MAX_DIMENSION 8192
+#define SD_SERVER_MAX_MEMORY 268435456LL         /* 256 MiB */
 /* Durations at or below this many ms are shown as SD_FRAME_MIN_SHOWN_MS
  * (Chromium, Firefox and SDWebImage: a "0" GIF delay plays at 10 fps). */
 #define SD_FRAME_FAST_MS 10

@@ -27,6 +27,16 @@ typedef enum sd_priority {
 #define SD_DEFAULT_MAX_REDIRECTS 10
 #define SD_DEFAULT_MAX_RESPONSE_BYTES 209715200LL /* 200 MiB */
 #define SD_DEFAULT_ACCEPT "image/*,*/*;q=0.8"
+/* sd_request_use_server_transport's numbers, in the one place both the C
+ * preset and Swift's SDWebImageDownloaderConfig.server() read them from. */
+#define SD_SERVER_SCHEMES "http,https"
+#define SD_SERVER_MAX_REDIRECTS 3
+#define SD_SERVER_TIMEOUT_MS 30000
+#define SD_SERVER_CONNECT_TIMEOUT_MS 5000
+#define SD_SERVER_IDLE_TIMEOUT_MS 10000
+#define SD_SERVER_LOW_SPEED_BYTES 1024
+#define SD_SERVER_LOW_SPEED_TIME_MS 10000
+#define SD_SERVER_MAX_BYTES 20971520LL /* 20 MiB */
 
 
 typedef enum sd_request_param {
@@ -114,8 +124,9 @@ typedef enum sd_request_string {
  *       which adds the decoder's limits): http and https only (no file), no
  *       connection to a non-public address (SD_ADDRESS_NON_PUBLIC), no
  *       https -> http redirect, at most 3 redirects, 30 s for the whole
- *       transfer, 5 s to connect, under 1 KiB/s for 10 s aborts, 20 MiB
- *       bodies. Set anything after it to differ.
+ *       transfer, 5 s to connect, 10 s without a byte or under 1 KiB/s for
+ *       10 s aborts, 20 MiB bodies (the SD_SERVER_* values). Set anything
+ *       after it to differ.
  * Returns: SD_OK, SD_EINVAL, SD_ENOMEM.
  */
 SD_API int sd_request_use_server_transport(sd_request *request);

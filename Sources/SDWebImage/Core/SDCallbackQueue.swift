@@ -106,10 +106,21 @@ public final class SDCallbackQueue: Sendable {
             guard let mainLoop else { return queue.sync(execute: block) }
             // from another thread: wait for the loop to run it (the loop must be running)
             withoutActuallyEscaping(block) { escaping in
-                // the caller waits below until the loop has run it: nothing else holds it
-                nonisolated(unsafe) let run = escaping
+                // The caller waits below until the loop has run it. The loop
+                // lets go of the block it ran only after that block returns,
+                // so the block holds `escaping` through a slot it empties
+                // before it signals: by then nothing holds `escaping`, which
+                // withoutActuallyEscaping checks (seen failing under TSan when
+                // the block itself captured it).
+                // (set here before the enqueue, whose lock orders it; read
+                // and cleared on the loop's thread only)
+                nonisolated(unsafe) var slot: (() -> Void)? = escaping
                 let done = DispatchSemaphore(value: 0)
-                mainLoop.enqueue { run(); done.signal() }
+                mainLoop.enqueue {
+                    slot?()
+                    slot = nil
+                    done.signal()
+                }
                 done.wait()
             }
         }

@@ -162,6 +162,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         env.totalTimeout = config.downloadTotalTimeout
         env.lowSpeedLimit = config.downloadLowSpeedLimit
         env.lowSpeedTime = config.downloadLowSpeedTime
+        env.connectTimeout = config.downloadConnectTimeout
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         slot?.set(op)

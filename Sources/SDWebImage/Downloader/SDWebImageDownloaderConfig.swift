@@ -23,6 +23,7 @@ public final class SDWebImageDownloaderConfig: Sendable {
         var downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
         var downloadLowSpeedLimit = 0
         var downloadLowSpeedTime: TimeInterval = 10
+        var downloadConnectTimeout = DownloadRequest.defaultConnectTimeout
         var minimumProgressInterval: Double = 0
         var executionOrder = SDWebImageDownloaderExecutionOrder.fifo
         var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
@@ -114,21 +115,25 @@ public final class SDWebImageDownloaderConfig: Sendable {
 
     /// The preset for a service fed untrusted URLs (SECURITY.md): the
     /// `.server` URL policy (http/https only, no non-public address, no
-    /// https -> http), 3 redirects, 20 MiB bodies, 30 s downloads, a floor
-    /// of 1 KiB/s over 10 s, 6 connections per host, and images of at most
-    /// 40 megapixels, 8192 pixels a side and 256 MiB of codec memory
-    /// (`DecodeLimits.server`). The C core's `sd_request_use_server_preset`
-    /// is the same for C programs.
+    /// https -> http), 3 redirects, 20 MiB bodies, 30 s downloads, 5 s to
+    /// connect, 10 s without a byte or a floor of 1 KiB/s over 10 s, 6
+    /// connections per host, and images of at most 40 megapixels, 8192
+    /// pixels a side and 256 MiB of codec memory (`DecodeLimits.server`).
+    /// The numbers are the C core's `SD_SERVER_*`, which its
+    /// `sd_request_use_server_preset` sets for C programs.
     public static func server() -> SDWebImageDownloaderConfig {
         let c = SDWebImageDownloaderConfig()
         c.state.withLock { s in
+            // the C core's server preset (sd_request_use_server_preset): its
+            // numbers are read from its header, not restated here
             s.urlPolicy = .server
-            s.maxRedirects = 3
-            s.maxResponseBytes = 20 << 20
-            s.downloadTimeout = 10
-            s.downloadTotalTimeout = 30
-            s.downloadLowSpeedLimit = 1024
-            s.downloadLowSpeedTime = 10
+            s.maxRedirects = ServerPreset.maxRedirects
+            s.maxResponseBytes = ServerPreset.maxResponseBytes
+            s.downloadTimeout = ServerPreset.idleTimeout
+            s.downloadTotalTimeout = ServerPreset.totalTimeout
+            s.downloadConnectTimeout = ServerPreset.connectTimeout
+            s.downloadLowSpeedLimit = ServerPreset.lowSpeedLimit
+            s.downloadLowSpeedTime = ServerPreset.lowSpeedTime
             s.maxConnectionsPerHost = 6
             s.decodeLimits = .server
         }
@@ -174,6 +179,12 @@ public final class SDWebImageDownloaderConfig: Sendable {
     public var downloadLowSpeedTime: TimeInterval {
         get { self[\.downloadLowSpeedTime] }
         set { self[\.downloadLowSpeedTime] = max(0, newValue) }
+    }
+    /// Ours: seconds to connect (name lookup, TCP and TLS) before a download
+    /// fails with `timedOut`. Default 10 (the C core's); 5 in `server()`.
+    public var downloadConnectTimeout: TimeInterval {
+        get { self[\.downloadConnectTimeout] }
+        set { self[\.downloadConnectTimeout] = max(0, newValue) }
     }
     /// Fraction of the expected size (0...1) that must arrive between two
     /// progress calls (default 0: every chunk). The last call always comes.

@@ -35,6 +35,7 @@ extension SDWebImageDownloaderOperation {
         d.totalTimeout = env.totalTimeout
         d.lowSpeedLimit = env.lowSpeedLimit
         d.lowSpeedTime = env.lowSpeedTime
+        d.connectTimeout = env.connectTimeout
         d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         d.username = env.username
         d.password = env.password

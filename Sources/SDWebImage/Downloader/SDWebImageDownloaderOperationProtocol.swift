@@ -40,6 +40,8 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public var lowSpeedLimit = 0
     /// The config's `downloadLowSpeedTime`.
     public var lowSpeedTime: TimeInterval = 10
+    /// The config's `downloadConnectTimeout`.
+    public var connectTimeout = DownloadRequest.defaultConnectTimeout
     /// The config's `proxy`.
     public var proxy: String?
 
