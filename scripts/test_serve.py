@@ -274,6 +274,47 @@ def run_limits():
         proc.wait()
 
 
+def run_gate_cancel():
+    """A client that hangs up while its render waits for a turn leaves the
+    queue at once: its place goes to the next request and it never renders."""
+    import socket
+    photo = sample("photo-")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+                             "--queue-depth", "1")
+    if not base:
+        check("gate server starts", False, line)
+        proc.kill()
+        return
+    try:
+        a = background_get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3Dqueue@png"))
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        host, port = base.split("//")[1].split(":")
+        b = socket.create_connection((host, int(port)), timeout=60)
+        b.sendall(f"GET {sign(f'/rs:fit:65:65/plain/{ORIGIN}/img/{photo}@png')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        queued = wait_for(lambda: metric(base, "sdimage_serve_render_queue_depth") == 1, "the second request queued")
+        b.close()  # hangs up while it waits
+        left = wait_for(lambda: metric(base, "sdimage_serve_render_queue_depth") == 0, "the queue to empty", timeout=60)
+        c = background_get(base, sign(f"/rs:fit:66:66/plain/{ORIGIN}/img/{photo}@png"))
+        requeued = wait_for(lambda: metric(base, "sdimage_serve_render_queue_depth") == 1 or "result" in c,
+                            "the third request queued")
+        urllib.request.urlopen(f"{FAULT}/open?gate=queue", timeout=30).read()
+        a["thread"].join(120)
+        c["thread"].join(120)
+        check("a client that hangs up while queued leaves the queue; the next takes its place and is served; "
+              "it never renders", queued and left and requeued and a.get("result", (0,))[0] == 200
+              and c.get("result", (0,))[0] == 200 and metric(base, "sdimage_serve_renders_total") == 2
+              and metric(base, "sdimage_serve_renders_abandoned_total") == 1,
+              (queued, left, requeued, a.get("result", (0,))[0], c.get("result", (0,))[0],
+               metric(base, "sdimage_serve_renders_total"), metric(base, "sdimage_serve_renders_abandoned_total")))
+    finally:
+        try:
+            urllib.request.urlopen(f"{FAULT}/open?gate=queue", timeout=30).read()
+        except OSError:
+            pass
+        proc.kill()
+        proc.wait()
+
+
 def run_fleet():
     """Two servers on one Redis, cold, every result asked of both at once:
     the origin (nginx's log of /fleet/) sees each source once, and the two
@@ -313,8 +354,38 @@ def run_fleet():
                for i, j in enumerate(jobs) if "result" in j]
         check("fleet: every answer has its source's Last-Modified", len(got) == len(jobs)
               and all(g == w and w is not None for g, w in got), [g for g in got if g[0] != g[1]][:4])
-        # Redis dies: each server goes on from its own caches (degraded, still serving)
+        # Redis dies while a load runs on both servers (results they hold and
+        # new renders): no request fails, before or after, and both go on
+        # from their own caches (degraded, still serving)
+        killed, stop, outcomes = threading.Event(), threading.Event(), []
+
+        def fleet_load(k, base):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                # even: a result this server already has; odd: a new render of a fleet source
+                path = paths[(k + n) % len(paths)] if n % 2 == 0 else \
+                    sign(f"/rs:fit:{60 + 7 * k + n}:{60 + 7 * k + n}/plain/{ORIGIN}/fleet/{files[(k + n) % len(files)]}@webp")
+                after = killed.is_set()
+                outcomes.append((k, after, get(base, path)[0]))
+        loaders = [threading.Thread(target=fleet_load, args=(k, servers[k % 2][1]), daemon=True) for k in range(4)]
+        for t in loaders:
+            t.start()
+        wait_for(lambda: all(sum(1 for o in outcomes if o[0] == k) >= 3 for k in range(4)), "the load before the kill")
         subprocess.run(["bash", "Tests/Servers/redis.sh", "kill9", os.environ["SD_TEST_REDIS_DIR"]], check=False)
+        killed.set()
+        wait_for(lambda: all(sum(1 for o in outcomes if o[0] == k and o[1]) >= 4 for k in range(4)),
+                 "the load after the kill", timeout=600)
+        stop.set()
+        for t in loaders:
+            t.join(300)
+        before = [o[2] for o in outcomes if not o[1]]
+        after = [o[2] for o in outcomes if o[1]]
+        check(f"Redis killed mid-load: {len(before)} requests before and {len(after)} after, every one 200 "
+              "(each load thread served at least 4 after the kill)",
+              before and after and set(before + after) == {200}
+              and all(sum(1 for o in outcomes if o[0] == k and o[1]) >= 4 for k in range(4)),
+              (sorted(set(before)), sorted(set(after)), [sum(1 for o in outcomes if o[0] == k and o[1]) for k in range(4)]))
         for i, (_, base) in enumerate(servers):
             st, _, _ = get(base, sign(f"/rs:fit:77:77/plain/{ORIGIN}/fleet/{files[i]}@webp"))
             rst, _, body = get(base, "/health/ready")
@@ -348,9 +419,12 @@ def main():
     try:
         run(base)
         run_limits()
+        run_gate_cancel()
         run_fleet()
+        drain_under_load(proc, base)
     finally:
-        proc.send_signal(signal.SIGTERM)  # graceful: stop accepting, finish, exit 0
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # graceful: stop accepting, finish, exit 0
         try:
             rc = proc.wait(120)
         except subprocess.TimeoutExpired:
@@ -361,6 +435,77 @@ def main():
         text = open(os.path.join(WORK, "serve.log")).read()
         check("access log: the source host, never its path", "source_host=127.0.0.1" in text and "/img/" not in text,
               text[-400:])
+
+
+def drain_under_load(proc, base):
+    """SIGTERM while renders run: no request the server took is cut.
+
+    Four clients render without pause (a new size each time, so each is a
+    render) and one render is held by the origin across the signal. Each
+    request ends as served (200, the whole body), not taken (the connection
+    refused, or reset before any answer: a connection still in the kernel's
+    backlog when the listener closes; the server never read it), or cut
+    (any other status, or an answer broken off). None may be cut; the held
+    one completes after the signal; every client ends up refused."""
+    import http.client
+    host, port = base.split("//")[1].split(":")
+    photo = sample("photo-")
+    outcomes, stop = [], threading.Event()
+
+    def one(path):
+        conn = http.client.HTTPConnection(host, int(port), timeout=300)
+        try:
+            try:
+                conn.request("GET", path)
+            except ConnectionRefusedError:
+                return "refused"
+            try:
+                r = conn.getresponse()
+            except (ConnectionResetError, http.client.RemoteDisconnected, BrokenPipeError):
+                return "not taken"
+            try:
+                body = r.read()
+            except (http.client.IncompleteRead, ConnectionError) as e:
+                return f"cut: {type(e).__name__}"
+            if r.status != 200 or str(len(body)) != r.getheader("content-length"):
+                return f"cut: {r.status}, {len(body)} of {r.getheader('content-length')} bytes"
+            return "served"
+        except OSError as e:
+            return f"cut: {type(e).__name__}"
+        finally:
+            conn.close()
+
+    def client(k):
+        n = 0
+        while not stop.is_set():
+            n += 1
+            got = one(sign(f"/rs:fit:{100 + 13 * k + n}:{100 + 13 * k + n}/plain/{ORIGIN}/img/{photo}@webp"))
+            outcomes.append((k, got))
+            if got == "refused":
+                return
+    held = {}
+    t_held = threading.Thread(target=lambda: held.__setitem__("r", one(sign(
+        f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3Dlast@png"))), daemon=True)
+    t_held.start()
+    clients = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(4)]
+    for t in clients:
+        t.start()
+    wait_for(lambda: all(sum(1 for o in outcomes if o[0] == k) >= 2 for k in range(4))
+             and metric(base, "sdimage_serve_renders_in_flight") >= 1, "the load and the held render")
+    proc.send_signal(signal.SIGTERM)
+    # the held render ends only once the listener is gone: it spans the whole drain
+    wait_for(lambda: all(any(o == (k, "refused") for o in outcomes) for k in range(4)), "every client refused", 600)
+    urllib.request.urlopen(f"{FAULT}/open?gate=last", timeout=30).read()
+    t_held.join(300)
+    stop.set()
+    for t in clients:
+        t.join(300)
+    kinds = {}
+    for _, got in outcomes:
+        kinds[got] = kinds.get(got, 0) + 1
+    check(f"drain under load: no request cut ({kinds}), the held render served after the signal, every client refused",
+          not any(k.startswith("cut") for k in kinds) and kinds.get("served", 0) >= 8 and held.get("r") == "served"
+          and all(any(o == (k, "refused") for o in outcomes) for k in range(4)), (kinds, held))
 
 
 def run(base):

@@ -145,9 +145,8 @@ public final class Renderer: Sendable {
     let hitsDisk = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "disk")])
     let renders = Counter(label: "sdimage_serve_renders_total")
     let renderTime = Metrics.Timer(label: "sdimage_serve_render_duration_seconds")
-    let inFlight = Gauge(label: "sdimage_serve_renders_in_flight")
-    let queued = Gauge(label: "sdimage_serve_render_queue_depth")
     let refused = Counter(label: "sdimage_serve_renders_refused_total")
+    let abandoned = Counter(label: "sdimage_serve_renders_abandoned_total")
 
     /// Sources come through `loader` (the downloader, under the caller's
     /// policy and limits, or a fleet loader in front of it) into `cache`;
@@ -159,7 +158,13 @@ public final class Renderer: Sendable {
         fleet = fleetResults.map { FleetResults(store: $0, leaseTTL: limits.fleetLeaseTTL, maxWait: limits.fleetMaxWait) }
         results = MemoryCache(costLimit: max(0, limits.resultCacheBytes))
         resultDisk = resultDirectory.flatMap { try? DiskCache(directory: $0) }
-        gate = RenderGate(width: limits.renders, depth: limits.queueDepth)
+        // the gate tells its gauges of every change (a waiter queued or gone too)
+        let inFlight = Gauge(label: "sdimage_serve_renders_in_flight")
+        let queued = Gauge(label: "sdimage_serve_render_queue_depth")
+        gate = RenderGate(width: limits.renders, depth: limits.queueDepth) { running, waiting in
+            inFlight.record(running)
+            queued.record(waiting)
+        }
         defaultQuality = limits.defaultQuality
         resultDiskBytes = limits.resultDiskBytes
         maxResultPixels = limits.maxResultPixels
@@ -178,23 +183,25 @@ public final class Renderer: Sendable {
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
 
-    /// The gate's state into the in-flight and queue-depth gauges.
-    private func recordLoad() {
-        let (running, waiting) = gate.load
-        inFlight.record(running)
-        queued.record(waiting)
+    /// The result cache's key of `request` for a client that accepts `accepts`.
+    static func key(_ request: ProcessingRequest, accepts: Accepts) -> String {
+        let o = request.options
+        let wanted = o.format.map { "f:\($0.rawValue)" } ?? "auto:avif=\(accepts.avif),webp=\(accepts.webp)"
+        return request.source + "|" + o.cacheKey + "|" + wanted
+    }
+
+    /// The result, when the memory cache has it (no waiting, no I/O).
+    public func inMemory(_ request: ProcessingRequest, accepts: Accepts) -> Rendered? {
+        guard var hit = results.value(forKey: Self.key(request, accepts: accepts)) else { return nil }
+        hit.cached = true
+        hitsMemory.increment()
+        return hit
     }
 
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
-        let o = request.options
-        let wanted = o.format.map { "f:\($0.rawValue)" } ?? "auto:avif=\(accepts.avif),webp=\(accepts.webp)"
-        let key = request.source + "|" + o.cacheKey + "|" + wanted
-        if var hit = results.value(forKey: key) {
-            hit.cached = true
-            hitsMemory.increment()
-            return hit
-        }
+        if let hit = inMemory(request, accepts: accepts) { return hit }
+        let key = Self.key(request, accepts: accepts)
         if let disk = resultDisk, var hit = await Self.onDisk({
             disk.data(forKey: key).flatMap { Rendered(data: $0, extendedData: disk.extendedData(forKey: key)) }
         }) {
@@ -234,18 +241,22 @@ public final class Renderer: Sendable {
     /// Render `request` here (a turn of the gate), keep the result in memory and on disk.
     private func produce(_ request: ProcessingRequest, key: String, accepts: Accepts) async throws(RenderError) -> Rendered {
         let o = request.options
-        guard await gate.enter() else {
+        switch await gate.enter() {
+        case .go: break
+        case .full:
             refused.increment()
             let (running, waiting) = gate.load
             throw RenderError(status: 503, reason: "busy: \(running) renders running and \(waiting) waiting", retryAfter: 1)
+        case .cancelled:
+            abandoned.increment()
+            // nginx's "client closed request": nobody reads this answer, the log does
+            throw RenderError(status: 499, reason: "the client went away while its render waited for a turn")
         }
         let started = DispatchTime.now().uptimeNanoseconds
         defer {
             gate.leave()
             renderTime.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
-            recordLoad()
         }
-        recordLoad()
         renders.increment()
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
         var context: SDWebImageContext = [:]

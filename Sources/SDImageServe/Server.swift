@@ -154,8 +154,36 @@ public struct ImageServer: Sendable {
     }
 
     func render(_ parsed: ProcessingRequest, _ request: Request) async -> Response {
-        do {
-            let r = try await renderer.render(parsed, accepts: Accepts(header: request.headers[.accept]))
+        var closes = false
+        var response = await answer(parsed, request, closes: &closes)
+        if closes { response.headers[.connection] = "close" }  // said, so a client does not reuse it
+        return response
+    }
+
+    private func answer(_ parsed: ProcessingRequest, _ request: Request, closes: inout Bool) async -> Response {
+        do throws(RenderError) {
+            let accepts = Accepts(header: request.headers[.accept])
+            let r: Rendered
+            if let hit = renderer.inMemory(parsed, accepts: accepts) {
+                r = hit  // answered at once: the connection stays open for the next request
+            } else {
+                // anything that may wait (a turn, the disk, the fleet, the
+                // origin) is cancelled when the client closes its connection,
+                // so a client that gave up does not keep its place in the
+                // render queue; Hummingbird then closes the connection after
+                // the answer (it read the request stream to the end)
+                let renderer = self.renderer
+                closes = true
+                do {
+                    r = try await request.body.consumeWithCancellationOnInboundClose { _ in
+                        try await renderer.render(parsed, accepts: accepts)
+                    }
+                } catch let e as RenderError {
+                    throw e
+                } catch {
+                    throw RenderError(status: 499, reason: "the client went away")
+                }
+            }
             var headers = HTTPFields()
             headers[.contentType] = r.format.contentType
             headers[.eTag] = r.etag
