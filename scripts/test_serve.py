@@ -279,8 +279,9 @@ def run_gate_cancel():
     queue at once: its place goes to the next request and it never renders."""
     import socket
     photo = sample("photo-")
+    # the held render must outlast any slowness of the machine: no source timeout in reach
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
-                             "--queue-depth", "1")
+                             "--queue-depth", "1", "--source-timeout", "600")
     if not base:
         check("gate server starts", False, line)
         proc.kill()
@@ -407,6 +408,7 @@ def main():
     log = open(os.path.join(WORK, "serve.log"), "w")
     proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
                              "--allow-source-host", "127.0.0.1", "--max-age", "3600",
+                             "--source-timeout", "600",  # drain_under_load holds a render for as long as it takes
                              "--cache-dir", os.path.join(WORK, "serve-cache")],
                             stdout=subprocess.PIPE, stderr=log, text=True, env=dict(os.environ, SDIMAGE_LOG_LEVEL="info"))
     line = proc.stdout.readline()
