@@ -28,16 +28,14 @@ struct BenchDecode: ParsableCommand {
     var corpus: String?
 
     @OptionGroup var common: BenchOptions
-    var benchBinary: String? { common.benchBinary }
-    var json: Bool { common.json }
 
     func run() throws {
-        let path = benchBinaryPath(benchBinary)
+        let path = benchBinaryPath(common.benchBinary)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         var args = ["decode"]
         if let corpus { args += ["--corpus", corpus] }
-        if json { args.append("--json") }
+        if common.json { args.append("--json") }
         p.arguments = args
         try p.run()
         p.waitUntilExit()
@@ -80,11 +78,9 @@ struct BenchFetch: ParsableCommand {
     var rounds = 8
 
     @OptionGroup var common: BenchOptions
-    var benchBinary: String? { common.benchBinary }
-    var json: Bool { common.json }
 
     func run() throws {
-        let binary = benchBinaryPath(benchBinary)
+        let binary = benchBinaryPath(common.benchBinary)
         let handshake = FileManager.default.temporaryDirectory
             .appendingPathComponent("sdimage-bench-\(ProcessInfo.processInfo.processIdentifier)").path
         let bench = Process()
@@ -129,7 +125,7 @@ struct BenchFetch: ParsableCommand {
               let c = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             fail("could not read sdcore-bench output: \(cLine)")
         }
-        if json {
+        if common.json {
             var merged = c
             for (k, v) in urlSessionIPS { merged["urlsession_c\(k)_ips"] = v.rounded() }
             for (k, v) in swiftIPS {

@@ -22,11 +22,9 @@ struct BenchCache: ParsableCommand {
     var count = 200
 
     @OptionGroup var common: BenchOptions
-    var benchBinary: String? { common.benchBinary }
-    var json: Bool { common.json }
 
     func run() throws {
-        let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
+        let server = try BenchServer(binary: benchBinaryPath(common.benchBinary), count: count)
         defer { server.stop() }
         let urls = server.urls
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdimage-bench-cache-\(getpid())").path
@@ -121,7 +119,7 @@ struct BenchCache: ParsableCommand {
             "warm": row(warm), "warm_bounded": row(warmBounded), "hot": row(hot),
             "store_limited_per_s": limited.rounded(), "store_unlimited_per_s": unlimited.rounded(),
         ]
-        if json {
+        if common.json {
             let text = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
             print(String(decoding: text, as: UTF8.self))
             return
@@ -312,12 +310,10 @@ struct BenchAll: ParsableCommand {
         commandName: "all", abstract: "Run bench decode, fetch and cache; print the machine they ran on (--json: one object per benchmark).")
 
     @OptionGroup var common: BenchOptions
-    var benchBinary: String? { common.benchBinary }
-    var json: Bool { common.json }
 
     func run() throws {
         let machine = Self.machine()
-        if json {
+        if common.json {
             let data = try JSONSerialization.data(withJSONObject: machine.merging(["bench": "machine"]) { a, _ in a },
                                                   options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
@@ -326,14 +322,14 @@ struct BenchAll: ParsableCommand {
                   + "Linux \(machine["kernel"] ?? "?")\n")
         }
         fflush(nil)  // all streams: the sub-benchmarks print too
-        var extra = json ? ["--json"] : []
-        if let benchBinary { extra += ["--bench-binary", benchBinary] }
+        var extra = common.json ? ["--json"] : []
+        if let b = common.benchBinary { extra += ["--bench-binary", b] }
         try BenchDecode.parse(extra).run()
         fflush(nil)  // all streams: the sub-benchmarks print too
-        if !json { print("") }
+        if !common.json { print("") }
         try BenchFetch.parse(extra).run()
         fflush(nil)  // all streams: the sub-benchmarks print too
-        if !json { print("") }
+        if !common.json { print("") }
         try BenchCache.parse(extra).run()
     }
 

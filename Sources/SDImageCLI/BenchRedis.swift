@@ -28,7 +28,6 @@ struct BenchRedis: ParsableCommand {
     var redis: String?
 
     @OptionGroup var common: BenchOptions
-    var json: Bool { common.json }
 
     func run() throws {
         let server = try BenchServer(binary: benchBinaryPath(common.benchBinary), count: count)
@@ -82,7 +81,7 @@ struct BenchRedis: ParsableCommand {
         }
 
         let p = { (xs: [Double], q: Double) -> Double in (percentile(xs, q) * 1000).rounded() / 1000 }
-        if json {
+        if common.json {
             var out: [String: Any] = [
                 "bench": "redis", "images": urls.count, "samples": l2.count,
                 "l2_hit_ms_p50": p(l2, 0.5), "l2_hit_ms_p99": p(l2, 0.99),

@@ -26,11 +26,9 @@ struct BenchSoak: ParsableCommand {
     var memoryMiB = 64
 
     @OptionGroup var common: BenchOptions
-    var benchBinary: String? { common.benchBinary }
-    var json: Bool { common.json }
 
     func run() throws {
-        let server = try BenchServer(binary: benchBinaryPath(benchBinary), count: count)
+        let server = try BenchServer(binary: benchBinaryPath(common.benchBinary), count: count)
         defer { server.stop() }
         let urls = server.urls
         // Warm up first: process-wide one-time set-up (TLS and resolver
@@ -52,7 +50,7 @@ struct BenchSoak: ParsableCommand {
             "curve": curve.map { ["loads": $0.loads, "rss_mib": ($0.rssMiB * 10).rounded() / 10, "fds": $0.fds,
                                   "memory_cache_mib": ($0.cacheMiB * 10).rounded() / 10] },
         ]
-        if json {
+        if common.json {
             let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
@@ -105,7 +103,7 @@ struct BenchSoak: ParsableCommand {
             if cancel { op?.cancel() }
             if (i + 1) % step == 0 {
                 curve.append((i + 1, Self.rssMiB(), Self.openFDs(), Double(cache.memoryCost) / 1048576))
-                if !json && loads == self.loads {
+                if !common.json && loads == self.loads {
                     FileHandle.standardError.write(Data(String(format: "soak: %6d loads, RSS %7.1f MiB, fds %4d, memory cache %6.1f MiB\n",
                                                                i + 1, curve.last!.rssMiB, curve.last!.fds, curve.last!.cacheMiB).utf8))
                 }

@@ -23,7 +23,7 @@ public final class SDImageCachesManager: SDImageCacheProtocol, Sendable {
     /// A manager over the shared cache; add more tiers to it.
     public static let shared = SDImageCachesManager(caches: [SDImageCache.shared])
 
-    private let list: Locked<[any SDImageCacheProtocol]>
+    private let list: PriorityList<any SDImageCacheProtocol>
     private let policies = Locked<[SDImageCachesManagerOperationPolicy]>([
         .serial,       // query
         .highestOnly,  // store
@@ -33,23 +33,19 @@ public final class SDImageCachesManager: SDImageCacheProtocol, Sendable {
     ])
 
     /// A manager over `caches`, lowest priority first.
-    public init(caches: [any SDImageCacheProtocol] = []) { list = Locked(caches) }
+    public init(caches: [any SDImageCacheProtocol] = []) { list = PriorityList(caches) }
 
     /// Lowest priority first.
     public var caches: [any SDImageCacheProtocol] {
-        get { list.current }
-        set { list.set(newValue) }
+        get { list.all }
+        set { list.all = newValue }
     }
 
     /// Add `cache` with the highest priority.
-    public func addCache(_ cache: any SDImageCacheProtocol) {
-        list.withLock { $0.append(cache) }
-    }
+    public func addCache(_ cache: any SDImageCacheProtocol) { list.add(cache) }
 
     /// Remove `cache` (by identity).
-    public func removeCache(_ cache: any SDImageCacheProtocol) {
-        list.withLock { l in l.removeAll { $0 === cache } }
-    }
+    public func removeCache(_ cache: any SDImageCacheProtocol) { list.remove(cache) }
 
     private func policy(_ i: Int) -> SDImageCachesManagerOperationPolicy { policies.withLock { $0[i] } }
     private func setPolicy(_ i: Int, _ p: SDImageCachesManagerOperationPolicy) { policies.withLock { $0[i] = p } }

@@ -18,32 +18,25 @@ public final class SDImageCodersManager: SDImageCoder, Sendable {
     /// The manager the library decodes and encodes through; add your coders here.
     public static let shared = SDImageCodersManager()
 
-    private let list: Locked<[any SDImageCoder]>
+    private let list: PriorityList<any SDImageCoder>
 
     /// A manager with the built-in coders: one for each format this build's
     /// C core decodes or encodes (JPEG/PNG, GIF, APNG, WebP, AVIF, …).
     public init() {
-        list = Locked(SDImageCoreCoder.builtIns)
+        list = PriorityList(SDImageCoreCoder.builtIns)
     }
 
     /// All coders, first added first (the last is asked first).
     public var coders: [any SDImageCoder] {
-        get { list.current }
-        set { list.set(newValue) }
+        get { list.all }
+        set { list.all = newValue }
     }
 
     /// Add `coder` as the first one asked (moved there if it was listed).
-    public func addCoder(_ coder: any SDImageCoder) {
-        list.withLock { l in
-            l.removeAll { $0 === coder }
-            l.append(coder)
-        }
-    }
+    public func addCoder(_ coder: any SDImageCoder) { list.add(coder, moving: true) }
 
     /// Remove `coder` (by identity).
-    public func removeCoder(_ coder: any SDImageCoder) {
-        list.withLock { l in l.removeAll { $0 === coder } }
-    }
+    public func removeCoder(_ coder: any SDImageCoder) { list.remove(coder) }
 
     /// In asking order.
     var asked: [any SDImageCoder] { coders.reversed() }

@@ -12,26 +12,22 @@ public final class SDImageLoadersManager: SDImageLoaderProvidingResponse, Sendab
     /// The manager `SDWebImageManager.shared` loads through: the shared downloader.
     public static let shared = SDImageLoadersManager(loaders: [SDWebImageDownloader.shared])
 
-    private let list: Locked<[any SDImageLoader]>
+    private let list: PriorityList<any SDImageLoader>
 
     /// A manager over `loaders`, lowest priority first.
-    public init(loaders: [any SDImageLoader] = []) { list = Locked(loaders) }
+    public init(loaders: [any SDImageLoader] = []) { list = PriorityList(loaders) }
 
     /// Lowest priority first.
     public var loaders: [any SDImageLoader] {
-        get { list.current }
-        set { list.set(newValue) }
+        get { list.all }
+        set { list.all = newValue }
     }
 
     /// Add `loader` with the highest priority.
-    public func addLoader(_ loader: any SDImageLoader) {
-        list.withLock { $0.append(loader) }
-    }
+    public func addLoader(_ loader: any SDImageLoader) { list.add(loader) }
 
     /// Remove `loader` (by identity).
-    public func removeLoader(_ loader: any SDImageLoader) {
-        list.withLock { l in l.removeAll { $0 === loader } }
-    }
+    public func removeLoader(_ loader: any SDImageLoader) { list.remove(loader) }
 
     private func loader(for url: URL?) -> (any SDImageLoader)? {
         loaders.last { $0.canRequestImage(for: url) }

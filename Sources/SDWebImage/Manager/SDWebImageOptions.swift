@@ -48,32 +48,28 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
     /// Complete only after the disk write finished.
     public static let waitStoreCache = Self(rawValue: 1 << 22)
 
+    /// The manager's options the image cache understands (SDWebImage's
+    /// `SDImageCacheOptionsForWebImageOptions`): the same flags under the cache's names.
     var cacheOptions: SDImageCacheOptions {
-        var o: SDImageCacheOptions = []
-        if contains(.queryMemoryData) { o.insert(.queryMemoryData) }
-        if contains(.queryMemoryDataSync) { o.insert(.queryMemoryDataSync) }
-        if contains(.queryDiskDataSync) { o.insert(.queryDiskDataSync) }
-        if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
-        if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
-        if contains(.decodeFirstFrameOnly) { o.insert(.decodeFirstFrameOnly) }
-        if contains(.preloadAllFrames) { o.insert(.preloadAllFrames) }
-        if contains(.matchAnimatedImageClass) { o.insert(.matchAnimatedImageClass) }
-        return o
+        Self.translated(self, [(.queryMemoryData, .queryMemoryData), (.queryMemoryDataSync, .queryMemoryDataSync),
+                               (.queryDiskDataSync, .queryDiskDataSync), (.scaleDownLargeImages, .scaleDownLargeImages),
+                               (.avoidDecodeImage, .avoidDecodeImage), (.decodeFirstFrameOnly, .decodeFirstFrameOnly),
+                               (.preloadAllFrames, .preloadAllFrames), (.matchAnimatedImageClass, .matchAnimatedImageClass)])
     }
 
+    /// The manager's options the downloader understands.
     var downloaderOptions: SDWebImageDownloaderOptions {
-        var o: SDWebImageDownloaderOptions = []
-        if contains(.lowPriority) { o.insert(.lowPriority) }
-        if contains(.highPriority) { o.insert(.highPriority) }
-        if contains(.progressiveLoad) { o.insert(.progressiveLoad) }
-        if contains(.handleCookies) { o.insert(.handleCookies) }
-        if contains(.allowInvalidSSLCertificates) { o.insert(.allowInvalidSSLCertificates) }
-        if contains(.scaleDownLargeImages) { o.insert(.scaleDownLargeImages) }
-        if contains(.avoidDecodeImage) { o.insert(.avoidDecodeImage) }
-        if contains(.decodeFirstFrameOnly) { o.insert(.decodeFirstFrameOnly) }
-        if contains(.preloadAllFrames) { o.insert(.preloadAllFrames) }
-        if contains(.matchAnimatedImageClass) { o.insert(.matchAnimatedImageClass) }
-        return o
+        Self.translated(self, [(.lowPriority, .lowPriority), (.highPriority, .highPriority),
+                               (.progressiveLoad, .progressiveLoad), (.handleCookies, .handleCookies),
+                               (.allowInvalidSSLCertificates, .allowInvalidSSLCertificates),
+                               (.scaleDownLargeImages, .scaleDownLargeImages), (.avoidDecodeImage, .avoidDecodeImage),
+                               (.decodeFirstFrameOnly, .decodeFirstFrameOnly), (.preloadAllFrames, .preloadAllFrames),
+                               (.matchAnimatedImageClass, .matchAnimatedImageClass)])
+    }
+
+    /// Each pair's second flag where `options` holds its first.
+    private static func translated<T: OptionSet>(_ options: Self, _ pairs: [(Self, T)]) -> T where T.Element == T {
+        pairs.reduce(into: T()) { result, pair in if options.contains(pair.0) { result.insert(pair.1) } }
     }
 }
 
