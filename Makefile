@@ -64,7 +64,7 @@ test-serve: build-swift deps-test
 
 # sdimage serve (release) against thumbor 7.8 from PyPI (a venv in build/),
 # and the two-thread render floor, in one run (docs/serve.md).
-bench-serve: deps-test
+bench-serve: deps-test build-c
 	@bash scripts/bench-serve.sh
 
 # Every test; the last line is the summary CI reads.

@@ -7,17 +7,19 @@ and `sdimage serve` (release, unsigned URLs like thumbor's /unsafe/) already
 running. Both get the same requests: fit in 256x256, WebP q80 and JPEG q80,
 every request a distinct source URL (`?n=`: a cache miss on both sides, the
 origin asked each time) at concurrency 16, after a warm-up; then ours again
-on URLs it has cached (the hit rows). The load generator is this script:
-asyncio, 16 requests in flight over HTTP/1.1, a connection per request for
-the render rows (see `load`) and 16 keep-alive connections for the hit row,
-each request timed here from its connection (or its first byte sent) to its
-last byte read (no synthetic samples). CPU per
+on URLs it has cached (the hit rows). The load generator is `sdcore-bench
+load` (Benchmarks/C/bench_load.c, $SDCORE_BENCH): one thread on epoll, 16
+requests in flight over HTTP/1.1, a connection per request for the render
+rows (see `load`) and 16 keep-alive connections for the hit row, each
+request timed there from its connection (or its first byte sent) to its
+last byte read (no synthetic samples). It is in C because at ten thousand
+hits a second an asyncio client took most of a core of the two the server
+needs. CPU per
 request is the servers' own CPU time (/proc) over the requests; peak RSS is
 VmHWM summed over the server's processes. Each row is the median of three
 runs; a run is repeated once when another process took more than 5% of the
 machine's CPU during it. Prints the table and one JSON line.
 """
-import asyncio
 import json
 import os
 import statistics
@@ -29,6 +31,7 @@ OURS, THUMBOR, ORIGIN, PHOTOS, OUT = sys.argv[1], sys.argv[2], sys.argv[3], sys.
 OUR_PIDS = [int(p) for p in sys.argv[6].split(",")]
 THUMBOR_PIDS = [int(p) for p in sys.argv[7].split(",")]
 CONCURRENCY = 16
+LOADGEN = os.environ.get("SDCORE_BENCH", "build/release/sdcore-bench")
 files = sorted(os.listdir(PHOTOS))
 
 
@@ -40,52 +43,23 @@ def thumbor_path(src, fmt, q=80):
     return f"/unsafe/fit-in/256x256/filters:format({fmt}):quality({q})/{src}"
 
 
-async def fetch(reader, writer, path, close=False):
-    extra = "Connection: close\r\n" if close else ""
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n{extra}\r\n".encode())
-    await writer.drain()
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length":
-            length = int(v)
-    body = await reader.readexactly(length) if length else b""
-    return status, body
-
-
-async def load(base, paths, keepalive=True):
-    """Every path once, CONCURRENCY at a time: (seconds, latencies, statuses,
-    bytes). Without keep-alive each request has a connection of its own (its
+def load(base, paths, keepalive=True):
+    """Every path once, CONCURRENCY at a time, by `sdcore-bench load`: its
+    JSON summary (requests, ok, seconds, rps, p50_ms, p99_ms, median_bytes).
+    Without keep-alive each request has a connection of its own (its
     setup timed with it): a server of several processes sharing a listening
     socket (thumbor's --processes) then gets its share of the load on each
     process, which 16 long-lived connections, handed out once, do not ensure."""
-    host, port = base.split("//")[1].split(":")
-    queue = list(reversed(paths))
-    lat, statuses, sizes = [], [], []
-
-    async def worker():
-        reader = writer = None
-        try:
-            while queue:
-                p = queue.pop()
-                t0 = time.perf_counter()
-                if writer is None:
-                    reader, writer = await asyncio.open_connection(host, int(port))
-                st, body = await fetch(reader, writer, p, close=not keepalive)
-                if not keepalive:
-                    writer.close()
-                    writer = None
-                lat.append(time.perf_counter() - t0)
-                statuses.append(st)
-                sizes.append(len(body))
-        finally:
-            if writer is not None:
-                writer.close()
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return time.perf_counter() - t0, lat, statuses, sizes
+    port = base.rsplit(":", 1)[1]
+    listing = OUT + ".paths"
+    with open(listing, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    args = [LOADGEN, "load", "--port", port, "--paths", listing, "--connections", str(CONCURRENCY)]
+    out = subprocess.run(args + ([] if keepalive else ["--close"]), capture_output=True, text=True)
+    os.unlink(listing)
+    if not out.stdout.strip():
+        sys.exit(f"bench-serve: the load generator failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
 
 
 def cpu(pids):
@@ -139,9 +113,10 @@ def row(name, base, pids, paths, keepalive=False):
         if len(runs) == 3:
             break
         own = pids_of(pids[0]) if len(pids) == 1 else pids
-        c0, m0, g0 = cpu(own), machine_cpu(), sum(os.times()[:2])
-        secs, lat, st, sizes = asyncio.run(load(base, paths(len(runs) + attempt * 10), keepalive))
-        c1, m1, g1 = cpu(own), machine_cpu(), sum(os.times()[:2])
+        c0, m0, g0 = cpu(own), machine_cpu(), sum(os.times()[:4])  # with the generator's (a child)
+        got = load(base, paths(len(runs) + attempt * 10), keepalive)
+        secs = got["seconds"]
+        c1, m1, g1 = cpu(own), machine_cpu(), sum(os.times()[:4])
         busy = (m1[0] - m0[0]) / os.sysconf("SC_CLK_TCK")
         # what neither the server nor this load generator used (nginx, the
         # origin, counts too: it serves both sides alike), less 2% for jiffy rounding
@@ -149,10 +124,9 @@ def row(name, base, pids, paths, keepalive=False):
         if others > secs * 2 * 0.10 and attempt < 3:
             print(f"  ({name}: another process used {others:.2f} s of CPU; run again)")
             continue
-        lat.sort()
-        runs.append({"rps": len(lat) / secs, "p50": lat[len(lat) // 2] * 1000, "p99": lat[int(len(lat) * 0.99)] * 1000,
-                     "cpu_ms": (c1 - c0) / len(lat) * 1000, "ok": st.count(200), "n": len(st),
-                     "bytes": statistics.median(sizes)})
+        runs.append({"rps": got["rps"], "p50": got["p50_ms"], "p99": got["p99_ms"],
+                     "cpu_ms": (c1 - c0) / got["requests"] * 1000, "ok": got["ok"], "n": got["requests"],
+                     "bytes": got["median_bytes"], "loadgen_cpu_s": g1 - g0})
     med = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
     med["rss_mb"] = peak_rss(pids_of(pids[0]) if len(pids) == 1 else pids) / 2**20
     print(f"{name:34} {med['rps']:8.1f} req/s  p50 {med['p50']:6.1f} ms  p99 {med['p99']:6.1f} ms  "
@@ -191,8 +165,8 @@ def main():
     n = int(os.environ.get("REQUESTS", "350"))
     srcs = [f"{ORIGIN}/photos/{files[i % len(files)]}" for i in range(n)]
     # warm-up: code paths, connections, the codecs (not counted)
-    asyncio.run(load(OURS, [our_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])]))
-    asyncio.run(load(THUMBOR, [thumbor_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])]))
+    load(OURS, [our_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])], keepalive=False)
+    load(THUMBOR, [thumbor_path(s + f"%3Fw%3D{i}", "webp") for i, s in enumerate(srcs[:32])], keepalive=False)
     results = {}
     for fmt in ("webp", "jpeg"):
         tag = {"webp": "webp", "jpeg": "jpeg"}[fmt]

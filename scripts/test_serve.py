@@ -652,6 +652,8 @@ def run(base):
         ("g:sm: not supported, clearly", sign(f"/rs:fill:100:100/g:sm/plain/{src}@png"), 400),
         ("unknown format", sign(f"/rs:fit:100:100/plain/{src}@tiff"), 400),
         ("not base64", sign("/rs:fit:100:100/%%%%.png"), 400),
+        ("broken percent-encoding", sign(f"/rs:fit:100:100/plain/{src}%zz@png"), 400),
+        ("percent-encoding that is not UTF-8", sign(f"/rs:fit:100:100/plain/{src}%ff@png"), 400),
         ("not http(s)", sign("/rs:fit:100:100/plain/file:///etc/passwd@png"), 400),
         ("source 404", sign(f"/rs:fit:100:100/plain/{ORIGIN}/status/404@png"), 404),
         ("source 500", sign(f"/rs:fit:100:100/plain/{ORIGIN}/status/500@png"), 502),

@@ -530,6 +530,7 @@ int bench_thumbnail_main(int argc, char **argv); /* bench_thumbnail.c */
 #endif
 int bench_color_main(int argc, char **argv); /* bench_color.c */
 int bench_formats_main(int argc, char **argv); /* bench_formats.c */
+int bench_load_main(int argc, char **argv); /* bench_load.c */
 
 int main(int argc, char **argv)
 {
@@ -549,6 +550,8 @@ int main(int argc, char **argv)
         return bench_color_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "formats") == 0)
         return bench_formats_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "load") == 0)
+        return bench_load_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "thumbnail") == 0) {
 #ifdef SD_BENCH_VIPS
         return bench_thumbnail_main(argc, argv);

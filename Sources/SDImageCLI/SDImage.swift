@@ -24,11 +24,7 @@ struct SDImageCommand: ParsableCommand {
     static func main() {
         let level = ProcessInfo.processInfo.environment["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
             ?? .warning
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return h
-        }
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -170,35 +170,42 @@ public struct ProcessingRequest: Sendable, Equatable {
     /// `.forbidden`); without, it is not checked ("insecure" by custom).
     public init(path: Substring, signer: URLSigner?) throws(ProcessingURLError) {
         guard path.hasPrefix("/") else { throw .bad("the path must start with /") }
-        let rest = path.dropFirst()
-        guard let slash = rest.firstIndex(of: "/") else { throw .bad("no processing options or source after the signature") }
-        let signature = rest[rest.startIndex..<slash]
-        let signed = rest[slash...]
+        let afterRoot = path.dropFirst()
+        guard let slash = afterRoot.firstIndex(of: "/") else { throw .bad("no processing options or source after the signature") }
+        let signature = afterRoot[afterRoot.startIndex..<slash]
+        let signed = afterRoot[slash...]
         if let signer, !signer.verify(signature, path: signed) {
             throw ProcessingURLError(kind: .forbidden, reason: "invalid signature")
         }
         var options = ProcessingOptions()
-        var segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)[...]
-        // options until "plain" or a segment without ":" (the base64 source)
-        while let seg = segments.first, seg != "plain", seg.contains(":") {
-            try Self.apply(seg, to: &options)
-            segments = segments.dropFirst()
+        // Walked in place, segment by segment (no split and join: a hit's
+        // whole answer costs less than parsing did that way).
+        var rest = signed.dropFirst()
+        func segment() -> (Substring, after: Substring) {
+            guard let slash = rest.firstIndex(of: "/") else { return (rest, rest[rest.endIndex...]) }
+            return (rest[..<slash], rest[rest.index(after: slash)...])
         }
-        guard let first = segments.first, !first.isEmpty else { throw .bad("no source URL") }
+        // options until "plain" or a segment without ":" (the base64 source)
+        while case let (seg, after) = segment(), seg != "plain", seg.contains(":") {
+            try Self.apply(seg, to: &options)
+            rest = after
+        }
+        let (first, afterFirst) = segment()
+        guard !first.isEmpty else { throw .bad("no source URL") }
         var source: String
         var ext: Substring?
         if first == "plain" {
-            var plain = segments.dropFirst().joined(separator: "/")
+            var plain = afterFirst  // the rest of the path, its slashes kept
             if let at = plain.lastIndex(of: "@") {
-                ext = Substring(plain[plain.index(after: at)...])
-                plain = String(plain[..<at])
+                ext = plain[plain.index(after: at)...]
+                plain = plain[..<at]
             }
-            guard let decoded = plain.removingPercentEncoding, !decoded.isEmpty else {
+            guard let decoded = Self.percentDecoded(plain), !decoded.isEmpty else {
                 throw .bad("the plain source URL is not valid percent-encoding")
             }
             source = decoded
         } else {
-            var encoded = segments.joined()
+            var encoded = String(rest.filter { $0 != "/" })  // the segments joined
             if let dot = encoded.lastIndex(of: ".") {
                 ext = Substring(encoded[encoded.index(after: dot)...])
                 encoded = String(encoded[..<dot])
@@ -214,12 +221,52 @@ public struct ProcessingRequest: Sendable, Equatable {
             guard let f = OutputFormat(name: String(ext)) else { throw .bad("unknown output format \"\(ext)\"") }
             options.format = f
         }
-        guard let url = URL(string: source), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              url.host?.isEmpty == false else {
-            throw .bad("the source must be an absolute http or https URL")
-        }
+        guard Self.isHTTPURL(source) else { throw .bad("the source must be an absolute http or https URL") }
         self.options = options
         self.source = source
+    }
+
+    /// `s` with its %XX escapes decoded; nil when an escape is broken or the
+    /// bytes are not UTF-8 (as Foundation's `removingPercentEncoding`).
+    static func percentDecoded(_ s: Substring) -> String? {
+        guard s.utf8.contains(UInt8(ascii: "%")) else { return String(s) }
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count)
+        var it = s.utf8.makeIterator()
+        while let b = it.next() {
+            guard b == UInt8(ascii: "%") else { bytes.append(b); continue }
+            guard let h = it.next().flatMap(hex), let l = it.next().flatMap(hex) else { return nil }
+            bytes.append(h << 4 | l)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// An absolute http or https URL with a host (checked by hand: the
+    /// render parses it with Foundation before it loads anything; a hit
+    /// needs no more than this).
+    static func isHTTPURL(_ s: String) -> Bool {
+        let scheme = s.prefix(8).lowercased()
+        let afterScheme: Substring
+        if scheme.hasPrefix("http://") {
+            afterScheme = s.dropFirst(7)
+        } else if scheme.hasPrefix("https://") {
+            afterScheme = s.dropFirst(8)
+        } else {
+            return false
+        }
+        var host = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = host.lastIndex(of: "@") { host = host[host.index(after: at)...] }  // after any user:password
+        if host.hasPrefix("[") { return host.count > 2 && host.contains("]") }  // an IPv6 literal
+        if let colon = host.lastIndex(of: ":") { host = host[..<colon] }  // before the port
+        return !host.isEmpty
     }
 
     /// One `name:arg:arg` option.

@@ -94,9 +94,12 @@ public struct ImageServer: Sendable {
                 return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: file.data)))
             }
         }
-        router.get("**") { request, context in await self.respond(to: request, client: context.remoteAddress?.ipAddress) }
+        // every other GET is an image: answered without the router's trie,
+        // which costs more than a memory hit's whole answer on a path of
+        // many segments (a plain source URL)
+        let routed: Set<String> = Set(["/health/live", "/health/ready", "/metrics"] + configuration.files.keys)
         let app = Application(
-            router: router,
+            responder: ServeResponder(server: self, router: router.buildResponder(), routed: routed),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "sdimage"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
@@ -232,6 +235,21 @@ public struct ImageServer: Sendable {
                         body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 }
+/// Image paths straight to the server; the few fixed ones through the router.
+struct ServeResponder: HTTPResponder {
+    typealias Context = ServeRequestContext
+    let server: ImageServer
+    let router: RouterResponder<ServeRequestContext>
+    let routed: Set<String>
+
+    func respond(to request: Request, context: ServeRequestContext) async throws -> Response {
+        guard request.method == .get, !routed.contains(request.uri.path) else {
+            return try await router.respond(to: request, context: context)
+        }
+        return await server.respond(to: request, client: context.remoteAddress?.ipAddress)
+    }
+}
+
 /// Hummingbird's basic context and the client's address (for the per-client limit).
 struct ServeRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
