@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jpeglib.h>
+
 #include "sd_test.h"
 #include "sd_test_util.h"
 
@@ -951,6 +953,99 @@ static int test_progressive_previews(void)
     return 0;
 }
 
+/* libjpeg itself, not buffered: the whole file read, at 1/denom, into
+ * native-order BGRA rows (what our decoder gives an opaque JPEG). */
+static int libjpeg_reduced(const uint8_t *jpg, size_t n, unsigned denom, uint8_t **out, unsigned *w, unsigned *h)
+{
+    struct jpeg_decompress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&c);
+    jpeg_mem_src(&c, jpg, (unsigned long)n);
+    ASSERT(jpeg_read_header(&c, TRUE) == JPEG_HEADER_OK);
+    c.scale_num = 1;
+    c.scale_denom = denom;
+    c.dct_method = JDCT_ISLOW;
+    c.do_fancy_upsampling = TRUE;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    c.out_color_space = JCS_EXT_BGRA;
+#else
+    c.out_color_space = JCS_EXT_ARGB;
+#endif
+    ASSERT(jpeg_start_decompress(&c));
+    *w = c.output_width;
+    *h = c.output_height;
+    *out = malloc((size_t)*w * *h * 4);
+    ASSERT(*out != NULL);
+    while (c.output_scanline < c.output_height) {
+        JSAMPROW row = *out + (size_t)c.output_scanline * *w * 4;
+        jpeg_read_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_decompress(&c);
+    jpeg_destroy_decompress(&c);
+    return 0;
+}
+
+/* A progressive JPEG read for 1/8 of its size stops at the first scan after
+ * which every coefficient the reduced IDCTs read is final, and its pixels
+ * are libjpeg's for the whole file, byte for byte; at full size every scan
+ * is read. Whole and in 512-byte pieces. */
+static int test_progressive_reduced_stops_early(void)
+{
+    sd_bitmap *src = synth(2048, 1536, 0);
+    uint8_t *jpg;
+    size_t n;
+    ASSERT_OK(enc_jpeg(src, 85, 1, &jpg, &n));
+    int total_scans = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        total_scans += jpg[i] == 0xFF && jpg[i + 1] == 0xDA;
+    ASSERT(total_scans >= 5);
+    uint8_t *ref;
+    unsigned rw, rh;
+    ASSERT(libjpeg_reduced(jpg, n, 8, &ref, &rw, &rh) == 0);
+    ASSERT(rw == 256 && rh == 192);
+    for (int pieces = 0; pieces < 2; pieces++) {
+        sd_decoder *d;
+        ASSERT_OK(sd_decoder_new(&d));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_TARGET_WIDTH, 256));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_TARGET_HEIGHT, 192));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_SHRINK_ON_LOAD_MARGIN, 1)); /* 1/8 exactly, nothing left to resample */
+        for (size_t pos = 0; pos < n;) {
+            size_t k = pieces ? (n - pos < 512 ? n - pos : 512) : n;
+            ASSERT_OK(sd_decoder_push(d, jpg + pos, k));
+            pos += k;
+        }
+        ASSERT_OK(sd_decoder_finish(d));
+        int64_t lw = 0, scans = 0, complete = 0;
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOAD_WIDTH, &lw));
+        ASSERT_EQ(lw, 256);
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_SCANS, &scans));
+        ASSERT(scans >= 1 && scans < total_scans); /* stopped before the last scan */
+        ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_COMPLETE, &complete));
+        ASSERT_EQ(complete, 1);
+        sd_bitmap *b = NULL;
+        ASSERT_OK(sd_decoder_take_bitmap(d, &b));
+        ASSERT(sd_bitmap_width(b) == rw && sd_bitmap_height(b) == rh);
+        for (unsigned y = 0; y < rh; y++)
+            ASSERT(memcmp(sd_bitmap_pixels(b) + (size_t)y * sd_bitmap_stride(b), ref + (size_t)y * rw * 4, rw * 4) == 0);
+        sd_bitmap_free(b);
+        sd_decoder_free(d);
+    }
+    /* full size: every scan */
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_push(d, jpg, n));
+    ASSERT_OK(sd_decoder_finish(d));
+    int64_t scans = 0;
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_SCANS, &scans));
+    ASSERT_EQ(scans, total_scans);
+    sd_decoder_free(d);
+    free(ref);
+    sd_free(jpg);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 static int test_baseline_rows_snapshot(void)
 {
     sd_bitmap *src = synth(64, 256, 0);
@@ -1476,6 +1571,7 @@ int main(int argc, char **argv)
         {"decoder_formats", test_decoder_formats},
         {"decoder_state_rules", test_decoder_state_rules},
         {"progressive_previews", test_progressive_previews},
+        {"progressive_reduced_stops_early", test_progressive_reduced_stops_early},
         {"baseline_rows_snapshot", test_baseline_rows_snapshot},
         {"adam7_snapshot_replicates", test_adam7_snapshot_replicates},
         {"pixel_pool", test_pixel_pool},

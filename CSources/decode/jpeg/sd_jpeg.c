@@ -61,6 +61,12 @@ typedef struct {
     int rest_cleared; /* rows below the decoded ones were zeroed for a preview */
     JSAMPROW *rows;
     int64_t last_preview_ms;
+    /* A progressive file read for a reduced size stops at the first scan
+     * boundary where every coefficient the reduced IDCT reads is final
+     * (early_stop): done_bits is libjpeg's coef_bits as of the scans
+     * completed so far (libjpeg updates its own when a scan starts). */
+    int early_stop;
+    int done_bits[4][DCTSIZE2];
 } sd__jpeg;
 
 static int map_code(int msg_code)
@@ -352,6 +358,51 @@ static int recover_truncated(sd_decoder *d, sd__jpeg *j)
     return SD_OK;
 }
 
+/*
+ * Which coefficients (natural order, row * 8 + column) libjpeg-turbo's
+ * reduced IDCTs read: 1x1 the DC alone; 2x2 rows and columns 0, 1, 3, 5, 7;
+ * 4x4 all but row and column 4 (jidctred.c: "don't bother to process
+ * column 4 / columns 2, 4, 6"). The full 8x8 reads every one.
+ */
+static int idct_reads(int scaled_size, int natural)
+{
+    int row = natural / DCTSIZE, col = natural % DCTSIZE;
+    switch (scaled_size) {
+    case 1: return natural == 0;
+    case 2: return (row < 2 || row % 2 == 1) && (col < 2 || col % 2 == 1);
+    case 4: return row != 4 && col != 4;
+    default: return 1;
+    }
+}
+
+/* Zigzag index -> natural index (coef_bits is in zigzag order). */
+static const uint8_t zigzag_natural[DCTSIZE2] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,
+    41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
+    30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+
+/* Every coefficient each component's reduced IDCT reads is known to its
+ * last bit in the completed scans: the rest of the file cannot change the
+ * output at this scale. */
+static int reads_final(const sd__jpeg *j)
+{
+    const struct jpeg_decompress_struct *c = &j->cinfo;
+    for (int ci = 0; ci < c->num_components; ci++) {
+        int size = c->comp_info[ci].DCT_scaled_size;
+        if (size >= DCTSIZE)
+            return 0;
+        for (int k = 0; k < DCTSIZE2; k++)
+            if (j->done_bits[ci][k] != 0 && idct_reads(size, zigzag_natural[k]))
+                return 0;
+    }
+    return 1;
+}
+
+static void snapshot_bits(sd__jpeg *j)
+{
+    memcpy(j->done_bits, j->cinfo.coef_bits, sizeof(int) * DCTSIZE2 * (size_t)j->cinfo.num_components);
+}
+
 /* Drive libjpeg as far as the buffered input allows. */
 static int run(sd_decoder *d)
 {
@@ -386,6 +437,12 @@ static int run(sd_decoder *d)
             if (!jpeg_start_decompress(c))
                 return SD_OK;
             j->phase = c->buffered_image ? PH_CONSUME : PH_ROWS;
+            /* scaled, progressive (not arithmetic: that one is read whole
+             * at finish) and at most 4 components */
+            j->early_stop = c->buffered_image && c->progressive_mode && !c->arith_code && c->coef_bits != NULL &&
+                            c->num_components <= 4 && c->scale_denom > 1;
+            if (j->early_stop) /* scan 1 has started: its bits are what the next SOS finds complete */
+                snapshot_bits(j);
             break;
         case PH_ROWS:
             if (!read_rows(d, j))
@@ -403,6 +460,19 @@ static int run(sd_decoder *d)
                     return SD_ECORRUPT;
                 }
                 d->scans = c->input_scan_number - 1;
+                if (j->early_stop && reads_final(j)) {
+                    /* The completed scans hold every bit the reduced IDCT
+                     * reads: render them, read no further (the output is
+                     * the full file's, byte for byte; no smoothing, which
+                     * would look at the scan just announced). */
+                    c->do_block_smoothing = FALSE;
+                    render_scan(d, j, c->input_scan_number - 1);
+                    d->end_reached = 1;
+                    j->phase = PH_DONE;
+                    return SD_OK;
+                }
+                if (j->early_stop)
+                    snapshot_bits(j);
                 maybe_preview(d, j);
             } else if (r == JPEG_REACHED_EOI) {
                 d->scans = c->input_scan_number;
