@@ -46,6 +46,22 @@ struct SDImageLoadRequest: Sendable {
     let decodeOptions: SDImageCoderOptions
     let encodeOptions: SDImageCoderOptions?
     let animatedImageClass: SDAnimatedImage.Type?
+    /// The manager's parts for this load (`.imageCache`, `.originalImageCache`,
+    /// `.imageLoader`, `.retryPolicy`, `.cacheSerializer`, `.cacheKeyFilter`);
+    /// nil: the manager's own.
+    let imageCache: (any SDImageCacheProtocol)?
+    let originalImageCache: (any SDImageCacheProtocol)?
+    let imageLoader: (any SDImageLoader)?
+    let retryPolicy: SDWebImageRetryPolicy?
+    let cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
+    let cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
+    /// The downloader's (`.downloadRequestModifier`, `.downloadResponseModifier`,
+    /// `.downloadDecryptor`, `.httpValidators`); nil: the downloader's own.
+    let requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
+    let responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
+    let decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
+    /// Set by the manager too, when `.refreshCached` revalidates an entry.
+    var httpValidators: SDWebImageHTTPValidators?
     /// Known when the manager made it (it knows which entry it asks for).
     private(set) var keys: Keys?
 
@@ -76,13 +92,25 @@ struct SDImageLoadRequest: Sendable {
         decodeOptions = c[.imageDecodeOptions] as? SDImageCoderOptions ?? [:]
         encodeOptions = c[.imageEncodeOptions] as? SDImageCoderOptions
         animatedImageClass = c[.animatedImageClass] as? SDAnimatedImage.Type
+        imageCache = c[.imageCache] as? any SDImageCacheProtocol
+        originalImageCache = c[.originalImageCache] as? any SDImageCacheProtocol
+        imageLoader = c[.imageLoader] as? any SDImageLoader
+        retryPolicy = c[.retryPolicy] as? SDWebImageRetryPolicy
+        cacheSerializer = c[.cacheSerializer] as? any SDWebImageCacheSerializerProtocol
+        cacheKeyFilter = c[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol
+        requestModifier = c[.downloadRequestModifier] as? any SDWebImageDownloaderRequestModifierProtocol
+        responseModifier = c[.downloadResponseModifier] as? any SDWebImageDownloaderResponseModifierProtocol
+        decryptor = c[.downloadDecryptor] as? any SDWebImageDownloaderDecryptorProtocol
+        httpValidators = c[.httpValidators] as? SDWebImageHTTPValidators
     }
 
-    /// The manager's request for `url`, keys included.
+    /// The manager's request for `url`, keys included (by the context's key
+    /// filter, else the manager's `keyFilter`).
     init(url: URL?, context: SDWebImageContext, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?) {
         self.init(context: context)
+        let filter = cacheKeyFilter ?? keyFilter
         keys = url.flatMap {
-            Self.keys(for: $0, keyFilter: keyFilter, thumbnail: thumbnail, resampling: resampling, transformer: transformer)
+            Self.keys(for: $0, keyFilter: filter, thumbnail: thumbnail, resampling: resampling, transformer: transformer)
         }
     }
 

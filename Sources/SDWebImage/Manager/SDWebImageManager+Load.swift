@@ -51,9 +51,9 @@ final class ManagerLoad: Sendable {
         originalKey = request.keys?.original
     }
 
-    var cache: any SDImageCacheProtocol { context[.imageCache] as? any SDImageCacheProtocol ?? manager.imageCache }
-    var originalCache: any SDImageCacheProtocol { context[.originalImageCache] as? any SDImageCacheProtocol ?? cache }
-    var loader: any SDImageLoader { context[.imageLoader] as? any SDImageLoader ?? manager.imageLoader }
+    var cache: any SDImageCacheProtocol { request.imageCache ?? manager.imageCache }
+    var originalCache: any SDImageCacheProtocol { request.originalImageCache ?? cache }
+    var loader: any SDImageLoader { request.imageLoader ?? manager.imageLoader }
     var transformer: (any SDImageTransformer)? { request.transformer }
     /// A thumbnail or transformed image: cached under its own key.
     var derived: Bool { request.keys?.derived ?? false }
@@ -162,7 +162,12 @@ final class ManagerLoad: Sendable {
                 return complete(cached, data, nil, cacheType)  // max-age not over: no request, as a URL cache
             }
             deliver(cached, data, cacheType, finished: true)
-            if let v = stored, v.canRevalidate { ctx[.httpValidators] = v }
+            if let v = stored, v.canRevalidate {
+                ctx[.httpValidators] = v  // for a loader of the user's, which reads the context
+                var typed = request
+                typed.httpValidators = v
+                ctx[.loadRequest] = typed
+            }
         }
         request(url, ctx, refresh: refresh, stored: stored, retry: 0)
     }
@@ -217,7 +222,7 @@ final class ManagerLoad: Sendable {
     }
 
     var retryPolicy: SDWebImageRetryPolicy? {
-        context[.retryPolicy] as? SDWebImageRetryPolicy ?? manager.retryPolicy
+        request.retryPolicy ?? manager.retryPolicy
     }
 
     /// Pause before another attempt; cancelling the load ends the pause.
@@ -242,7 +247,7 @@ final class ManagerLoad: Sendable {
             }
             result = transformed
         }
-        let serializer = context[.cacheSerializer] as? any SDWebImageCacheSerializerProtocol ?? manager.cacheSerializer
+        let serializer = request.cacheSerializer ?? manager.cacheSerializer
         let group = DispatchGroup()
         if derived {
             // keep the original bytes (not the thumbnail) for later transforms

@@ -164,8 +164,7 @@ public final class SDWebImageManager: @unchecked Sendable {
 
     /// The load's context resolved once, keys included (the key filter is user code).
     func request(for url: URL?, context: SDWebImageContext) -> SDImageLoadRequest {
-        SDImageLoadRequest(url: url, context: context,
-                           keyFilter: context[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol ?? cacheKeyFilter)
+        SDImageLoadRequest(url: url, context: context, keyFilter: cacheKeyFilter)
     }
 
     // MARK: - Load
