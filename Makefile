@@ -22,7 +22,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil libvips-dev \
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
-.PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift \
+.PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
         test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
 
 all: build
@@ -61,6 +61,17 @@ build-swift: deps
 serve: build-swift
 test-serve: build-swift deps-test
 	@bash scripts/test-serve.sh
+
+# The same suite against a ThreadSanitizer and then an AddressSanitizer build
+# of the server with its whole stack (NIO, Hummingbird, BoringSSL): about 4
+# minutes each to build on 2 cores, so not a suite of `make test`.
+test-serve-sanitizers: deps-test
+	@for s in thread address; do \
+	  echo "=== sdimage serve under $$s sanitizer"; \
+	  $(SWIFT) build --traits Serve --sanitize=$$s --product sdimage --scratch-path .build-serve-$$s >/dev/null || exit 1; \
+	  SDIMAGE_SERVE_BIN=$$($(SWIFT) build --scratch-path .build-serve-$$s --show-bin-path)/sdimage \
+	    TSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 bash scripts/test-serve.sh || exit 1; \
+	done
 
 # sdimage serve (release) against thumbor 7.8 from PyPI (a venv in build/),
 # and the two-thread render floor, in one run (docs/serve.md).
