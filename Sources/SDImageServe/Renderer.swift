@@ -192,7 +192,11 @@ public final class Renderer: Sendable {
 
     /// The result, when the memory cache has it (no waiting, no I/O).
     public func inMemory(_ request: ProcessingRequest, accepts: Accepts) -> Rendered? {
-        guard var hit = results.value(forKey: Self.key(request, accepts: accepts)) else { return nil }
+        inMemory(key: Self.key(request, accepts: accepts))
+    }
+
+    private func inMemory(key: String) -> Rendered? {
+        guard var hit = results.value(forKey: key) else { return nil }
         hit.cached = true
         hitsMemory.increment()
         return hit
@@ -200,8 +204,8 @@ public final class Renderer: Sendable {
 
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
-        if let hit = inMemory(request, accepts: accepts) { return hit }
         let key = Self.key(request, accepts: accepts)
+        if let hit = inMemory(key: key) { return hit }
         if let disk = resultDisk, var hit = await Self.onDisk({
             disk.data(forKey: key).flatMap { Rendered(data: $0, extendedData: disk.extendedData(forKey: key)) }
         }) {

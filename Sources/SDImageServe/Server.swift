@@ -76,11 +76,13 @@ public struct ImageServer: Sendable {
     /// in flight); `onListening` gets the port bound.
     public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
         let router = Router(context: ServeRequestContext.self)
-        router.get("/health/live") { _, _ in "ok\n" }
+        // the router answers these paths; every other GET is an image
+        let (live, ready, metrics) = ("/health/live", "/health/ready", "/metrics")
+        router.get(RouterPath(live)) { _, _ in "ok\n" }
         let readiness = configuration.readiness
-        router.get("/health/ready") { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
+        router.get(RouterPath(ready)) { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
         let rss = Gauge(label: "process_resident_memory_bytes")
-        router.get("/metrics") { _, _ in
+        router.get(RouterPath(metrics)) { _, _ in
             rss.record(SystemMemory.residentBytes)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
@@ -97,7 +99,7 @@ public struct ImageServer: Sendable {
         // every other GET is an image: answered without the router's trie,
         // which costs more than a memory hit's whole answer on a path of
         // many segments (a plain source URL)
-        let routed: Set<String> = Set(["/health/live", "/health/ready", "/metrics"] + configuration.files.keys)
+        let routed: Set<String> = Set([live, ready, metrics] + configuration.files.keys)
         let app = Application(
             responder: ServeResponder(server: self, router: router.buildResponder(), routed: routed),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),

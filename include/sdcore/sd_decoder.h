@@ -206,7 +206,8 @@ typedef enum sd_decoder_param {
     SD_DEC_INFO_HAS_ALPHA = 105,   /* 1 if the format can carry transparency */
     SD_DEC_INFO_OUTPUT_WIDTH = 106, /* size of the bitmap that will come out */
     SD_DEC_INFO_OUTPUT_HEIGHT = 107,
-    SD_DEC_INFO_SCANS = 108,       /* completed progressive scans / Adam7 passes */
+    SD_DEC_INFO_SCANS = 108,       /* completed progressive scans / Adam7 passes (a reduced-size
+                                    * JPEG stops after the last scan its scale needs) */
     SD_DEC_INFO_ROWS = 109,        /* rows decoded so far in the current pass */
     SD_DEC_INFO_PREVIEWS = 110,    /* previews rendered so far; grows by 1 each */
     SD_DEC_INFO_COMPLETE = 111,    /* after finish: 1 if every pixel was decoded */

@@ -34,9 +34,9 @@ extension SDImageCache {
     public func store(_ image: SDImage?, imageData: Data?, forKey key: String?, options: SDWebImageOptions = [],
                       context: SDWebImageContext?, cacheType: SDImageCacheType,
                       completion: (@Sendable ((any Error)?) -> Void)?) {
-        let typed = SDImageLoadRequest.resolve(context)
         store(image, imageData: imageData, forKey: key, cacheType: cacheType, extendedData: nil,
-              coder: typed.coder ?? SDImageCodersManager.shared, encodeOptions: typed.encodeOptions, completion: completion)
+              coder: context?[.imageCoder] as? any SDImageCoder ?? SDImageCodersManager.shared,
+              encodeOptions: context?[.imageEncodeOptions] as? SDImageCoderOptions, completion: completion)
     }
 
     private func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,

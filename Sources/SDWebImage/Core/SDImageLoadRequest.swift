@@ -55,13 +55,6 @@ struct SDImageLoadRequest: Sendable {
     let retryPolicy: SDWebImageRetryPolicy?
     let cacheSerializer: (any SDWebImageCacheSerializerProtocol)?
     let cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
-    /// The downloader's (`.downloadRequestModifier`, `.downloadResponseModifier`,
-    /// `.downloadDecryptor`, `.httpValidators`); nil: the downloader's own.
-    let requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
-    let responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?
-    let decryptor: (any SDWebImageDownloaderDecryptorProtocol)?
-    /// Set by the manager too, when `.refreshCached` revalidates an entry.
-    var httpValidators: SDWebImageHTTPValidators?
     /// Known when the manager made it (it knows which entry it asks for).
     private(set) var keys: Keys?
 
@@ -98,10 +91,6 @@ struct SDImageLoadRequest: Sendable {
         retryPolicy = c[.retryPolicy] as? SDWebImageRetryPolicy
         cacheSerializer = c[.cacheSerializer] as? any SDWebImageCacheSerializerProtocol
         cacheKeyFilter = c[.cacheKeyFilter] as? any SDWebImageCacheKeyFilterProtocol
-        requestModifier = c[.downloadRequestModifier] as? any SDWebImageDownloaderRequestModifierProtocol
-        responseModifier = c[.downloadResponseModifier] as? any SDWebImageDownloaderResponseModifierProtocol
-        decryptor = c[.downloadDecryptor] as? any SDWebImageDownloaderDecryptorProtocol
-        httpValidators = c[.httpValidators] as? SDWebImageHTTPValidators
     }
 
     /// The manager's request for `url`, keys included (by the context's key

@@ -142,7 +142,6 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         guard let request = makeRequest(url, options, context) else {
             return fail(SDWebImageError(.invalidDownloadOperation, "the request modifier returned nil"))
         }
-        let typed = SDImageLoadRequest.resolve(context)
         var env = SDWebImageDownloaderOperationEnvironment(
             loader: loader,
             minimumProgressInterval: config.minimumProgressInterval,
@@ -150,8 +149,9 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             password: config.urlCredential?.password ?? config.password,
             acceptableStatusCodes: config.acceptableStatusCodes,
             acceptableContentTypes: config.acceptableContentTypes,
-            responseModifier: typed.responseModifier ?? config.responseModifier,
-            decryptor: typed.decryptor ?? config.decryptor,
+            responseModifier: context?[.downloadResponseModifier] as? any SDWebImageDownloaderResponseModifierProtocol
+                ?? config.responseModifier,
+            decryptor: context?[.downloadDecryptor] as? any SDWebImageDownloaderDecryptorProtocol ?? config.decryptor,
             callbackQueue: config.callbackQueue,
             httpCache: httpCache)
         env.resumable = resumable
@@ -241,7 +241,8 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         if headers.keys.first(where: { $0.caseInsensitiveCompare("Accept") == .orderedSame }) == nil {
             request.setValue("", forHTTPHeaderField: "Accept") // removed by the user: send none
         }
-        let modifier = SDImageLoadRequest.resolve(context).requestModifier ?? config.requestModifier
+        let modifier = context?[.downloadRequestModifier] as? any SDWebImageDownloaderRequestModifierProtocol
+            ?? config.requestModifier
         guard let modifier else { return request }
         return modifier.modifiedRequest(with: request)
     }

@@ -56,7 +56,7 @@ extension SDWebImageDownloaderOperation {
             d.acceptableContentTypes = env.acceptableContentTypes.map { Array($0).sorted() }
         }
         // the HTTP cache's entry, else the manager's (.refreshCached): one validator type
-        if let v = validators?.validators ?? SDImageLoadRequest.resolve(context).httpValidators {
+        if let v = validators?.validators ?? context?[.httpValidators] as? SDWebImageHTTPValidators {
             d.ifNoneMatch = v.etag
             d.ifModifiedSince = v.lastModified
         } else {

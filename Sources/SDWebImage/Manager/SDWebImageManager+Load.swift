@@ -162,12 +162,7 @@ final class ManagerLoad: Sendable {
                 return complete(cached, data, nil, cacheType)  // max-age not over: no request, as a URL cache
             }
             deliver(cached, data, cacheType, finished: true)
-            if let v = stored, v.canRevalidate {
-                ctx[.httpValidators] = v  // for a loader of the user's, which reads the context
-                var typed = request
-                typed.httpValidators = v
-                ctx[.loadRequest] = typed
-            }
+            if let v = stored, v.canRevalidate { ctx[.httpValidators] = v }
         }
         request(url, ctx, refresh: refresh, stored: stored, retry: 0)
     }
