@@ -164,7 +164,7 @@ let package = Package(
         // Links SDWebImageSVGCoder, so SVG decodes in the test process (one
         // binary for every test target); SDCacheStress, run as a child
         // process, does not link it.
-        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDTestSupport", "SDCacheStress",
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDCoders", "SDTestSupport", "SDCacheStress",
                                                             "SDWebImageSVGCoder"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
         .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport"]),

@@ -67,7 +67,7 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
     '    name: "ReadmeExample",' "    dependencies: [.package(name: \"SDWebImage\", path: \"$PWD\")]," \
     '    targets: [.executableTarget(name: "readme-example", dependencies: [.product(name: "SDWebImage", package: "SDWebImage")])]' \
     ')' > "$ex/Package.swift"
-  if [ -s "$ex/Sources/readme-example/main.swift" ] && swift build --package-path "$ex" --scratch-path "$prefix/swift" >"$prefix/readme.log" 2>&1; then
+  if [ -s "$ex/Sources/readme-example/main.swift" ] && swift build --disable-index-store --package-path "$ex" --scratch-path "$prefix/swift" >"$prefix/readme.log" 2>&1; then
     "$prefix/swift/debug/readme-example" "$base/img/t.png" >"$prefix/readme.out" 2>&1
     check "README Swift example loads from nginx" 'grep -q "^256x171 from " "$prefix/readme.out" || { cat "$prefix/readme.out"; false; }'
   else
@@ -75,7 +75,7 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
     check "README Swift example builds in a package of its own" 'false'
   fi
   # a Swift consumer package that depends on this checkout by path
-  if swift build --package-path examples/swift --scratch-path "$prefix/swift" >"$prefix/swift.log" 2>&1; then
+  if swift build --disable-index-store --package-path examples/swift --scratch-path "$prefix/swift" >"$prefix/swift.log" 2>&1; then
     "$prefix/swift/debug/sdwebimage-example" "$base/img/t.png" >"$prefix/swift.out" 2>&1
     check "Swift consumer loads from nginx, then from memory" \
       'grep -q "^t.png 256x171 network pass 1$" "$prefix/swift.out" && grep -q "^t.png 256x171 memory pass 2$" "$prefix/swift.out"'

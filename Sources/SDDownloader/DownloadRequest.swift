@@ -100,4 +100,68 @@ public struct DownloadRequest: Sendable {
 
     /// A request for `url` with every default.
     public init(url: URL) { self.url = url }
+
+    /// Every default and no URL yet (`about:blank`): the template a
+    /// downloader config keeps its transport settings in. Each download
+    /// copies it and sets only what is its own — URL, headers, priority,
+    /// decode (libcurl's `curl_easy_duphandle` shape).
+    public static var template: DownloadRequest { DownloadRequest(url: URL(string: "about:blank")!) }
+}
+
+extension DownloadRequest {
+    /// Writes every field into a C request (the one DownloadRequest ->
+    /// `sd_request` mapping): 0, or the first negative status.
+    func write(to r: OpaquePointer) -> Int32 {
+        let q = self
+        var rc: Int32 = 0
+        func set(_ p: sd_request_param, _ v: Int64) { if rc == 0 { rc = sd_request_set(r, p, v) } }
+        func str(_ p: sd_request_string, _ v: String?) { if rc == 0, let v { rc = sd_request_set_string(r, p, v) } }
+        set(SD_REQ_PRIORITY, Int64(q.priority.rawValue))
+        set(SD_REQ_IDLE_TIMEOUT_MS, Int64(max(0, q.timeout * 1000)))
+        set(SD_REQ_TIMEOUT_MS, Int64(max(0, q.totalTimeout * 1000)))
+        if q.connectTimeout > 0 { set(SD_REQ_CONNECT_TIMEOUT_MS, Int64(q.connectTimeout * 1000)) }
+        if q.lowSpeedLimit > 0 && q.lowSpeedTime > 0 {
+            set(SD_REQ_LOW_SPEED_BYTES, Int64(q.lowSpeedLimit))
+            set(SD_REQ_LOW_SPEED_TIME_MS, Int64(q.lowSpeedTime * 1000))
+        }
+        set(SD_REQ_USE_SINK, q.decode ? 1 : 0)
+        set(SD_REQ_ALLOW_INVALID_CERTS, q.allowsInvalidCertificates ? 1 : 0)
+        set(SD_REQ_COOKIES, q.handlesCookies ? 1 : 0)
+        set(SD_REQ_STATUS_MIN, Int64(q.acceptableStatusCodes.lowerBound))
+        set(SD_REQ_STATUS_MAX, Int64(q.acceptableStatusCodes.upperBound))
+        set(SD_REQ_MAX_BYTES, Int64(max(0, q.maxResponseBytes)))
+        set(SD_REQ_PROGRESS_INTERVAL_MS, Int64(max(0, q.minimumProgressInterval * 1000)))
+        if rc == 0, let resume = q.resume {
+            rc = resume.data.withUnsafeBytes { raw in
+                sd_request_set_resume(r, raw.bindMemory(to: UInt8.self).baseAddress, raw.count, resume.validator)
+            }
+        }
+        str(SD_REQ_USERNAME, q.username)
+        str(SD_REQ_PASSWORD, q.password)
+        str(SD_REQ_IF_NONE_MATCH, q.ifNoneMatch)
+        str(SD_REQ_IF_MODIFIED_SINCE, q.ifModifiedSince)
+        str(SD_REQ_ACCEPT_CONTENT_TYPES, q.acceptableContentTypes?.joined(separator: ","))
+        str(SD_REQ_PROXY, q.proxy)
+        set(SD_REQ_MAX_REDIRECTS, Int64(max(0, q.maxRedirects)))
+        let pol = q.policy
+        if pol != .none {
+            str(SD_REQ_ALLOWED_SCHEMES, pol.allowedSchemes?.joined(separator: ","))
+            if !pol.allowedHosts.isEmpty { str(SD_REQ_ALLOWED_HOSTS, pol.allowedHosts.joined(separator: ",")) }
+            if !pol.blockedHosts.isEmpty { str(SD_REQ_BLOCKED_HOSTS, pol.blockedHosts.joined(separator: ",")) }
+            if !pol.trustedHosts.isEmpty { str(SD_REQ_TRUSTED_HOSTS, pol.trustedHosts.joined(separator: ",")) }
+            set(SD_REQ_BLOCK_ADDRESSES, pol.blockedAddresses.rawValue)
+            set(SD_REQ_NO_DOWNGRADE, pol.allowsHTTPSToHTTPRedirect ? 0 : 1)
+        }
+        for (name, value) in q.headers.sorted(by: { $0.key < $1.key }) where rc == 0 {
+            rc = sd_request_add_header(r, "\(name): \(value)")
+        }
+        // The one DecodeOptions -> sd_decoder_param mapping; previews are the
+        // request's to ask for (they cost a render per scan).
+        var o = q.decodeOptions
+        o.progressivePreviews = q.progressivePreviews
+        for (p, v) in o.coreParameters where rc == 0 {
+            rc = sd_request_set_decoder_param(r, p, v)
+        }
+        return rc
+    }
 }

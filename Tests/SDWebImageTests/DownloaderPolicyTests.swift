@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import Synchronization
 import Testing
 
 /// Issue 13: the server preset, through the SDWebImage API. The C tests hold
@@ -114,6 +115,50 @@ struct DownloaderPolicyTests {
         let r = await download(d, away)
         #expect((r.1 as? URLError)?.code == .appTransportSecurityRequiresSecureConnection)
     }
+
+    @Test("The transport settings are one request template: the named properties are views of it, an operation gets it, and a field set only through it binds every download")
+    func requestTemplate() async throws {
+        let s = try #require(servers)
+        let p = SDWebImageDownloaderConfig.server()
+        let t = p.requestTemplate
+        #expect(t.policy == .server && t.maxRedirects == 3 && t.maxResponseBytes == 20 << 20)
+        #expect(t.connectTimeout == 5 && t.totalTimeout == 30 && t.timeout == 10 && t.lowSpeedLimit == 1024)
+        p.downloadLowSpeedTime = 7
+        p.proxy = ""
+        p.username = "u"
+        p.password = "p"
+        #expect(p.requestTemplate.lowSpeedTime == 7 && p.requestTemplate.proxy == "")
+        #expect(p.requestTemplate.username == "u" && p.requestTemplate.password == "p")
+        p.urlCredential = URLCredential(user: "cu", password: "cp", persistence: .none)  // it wins, as in SDWebImage
+        #expect(p.requestTemplate.username == "cu" && p.requestTemplate.password == "cp" && p.username == "u")
+
+        // an operation of one's own gets the template in its environment
+        p.operationClass = TemplateProbeOperation.self
+        #expect(await SDWebImageDownloader(config: p).load(URL(string: "memory://probe.png")).image != nil)
+        let seen = try #require(TemplateProbeOperation.seen.withLock { $0 })
+        #expect(seen.policy == .server && seen.lowSpeedTime == 7 && seen.connectTimeout == 5 && seen.username == "cu")
+
+        // no redirect followed (the 302 is the answer): set on the template alone, it reaches the transfer
+        let config = SDWebImageDownloaderConfig()
+        config.requestTemplate.maxRedirects = 0
+        #expect(config.maxRedirects == 0)
+        let once = s.url(s.fault, "/redirect?to=" + s.url(s.fault, "/ok").absoluteString
+            .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        let capped = await SDWebImageDownloader(config: config).load(once)
+        #expect(capped.sdError?.code == .invalidDownloadStatusCode && capped.sdError?.statusCode == 302)  // not followed
+        #expect(await SDWebImageDownloader().load(once).image != nil)
+    }
+}
+
+/// Records the environment its downloader hands it.
+final class TemplateProbeOperation: ParkedOperation, @unchecked Sendable {
+    static let seen = Mutex<DownloadRequest?>(nil)
+    required init(request: URLRequest, options: SDWebImageDownloaderOptions, context: SDWebImageContext?,
+                  environment: SDWebImageDownloaderOperationEnvironment) {
+        Self.seen.withLock { $0 = environment.requestTemplate }
+        super.init(request: request, options: options, context: context, environment: environment)
+    }
+    override func start() { finish() }
 }
 
 /// Issue 19: `downloadTimeout` is an idle timeout, as SDWebImage's (URLSession

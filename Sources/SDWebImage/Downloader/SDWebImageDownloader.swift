@@ -145,8 +145,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         var env = SDWebImageDownloaderOperationEnvironment(
             loader: loader,
             minimumProgressInterval: config.minimumProgressInterval,
-            username: config.urlCredential?.user ?? config.username,
-            password: config.urlCredential?.password ?? config.password,
+            requestTemplate: config.requestTemplate,
             acceptableStatusCodes: config.acceptableStatusCodes,
             acceptableContentTypes: config.acceptableContentTypes,
             responseModifier: context?[.downloadResponseModifier] as? any SDWebImageDownloaderResponseModifierProtocol
@@ -155,14 +154,6 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             callbackQueue: config.callbackQueue,
             httpCache: httpCache)
         env.resumable = resumable
-        env.urlPolicy = config.urlPolicy
-        env.proxy = config.proxy
-        env.maxResponseBytes = config.maxResponseBytes
-        env.maxRedirects = config.maxRedirects
-        env.totalTimeout = config.downloadTotalTimeout
-        env.lowSpeedLimit = config.downloadLowSpeedLimit
-        env.lowSpeedTime = config.downloadLowSpeedTime
-        env.connectTimeout = config.downloadConnectTimeout
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         slot?.set(op)

@@ -19,17 +19,13 @@ public final class SDWebImageDownloaderConfig: Sendable {
     private struct State {
         var maxConcurrentDownloads = 6
         var maxConnectionsPerHost = 6
-        var downloadTimeout: TimeInterval = 15
-        var downloadTotalTimeout = DownloadRequest.defaultTotalTimeout
-        var downloadLowSpeedLimit = 0
-        var downloadLowSpeedTime: TimeInterval = 10
-        var downloadConnectTimeout = DownloadRequest.defaultConnectTimeout
+        /// The transport settings: every download copies this template
+        /// and sets only its URL, headers, priority and decode.
+        var request = DownloadRequest.template
         var minimumProgressInterval: Double = 0
         var executionOrder = SDWebImageDownloaderExecutionOrder.fifo
         var operationClass: (any SDWebImageDownloaderOperationProtocol.Type)?
         var urlCredential: URLCredential?
-        var username: String?
-        var password: String?
         var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
         var acceptableContentTypes: Set<String>?
         var requestModifier: (any SDWebImageDownloaderRequestModifierProtocol)?
@@ -38,11 +34,7 @@ public final class SDWebImageDownloaderConfig: Sendable {
         var callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue
         var httpCacheCapacity = 16 << 20
         var resumableDataCapacity = 32 << 20
-        var urlPolicy = URLPolicy.none
-        var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
-        var maxRedirects = DownloadRequest.defaultMaxRedirects
         var decodeLimits = DecodeLimits()
-        var proxy: String?
         var telemetry = SDTelemetry.none
     }
 
@@ -72,22 +64,43 @@ public final class SDWebImageDownloaderConfig: Sendable {
         onChange?()
     }
 
+    /// The transport settings as one value (ours, libcurl's
+    /// `curl_easy_duphandle` shape): the properties below that set a
+    /// download's policy, limits, timeouts, proxy and credentials are views
+    /// of it, and each download starts from a copy, setting only its URL,
+    /// headers, priority and decode. A `DownloadRequest` field with no
+    /// property of its own here is set through this. `urlCredential`, when
+    /// set, gives the user and password.
+    public var requestTemplate: DownloadRequest {
+        get {
+            state.withLock { s in
+                var r = s.request
+                if let c = s.urlCredential {
+                    r.username = c.user
+                    r.password = c.password
+                }
+                return r
+            }
+        }
+        set { self[\.request] = newValue }
+    }
+
     /// What downloads may reach (ours; SDWebImage has no such setting):
     /// schemes, hosts, address classes, https -> http redirects. Default
     /// `.none`; `SDWebImageDownloaderConfig.server()` turns it on.
     public var urlPolicy: URLPolicy {
-        get { self[\.urlPolicy] }
-        set { self[\.urlPolicy] = newValue }
+        get { self[\.request.policy] }
+        set { self[\.request.policy] = newValue }
     }
     /// Largest response body accepted (default 200 MiB).
     public var maxResponseBytes: Int {
-        get { self[\.maxResponseBytes] }
-        set { self[\.maxResponseBytes] = max(0, newValue) }
+        get { self[\.request.maxResponseBytes] }
+        set { self[\.request.maxResponseBytes] = max(0, newValue) }
     }
     /// Redirects followed at most (default 10, URLSession's is 16).
     public var maxRedirects: Int {
-        get { self[\.maxRedirects] }
-        set { self[\.maxRedirects] = max(0, newValue) }
+        get { self[\.request.maxRedirects] }
+        set { self[\.request.maxRedirects] = max(0, newValue) }
     }
 
     /// Ours: caps on every image this downloader decodes — source pixels,
@@ -109,8 +122,8 @@ public final class SDWebImageDownloaderConfig: Sendable {
     /// through it (the operator's, trusted): an IP-literal host is still
     /// judged, a name is the proxy's to resolve and police (SECURITY.md).
     public var proxy: String? {
-        get { self[\.proxy] }
-        set { self[\.proxy] = newValue }
+        get { self[\.request.proxy] }
+        set { self[\.request.proxy] = newValue }
     }
 
     /// The preset for a service fed untrusted URLs (SECURITY.md): the
@@ -126,14 +139,14 @@ public final class SDWebImageDownloaderConfig: Sendable {
         c.state.withLock { s in
             // the C core's server preset (sd_request_use_server_preset): its
             // numbers are read from its header, not restated here
-            s.urlPolicy = .server
-            s.maxRedirects = ServerPreset.maxRedirects
-            s.maxResponseBytes = ServerPreset.maxResponseBytes
-            s.downloadTimeout = ServerPreset.idleTimeout
-            s.downloadTotalTimeout = ServerPreset.totalTimeout
-            s.downloadConnectTimeout = ServerPreset.connectTimeout
-            s.downloadLowSpeedLimit = ServerPreset.lowSpeedLimit
-            s.downloadLowSpeedTime = ServerPreset.lowSpeedTime
+            s.request.policy = .server
+            s.request.maxRedirects = ServerPreset.maxRedirects
+            s.request.maxResponseBytes = ServerPreset.maxResponseBytes
+            s.request.timeout = ServerPreset.idleTimeout
+            s.request.totalTimeout = ServerPreset.totalTimeout
+            s.request.connectTimeout = ServerPreset.connectTimeout
+            s.request.lowSpeedLimit = ServerPreset.lowSpeedLimit
+            s.request.lowSpeedTime = ServerPreset.lowSpeedTime
             s.maxConnectionsPerHost = 6
             s.decodeLimits = .server
         }
@@ -158,33 +171,33 @@ public final class SDWebImageDownloaderConfig: Sendable {
     /// which URLSession applies to idle time). `downloadTotalTimeout`
     /// bounds the whole download.
     public var downloadTimeout: TimeInterval {
-        get { self[\.downloadTimeout] }
-        set { self[\.downloadTimeout] = newValue }
+        get { self[\.request.timeout] }
+        set { self[\.request.timeout] = newValue }
     }
     /// Ours: the longest one download may take however steadily its bytes
     /// come (a 1-byte-per-second drip ends here). Default 120 s; 0: none.
     public var downloadTotalTimeout: TimeInterval {
-        get { self[\.downloadTotalTimeout] }
-        set { self[\.downloadTotalTimeout] = max(0, newValue) }
+        get { self[\.request.totalTimeout] }
+        set { self[\.request.totalTimeout] = max(0, newValue) }
     }
     /// Ours: a download fails with `timedOut` when fewer than this many
     /// bytes per second arrive for `downloadLowSpeedTime` seconds — a
     /// server dripping a byte now and then is never idle, so only this (or
     /// the total timeout) ends it early. Default 0: off; 1 KiB/s in `server()`.
     public var downloadLowSpeedLimit: Int {
-        get { self[\.downloadLowSpeedLimit] }
-        set { self[\.downloadLowSpeedLimit] = max(0, newValue) }
+        get { self[\.request.lowSpeedLimit] }
+        set { self[\.request.lowSpeedLimit] = max(0, newValue) }
     }
     /// Seconds a download may stay under `downloadLowSpeedLimit` (default 10).
     public var downloadLowSpeedTime: TimeInterval {
-        get { self[\.downloadLowSpeedTime] }
-        set { self[\.downloadLowSpeedTime] = max(0, newValue) }
+        get { self[\.request.lowSpeedTime] }
+        set { self[\.request.lowSpeedTime] = max(0, newValue) }
     }
     /// Ours: seconds to connect (name lookup, TCP and TLS) before a download
     /// fails with `timedOut`. Default 10 (the C core's); 5 in `server()`.
     public var downloadConnectTimeout: TimeInterval {
-        get { self[\.downloadConnectTimeout] }
-        set { self[\.downloadConnectTimeout] = max(0, newValue) }
+        get { self[\.request.connectTimeout] }
+        set { self[\.request.connectTimeout] = max(0, newValue) }
     }
     /// Fraction of the expected size (0...1) that must arrive between two
     /// progress calls (default 0: every chunk). The last call always comes.
@@ -209,13 +222,13 @@ public final class SDWebImageDownloaderConfig: Sendable {
     }
     /// HTTP Basic user, with `password` (`urlCredential` wins).
     public var username: String? {
-        get { self[\.username] }
-        set { self[\.username] = newValue }
+        get { self[\.request.username] }
+        set { self[\.request.username] = newValue }
     }
     /// HTTP Basic password, with `username`.
     public var password: String? {
-        get { self[\.password] }
-        set { self[\.password] = newValue }
+        get { self[\.request.password] }
+        set { self[\.request.password] = newValue }
     }
     /// Default 200..<300; nil accepts any status.
     public var acceptableStatusCodes: IndexSet? {

@@ -23,22 +23,13 @@ extension SDWebImageDownloaderOperation {
 
     func makeRequest(_ first: SDImageLoaderDecodeOptions) -> DownloadRequest? {
         guard let r = request, let url = r.url, (r.httpMethod ?? "GET").uppercased() == "GET" else { return nil }
-        var d = DownloadRequest(url: url)
+        var d = env.requestTemplate  // policy, limits, timeouts, proxy, credentials
+        d.url = url
         d.priority = options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
         d.timeout = r.timeoutInterval
         for (k, v) in r.allHTTPHeaderFields ?? [:] { d.headers[k] = v }
         d.handlesCookies = options.contains(.handleCookies)
-        d.policy = env.urlPolicy
-        d.proxy = env.proxy
-        d.maxResponseBytes = env.maxResponseBytes
-        d.maxRedirects = env.maxRedirects
-        d.totalTimeout = env.totalTimeout
-        d.lowSpeedLimit = env.lowSpeedLimit
-        d.lowSpeedTime = env.lowSpeedTime
-        d.connectTimeout = env.connectTimeout
         d.allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
-        d.username = env.username
-        d.password = env.password
         d.decode = decodesInTransfer
         d.decodeOptions = first.decode
         if decodesInTransfer, !streamedFormats.isSuperset(of: Self.everyFormat) {

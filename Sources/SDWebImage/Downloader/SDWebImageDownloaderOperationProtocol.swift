@@ -12,10 +12,15 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public let loader: DataLoader
     /// Minimum seconds between two progress calls (the config's `minimumProgressInterval`).
     public let minimumProgressInterval: Double
-    /// HTTP Basic user (the config's `username`).
-    public let username: String?
-    /// HTTP Basic password (the config's `password`).
-    public let password: String?
+    /// The transport settings every download of this operation starts from:
+    /// the config's `requestTemplate` (policy, limits, timeouts, proxy,
+    /// credentials). The operation copies it and sets the URL, headers,
+    /// priority and decode.
+    public var requestTemplate: DownloadRequest
+    /// HTTP Basic user (the config's `username`, or its `urlCredential`'s).
+    public var username: String? { requestTemplate.username }
+    /// HTTP Basic password (the config's `password`, or its `urlCredential`'s).
+    public var password: String? { requestTemplate.password }
     /// Statuses that count as success; nil: any.
     public let acceptableStatusCodes: IndexSet?
     /// Content types that count as success; nil: any.
@@ -28,23 +33,6 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public let callbackQueue: DispatchQueue
     let httpCache: HTTPValidatorCache?
     var resumable: ResumableDataStore?
-    /// The config's `urlPolicy`, `maxResponseBytes`, `maxRedirects`.
-    public var urlPolicy = URLPolicy.none
-    /// Largest body accepted, in bytes.
-    public var maxResponseBytes = DownloadRequest.defaultMaxResponseBytes
-    /// Redirects followed at most.
-    public var maxRedirects = DownloadRequest.defaultMaxRedirects
-    /// The config's `downloadTotalTimeout`.
-    public var totalTimeout = DownloadRequest.defaultTotalTimeout
-    /// The config's `downloadLowSpeedLimit` (bytes/s; 0: off).
-    public var lowSpeedLimit = 0
-    /// The config's `downloadLowSpeedTime`.
-    public var lowSpeedTime: TimeInterval = 10
-    /// The config's `downloadConnectTimeout`.
-    public var connectTimeout = DownloadRequest.defaultConnectTimeout
-    /// The config's `proxy`.
-    public var proxy: String?
-
     /// An environment for operations of your own (tests, custom downloaders); the
     /// downloader builds one per request from its config.
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,
@@ -53,21 +41,22 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
                 responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)? = nil,
                 decryptor: (any SDWebImageDownloaderDecryptorProtocol)? = nil,
                 callbackQueue: DispatchQueue = SDWebImageDownloaderConfig.defaultCallbackQueue) {
-        self.init(loader: loader, minimumProgressInterval: minimumProgressInterval, username: username,
-                  password: password, acceptableStatusCodes: acceptableStatusCodes,
+        self.init(loader: loader, minimumProgressInterval: minimumProgressInterval,
+                  acceptableStatusCodes: acceptableStatusCodes,
                   acceptableContentTypes: acceptableContentTypes, responseModifier: responseModifier,
                   decryptor: decryptor, callbackQueue: callbackQueue, httpCache: nil)
+        requestTemplate.username = username
+        requestTemplate.password = password
     }
 
-    init(loader: DataLoader, minimumProgressInterval: Double, username: String?, password: String?,
+    init(loader: DataLoader, minimumProgressInterval: Double, requestTemplate: DownloadRequest = .template,
          acceptableStatusCodes: IndexSet?, acceptableContentTypes: Set<String>?,
          responseModifier: (any SDWebImageDownloaderResponseModifierProtocol)?,
          decryptor: (any SDWebImageDownloaderDecryptorProtocol)?, callbackQueue: DispatchQueue,
          httpCache: HTTPValidatorCache?) {
         self.loader = loader
         self.minimumProgressInterval = minimumProgressInterval
-        self.username = username
-        self.password = password
+        self.requestTemplate = requestTemplate
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes
         self.responseModifier = responseModifier
