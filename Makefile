@@ -53,16 +53,16 @@ build-c: deps
 # and its server stack; the library products never link it, and the
 # sanitizer builds leave it out (SWIFT_TRAITS= drops it here too).
 SWIFT_TRAITS ?= --traits Serve
-# No index store in the debug and sanitizer builds: SwiftPM writes one by
-# default (for editors), and that was half the CPU of the debug build (600 ->
-# 281 CPU-s, 5m17s -> 2m29s from scratch on 2 quiet cores). Every build of a
-# folder must pass the same flags, or SwiftPM rebuilds it all; SWIFT_INDEX=
-# gives an editor its index back. SwiftPM's import check
-# (--explicit-target-dependency-import-check) reads that index, so
-# scripts/check-imports.py does its job from the sources after the build.
+# No index store in the builds of one product (the sanitizer builds of
+# sdimage, the install check's consumers): SwiftPM writes one by default, for
+# editors, and it is ~10% of a debug build's CPU (544 vs 600 CPU-s for the
+# whole package from scratch). Builds with tests keep it: on Linux SwiftPM
+# discovers tests by reading it. SwiftPM's import check
+# (--explicit-target-dependency-import-check) reads it too;
+# scripts/check-imports.py does that job from the sources, more strictly.
 SWIFT_INDEX ?= --disable-index-store
 build-swift: deps
-	$(SWIFT) build $(SWIFT_INDEX) $(SWIFT_TRAITS)
+	$(SWIFT) build $(SWIFT_TRAITS)
 
 # `sdimage serve` (the debug build has it) and its suite: the server against
 # nginx and the fault server on loopback (scripts/test-serve.sh).
@@ -146,9 +146,9 @@ test-valgrind: deps-test build-c
 	    --overwrite MemoryCheckCommandOptions="--error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect"
 
 test-swift: deps-test
-	$(SWIFT) build $(SWIFT_INDEX) $(SWIFT_TRAITS) --build-tests
+	$(SWIFT) build $(SWIFT_TRAITS) --build-tests
 	python3 scripts/check-imports.py
-	$(SWIFT) test $(SWIFT_INDEX) $(SWIFT_TRAITS)
+	$(SWIFT) test $(SWIFT_TRAITS)
 
 # API documentation: the DocC archive of the SDWebImage module (articles in
 # Sources/SDWebImage/SDWebImage.docc), with every DocC warning an error.
@@ -162,7 +162,7 @@ test-docs: docs
 	$(SWIFT) package dump-symbol-graph --minimum-access-level public >/dev/null
 	python3 scripts/check-doc-coverage.py
 	python3 scripts/check-doc-tests.py
-	$(SWIFT) build $(SWIFT_INDEX) $(SWIFT_TRAITS) >/dev/null
+	$(SWIFT) build $(SWIFT_TRAITS) >/dev/null
 	python3 scripts/check-snippets.py
 
 # Swift tests under ThreadSanitizer (own build folder: different flags).
@@ -172,7 +172,7 @@ test-swift-tsan: deps-test
 	rm -f .build-tsan/*/debug/description.json .build-tsan/*/debug/plugin-tools-description.json
 	@# A TSan report's llvm-symbolizer can outlive the test process and hold
 	@# swift-test's pipe open (seen: a run that never ended): bounded, it fails instead.
-	timeout --kill-after=30 2400 $(SWIFT) test $(SWIFT_INDEX) --sanitize=thread --scratch-path .build-tsan
+	timeout --kill-after=30 2400 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 # The Swift stack under AddressSanitizer + LeakSanitizer: a short manager soak
 # (random cancels, priorities, hits) against nginx; any report fails it.

@@ -2,9 +2,10 @@
 """Every Swift target imports only the modules its Package.swift entry names.
 
 This is SwiftPM's `--explicit-target-dependency-import-check error`, done
-from the sources: that check reads the index store, which the debug and
-sanitizer builds no longer write (it was half the CPU of the debug build;
-see the Makefile's SWIFT_INDEX). An import of a module the build made (a
+from the sources and more strictly: SwiftPM's lets a target import what its
+dependencies depend on (SDWebImageTests imported SDCoders undeclared), and
+reads an index store, which builds of one product leave out (the Makefile's
+SWIFT_INDEX). An import of a module the build made (a
 target of this package or of a dependency) that the importing target does
 not depend on works only because the build happened to order things so, and
 breaks for whoever builds one product alone: it is an error here.

@@ -416,6 +416,73 @@ static int usable_class(cmsHPROFILE p)
     return c != cmsSigLinkClass && c != cmsSigAbstractClass && c != cmsSigNamedColorClass;
 }
 
+/* A CMYK JPEG's transform. */
+static sd__xform *make_cmyk(cmsHPROFILE src, cmsHPROFILE srgb, int inverted, const char **why)
+{
+    sd__xform *x = sd__calloc(1, sizeof *x);
+    if (x == NULL)
+        return NULL;
+    /* Adobe's inverted CMYK (0 = full ink) is lcms2's reversed
+     * flavour. A 16-bit precalculated 29-point CLUT: lcms2's
+     * default grid (and 8 bits) errs by 4 levels against its own
+     * float evaluation on a LUT profile, 29 points by 3 (c.color
+     * cmyk), built once per profile (a few tenths of a second)
+     * and cached; a direct evaluation (cmsFLAGS_NOOPTIMIZE) is
+     * exact but runs the whole pipeline for every pixel. */
+    cmsUInt32Number in = inverted ? TYPE_CMYK_16_REV : TYPE_CMYK_16;
+    x->t = cmsCreateTransform(src, in, srgb, TYPE_RGB_16, INTENT_RELATIVE_COLORIMETRIC,
+                              cmsFLAGS_NOCACHE | cmsFLAGS_GRIDPOINTS(29));
+    x->cmyk = 1;
+    if (x->t == NULL) {
+        *why = "CMYK profile lcms2 cannot transform ignored";
+        sd__free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+/* An RGB or gray source's transform. */
+static sd__xform *make_rgb(cmsHPROFILE src, cmsHPROFILE srgb, const char **why)
+{
+    sd__xform *x = sd__calloc(1, sizeof *x);
+    if (x != NULL && cmsGetColorSpace(src) == cmsSigGrayData) {
+        /* gray: a table of the 256 values */
+        cmsHTRANSFORM g = cmsCreateTransform(src, TYPE_GRAY_8, srgb, TYPE_RGB_8, INTENT_RELATIVE_COLORIMETRIC,
+                                             cmsFLAGS_NOCACHE | cmsFLAGS_NOOPTIMIZE);
+        if (g == NULL) {
+            *why = "gray ICC profile lcms2 cannot use ignored";
+            sd__free(x);
+            x = NULL;
+        } else {
+            uint8_t in[256];
+            for (int i = 0; i < 256; i++)
+                in[i] = (uint8_t)i;
+            cmsDoTransform(g, in, x->gray, 256);
+            cmsDeleteTransform(g);
+            x->t16 = cmsCreateTransform(src, TYPE_GRAY_FLT, srgb, TYPE_RGB_FLT, INTENT_RELATIVE_COLORIMETRIC,
+                                        cmsFLAGS_NOCACHE);
+        }
+    } else if (x != NULL) {
+        make_fast(x, src, srgb);
+        cmsUInt32Number flags = cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA;
+        if (!cmsIsMatrixShaper(src))
+            flags |= cmsFLAGS_HIGHRESPRECALC;
+        x->t = cmsCreateTransform(src, SD__CMS_NATIVE, srgb, SD__CMS_NATIVE, INTENT_RELATIVE_COLORIMETRIC, flags);
+        x->t16 = cmsCreateTransform(src, TYPE_BGRA_FLT, srgb, TYPE_BGRA_FLT, INTENT_RELATIVE_COLORIMETRIC,
+                                    cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
+        if (x->t == NULL || x->t16 == NULL) {
+            if (x->t)
+                cmsDeleteTransform(x->t);
+            if (x->t16)
+                cmsDeleteTransform(x->t16);
+            *why = "ICC profile lcms2 cannot transform ignored";
+            sd__free(x);
+            x = NULL;
+        }
+    }
+    return x;
+}
+
 /* Make the transform for a source, or report it needs none (*identity) or
  * cannot be honoured (NULL, *why set). */
 static sd__xform *make(const sd__color *c, int *identity, const char **why)
@@ -435,31 +502,7 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
             *why = "a CMYK JPEG's profile that is not a CMYK profile ignored";
         else if (!usable_class(src))
             *why = "ICC profile of an unsupported class ignored";
-        sd__xform *x = NULL;
-        if (*why == NULL && (x = sd__calloc(1, sizeof *x)) != NULL) {
-            /* Adobe's inverted CMYK (0 = full ink) is lcms2's reversed
-             * flavour. A 16-bit precalculated 29-point CLUT: lcms2's
-             * default grid (and 8 bits) errs by 4 levels against its own
-             * float evaluation on a LUT profile, 29 points by 3 (c.color
-             * cmyk), built once per profile (a few tenths of a second)
-             * and cached; a direct evaluation (cmsFLAGS_NOOPTIMIZE) is
-             * exact but runs the whole pipeline for every pixel. */
-            cmsUInt32Number in = c->cmyk_inverted ? TYPE_CMYK_16_REV : TYPE_CMYK_16;
-            x->t = cmsCreateTransform(src, in, srgb, TYPE_RGB_16, INTENT_RELATIVE_COLORIMETRIC,
-                                      cmsFLAGS_NOCACHE | cmsFLAGS_GRIDPOINTS(29));
-            x->cmyk = 1;
-            if (x->t == NULL) {
-                *why = "CMYK profile lcms2 cannot transform ignored";
-                sd__free(x);
-                x = NULL;
-            }
-        }
-        if (src)
-            cmsCloseProfile(src);
-        cmsCloseProfile(srgb);
-        return x;
-    }
-    if (c->space == SD_COLOR_ICC) {
+    } else if (c->space == SD_COLOR_ICC) {
         src = cmsOpenProfileFromMem(c->icc, (cmsUInt32Number)c->icc_len);
         if (src == NULL)
             *why = "malformed ICC profile ignored";
@@ -485,44 +528,8 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
             *why = "coded primaries/transfer not supported";
     }
     sd__xform *x = NULL;
-    if (src != NULL && *why == NULL && !*identity) {
-        x = sd__calloc(1, sizeof *x);
-        if (x != NULL && cmsGetColorSpace(src) == cmsSigGrayData) {
-            /* gray: a table of the 256 values */
-            cmsHTRANSFORM g = cmsCreateTransform(src, TYPE_GRAY_8, srgb, TYPE_RGB_8, INTENT_RELATIVE_COLORIMETRIC,
-                                                 cmsFLAGS_NOCACHE | cmsFLAGS_NOOPTIMIZE);
-            if (g == NULL) {
-                *why = "gray ICC profile lcms2 cannot use ignored";
-                sd__free(x);
-                x = NULL;
-            } else {
-                uint8_t in[256];
-                for (int i = 0; i < 256; i++)
-                    in[i] = (uint8_t)i;
-                cmsDoTransform(g, in, x->gray, 256);
-                cmsDeleteTransform(g);
-                x->t16 = cmsCreateTransform(src, TYPE_GRAY_FLT, srgb, TYPE_RGB_FLT, INTENT_RELATIVE_COLORIMETRIC,
-                                            cmsFLAGS_NOCACHE);
-            }
-        } else if (x != NULL) {
-            make_fast(x, src, srgb);
-            cmsUInt32Number flags = cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA;
-            if (!cmsIsMatrixShaper(src))
-                flags |= cmsFLAGS_HIGHRESPRECALC;
-            x->t = cmsCreateTransform(src, SD__CMS_NATIVE, srgb, SD__CMS_NATIVE, INTENT_RELATIVE_COLORIMETRIC, flags);
-            x->t16 = cmsCreateTransform(src, TYPE_BGRA_FLT, srgb, TYPE_BGRA_FLT, INTENT_RELATIVE_COLORIMETRIC,
-                                        cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
-            if (x->t == NULL || x->t16 == NULL) {
-                if (x->t)
-                    cmsDeleteTransform(x->t);
-                if (x->t16)
-                    cmsDeleteTransform(x->t16);
-                *why = "ICC profile lcms2 cannot transform ignored";
-                sd__free(x);
-                x = NULL;
-            }
-        }
-    }
+    if (src != NULL && *why == NULL && !*identity)
+        x = c->space == SD_COLOR_CMYK ? make_cmyk(src, srgb, c->cmyk_inverted, why) : make_rgb(src, srgb, why);
     if (src)
         cmsCloseProfile(src);
     cmsCloseProfile(srgb);

@@ -337,30 +337,35 @@ int sd_decoder_finish(sd_decoder *d)
     return SD_OK;
 }
 
+/* `t`, made from `*cur` with status `rc`, takes its place; an owned `*cur`
+ * is freed either way. */
+static int replace(sd_bitmap **cur, int *owned, int rc, sd_bitmap *t)
+{
+    if (*owned)
+        sd_bitmap_free(*cur);
+    if (rc < 0)
+        return rc;
+    *cur = t;
+    *owned = 1;
+    return SD_OK;
+}
+
 /* Resample to the planned size and orient; consumes `src` when owned. */
 static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
 {
-    sd_bitmap *cur = src;
+    sd_bitmap *cur = src, *t = NULL;
     int rc = SD_OK;
     if (cur->width != d->decode_w || cur->height != d->decode_h) {
-        sd_bitmap *t;
         rc = sd_bitmap_resample(cur, d->decode_w, d->decode_h, (sd_filter)d->filter,
                                 d->resample_linear ? SD_RESAMPLE_LINEAR : 0, &t);
-        if (owned)
-            sd_bitmap_free(cur);
-        if (rc < 0)
-            return rc;
-        cur = t;
-        owned = 1;
+        SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     /* to sRGB, on the smallest bitmap (a codec may have converted its rows
      * as they came: rows_done) */
     if (sd__color_pending(d)) {
         if (!owned) {
-            sd_bitmap *t;
-            SD__FORWARD_IF_ERROR(sd__bitmap_copy(cur, &t));
-            cur = t;
-            owned = 1;
+            rc = sd__bitmap_copy(cur, &t);
+            SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
         }
         rc = sd__color_convert(d, cur);
         if (rc < 0) {
@@ -369,14 +374,8 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
         }
     }
     if (d->apply_orientation && d->orientation != 1) {
-        sd_bitmap *t;
         rc = sd_bitmap_orient(cur, d->orientation, &t);
-        if (owned)
-            sd_bitmap_free(cur);
-        if (rc < 0)
-            return rc;
-        cur = t;
-        owned = 1;
+        SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     if (!owned)
         return sd__bitmap_copy(cur, out);

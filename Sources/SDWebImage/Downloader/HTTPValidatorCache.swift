@@ -6,7 +6,7 @@ import FoundationNetworking
 #endif
 
 /// Values by URL, bounded in bytes, the least recently used out first: what
-/// the two stores below keep, each behind its own lock.
+/// `LockedBoundedStore` keeps behind its lock.
 struct BoundedStore<Value: Sendable>: Sendable {
     private var entries: [URL: (value: Value, tick: UInt64)] = [:]
     private var tick: UInt64 = 0
@@ -47,9 +47,34 @@ struct BoundedStore<Value: Sendable>: Sendable {
     }
 }
 
+/// A `BoundedStore` behind its own lock, refusing any value over `largest`
+/// bytes (one value must not push out all the others).
+final class LockedBoundedStore<Value: Sendable>: Sendable {
+    private let store: Locked<BoundedStore<Value>>
+    private let largest: Int
+    private let size: @Sendable (Value) -> Int
+
+    init(capacity: Int, largest: Int, size: @escaping @Sendable (Value) -> Int) {
+        store = Locked(BoundedStore(capacity: capacity, size: size))
+        self.largest = largest
+        self.size = size
+    }
+
+    /// The value, now the most recently used.
+    func get(_ url: URL) -> Value? { store.withLock { $0.get(url) } }
+    /// The value, no longer kept.
+    func take(_ url: URL) -> Value? { store.withLock { $0.remove(url) } }
+    /// Keep `value` unless it is over `largest` bytes.
+    func put(_ url: URL, _ value: Value) {
+        guard size(value) <= largest else { return }
+        store.withLock { $0.put(url, value) }
+    }
+}
+
 /// The downloader's small HTTP cache for `.useHTTPCache`: the last bytes of a
 /// URL with their validators (ETag, Last-Modified), least recently used out
-/// first, bounded in bytes. A 304 then gives the bytes back without a body.
+/// first, bounded in bytes (an entry at most a quarter of them). A 304 then
+/// gives the bytes back without a body.
 final class HTTPValidatorCache: Sendable {
     struct Entry: Sendable {
         /// The one validator type (the manager's `.refreshCached` keeps the same).
@@ -59,41 +84,27 @@ final class HTTPValidatorCache: Sendable {
         var lastModified: String? { validators.lastModified }
     }
 
-    private let store: Locked<BoundedStore<Entry>>
-    private let capacity: Int
+    private let store: LockedBoundedStore<Entry>
 
-    init(capacity: Int) {
-        self.capacity = capacity
-        store = Locked(BoundedStore(capacity: capacity) { $0.data.count })
-    }
+    init(capacity: Int) { store = LockedBoundedStore(capacity: capacity, largest: capacity / 4) { $0.data.count } }
 
-    func entry(for url: URL) -> Entry? { store.withLock { $0.get(url) } }
+    func entry(for url: URL) -> Entry? { store.get(url) }
 
     func store(url: URL, data: Data, response: HTTPURLResponse) {
         let validators = SDWebImageHTTPValidators(response: response)
         let noStore = (response.value(forHTTPHeaderField: "Cache-Control") ?? "").lowercased().contains("no-store")
-        guard validators.canRevalidate, !noStore, data.count <= capacity / 4 else { return }
-        store.withLock { $0.put(url, Entry(validators: validators, data: data)) }
+        guard validators.canRevalidate, !noStore else { return }
+        store.put(url, Entry(validators: validators, data: data))
     }
 }
 
 /// The starts of downloads that broke part-way (Nuke keeps the same): the
 /// next request for the URL asks only for the rest (Range + If-Range), so a
 /// retry after a dropped connection does not fetch the bytes again. Bounded
-/// in bytes, oldest out first; an entry is used once.
-final class ResumableDataStore: Sendable {
-    private let store: Locked<BoundedStore<ResumableData>>
-    private let capacity: Int
+/// in bytes (an entry at most half of them), oldest out first; an entry is
+/// used once (`take`).
+typealias ResumableDataStore = LockedBoundedStore<ResumableData>
 
-    init(capacity: Int) {
-        self.capacity = capacity
-        store = Locked(BoundedStore(capacity: capacity) { $0.data.count })
-    }
-
-    func take(_ url: URL) -> ResumableData? { store.withLock { $0.remove(url) } }
-
-    func store(_ url: URL, _ data: ResumableData) {
-        guard data.data.count <= capacity / 2 else { return }
-        store.withLock { $0.put(url, data) }
-    }
+extension LockedBoundedStore where Value == ResumableData {
+    convenience init(capacity: Int) { self.init(capacity: capacity, largest: capacity / 2) { $0.data.count } }
 }

@@ -39,7 +39,7 @@ extension SDWebImageDownloaderOperation {
         case .failure(let e) where e.code == .notModified && validators != nil && !options.contains(.ignoreCachedResponse):
             outcome = .success((validators!.data, nil, false))
         case .failure(let e):
-            if let url, let partial = e.resumable { env.resumable?.store(url, partial) }
+            if let url, let partial = e.resumable { env.resumable?.put(url, partial) }
             outcome = .failure(SDWebImageError.from(e, url: url, response: response as? HTTPURLResponse))
         case .success(let r):
             outcome = .success((r.data, r.image, decodesInTransfer))
