@@ -2,8 +2,8 @@
 # Runs every suite, keeps going after a failure, prints one summary line.
 #
 # Two lanes run side by side: the C suites (release, ABI, install, ASan, TSan,
-# valgrind, fuzz, then Swift's ASan soak) and the Swift ones (swift test, the
-# suites that drive sdimage and the galleries, API, TSan, docs). Each lane alone leaves a core
+# valgrind, fuzz, then Swift's ASan soak, the serve suite and the galleries)
+# and the Swift ones (swift test, the CLI and fleet suites, API, TSan, docs). Each lane alone leaves a core
 # idle much of the time (a test waiting on a server, a link step, a lane's
 # single-threaded checks); together they keep both busy. The suites are
 # written for a starved machine (no test assumes the clock runs at a normal
@@ -50,6 +50,11 @@ lane_c() {
   # Swift, but in a scratch folder of its own and needing only the C build:
   # here it evens out the lanes (the Swift one is the longer)
   run "swift asan+lsan (manager soak)" make --no-print-directory test-swift-asan
+  # and two suites of the Swift lane's debug build, for the same reason (the
+  # C lane gets here about 4 minutes after that build is done; were it not,
+  # SwiftPM's lock on the build folder would make them wait for it)
+  run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
+  run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
 }
 # The suites that mostly wait (on servers, on X) come right after the debug
 # build, while the C lane still keeps a core busy; the sanitizer builds,
@@ -58,8 +63,6 @@ lane_swift() {
   run "swift (swift test)" make --no-print-directory test-swift
   run "cli" make --no-print-directory test-cli
   run "fleet (3 sdimage processes, nginx origin, Redis)" make --no-print-directory test-fleet
-  run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
-  run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
   run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
   run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
   run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
