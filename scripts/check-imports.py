@@ -72,7 +72,6 @@ def main():
             products.setdefault(key, set())
         return products[key]
 
-    own = {t["name"] for t in pkg["targets"]}
     imp = re.compile(
         r"^[ \t]*(?:@[\w]+(?:\([^)]*\))?[ \t]+)*(?:(?:public|package|internal|private|fileprivate)[ \t]+)?"
         r"import[ \t]+(?:(?:struct|class|enum|protocol|func|var|let|typealias)[ \t]+)?([A-Za-z_]\w*)",
@@ -85,10 +84,8 @@ def main():
         allowed = {t["name"]}
         for d in t.get("dependencies", []):
             kind, v = next(iter(d.items()))
-            if kind in ("byName", "target"):
+            if kind in ("byName", "target"):  # byName of a product: the module of its name
                 allowed.add(v[0])
-                if kind == "byName" and v[0] not in own:  # a product named like its package's module
-                    allowed.add(v[0])
             elif kind == "product":
                 allowed |= product_targets(v[1], v[0])
                 allowed.add(v[0])
@@ -105,17 +102,16 @@ def main():
         for p in sorted(files):
             if not p.endswith(".swift") or p.startswith(excluded):
                 continue
-            if True:
-                with open(p, encoding="utf-8") as fh:
-                    text = fh.read()
-                for m in imp.finditer(text):
-                    checked += 1
-                    name = m.group(1)
-                    if name in modules and name not in allowed:
-                        line = text.count("\n", 0, m.start()) + 1
-                        print(f"{os.path.relpath(p, root)}:{line}: target {t['name']} imports {name}, "
-                              f"which it does not depend on in Package.swift")
-                        bad += 1
+            with open(p, encoding="utf-8") as fh:
+                text = fh.read()
+            for m in imp.finditer(text):
+                checked += 1
+                name = m.group(1)
+                if name in modules and name not in allowed:
+                    line = text.count("\n", 0, m.start()) + 1
+                    print(f"{os.path.relpath(p, root)}:{line}: target {t['name']} imports {name}, "
+                          f"which it does not depend on in Package.swift")
+                    bad += 1
     if checked == 0:
         sys.exit("check-imports: no import found: the scan is broken")
     print(f"check-imports: {checked} imports in {len(pkg['targets'])} targets, {bad} undeclared")

@@ -131,6 +131,9 @@ struct DownloaderPolicyTests {
         #expect(p.requestTemplate.username == "u" && p.requestTemplate.password == "p")
         p.urlCredential = URLCredential(user: "cu", password: "cp", persistence: .none)  // it wins, as in SDWebImage
         #expect(p.requestTemplate.username == "cu" && p.requestTemplate.password == "cp" && p.username == "u")
+        p.requestTemplate.maxRedirects = 2  // read, change, set back: the credential is not baked in
+        #expect(p.maxRedirects == 2 && p.username == "u" && p.password == "p")
+        p.requestTemplate.maxRedirects = 3
 
         // an operation of one's own gets the template in its environment
         p.operationClass = TemplateProbeOperation.self

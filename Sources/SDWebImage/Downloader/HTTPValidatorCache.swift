@@ -5,17 +5,20 @@ import SDSync
 import FoundationNetworking
 #endif
 
-/// Values by URL, bounded in bytes, the least recently used out first: what
+/// Values by URL, bounded in bytes, the least recently used out first, none
+/// over `largest` bytes (one value must not push out all the others): what
 /// `LockedBoundedStore` keeps behind its lock.
 struct BoundedStore<Value: Sendable>: Sendable {
     private var entries: [URL: (value: Value, tick: UInt64)] = [:]
     private var tick: UInt64 = 0
     private var bytes = 0
     let capacity: Int
+    let largest: Int
     let size: @Sendable (Value) -> Int
 
-    init(capacity: Int, size: @escaping @Sendable (Value) -> Int) {
+    init(capacity: Int, largest: Int, size: @escaping @Sendable (Value) -> Int) {
         self.capacity = capacity
+        self.largest = largest
         self.size = size
     }
 
@@ -34,8 +37,10 @@ struct BoundedStore<Value: Sendable>: Sendable {
         return e.value
     }
 
-    /// Keep `value` (replacing the URL's), then drop the oldest past the capacity.
+    /// Keep `value` (replacing the URL's), then drop the oldest past the
+    /// capacity; a value over `largest` is not kept.
     mutating func put(_ url: URL, _ value: Value) {
+        guard size(value) <= largest else { return }
         _ = remove(url)
         tick += 1
         entries[url] = (value, tick)
@@ -47,17 +52,12 @@ struct BoundedStore<Value: Sendable>: Sendable {
     }
 }
 
-/// A `BoundedStore` behind its own lock, refusing any value over `largest`
-/// bytes (one value must not push out all the others).
+/// A `BoundedStore` behind its own lock.
 final class LockedBoundedStore<Value: Sendable>: Sendable {
     private let store: Locked<BoundedStore<Value>>
-    private let largest: Int
-    private let size: @Sendable (Value) -> Int
 
     init(capacity: Int, largest: Int, size: @escaping @Sendable (Value) -> Int) {
-        store = Locked(BoundedStore(capacity: capacity, size: size))
-        self.largest = largest
-        self.size = size
+        store = Locked(BoundedStore(capacity: capacity, largest: largest, size: size))
     }
 
     /// The value, now the most recently used.
@@ -65,10 +65,7 @@ final class LockedBoundedStore<Value: Sendable>: Sendable {
     /// The value, no longer kept.
     func take(_ url: URL) -> Value? { store.withLock { $0.remove(url) } }
     /// Keep `value` unless it is over `largest` bytes.
-    func put(_ url: URL, _ value: Value) {
-        guard size(value) <= largest else { return }
-        store.withLock { $0.put(url, value) }
-    }
+    func put(_ url: URL, _ value: Value) { store.withLock { $0.put(url, value) } }
 }
 
 /// The downloader's small HTTP cache for `.useHTTPCache`: the last bytes of a

@@ -70,7 +70,8 @@ public final class SDWebImageDownloaderConfig: Sendable {
     /// of it, and each download starts from a copy, setting only its URL,
     /// headers, priority and decode. A `DownloadRequest` field with no
     /// property of its own here is set through this. `urlCredential`, when
-    /// set, gives the user and password.
+    /// set, gives the user and password read here; setting the template back
+    /// with those leaves `username` and `password` as they were.
     public var requestTemplate: DownloadRequest {
         get {
             state.withLock { s in
@@ -82,7 +83,17 @@ public final class SDWebImageDownloaderConfig: Sendable {
                 return r
             }
         }
-        set { self[\.request] = newValue }
+        set {
+            state.withLock { s in
+                var r = newValue
+                if let c = s.urlCredential, r.username == c.user, r.password == c.password {
+                    // what the getter put in: the credential's, not the config's own
+                    r.username = s.request.username
+                    r.password = s.request.password
+                }
+                s.request = r
+            }
+        }
     }
 
     /// What downloads may reach (ours; SDWebImage has no such setting):
