@@ -103,6 +103,7 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: SD__RETURN_IF(v < 1 || v > 8, SD_EINVAL); dec->shrink_margin = (uint32_t)v; break;
     case SD_DEC_COLOR_MANAGE: dec->color_manage = v != 0; break;
     case SD_DEC_RENDER_DEADLINE_MS: SD__RETURN_IF(v < 0, SD_EINVAL); dec->render_deadline_ms = v; break;
+    case SD_DEC_PREVIEW_FRAME_BYTES: dec->preview_frame_bytes = v; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -132,6 +133,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: *v = dec->shrink_margin; return SD_OK;
     case SD_DEC_COLOR_MANAGE: *v = dec->color_manage; return SD_OK;
     case SD_DEC_RENDER_DEADLINE_MS: *v = dec->render_deadline_ms; return SD_OK;
+    case SD_DEC_PREVIEW_FRAME_BYTES: *v = dec->preview_frame_bytes; return SD_OK;
     case SD_DEC_INFO_DECLINED:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
         *v = dec->declined;

@@ -35,6 +35,7 @@ struct sd_decoder {
     uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
     int color_manage;       /* SD_DEC_COLOR_MANAGE */
     int64_t render_deadline_ms; /* SD_DEC_RENDER_DEADLINE_MS */
+    int64_t preview_frame_bytes; /* SD_DEC_PREVIEW_FRAME_BYTES: the decode sink's */
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */

@@ -59,6 +59,9 @@ typedef struct sd__job {
                    * passes through, the done carries no bitmap */
     int previews;
     int64_t preview_interval_ms, last_preview_ms, last_preview_mark;
+    int framed;             /* SD_DEC_PREVIEW_FRAME_BYTES set: partials are sd_preview */
+    int64_t frame_bytes;    /* of frames still to send */
+    uint32_t frames_sent;   /* an animation's whole frames sent as partials */
     double decode_ms;
     sd__decode_output *out; /* preallocated: the end is never lost */
 } sd__job;
@@ -74,6 +77,34 @@ static void output_free(void *p)
 }
 
 static void bitmap_free(void *p) { sd_bitmap_free(p); }
+
+void sd_preview_free(sd_preview *p)
+{
+    if (p) {
+        sd_bitmap_free(p->bitmap);
+        sd__free(p);
+    }
+}
+
+static void preview_free(void *p) { sd_preview_free(p); }
+
+/* A partial: the bitmap, or an sd_preview around it (SD_DEC_PREVIEW_FRAME_BYTES). */
+static void send_partial(sd__job *j, sd_bitmap *b, int64_t frame, int64_t ms, int64_t loops, int framed)
+{
+    if (!framed) {
+        sd_sink_port_partial(j->port, b, bitmap_free);
+        return;
+    }
+    sd_preview *p = sd__calloc(1, sizeof *p);
+    if (p == NULL) { /* partials may be dropped */
+        sd_bitmap_free(b);
+        return;
+    }
+    int64_t format = SD_FORMAT_UNKNOWN;
+    sd_decoder_get(j->dec, SD_DEC_INFO_FORMAT, &format);
+    *p = (sd_preview){.bitmap = b, .frame = frame, .duration_ms = ms, .loop_count = loops, .format = format};
+    sd_sink_port_partial(j->port, p, preview_free);
+}
 
 static void free_chunks(sd__chunk *c)
 {
@@ -138,10 +169,41 @@ static void send_done(sd__job *j, int rc, sd_bitmap *bmp)
     sd_sink_port_done(j->port, status, rc == SD_OK ? NULL : msg, o, output_free, j->decode_ms);
 }
 
-/* Previews: when the codec rendered a new scan (it throttles itself), or
- * for line-by-line formats when new rows arrived and the interval passed. */
+/* An animation's whole frames (SD_DEC_PREVIEW_FRAME_BYTES): once its
+ * second frame is complete, every frame not sent yet, in order, while the
+ * budget lasts. 1 when the transfer is such an animation (its images so
+ * far are over), else 0. */
+static int send_frames(sd__job *j)
+{
+    int64_t count = 0, loops = 1;
+    if (sd_decoder_get(j->dec, SD_DEC_INFO_FRAME_COUNT, &count) != SD_OK || (count < 2 && j->frames_sent == 0))
+        return 0;
+    sd_decoder_get(j->dec, SD_DEC_INFO_LOOP_COUNT, &loops);
+    while (j->frames_sent < count && j->frame_bytes > 0) {
+        sd_bitmap *b = NULL;
+        int64_t ms = 0;
+        if (sd_decoder_frame(j->dec, j->frames_sent, &b) != SD_OK)
+            break; /* no memory now: the next push tries again */
+        if ((int64_t)sd_bitmap_size(b) > j->frame_bytes) {
+            sd_bitmap_free(b);
+            j->frame_bytes = 0; /* the budget is spent: the result has the rest */
+            break;
+        }
+        j->frame_bytes -= (int64_t)sd_bitmap_size(b);
+        sd_decoder_frame_get(j->dec, j->frames_sent, SD_FRAME_DURATION_MS, &ms);
+        send_partial(j, b, j->frames_sent, ms, loops, 1);
+        j->frames_sent++;
+    }
+    return 1;
+}
+
+/* Previews: an animation's frames (send_frames); else when the codec
+ * rendered a new scan (it throttles itself), or for line-by-line formats
+ * when new rows arrived and the interval passed. */
 static void maybe_preview(sd__job *j)
 {
+    if (j->framed && send_frames(j))
+        return;
     int64_t mark = 0, now = sd__now_ms(), fmt = 0, prog = 0;
     sd_decoder_get(j->dec, SD_DEC_INFO_FORMAT, &fmt);
     sd_decoder_get(j->dec, SD_DEC_INFO_PROGRESSIVE, &prog);
@@ -161,7 +223,7 @@ static void maybe_preview(sd__job *j)
     if (sd_decoder_snapshot(j->dec, &snap) == SD_OK) {
         j->last_preview_mark = mark;
         j->last_preview_ms = now;
-        sd_sink_port_partial(j->port, snap, bitmap_free);
+        send_partial(j, snap, -1, 0, 0, j->framed);
     }
 }
 
@@ -260,6 +322,8 @@ static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void 
             previews = v;
         else if (key == SD_DEC_PREVIEW_INTERVAL_MS)
             j->preview_interval_ms = v;
+        else if (key == SD_DEC_PREVIEW_FRAME_BYTES)
+            j->framed = (j->frame_bytes = v) > 0;
         rc = sd_decoder_set(j->dec, (sd_decoder_param)key, v);
     }
     /* renders nobody will see are not worth an IDCT pass each */

@@ -108,7 +108,9 @@ public final class DataLoader: @unchecked Sendable {
     ) -> DownloadTask? {
         var events = LoaderEvents { result in queue.async { completion(result) } }
         if let progress { events.progress = { r, e in queue.async { progress(r, e) } } }
-        if let preview { events.preview = { b in queue.async { preview(b) } } }
+        if let preview {
+            events.preview = { p in if case .image(let b) = p { queue.async { preview(b) } } }
+        }
         switch submit(request, events: events) {
         case .success(let task):
             return task
@@ -138,7 +140,7 @@ public final class DataLoader: @unchecked Sendable {
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
         let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString,
-                                telemetry: telemetry)
+                                telemetry: telemetry, framed: request.framesPreviews)
         if let observer = request.bodyObserver {
             // a sink of our own that watches — and, when the body decodes,
             // hands every call on to the decode sink: the bytes still go to the result
@@ -162,8 +164,21 @@ public final class DataLoader: @unchecked Sendable {
         }
         ev.partial = events.preview == nil ? nil : { _, partial, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
-            // the decode sink's partials are previews (sd_bitmap *)
-            h.events.preview?(Bitmap(adopting: OpaquePointer(partial!)))
+            guard h.framed else {
+                // the decode sink's partials are previews (sd_bitmap *)
+                h.events.preview?(.image(Bitmap(adopting: OpaquePointer(partial!))))
+                return
+            }
+            // ... or, with frames asked for, sd_preview *
+            let p = partial!.assumingMemoryBound(to: sd_preview.self)
+            defer { sd_preview_free(p) }
+            guard let handle = p.pointee.bitmap else { return }
+            p.pointee.bitmap = nil
+            let b = Bitmap(adopting: handle)
+            let q = p.pointee
+            h.events.preview?(q.frame < 0 ? .image(b)
+                : .frame(b, index: Int(q.frame), milliseconds: Int(q.duration_ms), loopCount: Int(q.loop_count),
+                         format: ImageFormat(rawValue: Int(q.format))))
         }
         ev.complete = { _, result, user in
             let h = Unmanaged<Handlers>.fromOpaque(user!).takeRetainedValue()
@@ -326,12 +341,15 @@ private final class Handlers: @unchecked Sendable {
     var response: DownloadResponse?
     /// The body observer's sink context: lives until the completion.
     var observer: BodyObserver?
+    /// The partials are `sd_preview *` (`DownloadRequest.framesPreviews`).
+    let framed: Bool
 
-    init(events: LoaderEvents, decoded: Bool, url: String, telemetry: LoaderTelemetry) {
+    init(events: LoaderEvents, decoded: Bool, url: String, telemetry: LoaderTelemetry, framed: Bool) {
         self.events = events
         self.decoded = decoded
         self.url = url
         self.telemetry = telemetry
+        self.framed = framed
     }
 }
 

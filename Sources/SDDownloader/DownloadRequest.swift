@@ -53,6 +53,14 @@ public struct DownloadRequest: Sendable {
     public var decodeOptions = DecodeOptions()
     /// Deliver previews while loading (SDWebImage's progressiveLoad).
     public var progressivePreviews = false
+    /// With `progressivePreviews`: an animation's frames come as previews
+    /// (`LoaderPreview.frame`) as they complete, until they total this many
+    /// bytes (`SD_DEC_PREVIEW_FRAME_BYTES`); 0: none.
+    package var animationFrameBytes = 0
+    /// The decoder's frame cache by default (`SD_DEFAULT_FRAME_CACHE_BYTES`).
+    package static let defaultAnimationFrameBytes = Int(SD_DEFAULT_FRAME_CACHE_BYTES)
+    /// The decode sink's partials are `sd_preview`s (frames among them).
+    var framesPreviews: Bool { decode && progressivePreviews && animationFrameBytes > 0 }
     /// HTTP Basic authentication user.
     public var username: String?
     /// HTTP Basic authentication password, with `username`.
@@ -161,6 +169,9 @@ extension DownloadRequest {
         o.progressivePreviews = q.progressivePreviews
         for (p, v) in o.coreParameters where rc == 0 {
             rc = sd_request_set_decoder_param(r, p, v)
+        }
+        if q.framesPreviews && rc == 0 {
+            rc = sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, Int64(q.animationFrameBytes))
         }
         return rc
     }

@@ -8,12 +8,21 @@ import SDSync
 package struct LoaderEvents: Sendable {
     package var response: (@Sendable (DownloadResponse) -> Void)?
     package var progress: (@Sendable (_ received: Int64, _ expected: Int64) -> Void)?
-    package var preview: (@Sendable (Bitmap) -> Void)?
+    package var preview: (@Sendable (LoaderPreview) -> Void)?
     package var completion: @Sendable (Result<DownloadResult, DownloadError>) -> Void
 
     package init(completion: @escaping @Sendable (Result<DownloadResult, DownloadError>) -> Void) {
         self.completion = completion
     }
+}
+
+/// What the decode sink made of the body so far.
+package enum LoaderPreview: Sendable {
+    /// The image so far (a progressive scan, the rows so far).
+    case image(Bitmap)
+    /// An animation's whole frame `index` (they come in order from 0, only
+    /// with `DownloadRequest.animationFrameBytes`), shown `milliseconds`.
+    case frame(Bitmap, index: Int, milliseconds: Int, loopCount: Int, format: ImageFormat)
 }
 
 /// Something that can be cancelled (a download task, a token).

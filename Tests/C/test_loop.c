@@ -1018,6 +1018,157 @@ static int test_decoder_params_and_previews(void)
     return 0;
 }
 
+/* ---- an animation's frames as partials (SD_DEC_PREVIEW_FRAME_BYTES) ---- */
+
+typedef struct {
+    collect c; /* first: the other callbacks take it */
+    int frames, so_far, so_far_after, out_of_order, bare, formats_bad;
+    int64_t loop_count, ms[64], format;
+    char sha[64][65];
+} framed;
+
+static void ev_framed(sd_transfer_id id, void *partial, void *u)
+{
+    (void)id;
+    framed *f = u;
+    sd_preview *p = partial;
+    pthread_mutex_lock(&f->c.mu);
+    if (f->format && p->format != f->format)
+        f->formats_bad++;
+    f->format = p->format;
+    if (p->bitmap == NULL) {
+        f->bare++;
+    } else if (p->frame < 0) {
+        if (f->frames)
+            f->so_far_after++;
+        else
+            f->so_far++;
+    } else if (p->frame != f->frames || f->frames >= 64) {
+        f->out_of_order++;
+    } else {
+        sd_bitmap_sha256(p->bitmap, f->sha[f->frames]);
+        f->ms[f->frames] = p->duration_ms;
+        f->loop_count = p->loop_count;
+        f->frames++;
+    }
+    pthread_mutex_unlock(&f->c.mu);
+    if (p->frame == 0) { /* taking the bitmap leaves the preview to free alone */
+        sd_bitmap *b = p->bitmap;
+        p->bitmap = NULL;
+        sd_bitmap_free(b);
+    }
+    sd_preview_free(p);
+}
+
+static const sd_transfer_events framed_events = {sizeof(sd_transfer_events), ev_response, ev_progress, ev_framed,
+                                                 ev_complete};
+
+/* Fetch `rel` from the fault server in 300-byte pieces, the last held until
+ * `need` frames and `need_so_far` images so far came as partials; previews
+ * and frames within `budget` bytes. */
+static int fetch_framed(sd_loop *l, const char *rel, int64_t budget, int need, int need_so_far, framed *f)
+{
+    static int gates;
+    char path[256], gate[256];
+    snprintf(path, sizeof path, "/drip-file?name=%s&piece=300&gap=5&gate=frames%d", rel, ++gates);
+    snprintf(gate, sizeof gate, "/open?gate=frames%d", gates);
+    memset(f, 0, sizeof *f);
+    collect_init(&f->c);
+    sd_request *r;
+    ASSERT_OK(sd_request_new(url(FAULT, path), &r));
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEW_INTERVAL_MS, 0);
+    sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, budget);
+    ASSERT_OK(sd_loop_submit(l, r, &framed_events, f, NULL));
+    sd_request_free(r);
+    /* all but the last piece are in: every frame before it was sent (however
+     * slow the machine: two minutes of 10 ms naps at least) */
+    for (int i = 0; i < 12000; i++) {
+        pthread_mutex_lock(&f->c.mu);
+        int ready = f->frames >= need && f->so_far >= need_so_far;
+        pthread_mutex_unlock(&f->c.mu);
+        if (ready)
+            break;
+        usleep(10000);
+    }
+    collect o;
+    ASSERT_OK(fetch(l, url(FAULT, gate), NULL, NULL, &o));
+    collect_free(&o);
+    wait_complete(&f->c);
+    return 0;
+}
+
+/* SD_DEC_PREVIEW_FRAME_BYTES: an animation's whole frames come as partials
+ * (sd_preview), in order, each the decoder's own frame, with its duration,
+ * until the budget is spent; images so far only before the second frame;
+ * the result is the whole animation as ever. */
+static int test_animation_frames_as_partials(void)
+{
+    const char *env = getenv("SD_CORPUS_ANIM_DIR");
+    char src[1024], dst[1024];
+    snprintf(src, sizeof src, "%s/third_party/pillow/chi.gif", env && *env ? env : SD_DEFAULT_CORPUS_ANIM);
+    size_t n;
+    uint8_t *gif = sd_read_file(src, &n);
+    if (gif == NULL) {
+        fprintf(stderr, "  %s not found (SD_CORPUS_ANIM_DIR): skipping\n", src);
+        return 0;
+    }
+    snprintf(dst, sizeof dst, "%s/img/chi.gif", WWW);
+    ASSERT(write_file(dst, gif, n) == 0);
+    /* the oracle: the decoder's frames of the whole file */
+    sd_decoder *d;
+    sd_bitmap *first;
+    int64_t total = 0, loops = -1;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_decode(d, gif, n, &first));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_FRAME_COUNT, &total));
+    ASSERT_OK(sd_decoder_get(d, SD_DEC_INFO_LOOP_COUNT, &loops));
+    ASSERT(total >= 4 && total <= 64);
+    char want[64][65];
+    int64_t want_ms[64];
+    for (uint32_t i = 0; i < total; i++) {
+        sd_bitmap *b;
+        ASSERT_OK(sd_decoder_frame(d, i, &b));
+        sd_bitmap_sha256(b, want[i]);
+        ASSERT_OK(sd_decoder_frame_get(d, i, SD_FRAME_DURATION_MS, &want_ms[i]));
+        sd_bitmap_free(b);
+    }
+    size_t frame_bytes = sd_bitmap_size(first);
+    sd_bitmap_free(first);
+    sd_decoder_free(d);
+    free(gif);
+
+    sd_loop *l = new_loop();
+    framed f;
+    /* every frame but those in the held last piece */
+    ASSERT_OK(fetch_framed(l, "img/chi.gif", INT64_MAX, (int)total - 1, 0, &f));
+    ASSERT_OK(f.c.status);
+    ASSERT(f.frames >= total - 1 && f.frames <= total);
+    ASSERT(f.out_of_order == 0 && f.so_far_after == 0 && f.bare == 0);
+    ASSERT(f.formats_bad == 0 && f.format == SD_FORMAT_GIF);
+    for (int i = 0; i < f.frames; i++) {
+        ASSERT(strcmp(f.sha[i], want[i]) == 0);
+        ASSERT_EQ(f.ms[i], want_ms[i]);
+    }
+    ASSERT_EQ(f.loop_count, loops);
+    ASSERT_EQ(f.c.info_complete, 1);
+    collect_free(&f.c);
+    /* a budget of two and a half frames: frames 0 and 1, then no more */
+    ASSERT_OK(fetch_framed(l, "img/chi.gif", (int64_t)(frame_bytes * 5 / 2), 2, 0, &f));
+    ASSERT_OK(f.c.status);
+    ASSERT(f.frames == 2 && f.out_of_order == 0 && f.so_far_after == 0);
+    ASSERT(strcmp(f.sha[1], want[1]) == 0);
+    collect_free(&f.c);
+    /* a still image in this mode: its images so far, as sd_preview */
+    ASSERT_OK(fetch_framed(l, "img/prog.jpg", INT64_MAX, 0, 1, &f));
+    ASSERT_OK(f.c.status);
+    ASSERT(f.frames == 0 && f.so_far >= 1 && f.out_of_order == 0 && f.bare == 0);
+    ASSERT(f.formats_bad == 0 && f.format == SD_FORMAT_JPEG);
+    collect_free(&f.c);
+    sd_loop_free(l);
+    return 0;
+}
+
 static void set_formats(sd_request *r, void *a)
 {
     sd_request_set_decoder_param(r, SD_DEC_FORMATS, *(const int64_t *)a);
@@ -2565,6 +2716,7 @@ int main(int argc, char **argv)
         {"body_block_pool", test_body_block_pool},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
         {"declined_format", test_declined_format},
+        {"animation_frames_as_partials", test_animation_frames_as_partials},
         {"faults", test_faults},
         {"progress_interval", test_progress_interval},
         {"receive_buffer", test_receive_buffer},

@@ -13,7 +13,9 @@
  * the result is SD_EDECODE with the decoder's message (which names the
  * format when the core knows it but cannot decode it). Previews go to the
  * transfer's `partial` callback as sd_bitmap * (the callee owns them) when
- * SD_DEC_PREVIEWS is set. SD_METRIC_SINK_MS is the time spent decoding.
+ * SD_DEC_PREVIEWS is set — or, when SD_DEC_PREVIEW_FRAME_BYTES is set too,
+ * as sd_preview *, which also carry an animation's frames as they complete.
+ * SD_METRIC_SINK_MS is the time spent decoding.
  */
 #ifndef SDCORE_SD_DECODE_SINK_H
 #define SDCORE_SD_DECODE_SINK_H
@@ -24,6 +26,36 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * Name: sd_preview
+ * Desc: A partial of a transfer whose request set both SD_DEC_PREVIEWS and
+ *       SD_DEC_PREVIEW_FRAME_BYTES: every partial of that transfer is an
+ *       sd_preview * (the callee's: sd_preview_free). Until an animation's
+ *       second frame is complete, previews are the image so far (`frame`
+ *       -1: a progressive scan, the rows so far). From then on the sink
+ *       sends every whole frame as it completes, in order from frame 0,
+ *       and no more images so far — until the frames sent total
+ *       SD_DEC_PREVIEW_FRAME_BYTES (later frames come only with the
+ *       result). Partials may be dropped (sd_sink_port_partial): a frame
+ *       index that skips one means the animation so far stops there.
+ *       Since 0.10.
+ */
+typedef struct sd_preview {
+    /* The pixels (output size, upright); the callee may take them
+     * (set the field to NULL) before sd_preview_free. */
+    sd_bitmap *bitmap;
+    /* -1: the image so far; >= 0: this whole frame of an animation. */
+    int64_t frame;
+    /* frame >= 0: its SD_FRAME_DURATION_MS and the animation's
+     * SD_DEC_INFO_LOOP_COUNT; 0 otherwise. */
+    int64_t duration_ms;
+    int64_t loop_count;
+    /* The image's sd_format (SD_DEC_INFO_FORMAT). */
+    int64_t format;
+} sd_preview;
+/* Free a preview and the bitmap it still holds (NULL accepted). */
+SD_API void sd_preview_free(sd_preview *preview);
 
 /*
  * Name: sd_loop_use_decoder

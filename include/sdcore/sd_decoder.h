@@ -196,6 +196,12 @@ typedef enum sd_decoder_param {
      * past it, SD_ETOOLARGE. 0 = no deadline. Default
      * SD_DEFAULT_RENDER_DEADLINE_MS. Since 0.10. */
     SD_DEC_RENDER_DEADLINE_MS = 20,
+    /* For a decode sink (sd_decode_sink.h) with SD_DEC_PREVIEWS: an
+     * animation's frames go to the transfer's partial callback as they
+     * complete, as sd_preview, until their bitmaps total this many bytes
+     * (0, the default: no frames; a decoder alone only keeps the value).
+     * Since 0.10. */
+    SD_DEC_PREVIEW_FRAME_BYTES = 21,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */

@@ -267,13 +267,6 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     // MARK: - SDProgressiveImageCoder
 
-    /// Whether the incremental decode is an animation (nil: not known yet).
-    var incrementalIsAnimated: Bool? {
-        lock.lock()
-        defer { lock.unlock() }
-        return incremental?.isAnimated
-    }
-
     /// Whether the bytes are a format this coder decodes as they arrive.
     public func canIncrementalDecode(from data: Data?) -> Bool {
         canDecode(from: data) && ImageFormat(data: data).capabilities.contains(.incremental)

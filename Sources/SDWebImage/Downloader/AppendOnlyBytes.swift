@@ -48,9 +48,4 @@ final class AppendOnlyBytes: @unchecked Sendable {
         guard let block, count > 0 else { return Data() }
         return block.owner.prefix(count)
     }
-
-    func removeAll() {
-        block = nil
-        count = 0
-    }
 }

@@ -89,17 +89,32 @@ extension SDWebImageDownloaderOperation {
         for h in hs { if let p = h.progress { h.queue.async { p(Int(received), Int(expected), url) } } }
     }
 
-    func previewed(_ bitmap: Bitmap) {
+    /// Loop thread: the C core's decoder made a preview — the image so far,
+    /// or an animation's next frame (then, from two frames on, the animation
+    /// so far goes out: SDWebImage's progressive animated image).
+    func previewed(_ preview: LoaderPreview) {
         lock.lock()
         corePreviews += 1
         let hs = handlers
         let t = transferOptions
-        let animating = swiftPreviews?.isAnimating ?? false
+        var soFar: AnimationSoFar?
+        if case .frame = preview {
+            soFar = animationSoFar ?? AnimationSoFar()
+            animationSoFar = soFar
+        }
         lock.unlock()
-        guard let t, !animating else { return }
+        guard let t else { return }
+        let make: (Double) -> SDImage?
+        switch preview {
+        case .image(let bitmap):
+            make = { SDImage(bitmap: bitmap, orientation: 1, scale: $0, isIncremental: true) }
+        case .frame(let bitmap, let index, let ms, let loops, let format):
+            guard let soFar, let count = soFar.add(bitmap, index: index, milliseconds: ms, loopCount: loops,
+                                                   format: format), count >= 2 else { return }
+            make = { SDAnimatedImage(animatedCoder: soFar, scale: $0, isIncremental: true) }
+        }
         for h in hs where h.options.progressive && h.options.decodesLike(t) {
-            guard let c = h.completed else { continue }
-            let image = SDImage(bitmap: bitmap, orientation: 1, scale: h.options.scaleFactor, isIncremental: true)
+            guard let c = h.completed, let image = make(h.options.scaleFactor) else { continue }
             h.queue.async { c(image, nil, nil, false) }
         }
     }

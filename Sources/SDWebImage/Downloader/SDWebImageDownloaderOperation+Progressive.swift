@@ -9,12 +9,8 @@ import SDDownloader
 /// to the size limit). With previews asked for, one progressive coder
 /// instance per download (SDWebImage's test28) is fed all the data so far on
 /// `work` (shared, not copied: `AppendOnlyBytes`), at most one pending update
-/// at a time, and its image goes to the subscribers that asked.
-///
-/// Beside the C core's decode (`animationsOnly`: a progressive load it
-/// decodes) the C previews show the first frame; this follows a GIF, PNG or
-/// WebP body only to give the animation so far once it has two frames
-/// (SDWebImage's progressive animated load), and lets go of anything else.
+/// at a time, and its image goes to the subscribers that asked. (A download
+/// the C core decodes has its previews from the core: `AnimationSoFar`.)
 // @unchecked: every stored `var` is read and written under `lock`; the coder is used on `work` only, one update at a time.
 final class SwiftPreviews: @unchecked Sendable {
     /// Bytes enough for every coder's magic-number check.
@@ -24,24 +20,14 @@ final class SwiftPreviews: @unchecked Sendable {
     private var scheduled = false
     private var sniffed = false
     let previews: Bool
-    let animationsOnly: Bool
     private var coder: (any SDProgressiveImageCoder)?
     private var noCoder = false
-    private var abandoned = false  // animationsOnly: not an animation, the bytes are not kept
-    private var shownFrames: UInt = 0  // in the last animation so far that went out
     let options: SDImageLoaderDecodeOptions
 
-    init(_ options: SDImageLoaderDecodeOptions, previews: Bool, animationsOnly: Bool = false) {
+    init(_ options: SDImageLoaderDecodeOptions, previews: Bool) {
         self.options = options
         self.previews = previews
-        self.animationsOnly = animationsOnly
     }
-
-    /// An animation so far has gone out: the C core's first-frame previews stop.
-    var isAnimating: Bool { lock.lock(); defer { lock.unlock() }; return shownFrames > 0 }
-
-    /// The body is no longer followed (not an animation: `animationsOnly`).
-    var isAbandoned: Bool { lock.lock(); defer { lock.unlock() }; return abandoned }
 
     /// Blocks the followed body was copied into (one per doubling).
     var bodyBlocks: Int { lock.lock(); defer { lock.unlock() }; return data.blocksMade }
@@ -50,7 +36,6 @@ final class SwiftPreviews: @unchecked Sendable {
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        if abandoned { return false }
         if previews || data.count < Self.sniffBytes {
             data.append(previews ? bytes : UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.sniffBytes - data.count)))
         }
@@ -62,7 +47,7 @@ final class SwiftPreviews: @unchecked Sendable {
     /// `work`, once enough bytes are in: nil, or why no coder will decode them.
     func refusal() -> SDWebImageError? {
         lock.lock()
-        if animationsOnly || sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
+        if sniffed || data.count < Self.sniffBytes { lock.unlock(); return nil }
         sniffed = true
         let head = data.snapshot().prefix(Self.sniffBytes)
         lock.unlock()
@@ -75,13 +60,8 @@ final class SwiftPreviews: @unchecked Sendable {
         lock.lock()
         let now = data.snapshot()
         scheduled = false
-        let gone = abandoned
         lock.unlock()
-        guard previews, !gone else { return nil }
-        if animationsOnly && now.count >= 16 && ![.gif, .png, .webP].contains(ImageFormat(data: now)) {
-            abandon()
-            return nil
-        }
+        guard previews else { return nil }
         if coder == nil && !noCoder {
             let o = options.coderOptions
             if let c = options.coder {
@@ -95,27 +75,7 @@ final class SwiftPreviews: @unchecked Sendable {
         }
         guard let coder else { return nil }
         coder.updateIncrementalData(now, finished: false)
-        let image = coder.incrementalDecodedImage(options: options.coderOptions)
-        guard animationsOnly else { return image }
-        if (coder as? SDImageCoreCoder)?.incrementalIsAnimated == false {
-            abandon()  // a still image: the C previews have it
-            return nil
-        }
-        // a new image only when frames were added
-        guard let animated = image as? SDAnimatedImage else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        guard animated.animatedImageFrameCount >= max(2, shownFrames + 1) else { return nil }
-        shownFrames = animated.animatedImageFrameCount
-        return animated
-    }
-
-    private func abandon() {
-        lock.lock()
-        abandoned = true
-        data.removeAll()
-        lock.unlock()
-        coder = nil
+        return coder.incrementalDecodedImage(options: options.coderOptions)
     }
 }
 

@@ -60,6 +60,8 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var corePreviewCount: Int { lock.withLock { corePreviews } }
     /// A download decoded in Swift: its sniff and previews (not the C core's).
     var swiftPreviews: SwiftPreviews?
+    /// A progressive animation the C core decodes: its frames so far (under `lock`).
+    var animationSoFar: AnimationSoFar?
     var reported: (received: Int64, fraction: Double)?
     var validators: HTTPValidatorCache.Entry?
 
@@ -163,11 +165,10 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
             swiftPreviews = p
             dl?.bodyObserver = observeBody(p)
         } else if decodesInTransfer, first.progressive, options.contains(.progressiveLoad), !first.decode.firstFrameOnly {
-            // the C core decodes and previews the first frame; an animation's
-            // frames so far come from a coder following the same bytes
-            let p = SwiftPreviews(first, previews: true, animationsOnly: true)
-            swiftPreviews = p
-            dl?.bodyObserver = observeBody(p)
+            // the C core decodes and previews; an animation's frames come
+            // from the same decoder as they complete (kept while they fit
+            // the frame cache's budget: the result brings the rest)
+            dl?.animationFrameBytes = first.decode.frameCacheBytes ?? DownloadRequest.defaultAnimationFrameBytes
         }
         lock.unlock()
         post(.SDWebImageDownloadStart, self)
