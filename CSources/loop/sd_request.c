@@ -40,6 +40,56 @@ static int has_scheme(const char *u)
     return *u == ':';
 }
 
+/* Every sd_request_param and its default; -1 for a number that is none.
+ * The tripwire of a new one: without its case here the build fails
+ * (-Wswitch, an error with SD_WERROR). A transport option is this file,
+ * sd_request.h, its curl_easy_setopt in sd_easy.c and DownloadRequest.swift. */
+static int64_t param_default(sd_request_param p)
+{
+    switch (p) {
+    case SD_REQ_PRIORITY: return SD_PRIORITY_NORMAL;
+    case SD_REQ_TIMEOUT_MS: return SD_DEFAULT_TIMEOUT_MS;
+    case SD_REQ_CONNECT_TIMEOUT_MS: return SD_DEFAULT_CONNECT_TIMEOUT_MS;
+    case SD_REQ_MAX_BYTES: return SD_DEFAULT_MAX_RESPONSE_BYTES;
+    case SD_REQ_MAX_REDIRECTS: return SD_DEFAULT_MAX_REDIRECTS;
+    case SD_REQ_USE_SINK: return 1;
+    case SD_REQ_STATUS_MIN: return 200;
+    case SD_REQ_STATUS_MAX: return 299;
+    case SD_REQ_HTTP2: return 1;
+    case SD_REQ_LOW_SPEED_BYTES:
+    case SD_REQ_LOW_SPEED_TIME_MS:
+    case SD_REQ_ALLOW_INVALID_CERTS:
+    case SD_REQ_COOKIES:
+    case SD_REQ_PROGRESS_INTERVAL_MS:
+    case SD_REQ_BLOCK_ADDRESSES:
+    case SD_REQ_NO_DOWNGRADE:
+    case SD_REQ_IDLE_TIMEOUT_MS: return 0;
+    }
+    return -1; /* 11, 12: reserved (were the preview settings) */
+}
+
+/* Every sd_request_string (the same tripwire); sd__request_copy copies
+ * them all as strings. */
+static int is_string(sd_request_string s)
+{
+    switch (s) {
+    case SD_REQ_USERNAME:
+    case SD_REQ_PASSWORD:
+    case SD_REQ_USER_AGENT:
+    case SD_REQ_ACCEPT:
+    case SD_REQ_IF_NONE_MATCH:
+    case SD_REQ_IF_MODIFIED_SINCE:
+    case SD_REQ_ACCEPT_CONTENT_TYPES:
+    case SD_REQ_CA_FILE:
+    case SD_REQ_ALLOWED_SCHEMES:
+    case SD_REQ_ALLOWED_HOSTS:
+    case SD_REQ_BLOCKED_HOSTS:
+    case SD_REQ_TRUSTED_HOSTS:
+    case SD_REQ_PROXY: return 1;
+    }
+    return 0;
+}
+
 int sd_request_new(const char *url, sd_request **out)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
@@ -55,15 +105,8 @@ int sd_request_new(const char *url, sd_request **out)
         sd__free(r);
         return SD_ENOMEM;
     }
-    r->params[SD_REQ_PRIORITY] = SD_PRIORITY_NORMAL;
-    r->params[SD_REQ_TIMEOUT_MS] = SD_DEFAULT_TIMEOUT_MS;
-    r->params[SD_REQ_CONNECT_TIMEOUT_MS] = SD_DEFAULT_CONNECT_TIMEOUT_MS;
-    r->params[SD_REQ_MAX_BYTES] = SD_DEFAULT_MAX_RESPONSE_BYTES;
-    r->params[SD_REQ_MAX_REDIRECTS] = SD_DEFAULT_MAX_REDIRECTS;
-    r->params[SD_REQ_USE_SINK] = 1;
-    r->params[SD_REQ_STATUS_MIN] = 200;
-    r->params[SD_REQ_STATUS_MAX] = 299;
-    r->params[SD_REQ_HTTP2] = 1;
+    for (int p = 1; p < SD__REQ_PARAM_SLOTS; p++)
+        r->params[p] = SD__MAX(param_default((sd_request_param)p), 0);
     *out = r;
     return SD_OK;
 }
@@ -73,7 +116,7 @@ void sd_request_free(sd_request *r)
     if (r == NULL)
         return;
     sd__free(r->url);
-    for (int i = 0; i < SD__REQ_NSTRINGS; i++)
+    for (int i = 0; i < SD__REQ_STRING_SLOTS; i++)
         sd__free(r->strings[i]);
     for (int i = 0; i < r->nheaders; i++)
         sd__free(r->headers[i]);
@@ -109,8 +152,7 @@ int sd_request_set_resume(sd_request *r, const uint8_t *data, size_t len, const 
 
 int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
 {
-    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NPARAMS, SD_EINVAL);
-    SD__RETURN_IF((int)p == 11 || (int)p == 12, SD_EINVAL); /* reserved: were the preview settings */
+    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_PARAM_SLOTS || param_default(p) < 0, SD_EINVAL);
     if (p == SD_REQ_PRIORITY)
         SD__RETURN_IF(v < SD_PRIORITY_LOW || v > SD_PRIORITY_HIGH, SD_EINVAL);
     else
@@ -121,7 +163,7 @@ int sd_request_set(sd_request *r, sd_request_param p, int64_t v)
 
 int sd_request_set_string(sd_request *r, sd_request_string p, const char *v)
 {
-    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_NSTRINGS, SD_EINVAL);
+    SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD__REQ_STRING_SLOTS || !is_string(p), SD_EINVAL);
     SD__RETURN_IF(v != NULL && sd__has_control(v), SD_EINVAL); /* no header injection */
     char *d = dup_str(v);
     SD__RETURN_IF(v != NULL && d == NULL, SD_ENOMEM);
@@ -202,7 +244,7 @@ int sd__request_copy(const sd_request *src, sd_request **out)
     r->has_sink = src->has_sink;
     r->sink_ctx = src->sink_ctx;
     int rc = SD_OK;
-    for (int i = 1; i < SD__REQ_NSTRINGS && rc == SD_OK; i++)
+    for (int i = 1; i < SD__REQ_STRING_SLOTS && rc == SD_OK; i++)
         if (src->strings[i])
             rc = sd_request_set_string(r, (sd_request_string)i, src->strings[i]);
     for (int i = 0; i < src->nheaders && rc == SD_OK; i++)
