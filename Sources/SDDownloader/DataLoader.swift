@@ -139,8 +139,7 @@ public final class DataLoader: @unchecked Sendable {
                 : String(cString: sd_strerror(rc))
             return .failure(DownloadError(DownloadError.Code(rawValue: rc), message: "invalid request: \(why)"))
         }
-        let handlers = Handlers(events: events, decoded: request.decode, url: request.url.absoluteString,
-                                telemetry: telemetry, framed: request.framesPreviews)
+        let handlers = Handlers(events: events, of: request, telemetry: telemetry)
         if let observer = request.bodyObserver {
             // a sink of our own that watches — and, when the body decodes,
             // hands every call on to the decode sink: the bytes still go to the result
@@ -334,22 +333,18 @@ public final class DownloadTask: Sendable {
 // @unchecked: `response` and `observer` are written and read on the loop thread only; the rest is `let`.
 private final class Handlers: @unchecked Sendable {
     let events: LoaderEvents
-    let decoded: Bool
-    let url: String
     let telemetry: LoaderTelemetry
+    /// The request decodes; its partials are `sd_preview *` (`DownloadRequest.framesPreviews`).
+    let decoded, framed: Bool
+    let url: String
     /// Set by the response event; read by the completion (both on the loop thread).
     var response: DownloadResponse?
     /// The body observer's sink context: lives until the completion.
     var observer: BodyObserver?
-    /// The partials are `sd_preview *` (`DownloadRequest.framesPreviews`).
-    let framed: Bool
 
-    init(events: LoaderEvents, decoded: Bool, url: String, telemetry: LoaderTelemetry, framed: Bool) {
-        self.events = events
-        self.decoded = decoded
-        self.url = url
-        self.telemetry = telemetry
-        self.framed = framed
+    init(events: LoaderEvents, of request: DownloadRequest, telemetry: LoaderTelemetry) {
+        (self.events, self.telemetry) = (events, telemetry)
+        (decoded, url, framed) = (request.decode, request.url.absoluteString, request.framesPreviews)
     }
 }
 

@@ -1,0 +1,58 @@
+#if Serve
+import Crypto
+import Foundation
+
+/// imgproxy's signature: URL-safe base64 (no padding) of
+/// HMAC-SHA256(key, salt + path), key and salt given in hex.
+public struct URLSigner: Sendable {
+    let key: [UInt8]
+    let salt: [UInt8]
+
+    /// nil when either is not even-length hex or the key is empty.
+    public init?(keyHex: String, saltHex: String) {
+        guard let k = Self.hex(keyHex), !k.isEmpty, let s = Self.hex(saltHex) else { return nil }
+        key = k
+        salt = s
+    }
+
+    /// The signature of `path` (everything after the signature segment, with its leading "/").
+    public func signature(of path: Substring) -> String {
+        var mac = HMAC<SHA256>(key: SymmetricKey(data: key))
+        mac.update(data: salt)
+        mac.update(data: Array(path.utf8))
+        return Self.base64URL(Data(mac.finalize()))
+    }
+
+    /// Whether `signature` signs `path` (compared in constant time).
+    public func verify(_ signature: Substring, path: Substring) -> Bool {
+        let want = Array(self.signature(of: path).utf8), got = Array(signature.utf8)
+        guard want.count == got.count else { return false }
+        return zip(want, got).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        String(data.base64EncodedString().map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }.filter { $0 != "=" })
+    }
+
+    static func hex(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(u.count / 2)
+        for i in stride(from: 0, to: u.count, by: 2) {
+            guard let hi = nibble(u[i]), let lo = nibble(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 65...70: c - 55
+        case 97...102: c - 87
+        default: nil
+        }
+    }
+}
+#endif
