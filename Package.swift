@@ -17,10 +17,12 @@ let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
     ("CWebPMux", "libwebpmux", "libwebp-dev"),
     ("CAVIF", "libavif", "libavif-dev"),
     ("CLCMS", "lcms2", "liblcms2-dev"),
-    ("CHeif", "libheif", "libheif-dev"),
-    ("CJXL", "libjxl", "libjxl-dev"),
     ("CZlib", "zlib", "zlib1g-dev"),
 ]
+// libheif and libjxl are not linked: the core loads them when the first
+// HEIC or JPEG XL arrives (CSources/common/sd_dl.h), so a program that never
+// meets one does not pay for them at start. Their headers (libheif-dev,
+// libjxl-dev) are on the default include path.
 
 let package = Package(
     name: "SDWebImage",
@@ -75,7 +77,7 @@ let package = Package(
                 .headerSearchPath("CSources"),
                 .define("_GNU_SOURCE"),
             ],
-            linkerSettings: [.linkedLibrary("m")]
+            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("dl")]
         ),
         // The SVG codec row (CSources/decode/svg): a constructor plugs it into
         // the core's registry when a program links this target.

@@ -15,8 +15,8 @@ check "the licence named in Package.swift, README, sdcore.pc and the CMake packa
 hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
 check "CHANGELOG.md has Unreleased and the current version $hv" \
   'grep -q "^## \[Unreleased\]" CHANGELOG.md && grep -q "^## \[$hv\]" CHANGELOG.md'
-check "every C library the core links is a system-library target with an apt provider (no bare linkedLibrary but libm)" \
-  '[ -z "$(grep -o "linkedLibrary(\"[a-z0-9]*\")" Package.swift | grep -v "\"m\"")" ] &&
+check "every C library the core links is a system-library target with an apt provider (no bare linkedLibrary but libc's libm and libdl)" \
+  '[ -z "$(grep -o "linkedLibrary(\"[a-z0-9]*\")" Package.swift | grep -vE "\"(m|dl)\"")" ] &&
    [ $(ls Sources/CSystemLibraries | wc -l) -eq $(grep -c "^    (\"C[A-Za-z]*\", \"[a-z0-9]*\", \"[a-z0-9-]*-dev\")," Package.swift) ]'
 check "SECURITY.md says how to report privately" 'grep -qi "private vulnerability report" SECURITY.md'
 echo "package: $pass passed, $fail failed"

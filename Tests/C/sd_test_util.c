@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sd_sha256.h"
 #include "sd_test_util.h"
@@ -173,4 +175,64 @@ double sd_bitmap_mean_diff(const sd_bitmap *a, const sd_bitmap *b)
             sum += abs((int)sd_bitmap_pixels(a)[y * sd_bitmap_stride(a) + x] -
                        (int)sd_bitmap_pixels(b)[y * sd_bitmap_stride(b) + x]);
     return sum / ((double)sd_bitmap_width(a) * sd_bitmap_height(a) * 4);
+}
+
+int sd_missing_library(sd_format format, const char *env, const char *file_path, int argc, char **argv)
+{
+    static const char missing[] = "/nonexistent/sdcore-test/lib.so.1";
+    if (argc == 3 && strcmp(argv[1], "--missing-library-child") == 0) {
+        /* the child: `env` names a file that is not there */
+        size_t n;
+        unsigned char *data = sd_read_file(argv[2], &n);
+        sd_decoder *d;
+        sd_bitmap *b = NULL;
+        if (data == NULL || sd_decoder_new(&d) != SD_OK)
+            return 2;
+        int rc = sd_decoder_decode(d, data, n, &b);
+        int named = strstr(sd_decoder_message(d), missing) != NULL;
+        sd_decoder_free(d);
+        free(data);
+        if (rc != SD_EUNSUPPORTED || !named || b != NULL) {
+            fprintf(stderr, "  decode without the library: %s (%s)\n", sd_strerror(rc), named ? "named" : "not named");
+            return 3;
+        }
+        sd_encoder *e;
+        sd_bitmap *px;
+        uint8_t *out = NULL;
+        size_t len = 0;
+        if (sd_bitmap_new(8, 8, &px) != SD_OK || sd_encoder_new(format, &e) != SD_OK)
+            return 4;
+        rc = sd_encoder_add_frame(e, px, 0);
+        if (rc == SD_OK)
+            rc = sd_encoder_finish(e, &out, &len);
+        sd_encoder_free(e);
+        if (rc != SD_EUNSUPPORTED || out != NULL) {
+            fprintf(stderr, "  encode without the library: %s\n", sd_strerror(rc));
+            return 5;
+        }
+        /* the rest of the core is untouched: a PNG round trip */
+        if (sd_encoder_new(SD_FORMAT_PNG, &e) != SD_OK || sd_encoder_add_frame(e, px, 0) != SD_OK ||
+            sd_encoder_finish(e, &out, &len) != SD_OK || sd_decode(out, len, &b) != SD_OK)
+            return 6;
+        sd_free(out);
+        sd_encoder_free(e);
+        sd_bitmap_free(b);
+        sd_bitmap_free(px);
+        return 0;
+    }
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0)
+        return -1;
+    exe[k] = '\0';
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv(env, missing, 1);
+        execl(exe, exe, "--missing-library-child", file_path, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -39,4 +39,14 @@ int sd_run_quiet(const char *cmd);
 int sd_bitmap_max_diff(const sd_bitmap *a, const sd_bitmap *b);
 double sd_bitmap_mean_diff(const sd_bitmap *a, const sd_bitmap *b);
 
+/* The codec of `format` without its library: this test binary runs again
+ * as a child with `env` (SDCORE_HEIF_LIBRARY, SDCORE_JXL_LIBRARY) naming a
+ * file that is not there, and checks that decoding `file_path` and encoding
+ * fail with SD_EUNSUPPORTED, the message naming the file, while a PNG still
+ * round-trips. Call it first thing in main with main's arguments: in the
+ * child it does the checks and returns their status (non-negative). In the
+ * parent it returns the child's exit status (0: all held), -1 if it could
+ * not run one. The library is looked for once per process, hence the child. */
+int sd_missing_library(sd_format format, const char *env, const char *file_path, int argc, char **argv);
+
 #endif

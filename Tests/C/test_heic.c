@@ -261,8 +261,28 @@ static int test_bad_files(void)
     return 0;
 }
 
+/* libheif is loaded when the first HEIC arrives: without it (a child with
+ * SDCORE_HEIF_LIBRARY naming a file that is not there) a HEIC fails with
+ * SD_EUNSUPPORTED and a message naming the file, encoding too, and the
+ * rest of the core works. */
+static int test_missing_library(void)
+{
+    uint8_t *heic;
+    size_t n;
+    sd_bitmap *ref;
+    ASSERT_OK(make(64, 48, 0, "", &heic, &n, &ref));
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.heic", dir);
+    ASSERT_EQ(sd_missing_library(SD_FORMAT_HEIC, "SDCORE_HEIF_LIBRARY", path, 0, NULL), 0);
+    free(heic);
+    sd_bitmap_free(ref);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--missing-library-child") == 0)
+        return sd_missing_library(SD_FORMAT_HEIC, NULL, NULL, argc, argv);
     if (access("/usr/bin/heif-enc", X_OK) != 0 || access("/usr/bin/heif-convert", X_OK) != 0) {
         printf("heif-enc/heif-convert missing (libheif-examples): skipped\n");
         return 77;
@@ -276,6 +296,7 @@ int main(int argc, char **argv)
         {"encode", test_encode},
         {"profile", test_profile},
         {"bad_files", test_bad_files},
+        {"missing_library", test_missing_library},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

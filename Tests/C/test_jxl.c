@@ -373,8 +373,26 @@ static int test_bad_files(void)
     return 0;
 }
 
+/* libjxl is loaded when the first JPEG XL arrives: without it (a child with
+ * SDCORE_JXL_LIBRARY naming a file that is not there) a JPEG XL fails with
+ * SD_EUNSUPPORTED and a message naming the file, encoding too, and the
+ * rest of the core works. */
+static int test_missing_library(void)
+{
+    size_t n;
+    uint8_t *jxl = cjxl(64, 48, 0, "-d 1", &n);
+    ASSERT(jxl != NULL);
+    char path[160];
+    snprintf(path, sizeof path, "%s/out.jxl", dir);
+    ASSERT_EQ(sd_missing_library(SD_FORMAT_JXL, "SDCORE_JXL_LIBRARY", path, 0, NULL), 0);
+    free(jxl);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--missing-library-child") == 0)
+        return sd_missing_library(SD_FORMAT_JXL, NULL, NULL, argc, argv);
     if (access("/usr/bin/cjxl", X_OK) != 0 || access("/usr/bin/djxl", X_OK) != 0) {
         printf("cjxl/djxl missing (libjxl-tools): skipped\n");
         return 77;
@@ -389,6 +407,7 @@ int main(int argc, char **argv)
         {"from_jpeg", test_from_jpeg},
         {"encode", test_encode},
         {"bad_files", test_bad_files},
+        {"missing_library", test_missing_library},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -22,16 +22,103 @@
 
 #include <libheif/heif.h>
 
+#include "common/sd_dl.h"
 #include "decode/sd_decoder_int.h"
+
+/* The functions of libheif this file calls, loaded on first use (sd_dl.h). */
+#define SD__HEIF_FNS(X) \
+    X(heif_context_alloc) \
+    X(heif_context_encode_image) \
+    X(heif_context_free) \
+    X(heif_context_get_encoder_for_format) \
+    X(heif_context_get_primary_image_handle) \
+    X(heif_context_read_from_memory_without_copy) \
+    X(heif_context_set_maximum_image_size_limit) \
+    X(heif_context_write) \
+    X(heif_decode_image) \
+    X(heif_decoding_options_alloc) \
+    X(heif_decoding_options_free) \
+    X(heif_encoder_release) \
+    X(heif_encoder_set_lossless) \
+    X(heif_encoder_set_lossy_quality) \
+    X(heif_have_encoder_for_format) \
+    X(heif_image_add_plane) \
+    X(heif_image_create) \
+    X(heif_image_get_height) \
+    X(heif_image_get_plane) \
+    X(heif_image_get_plane_readonly) \
+    X(heif_image_get_width) \
+    X(heif_image_handle_get_height) \
+    X(heif_image_handle_get_list_of_thumbnail_IDs) \
+    X(heif_image_handle_get_nclx_color_profile) \
+    X(heif_image_handle_get_number_of_thumbnails) \
+    X(heif_image_handle_get_raw_color_profile) \
+    X(heif_image_handle_get_raw_color_profile_size) \
+    X(heif_image_handle_get_thumbnail) \
+    X(heif_image_handle_get_width) \
+    X(heif_image_handle_has_alpha_channel) \
+    X(heif_image_handle_is_premultiplied_alpha) \
+    X(heif_image_handle_release) \
+    X(heif_image_release) \
+    X(heif_image_set_raw_color_profile) \
+    X(heif_init) \
+    X(heif_nclx_color_profile_free)
+/* the library built against (CMake reads its SONAME), else Debian 12's;
+ * then the development link, which matches the headers */
+#ifndef SD_HEIF_SONAME
+#define SD_HEIF_SONAME "libheif.so.1"
+#endif
+SD__DL_TABLE(heif, SD__HEIF_FNS, "SDCORE_HEIF_LIBRARY", SD_HEIF_SONAME, "libheif.so");
+#define heif_context_alloc SD__DL_FN(heif, heif_context_alloc)
+#define heif_context_encode_image SD__DL_FN(heif, heif_context_encode_image)
+#define heif_context_free SD__DL_FN(heif, heif_context_free)
+#define heif_context_get_encoder_for_format SD__DL_FN(heif, heif_context_get_encoder_for_format)
+#define heif_context_get_primary_image_handle SD__DL_FN(heif, heif_context_get_primary_image_handle)
+#define heif_context_read_from_memory_without_copy SD__DL_FN(heif, heif_context_read_from_memory_without_copy)
+#define heif_context_set_maximum_image_size_limit SD__DL_FN(heif, heif_context_set_maximum_image_size_limit)
+#define heif_context_write SD__DL_FN(heif, heif_context_write)
+#define heif_decode_image SD__DL_FN(heif, heif_decode_image)
+#define heif_decoding_options_alloc SD__DL_FN(heif, heif_decoding_options_alloc)
+#define heif_decoding_options_free SD__DL_FN(heif, heif_decoding_options_free)
+#define heif_encoder_release SD__DL_FN(heif, heif_encoder_release)
+#define heif_encoder_set_lossless SD__DL_FN(heif, heif_encoder_set_lossless)
+#define heif_encoder_set_lossy_quality SD__DL_FN(heif, heif_encoder_set_lossy_quality)
+#define heif_have_encoder_for_format SD__DL_FN(heif, heif_have_encoder_for_format)
+#define heif_image_add_plane SD__DL_FN(heif, heif_image_add_plane)
+#define heif_image_create SD__DL_FN(heif, heif_image_create)
+#define heif_image_get_height SD__DL_FN(heif, heif_image_get_height)
+#define heif_image_get_plane SD__DL_FN(heif, heif_image_get_plane)
+#define heif_image_get_plane_readonly SD__DL_FN(heif, heif_image_get_plane_readonly)
+#define heif_image_get_width SD__DL_FN(heif, heif_image_get_width)
+#define heif_image_handle_get_height SD__DL_FN(heif, heif_image_handle_get_height)
+#define heif_image_handle_get_list_of_thumbnail_IDs SD__DL_FN(heif, heif_image_handle_get_list_of_thumbnail_IDs)
+#define heif_image_handle_get_nclx_color_profile SD__DL_FN(heif, heif_image_handle_get_nclx_color_profile)
+#define heif_image_handle_get_number_of_thumbnails SD__DL_FN(heif, heif_image_handle_get_number_of_thumbnails)
+#define heif_image_handle_get_raw_color_profile SD__DL_FN(heif, heif_image_handle_get_raw_color_profile)
+#define heif_image_handle_get_raw_color_profile_size SD__DL_FN(heif, heif_image_handle_get_raw_color_profile_size)
+#define heif_image_handle_get_thumbnail SD__DL_FN(heif, heif_image_handle_get_thumbnail)
+#define heif_image_handle_get_width SD__DL_FN(heif, heif_image_handle_get_width)
+#define heif_image_handle_has_alpha_channel SD__DL_FN(heif, heif_image_handle_has_alpha_channel)
+#define heif_image_handle_is_premultiplied_alpha SD__DL_FN(heif, heif_image_handle_is_premultiplied_alpha)
+#define heif_image_handle_release SD__DL_FN(heif, heif_image_handle_release)
+#define heif_image_release SD__DL_FN(heif, heif_image_release)
+#define heif_image_set_raw_color_profile SD__DL_FN(heif, heif_image_set_raw_color_profile)
+#define heif_init SD__DL_FN(heif, heif_init)
+#define heif_nclx_color_profile_free SD__DL_FN(heif, heif_nclx_color_profile_free)
 
 typedef struct {
     sd__whole w; /* the decoder, the bytes, the canvas */
 } sd__heic;
 
-/* libheif's plugins (its decoders and encoders) are registered once per
- * process; reference counted by libheif, never released (process life). */
+/* libheif, loaded when the first HEIC is met; its plugins (decoders and
+ * encoders) registered once per process, reference counted by libheif and
+ * never released (process life). */
 static pthread_once_t heif_once = PTHREAD_ONCE_INIT;
-static void heif_start(void) { heif_init(NULL); }
+static void heif_start(void)
+{
+    if (sd__dl_load(&heif_dl) == SD_OK)
+        heif_init(NULL);
+}
 
 static int he_fail(sd_decoder *d, struct heif_error e, const char *what)
 {
@@ -52,6 +139,10 @@ static int he_fail(sd_decoder *d, struct heif_error e, const char *what)
 static int sdh_init(sd_decoder *d)
 {
     pthread_once(&heif_once, heif_start);
+    if (sd__dl_load(&heif_dl) != SD_OK) {
+        sd__decoder_msg(d, "HEIC: %s", heif_dl.message);
+        return SD_EUNSUPPORTED;
+    }
     return sd__whole_init(d, sizeof(sd__heic));
 }
 
@@ -370,6 +461,7 @@ static struct heif_error write_out(struct heif_context *ctx, const void *data, s
 static int sd__heic_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
     pthread_once(&heif_once, heif_start);
+    SD__RETURN_IF(sd__dl_load(&heif_dl) != SD_OK, SD_EUNSUPPORTED); /* no libheif on this machine */
     if (!heif_have_encoder_for_format(heif_compression_HEVC))
         return SD_EUNSUPPORTED; /* libheif built without an HEVC encoder */
     const sd_bitmap *b = j->frames[0];

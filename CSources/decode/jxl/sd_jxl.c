@@ -28,7 +28,86 @@
 #include <jxl/decode.h>
 #include <jxl/encode.h>
 
+#include "common/sd_dl.h"
+
 #include "decode/anim/sd_anim_int.h"
+
+/* The functions of libjxl this file calls, loaded on first use (sd_dl.h). */
+#define SD__JXL_FNS(X) \
+    X(JxlColorEncodingSetToSRGB) \
+    X(JxlDecoderCloseInput) \
+    X(JxlDecoderCreate) \
+    X(JxlDecoderDestroy) \
+    X(JxlDecoderFlushImage) \
+    X(JxlDecoderGetBasicInfo) \
+    X(JxlDecoderGetColorAsEncodedProfile) \
+    X(JxlDecoderGetColorAsICCProfile) \
+    X(JxlDecoderGetFrameHeader) \
+    X(JxlDecoderGetICCProfileSize) \
+    X(JxlDecoderImageOutBufferSize) \
+    X(JxlDecoderProcessInput) \
+    X(JxlDecoderReleaseInput) \
+    X(JxlDecoderSetImageOutBuffer) \
+    X(JxlDecoderSetInput) \
+    X(JxlDecoderSetKeepOrientation) \
+    X(JxlDecoderSetProgressiveDetail) \
+    X(JxlDecoderSetUnpremultiplyAlpha) \
+    X(JxlDecoderSkipFrames) \
+    X(JxlDecoderSubscribeEvents) \
+    X(JxlEncoderAddImageFrame) \
+    X(JxlEncoderCloseInput) \
+    X(JxlEncoderCreate) \
+    X(JxlEncoderDestroy) \
+    X(JxlEncoderFrameSettingsCreate) \
+    X(JxlEncoderFrameSettingsSetOption) \
+    X(JxlEncoderInitBasicInfo) \
+    X(JxlEncoderInitFrameHeader) \
+    X(JxlEncoderProcessOutput) \
+    X(JxlEncoderSetBasicInfo) \
+    X(JxlEncoderSetColorEncoding) \
+    X(JxlEncoderSetFrameDistance) \
+    X(JxlEncoderSetFrameHeader) \
+    X(JxlEncoderSetFrameLossless) \
+    X(JxlEncoderSetICCProfile)
+#ifndef SD_JXL_SONAME /* as SD_HEIF_SONAME (sd_heic.c) */
+#define SD_JXL_SONAME "libjxl.so.0.7"
+#endif
+SD__DL_TABLE(jxl, SD__JXL_FNS, "SDCORE_JXL_LIBRARY", SD_JXL_SONAME, "libjxl.so");
+#define JxlColorEncodingSetToSRGB SD__DL_FN(jxl, JxlColorEncodingSetToSRGB)
+#define JxlDecoderCloseInput SD__DL_FN(jxl, JxlDecoderCloseInput)
+#define JxlDecoderCreate SD__DL_FN(jxl, JxlDecoderCreate)
+#define JxlDecoderDestroy SD__DL_FN(jxl, JxlDecoderDestroy)
+#define JxlDecoderFlushImage SD__DL_FN(jxl, JxlDecoderFlushImage)
+#define JxlDecoderGetBasicInfo SD__DL_FN(jxl, JxlDecoderGetBasicInfo)
+#define JxlDecoderGetColorAsEncodedProfile SD__DL_FN(jxl, JxlDecoderGetColorAsEncodedProfile)
+#define JxlDecoderGetColorAsICCProfile SD__DL_FN(jxl, JxlDecoderGetColorAsICCProfile)
+#define JxlDecoderGetFrameHeader SD__DL_FN(jxl, JxlDecoderGetFrameHeader)
+#define JxlDecoderGetICCProfileSize SD__DL_FN(jxl, JxlDecoderGetICCProfileSize)
+#define JxlDecoderImageOutBufferSize SD__DL_FN(jxl, JxlDecoderImageOutBufferSize)
+#define JxlDecoderProcessInput SD__DL_FN(jxl, JxlDecoderProcessInput)
+#define JxlDecoderReleaseInput SD__DL_FN(jxl, JxlDecoderReleaseInput)
+#define JxlDecoderSetImageOutBuffer SD__DL_FN(jxl, JxlDecoderSetImageOutBuffer)
+#define JxlDecoderSetInput SD__DL_FN(jxl, JxlDecoderSetInput)
+#define JxlDecoderSetKeepOrientation SD__DL_FN(jxl, JxlDecoderSetKeepOrientation)
+#define JxlDecoderSetProgressiveDetail SD__DL_FN(jxl, JxlDecoderSetProgressiveDetail)
+#define JxlDecoderSetUnpremultiplyAlpha SD__DL_FN(jxl, JxlDecoderSetUnpremultiplyAlpha)
+#define JxlDecoderSkipFrames SD__DL_FN(jxl, JxlDecoderSkipFrames)
+#define JxlDecoderSubscribeEvents SD__DL_FN(jxl, JxlDecoderSubscribeEvents)
+#define JxlEncoderAddImageFrame SD__DL_FN(jxl, JxlEncoderAddImageFrame)
+#define JxlEncoderCloseInput SD__DL_FN(jxl, JxlEncoderCloseInput)
+#define JxlEncoderCreate SD__DL_FN(jxl, JxlEncoderCreate)
+#define JxlEncoderDestroy SD__DL_FN(jxl, JxlEncoderDestroy)
+#define JxlEncoderFrameSettingsCreate SD__DL_FN(jxl, JxlEncoderFrameSettingsCreate)
+#define JxlEncoderFrameSettingsSetOption SD__DL_FN(jxl, JxlEncoderFrameSettingsSetOption)
+#define JxlEncoderInitBasicInfo SD__DL_FN(jxl, JxlEncoderInitBasicInfo)
+#define JxlEncoderInitFrameHeader SD__DL_FN(jxl, JxlEncoderInitFrameHeader)
+#define JxlEncoderProcessOutput SD__DL_FN(jxl, JxlEncoderProcessOutput)
+#define JxlEncoderSetBasicInfo SD__DL_FN(jxl, JxlEncoderSetBasicInfo)
+#define JxlEncoderSetColorEncoding SD__DL_FN(jxl, JxlEncoderSetColorEncoding)
+#define JxlEncoderSetFrameDistance SD__DL_FN(jxl, JxlEncoderSetFrameDistance)
+#define JxlEncoderSetFrameHeader SD__DL_FN(jxl, JxlEncoderSetFrameHeader)
+#define JxlEncoderSetFrameLossless SD__DL_FN(jxl, JxlEncoderSetFrameLossless)
+#define JxlEncoderSetICCProfile SD__DL_FN(jxl, JxlEncoderSetICCProfile)
 
 typedef struct {
     sd__anim_state a; /* first: the decoder, the bytes, the canvas (the final still), the frames kept */
@@ -71,6 +150,10 @@ static JxlDecoder *new_decoder(int events)
 
 static int sdx_init(sd_decoder *d)
 {
+    if (sd__dl_load(&jxl_dl) != SD_OK) {
+        sd__decoder_msg(d, "JPEG XL: %s", jxl_dl.message);
+        return SD_EUNSUPPORTED;
+    }
     SD__FORWARD_IF_ERROR(sd__anim_state_init(d, sizeof(sd__jxl)));
     sd__jxl *s = d->codec_state;
     int events = JXL_DEC_BASIC_INFO | JXL_DEC_COLOR_ENCODING | JXL_DEC_FULL_IMAGE;
@@ -372,6 +455,7 @@ static float distance_for(int q)
 
 static int sd__jxl_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
+    SD__RETURN_IF(sd__dl_load(&jxl_dl) != SD_OK, SD_EUNSUPPORTED); /* no libjxl on this machine */
     const sd_bitmap *f0 = j->frames[0];
     int alpha = 0;
     for (size_t i = 0; i < j->count && !alpha; i++)
