@@ -1,9 +1,10 @@
 /*
  * sd_dl.h — a codec's library loaded on first use (dlopen), not at program
- * start: a program that never meets HEIC or JPEG XL does not pay for
- * loading libheif (libde265, x265) or libjxl (libhwy, brotli) — their
- * relocations and constructors cost every process ~20 ms of CPU and
- * ~10 MB (libvips made the same codecs loadable modules for this).
+ * start: a program that never meets HEIC, JPEG XL or SVG does not pay for
+ * loading libheif (libde265, x265), libjxl (libhwy, brotli) or librsvg
+ * (cairo, GLib, pango) — their relocations and constructors cost every
+ * process tens of ms of CPU and ~10 MB (libvips made the same codecs
+ * loadable modules for this).
  *
  * A codec lists the functions it calls once, as an X-macro, and calls them
  * by their own names through one #define each (the types are the library

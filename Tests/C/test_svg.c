@@ -434,8 +434,25 @@ static int test_bad_documents(void)
     return 0;
 }
 
+/* librsvg is loaded when the first SVG arrives: without it (a child with
+ * SDCORE_RSVG_LIBRARY naming a file that is not there) an SVG fails with
+ * SD_EUNSUPPORTED and a message naming the file, and the rest of the core
+ * works. */
+static int test_missing_library(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/plain.svg", dir);
+    static const char svg[] = "<svg xmlns='http://www.w3.org/2000/svg' width='8' height='8'>"
+                              "<rect width='8' height='8' fill='red'/></svg>";
+    ASSERT_EQ(sd_write_file(path, svg, strlen(svg)), 0);
+    ASSERT_EQ(sd_missing_library(SD_FORMAT_SVG, "SDCORE_RSVG_LIBRARY", path, 0, NULL), 0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--missing-library-child") == 0)
+        return sd_missing_library(SD_FORMAT_SVG, NULL, NULL, argc, argv);
     if (access("/usr/bin/rsvg-convert", X_OK) != 0) {
         printf("rsvg-convert missing (librsvg2-bin): skipped\n");
         return 77;
@@ -454,6 +471,7 @@ int main(int argc, char **argv)
         {"bounds", test_bounds},
         {"deadline", test_deadline},
         {"bad_documents", test_bad_documents},
+        {"missing_library", test_missing_library},
         {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);

@@ -38,7 +38,53 @@
 
 #include <librsvg/rsvg.h>
 
+#include "common/sd_dl.h"
 #include "decode/sd_decoder_int.h"
+
+/* The functions of librsvg (and of cairo and GLib, which it brings) this
+ * file calls, loaded on first use (common/sd_dl.h): found through
+ * librsvg's handle, which loads its dependencies. */
+#define SD__RSVG_FNS(X) \
+    X(cairo_create) \
+    X(cairo_destroy) \
+    X(cairo_image_surface_create_for_data) \
+    X(cairo_scale) \
+    X(cairo_status) \
+    X(cairo_status_to_string) \
+    X(cairo_surface_destroy) \
+    X(cairo_surface_flush) \
+    X(cairo_translate) \
+    X(g_error_free) \
+    X(g_memory_input_stream_new_from_data) \
+    X(g_object_unref) \
+    X(rsvg_handle_get_geometry_for_element) \
+    X(rsvg_handle_get_intrinsic_dimensions) \
+    X(rsvg_handle_get_intrinsic_size_in_pixels) \
+    X(rsvg_handle_new_from_stream_sync) \
+    X(rsvg_handle_render_document) \
+    X(rsvg_handle_set_dpi)
+#ifndef SD_RSVG_SONAME /* as SD_HEIF_SONAME (sd_heic.c) */
+#define SD_RSVG_SONAME "librsvg-2.so.2"
+#endif
+SD__DL_TABLE(rsvg, SD__RSVG_FNS, "SDCORE_RSVG_LIBRARY", SD_RSVG_SONAME, "librsvg-2.so");
+#define cairo_create SD__DL_FN(rsvg, cairo_create)
+#define cairo_destroy SD__DL_FN(rsvg, cairo_destroy)
+#define cairo_image_surface_create_for_data SD__DL_FN(rsvg, cairo_image_surface_create_for_data)
+#define cairo_scale SD__DL_FN(rsvg, cairo_scale)
+#define cairo_status SD__DL_FN(rsvg, cairo_status)
+#define cairo_status_to_string SD__DL_FN(rsvg, cairo_status_to_string)
+#define cairo_surface_destroy SD__DL_FN(rsvg, cairo_surface_destroy)
+#define cairo_surface_flush SD__DL_FN(rsvg, cairo_surface_flush)
+#define cairo_translate SD__DL_FN(rsvg, cairo_translate)
+#define g_error_free SD__DL_FN(rsvg, g_error_free)
+#define g_memory_input_stream_new_from_data SD__DL_FN(rsvg, g_memory_input_stream_new_from_data)
+#define g_object_unref SD__DL_FN(rsvg, g_object_unref)
+#define rsvg_handle_get_geometry_for_element SD__DL_FN(rsvg, rsvg_handle_get_geometry_for_element)
+#define rsvg_handle_get_intrinsic_dimensions SD__DL_FN(rsvg, rsvg_handle_get_intrinsic_dimensions)
+#define rsvg_handle_get_intrinsic_size_in_pixels SD__DL_FN(rsvg, rsvg_handle_get_intrinsic_size_in_pixels)
+#define rsvg_handle_new_from_stream_sync SD__DL_FN(rsvg, rsvg_handle_new_from_stream_sync)
+#define rsvg_handle_render_document SD__DL_FN(rsvg, rsvg_handle_render_document)
+#define rsvg_handle_set_dpi SD__DL_FN(rsvg, rsvg_handle_set_dpi)
 
 #define SD__SVG_MAX_BYTES ((size_t)16 << 20)
 #define SD__SVG_MAX_ELEMENTS 200000
@@ -161,7 +207,14 @@ static int scan(sd_decoder *d, const uint8_t *p, size_t n)
 
 /* ---- the codec ---- */
 
-static int svg_init(sd_decoder *d) { return sd__whole_init(d, sizeof(sd__svg)); }
+static int svg_init(sd_decoder *d)
+{
+    if (sd__dl_load(&rsvg_dl) != SD_OK) {
+        sd__decoder_msg(d, "SVG: %s", rsvg_dl.message);
+        return SD_EUNSUPPORTED;
+    }
+    return sd__whole_init(d, sizeof(sd__svg));
+}
 
 static int svg_push(sd_decoder *d, const uint8_t *p, size_t n)
 {
