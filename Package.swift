@@ -35,7 +35,9 @@ let package = Package(
         // that use it link hiredis.
         .library(name: "SDWebImageRedis", targets: ["SDWebImageRedis"]),
         // SVG through librsvg (cairo, GLib): its own product, as SDWebImage
-        // ships SDWebImageSVGCoder; linking it adds SVG to the coders.
+        // ships SDWebImageSVGCoder; linking it adds SVG to the coders, and
+        // librsvg is loaded when the first SVG arrives (librsvg2-2 at run
+        // time; nothing to build against: CSources/decode/svg/sd_rsvg_abi.h).
         .library(name: "SDWebImageSVGCoder", targets: ["SDWebImageSVGCoder"]),
         .executable(name: "sdimage", targets: ["SDImageCLI"]),
         // The desktop gallery (examples/gallery, SDL2): built here, not
@@ -80,20 +82,21 @@ let package = Package(
             linkerSettings: [.linkedLibrary("m"), .linkedLibrary("dl")]
         ),
         // The SVG codec row (CSources/decode/svg): a constructor plugs it into
-        // the core's registry when a program links this target.
+        // the core's registry when a program links this target. It declares
+        // the part of librsvg it calls itself (SwiftPM gives librsvg's
+        // include paths only with its link) and loads librsvg on first use.
         .target(
             name: "CSDCoreSVG",
-            dependencies: ["CSDCore", "CRsvg"],
+            dependencies: ["CSDCore"],
             path: "CSources/decode/svg",
             publicHeadersPath: ".", // no headers: the row is reached through the registry
             cSettings: [
                 .headerSearchPath("../.."),
                 .define("_GNU_SOURCE"),
                 .define("SD_SVG_PLUG"),
+                .define("SD_RSVG_OWN_ABI"),
             ]
         ),
-        .systemLibrary(name: "CRsvg", pkgConfig: "librsvg-2.0",
-                       providers: [.apt(["librsvg2-dev"])]),
         .target(name: "SDWebImageSVGCoder", dependencies: ["SDWebImage", "CSDCoreSVG"]),
         .target(name: "SDSync"),
         .target(name: "SDCoders", dependencies: ["CSDCore", "SDSync"]),

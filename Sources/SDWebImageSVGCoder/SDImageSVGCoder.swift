@@ -6,9 +6,11 @@ import SDWebImage
 /// core's `CSources/decode/svg`) plugs the SVG codec row into the C core's
 /// registry when the program starts, so `SDImageCodersManager`, the
 /// downloader and `sdimage` decode SVG from then on with no registration
-/// call — `ImageFormat.svg.capabilities` says `.decode`. A program that does
-/// not depend on this product links neither librsvg nor cairo nor GLib, and
-/// an SVG fails there as a recognised, unsupported format.
+/// call — `ImageFormat.svg.capabilities` says `.decode`. librsvg (with cairo
+/// and GLib) is loaded when the first SVG arrives, not linked: a program
+/// pays nothing for it at start, and without librsvg installed an SVG fails
+/// with `SD_EUNSUPPORTED` naming the library. A program that does not depend
+/// on this product fails an SVG as a recognised, unsupported format.
 ///
 /// An SVG renders at the request's size: `.imageThumbnailPixelSize` is the
 /// box it is drawn into (larger than the document too — a vector stays

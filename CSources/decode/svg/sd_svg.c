@@ -36,7 +36,13 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef SD_RSVG_OWN_ABI /* SwiftPM: no include paths for librsvg */
+#include "decode/svg/sd_rsvg_abi.h"
+#else
 #include <librsvg/rsvg.h>
+#define SD_RSVG_REAL_HEADERS /* and the declarations SwiftPM uses, checked against them */
+#include "decode/svg/sd_rsvg_abi.h"
+#endif
 
 #include "common/sd_dl.h"
 #include "decode/sd_decoder_int.h"
