@@ -33,6 +33,9 @@ sed -n '/global:/,/local:/p' cmake/sdcore.map | grep -oE '^[[:space:]]+sd_[a-z0-
 diff -u "$tmp/mapped" "$tmp/exported" >"$tmp/d" || { cat "$tmp/d"; fail "exported symbols differ from cmake/sdcore.map"; }
 unversioned=$(objdump -T "$lib" | awk '$NF ~ /^sd_/ && $0 !~ /SDCORE_[0-9]/ {print $NF}')
 [ -z "$unversioned" ] || fail "symbols without a version: $unversioned"
+# the codec libraries loaded on first use (CSources/common/sd_dl.h) are not linked
+linked=$(readelf -d "$lib" | grep NEEDED | grep -oE 'lib(heif|jxl|rsvg)[^]]*' || true)
+[ -z "$linked" ] || fail "linked, though loaded on first use: $linked"
 # SD_API declarations, from the preprocessed headers: the name before the
 # first "(" of each exported declaration
 printf '#include "sdcore.h"\n#define SD_COMPAT_QUIET\n#include "sdcore/sd_compat.h"\n' | gcc -E -P -Iinclude -x c - | tr '\n' ' ' \

@@ -11,6 +11,7 @@ check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL
 "$bin" decode --help >/dev/null; check "decode --help" '[ $? -eq 0 ]'
 hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
 check "--version prints the one version ($hv)" '[ "$("$bin" --version)" = "$hv" ]'
+check "links none of libheif, libjxl, librsvg (loaded on first use)" '! readelf -d "$bin" | grep NEEDED | grep -qE "lib(heif|jxl|rsvg)"'
 check "--help documents the exit codes" '"$bin" --help | grep -q "Exit codes: 0"'
 check "fetch --help groups its options" '[ $("$bin" fetch --help | grep -cE "^(NETWORK|UNTRUSTED URLS|CACHE|DECODE|OUTPUT|FLEET.*):$") -eq 6 ]'
 if [ -f "$corpus/MANIFEST.tsv" ]; then

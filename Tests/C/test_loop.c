@@ -1079,6 +1079,9 @@ static int fetch_framed(sd_loop *l, const char *rel, int64_t budget, int need, i
     sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
     sd_request_set_decoder_param(r, SD_DEC_PREVIEW_INTERVAL_MS, 0);
     sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, budget);
+    /* the whole transfer waits for the gate: not the default 15 s (a starved
+     * machine drips and decodes ten times slower) */
+    ASSERT_OK(sd_request_set(r, SD_REQ_TIMEOUT_MS, 600000));
     ASSERT_OK(sd_loop_submit(l, r, &framed_events, f, NULL));
     sd_request_free(r);
     /* all but the last piece are in: every frame before it was sent (however
