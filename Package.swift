@@ -58,8 +58,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         // `make docs`: swift package generate-documentation (a plugin; nothing linked)
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.3.0"),
-        // only with the Serve trait
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        // only with the Serve trait. Hummingbird's traits are named, none:
+        // with its two defaults (ConfigurationSupport, FullFoundation) SwiftPM
+        // 6.3 writes their -D flags in an order that changes from one run to
+        // the next (a Set's), and each change rebuilt Hummingbird (~25 CPU-s,
+        // five times a `make test`). We read swift-configuration ourselves,
+        // and Foundation Essentials is all Hummingbird's own code needs.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),

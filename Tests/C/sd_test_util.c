@@ -139,6 +139,11 @@ int sd_write_file(const char *path, const void *p, size_t n)
     return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+int sd_under_valgrind(void)
+{
+    return getenv("SD_TEST_UNDER_VALGRIND") != NULL;
+}
+
 int sd_run_quiet(const char *cmd)
 {
     char full[2048];
@@ -151,30 +156,33 @@ static int same_size(const sd_bitmap *a, const sd_bitmap *b)
     return sd_bitmap_width(a) == sd_bitmap_width(b) && sd_bitmap_height(a) == sd_bitmap_height(b);
 }
 
+/* (the library's accessors are looked up once, not per byte: these run
+ * over megapixels, under valgrind too) */
 int sd_bitmap_max_diff(const sd_bitmap *a, const sd_bitmap *b)
 {
     if (!same_size(a, b))
         return 999;
     int worst = 0;
-    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
-        for (uint32_t x = 0; x < sd_bitmap_width(a) * 4; x++) {
-            int d = abs((int)sd_bitmap_pixels(a)[y * sd_bitmap_stride(a) + x] -
-                        (int)sd_bitmap_pixels(b)[y * sd_bitmap_stride(b) + x]);
+    const uint8_t *pa = sd_bitmap_pixels(a), *pb = sd_bitmap_pixels(b);
+    size_t sa = sd_bitmap_stride(a), sb = sd_bitmap_stride(b), n = (size_t)sd_bitmap_width(a) * 4;
+    for (uint32_t y = 0, h = sd_bitmap_height(a); y < h; y++, pa += sa, pb += sb)
+        for (size_t x = 0; x < n; x++) {
+            int d = abs((int)pa[x] - (int)pb[x]);
             worst = d > worst ? d : worst;
         }
     return worst;
 }
-
 double sd_bitmap_mean_diff(const sd_bitmap *a, const sd_bitmap *b)
 {
     if (!same_size(a, b))
         return 999;
-    double sum = 0;
-    for (uint32_t y = 0; y < sd_bitmap_height(a); y++)
-        for (uint32_t x = 0; x < sd_bitmap_width(a) * 4; x++)
-            sum += abs((int)sd_bitmap_pixels(a)[y * sd_bitmap_stride(a) + x] -
-                       (int)sd_bitmap_pixels(b)[y * sd_bitmap_stride(b) + x]);
-    return sum / ((double)sd_bitmap_width(a) * sd_bitmap_height(a) * 4);
+    uint64_t sum = 0;
+    const uint8_t *pa = sd_bitmap_pixels(a), *pb = sd_bitmap_pixels(b);
+    size_t sa = sd_bitmap_stride(a), sb = sd_bitmap_stride(b), n = (size_t)sd_bitmap_width(a) * 4;
+    for (uint32_t y = 0, h = sd_bitmap_height(a); y < h; y++, pa += sa, pb += sb)
+        for (size_t x = 0; x < n; x++)
+            sum += (uint64_t)abs((int)pa[x] - (int)pb[x]);
+    return (double)sum / ((double)sd_bitmap_width(a) * sd_bitmap_height(a) * 4);
 }
 
 int sd_missing_library(sd_format format, const char *env, const char *file_path, int argc, char **argv)

@@ -32,6 +32,12 @@ unsigned sd_rand(unsigned *state);
 
 /* `n` bytes to a new file at `path`: 0, or -1. */
 int sd_write_file(const char *path, const void *p, size_t n);
+/* Non-zero when the test runs under valgrind (make test-valgrind sets
+ * SD_TEST_UNDER_VALGRIND). There a test still makes every library call it
+ * makes elsewhere, and may skip the work of its own references: the release
+ * and ASan runs check the values; valgrind checks the library's memory, at
+ * a twentieth of the speed. */
+int sd_under_valgrind(void);
 /* A reference tool's command line, its output discarded: system()'s status. */
 int sd_run_quiet(const char *cmd);
 /* The largest channel difference of two bitmaps (999 if their sizes
