@@ -393,6 +393,9 @@ struct ManagerTests {
 final class CountingCache: SDImageCacheProtocol, @unchecked Sendable {
     let inner: SDImageCache
     let queries = Counter()
+    /// Answers whose completion has returned (the manager answers every
+    /// waiter of a shared query inside it).
+    let answered = Counter()
     /// Answers pass through this queue: suspend it to hold them back.
     let gate = DispatchQueue(label: "CountingCache.gate")
     init(_ inner: SDImageCache) { self.inner = inner }
@@ -401,7 +404,7 @@ final class CountingCache: SDImageCacheProtocol, @unchecked Sendable {
         queries.add()
         let gate = self.gate
         return inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { i, d, t in
-            gate.async { completion?(i, d, t) }
+            gate.async { completion?(i, d, t); self.answered.add() }
         }
     }
     func store(_ image: SDImage?, imageData: Data?, forKey key: String?, cacheType: SDImageCacheType,
@@ -518,7 +521,12 @@ struct ManagerSharingTests {
         let inner = makeCache()
         let counting = CountingCache(inner)
         let m = SDWebImageManager(cache: counting, loader: SDWebImageDownloader())
-        let url = s.url(s.fault, "/drip?shared")
+        // The download's last piece waits for the gate, opened once every
+        // waiter has asked the downloader: a starved machine (TSan, a second
+        // build) cannot finish it before the last one joins.
+        let gate = "shared-\(UUID().uuidString)"
+        defer { _ = s.faultGet("/open?gate=\(gate)") }
+        let url = s.url(s.fault, "/drip-file?name=img/n1.jpg&piece=4096&gap=5&gate=\(gate)")
         let notes = NotificationLog(url: url)
         counting.gate.suspend()  // the (missing) answer waits until all have joined
         let logs = (0..<10).map { _ -> LoadLog in
@@ -531,10 +539,13 @@ struct ManagerSharingTests {
         await leaving.wait()
         counting.gate.resume()
         #expect(leaving.sdError?.code == .cancelled)
+        // the answer went to every waiter, each of which asked the downloader
+        #expect(await eventually(600) { counting.answered.value == 1 })
+        _ = s.faultGet("/open?gate=\(gate)")
         for log in logs { await log.wait() }
         #expect(logs.allSatisfy { $0.last?.image != nil && $0.finals.count == 1 })
         #expect(counting.queries.value == 1)
-        #expect(await eventually { notes.count(.SDWebImageDownloadStop) == 1 })
+        #expect(await eventually(600) { notes.count(.SDWebImageDownloadStop) == 1 })
         #expect(notes.count(.SDWebImageDownloadStart) == 1)
 
         // once answered, a new load queries again (here: a memory hit)
