@@ -13,7 +13,8 @@ SAN_CC ?= clang
 # Debian packages by role. Building the library, sdimage and the example
 # gallery needs only these, none of which starts a service:
 BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
-                  libgif-dev libwebp-dev libavif-dev liblcms2-dev libheif-dev libjxl-dev librsvg2-dev libhiredis-dev libsdl2-dev
+                  libgif-dev libwebp-dev libavif-dev liblcms2-dev libheif-dev libjxl-dev librsvg2-dev libhiredis-dev libsdl2-dev \
+                  libssl-dev
 # The tests and benchmarks add these: reference tools, checkers and the
 # servers the tests start on loopback with their own config (nginx, Redis,
 # Xvfb). They are installed with a policy-rc.d that forbids starting services,
@@ -71,7 +72,7 @@ test-serve: build-swift deps-test
 	@bash scripts/test-serve.sh
 
 # The same suite against a ThreadSanitizer and then an AddressSanitizer build
-# of the server with its whole stack (NIO, Hummingbird, BoringSSL): about 4
+# of the server with its whole stack (NIO, Hummingbird): about 4
 # minutes each to build on 2 cores, so not a suite of `make test`.
 test-serve-sanitizers: deps-test
 	@for s in thread address; do \

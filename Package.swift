@@ -48,7 +48,7 @@ let package = Package(
         // `sdimage serve`, the thumbnail service: off by default, so no
         // library product, test bundle or sanitizer build compiles a server
         // stack; `swift build --traits Serve` (make serve, make test-serve).
-        .trait(name: "Serve", description: "sdimage serve: an imgproxy-style thumbnail service (Hummingbird 2, swift-crypto)"),
+        .trait(name: "Serve", description: "sdimage serve: an imgproxy-style thumbnail service (Hummingbird 2, OpenSSL's libcrypto)"),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -65,7 +65,6 @@ let package = Package(
         // five times a `make test`). We read swift-configuration ourselves,
         // and Foundation Essentials is all Hummingbird's own code needs.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -122,6 +121,12 @@ let package = Package(
         ]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis",
                        providers: [.apt(["libhiredis-dev"])]),
+        // HMAC-SHA256 and SHA-256 for `sdimage serve` (signatures, ETags):
+        // OpenSSL's libcrypto, which libcurl loads in every process anyway.
+        // swift-crypto did it first; its BoringSSL (240 C files) was a
+        // quarter of the debug build (~160 CPU-s) for these two functions.
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
         .target(name: "SDWebImageRedis", dependencies: [
             "SDWebImage", "SDCache", "CSDSystem", "CHiredis", "SDSync",
             .product(name: "Logging", package: "swift-log"),
@@ -131,7 +136,7 @@ let package = Package(
             "SDWebImage", "SDWebImageRedis", "SDCoders", "SDCache", "SDSync",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
-            .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Serve"])),
+            .target(name: "CLibCrypto", condition: .when(traits: ["Serve"])),
             .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),
             .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Serve"])),

@@ -1,5 +1,4 @@
 #if Serve
-import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -25,7 +24,7 @@ public struct Rendered: Sendable {
         self.data = data
         self.format = format
         self.lastModified = lastModified
-        etag = "\"" + URLSigner.base64URL(Data(SHA256.hash(data: data).prefix(16))) + "\""
+        etag = "\"" + URLSigner.base64URL(Data(URLSigner.sha256(data).prefix(16))) + "\""
     }
 
     /// What a stored result keeps beside its bytes (disk, the fleet):

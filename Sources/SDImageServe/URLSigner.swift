@@ -1,5 +1,5 @@
 #if Serve
-import Crypto
+import CLibCrypto
 import Foundation
 
 /// imgproxy's signature: URL-safe base64 (no padding) of
@@ -17,10 +17,34 @@ public struct URLSigner: Sendable {
 
     /// The signature of `path` (everything after the signature segment, with its leading "/").
     public func signature(of path: Substring) -> String {
-        var mac = HMAC<SHA256>(key: SymmetricKey(data: key))
-        mac.update(data: salt)
-        mac.update(data: Array(path.utf8))
-        return Self.base64URL(Data(mac.finalize()))
+        Self.base64URL(Data(Self.hmacSHA256(key: key, salt + Array(path.utf8))))
+    }
+
+    /// HMAC-SHA256 (RFC 2104) of `message` under `key`, by libcrypto.
+    static func hmacSHA256(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var n: UInt32 = 0
+        let ok = key.withUnsafeBufferPointer { k in
+            message.withUnsafeBufferPointer { m in
+                out.withUnsafeMutableBufferPointer { o in
+                    HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress, m.count, o.baseAddress, &n)
+                }
+            }
+        }
+        // only fails when libcrypto cannot allocate its context
+        precondition(ok != nil && n == 32, "libcrypto's HMAC-SHA256 failed")
+        return Array(out.prefix(32))
+    }
+
+    /// SHA-256 of `data`, by libcrypto.
+    static func sha256(_ data: Data) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        data.withUnsafeBytes { d in
+            out.withUnsafeMutableBufferPointer { o in
+                _ = SHA256(d.bindMemory(to: UInt8.self).baseAddress, d.count, o.baseAddress)
+            }
+        }
+        return out
     }
 
     /// Whether `signature` signs `path` (compared in constant time).
