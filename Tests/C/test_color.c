@@ -361,12 +361,14 @@ static int test_profiles_every_codec(void)
                 if (p == P_SRGB || png_gray_dropped) {
                     ASSERT(same_pixels(got, untagged)); /* sRGB by content: left exactly alone */
                 } else {
-                    worst_alpha = 0;
-                    int n = 0, worst = worst_vs_lcms(stored, got, prof, &n);
-                    if (worst > 2 || worst_alpha > 2)
-                        fprintf(stderr, "  %s kind %d chunked %d: off by %d (%d where translucent)\n", pname[p],
-                                kind, chunked, worst, worst_alpha);
-                    ASSERT(worst <= 2 && worst_alpha <= 2 && n > (alpha ? 0 : 96 * 64 / 2));
+                    if (!sd_under_valgrind()) { /* the reference per pixel: the release and ASan runs */
+                        worst_alpha = 0;
+                        int n = 0, worst = worst_vs_lcms(stored, got, prof, &n);
+                        if (worst > 2 || worst_alpha > 2)
+                            fprintf(stderr, "  %s kind %d chunked %d: off by %d (%d where translucent)\n", pname[p],
+                                    kind, chunked, worst, worst_alpha);
+                        ASSERT(worst <= 2 && worst_alpha <= 2 && n > (alpha ? 0 : 96 * 64 / 2));
+                    }
                     ASSERT(!same_pixels(got, untagged)); /* it did convert */
                 }
                 /* libpng refuses a gray profile in an RGB PNG with a warning */
@@ -377,7 +379,7 @@ static int test_profiles_every_codec(void)
             sd_bitmap *st = NULL, *tt = NULL;
             ASSERT_OK(decode(tagged, tagged_n, 0, 40, 0, &st, NULL, NULL, NULL, NULL));
             ASSERT_OK(decode(tagged, tagged_n, 1, 40, 0, &tt, NULL, NULL, NULL, NULL));
-            if (p != P_SRGB && !png_gray_dropped) {
+            if (p != P_SRGB && !png_gray_dropped && !sd_under_valgrind()) {
                 worst_alpha = 0;
                 int n = 0, worst = worst_vs_lcms(st, tt, prof, &n);
                 ASSERT(worst <= 2 && worst_alpha <= 2 && (n > 0 || alpha));
@@ -659,6 +661,8 @@ static int test_encode_keeps_profile(void)
         ASSERT_OK(sd_encoder_new(kinds[k].f, &e));
         ASSERT_OK(sd_encoder_set(e, SD_ENC_LOSSLESS, kinds[k].lossless));
         ASSERT_OK(sd_encoder_set(e, SD_ENC_QUALITY, 95));
+        if (kinds[k].f == SD_FORMAT_AVIF && sd_under_valgrind()) /* libaom's slowest part, at a twentieth of the speed */
+            ASSERT_OK(sd_encoder_set(e, SD_ENC_SPEED, 10));
         for (int i = 0; i < kinds[k].frames; i++)
             ASSERT_OK(sd_encoder_add_frame(e, pic, 100));
         uint8_t *plain, *tagged;
