@@ -137,8 +137,10 @@ final class NotificationLog: @unchecked Sendable {
     var all: [Notification.Name] { lock.lock(); defer { lock.unlock() }; return names }
 }
 
-/// Polls (without blocking a thread) until `condition` holds or time runs out.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+/// Polls (without blocking a thread) until `condition` holds or time runs out:
+/// a minute by default, which only a failing test waits out (nothing asks
+/// for a condition not to come).
+func eventually(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }
