@@ -43,8 +43,9 @@ echo "gallery-check: $(wc -l < "$work/urls.txt") images from $base, X server $di
 
 rc=0
 py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-pil
+# each check's output is also kept, so that its failures can be repeated last
 check() { "$py" scripts/gallery_check.py --display "$display" --www "$work/www/img" --sdimage "$bin" \
-  --out "$out" --cell 128 "$@"; }
+  --out "$out" --cell 128 "$@" 2>&1 | tee -a "$work/checks.log"; return "${PIPESTATUS[0]}"; }
 # a slow cell: the fault server sends all but the last piece of a photo,
 # then holds it until the check opens the gate (one gate per gallery)
 fault=$(grep '^SD_TEST_FAULT=' "$work/env" | cut -d= -f2)
@@ -62,4 +63,9 @@ check --name sdl --expect-playing --expect-indicator --idle-cpu -- "$sdl" --list
 # the same without a GPU blend (SDL's software renderer): images with alpha composited first
 SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
   --width 700 --height 540 || rc=1
+if [ $rc -ne 0 ]; then  # the failures again, where the end of a long log shows them
+  n=$(grep -ac "FAIL" "$work/checks.log")
+  echo "gallery-check: $n failures (the first 40 below); screenshots in $out"
+  [ "$n" -gt 0 ] && grep -a "FAIL" "$work/checks.log" | head -40
+fi
 exit $rc

@@ -36,6 +36,15 @@ from PIL import Image, ImageChops, ImageStat
 BG = (0x20, 0x30, 0x40)
 
 
+FAILURES = []
+
+
+def fail(msg):
+    """Print a failure (and keep it for the summary at the end)."""
+    FAILURES.append(msg)
+    print(f"gallery-check: FAIL {msg}")
+
+
 def read_layout(path):
     try:
         lines = open(path).read().splitlines()
@@ -78,16 +87,30 @@ def open_gates(urls):
             print(f"gallery-check: could not open gate {gate}: {e}")
 
 
-def wait_settled(path, timeout, waiting=frozenset()):
+def layout_key(lay):
+    """Which cells a layout shows, and where."""
+    return sorted((c["index"], c["rect"]) for c in lay["cells"]) if lay else None
+
+
+def first_visible(lay):
+    visible = [c["index"] for c in lay["cells"] if inside(c["rect"], lay["view"])]
+    return min(visible) if visible else -1
+
+
+def wait_settled(path, timeout, waiting=frozenset(), away_from=None):
     """The layout once every visible cell is loaded (but those whose URL is
-    in `waiting`, which must be in view and not loaded) and it stayed so for 0.5 s."""
+    in `waiting`, which must be in view and not loaded) and it stayed so for 0.5 s.
+    After a scroll, `away_from` is the first visible cell before it: a layout
+    still showing it first is not settled (the gallery may not have had the
+    CPU to take the scroll in yet; on a starved machine that is seconds)."""
     deadline = time.time() + timeout
     last, since = None, None
     while time.time() < deadline:
         lay = read_layout(path)
         if lay and lay["cells"] and all(c["loaded"] != (c["url"] in waiting) for c in lay["cells"]) \
-                and waiting <= {c["url"] for c in lay["cells"]}:
-            key = sorted((c["index"], c["rect"]) for c in lay["cells"])
+                and waiting <= {c["url"] for c in lay["cells"]} \
+                and (away_from is None or first_visible(lay) != away_from):
+            key = layout_key(lay)
             if key != last:
                 last, since = key, time.time()
             elif time.time() - since >= 0.5:
@@ -170,8 +193,8 @@ def indicator_shown(a, env, lay, url):
             print(f"gallery-check: {a.name}: cell {c['index']} (held back): an indicator, {n} light pixels, turning")
             return True
         time.sleep(0.25)
-    print(f"gallery-check: {a.name}: cell {c['index']} (held back): no turning indicator "
-          f"({'none light' if first is None else 'it did not move'})")
+    fail(f"{a.name}: cell {c['index']} (held back): no turning indicator "
+         f"({'none light' if first is None else 'it did not move'})")
     return False
 
 
@@ -207,7 +230,7 @@ def idle_cpu(a, env, exp):
     try:
         lay = wait_settled(layout, a.timeout)
         if lay is None or not lay["cells"] or not all(c["loaded"] for c in lay["cells"]):
-            print(f"gallery-check: {a.name}: idle: the still images did not all show")
+            fail(f"{a.name}: idle: the still images did not all show")
             return 1
         time.sleep(1.0)  # the last fade ends
         before = cpu_seconds(proc.pid)
@@ -215,7 +238,10 @@ def idle_cpu(a, env, exp):
         used = cpu_seconds(proc.pid) - before
         print(f"gallery-check: {a.name}: idle with {len(lay['cells'])} still cells: {used * 1000:.0f} ms of CPU in 5 s "
               f"({used / 5 * 100:.2f}% of a core; limit 1%)")
-        return 0 if used <= 0.05 else 1
+        if used > 0.05:
+            fail(f"{a.name}: idle: {used * 1000:.0f} ms of CPU in 5 s, limit 50")
+            return 1
+        return 0
     finally:
         stop(proc)
 
@@ -261,19 +287,32 @@ def main():
     try:
         if holding and a.expect_indicator:
             lay = wait_settled(layout, a.timeout, waiting=holding)
-            if lay and holding <= {c["url"] for c in lay["cells"]} and all(indicator_shown(a, env, lay, u) for u in holding):
+            if not lay or not lay["cells"]:
+                fail(f"{a.name}: no layout after {a.timeout} s (the held-back cell)")
+                failed += 1
+            elif not holding <= {c["url"] for c in lay["cells"]}:
+                fail(f"{a.name}: the held-back cell is not in view")
+                failed += 1
+            elif all(indicator_shown(a, env, lay, u) for u in holding):
                 passed += 1
             else:
                 failed += 1
         open_gates(holding)
+        before = None  # the first visible cell before the last scroll
         for shot in range(a.scrolls + 1):
-            lay = wait_settled(layout, a.timeout)
+            png = os.path.join(a.out, f"{a.name}-{shot}.png")
+            for _ in range(5):  # a screenshot of a layout that did not change while it was taken
+                lay = wait_settled(layout, a.timeout, away_from=before)
+                if lay is None or not lay["cells"]:
+                    break
+                subprocess.run(["import", "-display", a.display, "-window", "root", png], check=True, env=env)
+                if layout_key(read_layout(layout)) == layout_key(lay):
+                    break
+                print(f"gallery-check: {a.name} shot {shot}: the layout changed during the screenshot; again")
             if lay is None or not lay["cells"]:
-                print(f"gallery-check: {a.name}: no layout after {a.timeout} s")
+                fail(f"{a.name}: no layout after {a.timeout} s")
                 failed += 1
                 break
-            png = os.path.join(a.out, f"{a.name}-{shot}.png")
-            subprocess.run(["import", "-display", a.display, "-window", "root", png], check=True, env=env)
             screen = Image.open(png).convert("RGB")
             visible = [c for c in lay["cells"] if inside(c["rect"], lay["view"])]
             first_seen.append(min(c["index"] for c in visible) if visible else -1)
@@ -296,7 +335,7 @@ def main():
                     most = max(most, ratio)
                     if dw * dh == 0 or ratio > 1.5:
                         ok = False
-                        print(f"gallery-check: {a.name} shot {shot} cell {c['index']}: decoded {dw}x{dh} for a "
+                        fail(f"{a.name} shot {shot} cell {c['index']}: decoded {dw}x{dh} for a "
                               f"{bw}x{bh} cell (scale {c['scale']}): {ratio:.2f} of its pixels, limit 1.5")
                 if ok:
                     passed += 1
@@ -304,8 +343,8 @@ def main():
                         animated[c["index"]] = (c, frame)
                 else:
                     failed += 1
-                    print(f"gallery-check: {a.name} shot {shot} cell {c['index']} {c['url']}: "
-                          f"diff {d:.2f}, nearest other image {nearest_other:.2f}, size {crop.size}")
+                    fail(f"{a.name} shot {shot} cell {c['index']} {c['url']}: loaded {c['loaded']}, "
+                         f"diff {d:.2f}, nearest other image {nearest_other:.2f}, size {crop.size}")
             if animated:  # a moment later: does an animation show another frame (and still its own)?
                 time.sleep(0.3)
                 png2 = os.path.join(a.out, f"{a.name}-{shot}b.png")
@@ -320,21 +359,22 @@ def main():
                     print(f"gallery-check: {a.name} shot {shot} animated cell {index}: frame {frame}, "
                           f"0.3 s later frame {frame2} (diff {d:.2f})")
             if lay["failures"] > expected_failures:
-                print(f"gallery-check: {a.name}: {lay['failures']} images failed to load ({expected_failures} expected)")
+                fail(f"{a.name}: {lay['failures']} images failed to load ({expected_failures} expected)")
                 failed += lay["failures"] - expected_failures
             if shot < a.scrolls:
+                before = first_seen[-1]
                 vx, vy, vw, vh = lay["view"]
                 subprocess.run(["xdotool", "mousemove", str(vx + vw // 2), str(vy + vh // 2),
                                 "click", "--repeat", "6", "--delay", "40", "5"], check=True, env=env)
         if a.expect_playing and seen_animated and not playing:
-            print(f"gallery-check: {a.name}: {seen_animated} animated cells checked, none seen playing")
+            fail(f"{a.name}: {seen_animated} animated cells checked, none seen playing")
             failed += 1
         if a.expect_playing and not seen_animated:
-            print(f"gallery-check: {a.name}: no animated cell was in view")
+            fail(f"{a.name}: no animated cell was in view")
             failed += 1
         moved = all(b > a_ for a_, b in zip(first_seen, first_seen[1:]))
         if not moved:
-            print(f"gallery-check: {a.name}: scrolling did not move on: first visible cells {first_seen}")
+            fail(f"{a.name}: scrolling did not move on: first visible cells {first_seen}")
             failed += 1
     finally:
         open_gates(holding)
@@ -344,6 +384,8 @@ def main():
         failed += idle_cpu(a, env, exp)
     print(f"gallery-check: {a.name}: first visible cell per screenshot {first_seen}")
     print(f"{passed} passed, {failed} failed")
+    if (failed or not passed) and not FAILURES:
+        fail(f"{a.name}: {passed} checks passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
 
