@@ -53,16 +53,18 @@ held=$(grep -m1 '/photo-' "$work/urls.txt" | sed 's|.*/img/||')
 # C on GTK 4 (first frames of animations); the slow cell first: a spinner
 # must turn in it
 { echo "$fault/drip-file?name=img/$held&gate=gtk"; cat "$work/urls.txt"; } > "$work/urls-gtk.txt"
-check --name gtk --expect-indicator -- "$gtk" --list "$work/urls-gtk.txt" --cell 128 || rc=1
+# (each gallery's load timeout is long: the slow cell waits for as long as the
+# checks before the gate take, which on a starved machine was over 15 s)
+check --name gtk --expect-indicator -- "$gtk" --list "$work/urls-gtk.txt" --cell 128 --timeout 600 || rc=1
 # Swift on SDL2 through the WebCache layer: animations must play; the first
 # URL is missing (a 404): its cell shows the gallery's failure image; the
 # second is the slow cell: the activity indicator must turn in it
 { echo "$base/missing/none.jpg"; echo "$fault/drip-file?name=img/$held&gate=sdl"; cat "$work/urls.txt"; } > "$work/urls-sdl.txt"
 check --name sdl --expect-playing --expect-indicator --idle-cpu -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
-  --width 700 --height 540 --indicators activity || rc=1
+  --width 700 --height 540 --indicators activity --timeout 600 || rc=1
 # the same without a GPU blend (SDL's software renderer): images with alpha composited first
 SDL_RENDER_DRIVER=software check --name sdl-software --scrolls 1 -- "$sdl" --list "$work/urls-sdl.txt" --cell 128 \
-  --width 700 --height 540 || rc=1
+  --width 700 --height 540 --timeout 600 || rc=1
 if [ $rc -ne 0 ]; then  # the failures again, where the end of a long log shows them
   n=$(grep -ac "FAIL" "$work/checks.log")
   echo "gallery-check: $n failures (the first 40 below); screenshots in $out"

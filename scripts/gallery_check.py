@@ -76,8 +76,11 @@ def held(url):
     return "/drip-file?" in url and "gate=" in url
 
 
-def open_gates(urls):
-    """Let every held URL in `urls` finish (GET /open?gate=NAME on its server)."""
+def open_gates(urls, since=None):
+    """Let every held URL in `urls` finish (GET /open?gate=NAME on its server).
+    `since`: when the gallery started (the time held is printed)."""
+    if urls and since is not None:
+        print(f"gallery-check: gates opened {time.time() - since:.1f} s after the gallery started")
     for u in {u for u in urls if held(u)}:
         parts = urllib.parse.urlsplit(u)
         gate = urllib.parse.parse_qs(parts.query)["gate"][0]
@@ -274,6 +277,7 @@ def main():
     layout = os.path.join(a.out, a.name + "-layout.txt")
     if os.path.exists(layout):
         os.remove(layout)
+    started = time.time()
     proc = subprocess.Popen(a.gallery + ["--layout", layout], env=env)
     exp = Expected(a.sdimage, a.www, a.cell, a.out)
     # URLs under /missing/ are expected to fail, and to show the failure image
@@ -297,7 +301,7 @@ def main():
                 passed += 1
             else:
                 failed += 1
-        open_gates(holding)
+        open_gates(holding, started)
         before = None  # the first visible cell before the last scroll
         for shot in range(a.scrolls + 1):
             png = os.path.join(a.out, f"{a.name}-{shot}.png")

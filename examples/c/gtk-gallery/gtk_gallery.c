@@ -6,7 +6,11 @@
  * on little-endian machines, wrapped without a copy.
  *
  *   gtk_gallery --list URLS.txt [--cell 128] [--width 700] [--height 540]
- *               [--layout FILE]
+ *               [--timeout SECONDS] [--layout FILE]
+ *
+ * --timeout bounds each image's whole transfer (the library's default, 15 s,
+ * when not given; 0: none). `make gallery-check` holds one image back for as
+ * long as its checks take, and gives a long one.
  *
  * Cells are recycled while scrolling (GtkGridView): a cell asks for its
  * image when bound and cancels the request when unbound, and a result is
@@ -34,6 +38,7 @@ static GtkStringList *urls;
 static GHashTable *bound_cells; /* index -> Cell*: the cell showing that index now */
 static GHashTable *textures;    /* index -> GdkTexture*: images already decoded */
 static int cell_size = 128;
+static long timeout_s = -1; /* -1: the library's default */
 static const char *layout_path;
 static GtkWidget *window, *scroller;
 static int failures;
@@ -153,6 +158,8 @@ static void bind_cell(GtkSignalListItemFactory *f, GtkListItem *item, gpointer d
     /* a thumbnail, decoded small: the cell's size in device pixels (HiDPI: times the scale factor) */
     sd_request_set_decoder_param(req, SD_DEC_MAX_PIXEL_SIZE, cell_size * gtk_widget_get_scale_factor(c->picture));
     sd_request_set(req, SD_REQ_PRIORITY, SD_PRIORITY_HIGH);
+    if (timeout_s >= 0)
+        sd_request_set(req, SD_REQ_TIMEOUT_MS, (int64_t)timeout_s * 1000);
     sd_transfer_events ev = SD_TRANSFER_EVENTS_INIT;
     ev.complete = on_complete;
     if (sd_loop_submit(loop, req, &ev, GUINT_TO_POINTER(c->index), &c->id) != SD_OK)
@@ -243,9 +250,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--width")) width = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--height")) height = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--layout")) layout_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--timeout")) timeout_s = atol(argv[i + 1]);
     }
-    if (!list || cell_size < 16) {
-        fprintf(stderr, "usage: gtk_gallery --list URLS.txt [--cell 128] [--width W] [--height H] [--layout FILE]\n");
+    if (!list || cell_size < 16 || timeout_s < -1 || timeout_s > 86400) {
+        fprintf(stderr, "usage: gtk_gallery --list URLS.txt [--cell 128] [--width W] [--height H] [--timeout SECONDS] "
+                        "[--layout FILE]\n");
         return 2;
     }
     char *text;

@@ -4,12 +4,16 @@
 //
 //   sdgallery --list URLS.txt [--cell 128] [--width 900] [--height 700]
 //             [--fade SECONDS] [--cache DIR] [--layout FILE] [--indicators activity|progress]
+//             [--timeout SECONDS]
 //
 // Wheel, arrow keys, Page Up/Down, Home/End scroll; Escape or q quits.
 // --layout writes, after every frame drawn, where each visible image is and
 // whether it is final (`make gallery-check` reads it); it also makes the
 // window borderless at (0, 0). Without --cache, images are cached in
-// memory and in a disk cache of this run, removed at exit.
+// memory and in a disk cache of this run, removed at exit. --timeout is the
+// downloader's downloadTimeout (15 s when not given): how long a load may
+// wait for its next byte. `make gallery-check` holds one image back for as
+// long as its checks take, and gives a long one.
 import CSDL2
 import Dispatch
 import Foundation
@@ -23,6 +27,7 @@ func fail(_ message: String, status: Int32 = 1) -> Never {
 var listPath: String?, layoutPath: String?, cacheDir: String?
 var cell = 128, width = 900, height = 700, fade = 0.25
 var indicators: String?  // "activity" or "progress": shown while a cell loads
+var timeout: TimeInterval?
 var args = CommandLine.arguments.dropFirst()
 while let flag = args.popFirst() {
     guard let value = args.popFirst() else { fail("\(flag) needs a value", status: 2) }
@@ -35,11 +40,12 @@ while let flag = args.popFirst() {
     case "--height": height = Int(value) ?? 0
     case "--fade": fade = Double(value) ?? -1
     case "--indicators": indicators = value
+    case "--timeout": timeout = TimeInterval(value) ?? -1
     default: fail("unknown option \(flag)", status: 2)
     }
 }
-guard let listPath, cell >= 16, width >= 64, height >= 64, fade >= 0 else {
-    fail("usage: sdgallery --list URLS.txt [--cell 128] [--width W] [--height H] [--fade S] [--cache DIR] [--layout FILE] [--indicators activity|progress]",
+guard let listPath, cell >= 16, width >= 64, height >= 64, fade >= 0, (timeout ?? 0) >= 0 else {
+    fail("usage: sdgallery --list URLS.txt [--cell 128] [--width W] [--height H] [--fade S] [--cache DIR] [--layout FILE] [--indicators activity|progress] [--timeout S]",
          status: 2)
 }
 guard let list = try? String(contentsOfFile: listPath, encoding: .utf8) else { fail("cannot read \(listPath)") }
@@ -50,6 +56,7 @@ guard !urls.isEmpty else { fail("no URLs in \(listPath)") }
 // not see the images of an earlier one.
 let ownCache = cacheDir == nil
 let cachePath = cacheDir ?? NSTemporaryDirectory() + "sdgallery-\(getpid())"
+if let timeout { SDWebImageDownloader.shared.config.downloadTimeout = timeout }
 let manager = SDWebImageManager(cache: SDImageCache(namespace: "gallery", diskCacheDirectory: cachePath),
                                 loader: SDWebImageDownloader.shared)
 
