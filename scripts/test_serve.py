@@ -147,15 +147,17 @@ def background_get(base, path):
 
 
 def run_limits():
-    """A second server with one render at a time, no queue, 1 MiB sources,
-    2 s of source silence: 503 when busy, 422/504 from hostile origins,
-    graceful drain on SIGTERM."""
+    """A second server with one render at a time, no queue, 1 MiB sources:
+    503 when busy, 422 from a hostile origin, graceful drain on SIGTERM; then
+    a third with 2 s of source silence allowed: 504 from a stalled origin."""
     photo = sample("photo-")
     # a plain source with a query is percent-encoded (as imgproxy asks): "?" would start the request's own query
     held = lambda gate: sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3D{gate}@png")
     cache = os.path.join(WORK, "serve-cache-2")
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
-                             "--queue-depth", "0", "--max-source-mb", "1", "--source-timeout", "2",
+                             "--queue-depth", "0", "--max-source-mb", "1",
+                             # renders held at a gate wait for as long as the checks before it take
+                             "--source-timeout", "600",
                              "--drain-timeout", "600", "--cache-dir", cache, "--max-client-requests", "1")
     if not base:
         check("second server starts", False, line)
@@ -181,8 +183,6 @@ def run_limits():
         # hostile origins, each within its budget
         st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/endless@png"))
         check("endless source: 422 past --max-source-mb", st == 422, (st, body[:200]))
-        st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/stall@png"))
-        check("stalled source: 504 after --source-timeout", st == 504, (st, body[:200]))
         # metrics: the library's and the server's
         _, h, body = get(base, "/metrics")
         text = body.decode()
@@ -228,6 +228,18 @@ def run_limits():
               (st, st2) == (200, 200) and metric(base, "sdimage_serve_result_cache_hits_total") == 2
               and metric(base, "sdimage_serve_renders_total") == 0 and restart_lm is not None
               and h2.get("last-modified") == restart_lm, (st, st2, restart_lm, h2.get("last-modified")))
+    finally:
+        proc.kill()
+        proc.wait()
+    # a stalled origin: 504 once it has sent nothing for --source-timeout (its
+    # own server: a short timeout would also end renders the checks above hold)
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--source-timeout", "2")
+    try:
+        if not base:
+            check("stalled source: 504 after --source-timeout", False, f"the server did not start: {line}")
+        else:
+            st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/stall@png"))
+            check("stalled source: 504 after --source-timeout", st == 504, (st, body[:200]))
     finally:
         proc.kill()
         proc.wait()
