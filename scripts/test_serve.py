@@ -197,11 +197,16 @@ def run_limits():
         proc.send_signal(signal.SIGTERM)
 
         def refused():
+            """A connection refused or reset; a slow answer (a starved machine) is not one."""
             try:
-                urllib.request.urlopen(base + "/health/live", timeout=5).read()
+                urllib.request.urlopen(base + "/health/live", timeout=30).read()
                 return False
-            except (urllib.error.URLError, ConnectionError, OSError):
+            except urllib.error.URLError as e:
+                return isinstance(e.reason, ConnectionError)
+            except ConnectionError:
                 return True
+            except OSError:  # a timeout
+                return False
         check("draining: new connections refused", wait_for(refused, "the listener to close"))
         urllib.request.urlopen(f"{FAULT}/open?gate=drain", timeout=30).read()
         c["thread"].join(120)
