@@ -6,24 +6,20 @@ package dump-symbol-graph` takes 18 s for every module of every dependency).
 A protocol requirement's comment also documents the implementations that
 have none (DocC shows it on them); anything else undocumented fails the
 check. Run after `swift build`."""
-import collections, glob, json, os, platform, subprocess, sys, tempfile
+import collections, glob, json, os, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = ("SDWebImage", "SDCoders", "SDDownloader", "SDCache", "SDWebImageRedis")
-
 os.chdir(ROOT)
+# the library modules, and the arguments that load them, as the API check has them
+library = lambda *a: subprocess.run(["bash", "scripts/swift-library.sh", *a], capture_output=True, text=True,
+                                    check=True).stdout.split("\n")[:-1]
+MODULES = tuple(library("modules"))
 bin_dir = subprocess.run(["swift", "build", "--show-bin-path"], capture_output=True, text=True).stdout.strip()
 if not os.path.isdir(os.path.join(bin_dir, "Modules")):
     sys.exit("doc coverage: build first (swift build)")
 out = tempfile.mkdtemp(prefix="sd-symbols-")
 for m in MODULES:
-    # the flags scripts/check-swift-api.sh gives swift-api-digester: our C
-    # modules' maps, the debug build's Swift modules
-    r = subprocess.run(["swift-symbolgraph-extract", "-module-name", m, "-I", os.path.join(bin_dir, "Modules"),
-                        "-Xcc", "-I", "-Xcc", "include",
-                        "-Xcc", "-fmodule-map-file=" + os.path.join(bin_dir, "CSDSystem.build", "module.modulemap"),
-                        "-Xcc", "-fmodule-map-file=Sources/CHiredis/module.modulemap",
-                        "-target", platform.machine() + "-unknown-linux-gnu",
+    r = subprocess.run(["swift-symbolgraph-extract", "-module-name", m, *library("args", bin_dir),
                         "-minimum-access-level", "public", "-output-dir", out], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"doc coverage: swift-symbolgraph-extract {m} failed:\n{r.stderr}")

@@ -10,15 +10,13 @@
 #   scripts/check-swift-api.sh --update   write the baselines
 set -u
 cd "$(dirname "$0")/.."
-MODULES="SDCoders SDDownloader SDCache SDWebImage SDWebImageRedis SDWebImageSVGCoder"
+MODULES=$(bash scripts/swift-library.sh modules)
 bin=$(swift build --show-bin-path)
 [ -d "$bin/Modules" ] || { echo "swift api: build first (swift build)"; exit 1; }
+mapfile -t ARGS < <(bash scripts/swift-library.sh args "$bin")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 dump() { # module output
-  swift-api-digester -dump-sdk -module "$1" -o "$2" -I "$bin/Modules" -Xcc -I -Xcc include \
-    -Xcc -fmodule-map-file="$bin/CSDSystem.build/module.modulemap" \
-    -Xcc -fmodule-map-file=Sources/CHiredis/module.modulemap \
-    -target "$(uname -m)-unknown-linux-gnu" -abort-on-module-fail >"$work/dump.log" 2>&1 \
+  swift-api-digester -dump-sdk -module "$1" -o "$2" "${ARGS[@]}" -abort-on-module-fail >"$work/dump.log" 2>&1 \
     || { cat "$work/dump.log"; return 1; }
   # not API: the command that made the dump (this checkout's paths), and the
   # `package` declarations the modules share among themselves (isInternal)
