@@ -98,7 +98,12 @@ SD_API const char *sd_format_name(sd_format format);
 /* Returns a static MIME type: "image/jpeg", …; NULL for an unknown format. */
 SD_API const char *sd_format_mime(sd_format format);
 /* Returns the sd_capability bits of this build for `format`; 0 =
- * recognised only. */
+ * recognised only. HEIC, JPEG XL and SVG are built in but their libraries
+ * (libheif, libjxl, librsvg) are loaded on first use: where one is missing
+ * at run time, the format still reports its bits, and decoding or encoding
+ * it fails with SD_EUNSUPPORTED and a message naming the library (setting
+ * SDCORE_HEIF_LIBRARY, SDCORE_JXL_LIBRARY or SDCORE_RSVG_LIBRARY to a file
+ * that does not load shows it). */
 SD_API unsigned sd_format_capabilities(sd_format format);
 
 /* Defaults for the limits below (plain literals so Swift imports them). */
