@@ -237,17 +237,30 @@ def run_limits():
         proc.kill()
         proc.wait()
     # a stalled origin: 504 once it has sent nothing for --source-timeout (its
-    # own server: a short timeout would also end renders the checks above hold)
-    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--source-timeout", "2")
+    # own server: a short timeout would also end renders the checks above hold);
+    # and --shrink-margin 1: the photo shrunk on load to the box, not to twice it
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--source-timeout", "2",
+                             "--shrink-margin", "1")
     try:
         if not base:
             check("stalled source: 504 after --source-timeout", False, f"the server did not start: {line}")
         else:
             st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/stall@png"))
             check("stalled source: 504 after --source-timeout", st == 504, (st, body[:200]))
+            data = open(os.path.join(WORK, "www", "img", photo), "rb").read()
+            st, _, body = get(base, sign(f"/rs:fit:40:40/plain/{ORIGIN}/img/{photo}@png"))
+            got = decode(body) if st == 200 else None
+            one = decode(data, "--max-pixel-size", "40", "--shrink-margin", "1")
+            two = decode(data, "--max-pixel-size", "40")
+            check("--shrink-margin 1: pixels equal sdimage decode --shrink-margin 1 (and differ from the default 2)",
+                  got is not None and got == one and one != two, (st, got and got[:2], one and one[:2]))
     finally:
         proc.kill()
         proc.wait()
+    r = subprocess.run([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT, "--shrink-margin", "9"],
+                       capture_output=True, text=True, timeout=120)
+    check("--shrink-margin 9: refused at start, with the range", r.returncode != 0
+          and "--shrink-margin must be in 1...8" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:]))
     # settings: the flag, else SDIMAGE_SERVE_<NAME>, else the --config file
     import json
     cfg = os.path.join(WORK, "serve.json")

@@ -23,6 +23,8 @@ struct BenchServe: ParsableCommand {
     var quality = 80
     @Option(help: "Threads rendering at once.")
     var threads = 2
+    @Option(help: "Shrink on load only down to N times the box, 1...8 (sdimage serve --shrink-margin).")
+    var shrinkMargin = 2
     @Option(help: "Timed rounds; the median is reported.")
     var rounds = 3
     @Flag(help: "One JSON object on stdout.")
@@ -39,8 +41,11 @@ struct BenchServe: ParsableCommand {
         let names = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         let sources = names.compactMap { FileManager.default.contents(atPath: dir + "/" + $0) }
         guard !sources.isEmpty else { throw ValidationError("--dir: no files in \(dir)") }
+        guard (1...8).contains(shrinkMargin) else { throw ValidationError("--shrink-margin: 1...8") }
+        var core = DecodeOptions()
+        core.resampling = Resampling(shrinkOnLoadMargin: shrinkMargin)
         let decode: SDImageCoderOptions = [.decodeThumbnailPixelSize: CGSize(width: box, height: box),
-                                           .decodePreserveAspectRatio: true]
+                                           .decodePreserveAspectRatio: true, .decodeCoreOptions: core]
         let encode: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality) / 100, .encodeFirstFrameOnly: true]
         let coders = SDImageCodersManager.shared
         func round() -> (seconds: Double, bytes: Int, failed: Int) {
@@ -66,11 +71,12 @@ struct BenchServe: ParsableCommand {
         let median = rates[rates.count / 2]
         if json {
             print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"format\":\"\(format)\","
+                  + "\"shrink_margin\":\(shrinkMargin),"
                   + "\"quality\":\(quality),\"images_per_s\":\(String(format: "%.1f", median)),"
                   + "\"failed\":\(runs[0].failed),\"output_bytes\":\(runs[0].bytes)}")
         } else {
-            print(String(format: "render floor: %d images, fit-in %d, %@ q%d, %d threads: %.1f images/s (median of %d; %@)",
-                         sources.count, box, format, quality, threads, median, rates.count,
+            print(String(format: "render floor: %d images, fit-in %d, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
+                         sources.count, box, format, quality, shrinkMargin, threads, median, rates.count,
                          rates.map { String(format: "%.1f", $0) }.joined(separator: ", ")))
             if runs[0].failed > 0 { print("  \(runs[0].failed) images failed to decode or encode") }
         }

@@ -42,6 +42,8 @@ struct Serve: ParsableCommand {
     var maxAge: Int?
     @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default 80).")
     var quality: Int?
+    @Option(help: "Shrink sources on load only down to N times the output, then Lanczos-3, 1...8 (default 2: fine detail does not alias; 1: as imgproxy and thumbor, fewer pixels decoded).")
+    var shrinkMargin: Int?
     @Option(help: "Memory for encoded results, MiB (default 64).")
     var resultCacheMb: Int?
     @Option(help: "Disk for encoded results, MiB (default 1024; under --cache-dir/results).")
@@ -190,6 +192,7 @@ struct Serve: ParsableCommand {
         }
         var limits = Renderer.Limits()
         limits.defaultQuality = try number(quality, "QUALITY", 80, 1...100)
+        limits.shrinkOnLoadMargin = try number(shrinkMargin, "SHRINK_MARGIN", 2, 1...8)
         limits.resultCacheBytes = try number(resultCacheMb, "RESULT_CACHE_MB", 64, 0...1 << 20) << 20
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)

@@ -118,6 +118,13 @@ public final class Renderer: Sendable {
         public var resultCacheBytes = 64 << 20
         /// Default quality of lossy results (1...100).
         public var defaultQuality = 80
+        /// Shrink on load (JPEG's DCT scaling, WebP's and PNG's own) only down
+        /// to this many times the output before Lanczos-3 takes it the rest
+        /// of the way, 1...8: 2 (the library's and libvips' thumbnail
+        /// default) keeps fine detail from aliasing; 1 is how imgproxy and
+        /// thumbor (Pillow's draft) shrink, and decodes up to four times
+        /// fewer pixels.
+        public var shrinkOnLoadMargin = 2
         /// The largest result (and intermediate scaled image), pixels and side.
         public var maxResultPixels = 40_000_000
         public var maxResultSide = 16_384
@@ -137,6 +144,8 @@ public final class Renderer: Sendable {
     let fleet: FleetResults?
     let gate: RenderGate
     let defaultQuality: Int
+    /// nil: the library's default resampling (margin 2).
+    let resampling: Resampling?
     let resultDiskBytes: Int
     let maxResultPixels: Int, maxResultSide: Int
     let diskWrites = SDSync.Locked(0)
@@ -165,6 +174,8 @@ public final class Renderer: Sendable {
             queued.record(waiting)
         }
         defaultQuality = limits.defaultQuality
+        let margin = min(8, max(1, limits.shrinkOnLoadMargin))
+        resampling = margin == Resampling.default.shrinkOnLoadMargin ? nil : Resampling(shrinkOnLoadMargin: margin)
         resultDiskBytes = limits.resultDiskBytes
         maxResultPixels = limits.maxResultPixels
         maxResultSide = limits.maxResultSide
@@ -182,16 +193,18 @@ public final class Renderer: Sendable {
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
 
-    /// The result cache's key of `request` for a client that accepts `accepts`.
-    static func key(_ request: ProcessingRequest, accepts: Accepts) -> String {
+    /// The result cache's key of `request` for a client that accepts `accepts`
+    /// (and the shrink-on-load margin when it is not the default: it changes the pixels).
+    func key(_ request: ProcessingRequest, accepts: Accepts) -> String {
         let o = request.options
         let wanted = o.format.map { "f:\($0.rawValue)" } ?? "auto:avif=\(accepts.avif),webp=\(accepts.webp)"
-        return request.source + "|" + o.cacheKey + "|" + wanted
+        let margin = resampling.map { "|margin:\($0.shrinkOnLoadMargin)" } ?? ""
+        return request.source + "|" + o.cacheKey + "|" + wanted + margin
     }
 
     /// The result, when the memory cache has it (no waiting, no I/O).
     public func inMemory(_ request: ProcessingRequest, accepts: Accepts) -> Rendered? {
-        inMemory(key: Self.key(request, accepts: accepts))
+        inMemory(key: key(request, accepts: accepts))
     }
 
     private func inMemory(key: String) -> Rendered? {
@@ -203,7 +216,7 @@ public final class Renderer: Sendable {
 
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
-        let key = Self.key(request, accepts: accepts)
+        let key = key(request, accepts: accepts)
         if let hit = inMemory(key: key) { return hit }
         if let disk = resultDisk, var hit = await Self.onDisk({
             disk.data(forKey: key).flatMap { Rendered(data: $0, extendedData: disk.extendedData(forKey: key)) }
@@ -268,6 +281,7 @@ public final class Renderer: Sendable {
             let unbounded = 1 << 20
             context[.imageThumbnailPixelSize] = CGSize(width: o.pixelWidth > 0 ? o.pixelWidth : unbounded,
                                                        height: o.pixelHeight > 0 ? o.pixelHeight : unbounded)
+            if let resampling { context[.imageResampling] = resampling }
         }
         if !o.autoRotate {
             var d = DecodeOptions()
