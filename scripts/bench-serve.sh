@@ -5,7 +5,8 @@
 # in the same run. scripts/bench_serve.py is the load generator and prints
 # the table (its docstring says how each figure is measured). SERVE_ARGS
 # adds flags to our server (e.g. "--max-renders 2"), SERVE_ENV runs it under
-# `env …` (e.g. "env MALLOC_ARENA_MAX=2"); COUNT sets the photos per size.
+# `env …` (e.g. "env MALLOC_ARENA_MAX=2"); COUNT sets the photos per size;
+# SHRINK_MARGIN=N gives our server and our floor --shrink-margin N.
 set -u
 cd "$(dirname "$0")/.."
 swift build -c release --traits Serve --product sdimage >/tmp/bench-serve-build.$$ 2>&1 \
@@ -35,7 +36,7 @@ origin=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
 echo "photos: $(ls "$work/www/photos" | wc -l) JPEGs, $(du -sh "$work/www/photos" | cut -f1), served by nginx at $origin"
 
 ${SERVE_ENV:-} "$bin" serve --listen 127.0.0.1:0 --insecure-allow-unsigned --allow-source-host 127.0.0.1 \
-  --cache-dir "$work/cache" --result-disk-mb 0 --queue-depth 1024 ${SERVE_ARGS:-} > "$work/ours.out" 2> "$work/ours.err" &
+  --cache-dir "$work/cache" --result-disk-mb 0 --queue-depth 1024 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN} ${SERVE_ARGS:-} > "$work/ours.out" 2> "$work/ours.err" &
 pids+=($!); ours_pid=$!
 cat > "$work/thumbor.conf" <<CONF
 STORAGE = 'thumbor.storages.no_storage'
@@ -61,8 +62,8 @@ curl -sf "http://127.0.0.1:$tport/healthcheck" >/dev/null || { echo "bench-serve
 echo "sdimage serve at $ours (release, pid $ours_pid); thumbor $("$venv/bin/thumbor" --version | tail -1) at :$tport, --processes 2"
 echo
 echo "render floor (no HTTP, from memory, 2 threads, same box/format/quality):"
-"$bin" bench serve --dir "$work/www/photos" --format webp --threads 2
-"$bin" bench serve --dir "$work/www/photos" --format jpeg --threads 2
+"$bin" bench serve --dir "$work/www/photos" --format webp --threads 2 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
+"$bin" bench serve --dir "$work/www/photos" --format jpeg --threads 2 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
 echo
 /usr/bin/python3 scripts/bench_serve.py "$ours" "http://127.0.0.1:$tport" "$origin" "$work/www/photos" \
   "${OUT:-build/bench-serve.json}" "$ours_pid" "$thumbor_pid"
