@@ -55,7 +55,7 @@ typedef struct {
     size_t len;
     int hf; /* the high-frequency set */
     int png;
-    double psnr[3]; /* ours, libvips, ours the old way */
+    double psnr[4]; /* ours, libvips, ours the old way, ours at margin 1 (Lanczos-3) */
     double t[3][5]; /* seconds per round */
 } tfile;
 
@@ -164,16 +164,18 @@ static double psnr(const double *ref, const uint8_t *rgb, size_t n)
 
 /* ---- the two sides ---- */
 
+/* old: 0 ours, 1 the old way (margin 1 + box), 2 margin 1 with Lanczos-3
+ * (sdimage serve --shrink-margin 1, as imgproxy and thumbor shrink) */
 static sd_bitmap *ours(const tfile *f, int old)
 {
     sd_decoder *d;
     sd_bitmap *b = NULL;
     sd_decoder_new(&d);
     sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, box);
-    if (old) {
+    if (old)
         sd_decoder_set(d, SD_DEC_SHRINK_ON_LOAD_MARGIN, 1);
+    if (old == 1)
         sd_decoder_set(d, SD_DEC_RESAMPLE_FILTER, SD_FILTER_BOX);
-    }
     if (sd_decoder_decode(d, f->data, f->len, &b) != SD_OK)
         b = NULL;
     sd_decoder_free(d);
@@ -297,7 +299,7 @@ static int measure_quality(tfile *f)
     sd_bitmap *full = NULL;
     if (sd_decode(f->data, f->len, &full) != SD_OK)
         return -1;
-    for (int side = 0; side < 3; side++) {
+    for (int side = 0; side < 4; side++) {
         int w, h, bands = 3;
         uint8_t *rgb;
         if (side == 1) {
@@ -309,7 +311,7 @@ static int measure_quality(tfile *f)
                 memcpy(rgb + i * 3, v + i * bands, 3);
             g_free(v);
         } else {
-            sd_bitmap *b = ours(f, side == 2);
+            sd_bitmap *b = ours(f, side == 2 ? 1 : side == 3 ? 2 : 0);
             if (b == NULL)
                 return -1;
             w = (int)sd_bitmap_width(b), h = (int)sd_bitmap_height(b);
@@ -379,25 +381,25 @@ static double rate(int side, int hf, int png, int rounds)
 
 static void quality_row(const char *label, int hf, int png, int json)
 {
-    double v[3][400], worst[3] = {99, 99, 99};
+    double v[4][400], worst[4] = {99, 99, 99, 99};
     int n = 0;
     for (int i = 0; i < nfiles; i++) {
         if (files[i].hf != hf || (png >= 0 && files[i].png != png))
             continue;
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 4; s++) {
             v[s][n] = files[i].psnr[s];
             worst[s] = fmin(worst[s], files[i].psnr[s]);
         }
         n++;
     }
-    double m[3] = {median(v[0], n), median(v[1], n), median(v[2], n)};
+    double m[4] = {median(v[0], n), median(v[1], n), median(v[2], n), median(v[3], n)};
     if (json)
         printf(" \"psnr_%s\":{\"ours_median\":%.2f,\"ours_worst\":%.2f,\"libvips_median\":%.2f,\"libvips_worst\":%.2f,"
-               "\"old_median\":%.2f,\"old_worst\":%.2f},\n",
-               label, m[0], worst[0], m[1], worst[1], m[2], worst[2]);
+               "\"old_median\":%.2f,\"old_worst\":%.2f,\"margin1_median\":%.2f,\"margin1_worst\":%.2f},\n",
+               label, m[0], worst[0], m[1], worst[1], m[2], worst[2], m[3], worst[3]);
     else
-        printf("%-34s %7.2f / %5.2f  %7.2f / %5.2f  %7.2f / %5.2f\n", label, m[0], worst[0], m[1], worst[1], m[2],
-               worst[2]);
+        printf("%-34s %7.2f / %5.2f  %7.2f / %5.2f  %7.2f / %5.2f  %7.2f / %5.2f\n", label, m[0], worst[0], m[1],
+               worst[1], m[2], worst[2], m[3], worst[3]);
 }
 
 /* ---- memory ---- */
@@ -591,8 +593,8 @@ int bench_thumbnail_main(int argc, char **argv)
         printf(" \"high_frequency_files\":[");
         for (int i = 0, k = 0; i < nfiles; i++)
             if (files[i].hf)
-                printf("%s{\"name\":\"%s\",\"ours\":%.2f,\"libvips\":%.2f,\"old\":%.2f}", k++ ? "," : "", files[i].name,
-                       files[i].psnr[0], files[i].psnr[1], files[i].psnr[2]);
+                printf("%s{\"name\":\"%s\",\"ours\":%.2f,\"libvips\":%.2f,\"old\":%.2f,\"margin1\":%.2f}", k++ ? "," : "", files[i].name,
+                       files[i].psnr[0], files[i].psnr[1], files[i].psnr[2], files[i].psnr[3]);
         printf("],\n");
         printf(" \"peak_rss_kib_12mp_thumbnail\":{\"ours\":%ld,\"old\":%ld,\"full_canvas\":%ld},\n",
                rss_ours - rss_base, rss_old - rss_base, 4000L * 3000 * 4 / 1024);
@@ -603,6 +605,7 @@ int bench_thumbnail_main(int argc, char **argv)
     }
     printf("sdcore-bench thumbnail: fit in %dx%d, one thread each, files in memory, pixels forced, a new\n"
            "decoder per image; ours = sd_decoder (shrink on load to 2x, Lanczos-3), old = margin 1 + box,\n"
+           "margin 1 = shrink on load to 1x, Lanczos-3 (sdimage serve --shrink-margin 1; PSNR only),\n"
            "libvips %s = vips_thumbnail_buffer + write_to_memory (VIPS_CONCURRENCY=1, no cache);\n"
            "rounds interleaved, median of %d. PSNR against an exact double Lanczos-3 of the full decode.\n\n",
            box, box, vips_version_string(), rounds);
@@ -611,14 +614,15 @@ int bench_thumbnail_main(int argc, char **argv)
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo PNGs", p_ours, p_vips, p_old, p_ours / p_vips, "ref");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "high-frequency (JPEG + PNG)", h_ours, h_vips, h_old,
            h_ours / h_vips, "ref");
-    printf("\n%-34s %15s  %15s  %15s\n", "PSNR dB, median / worst", "ours", "libvips", "old");
+    printf("\n%-34s %15s  %15s  %15s  %15s\n", "PSNR dB, median / worst", "ours", "libvips", "old", "margin 1");
     quality_row("photo JPEGs", 0, 0, 0);
     quality_row("photo PNGs", 0, 1, 0);
     quality_row("high-frequency", 1, -1, 0);
     for (int i = 0; i < nfiles; i++)
         if (files[i].hf)
-            printf("  %-32s %7.2f          %7.2f          %7.2f   %+.2f vs libvips\n", files[i].name, files[i].psnr[0],
-                   files[i].psnr[1], files[i].psnr[2], files[i].psnr[0] - files[i].psnr[1]);
+            printf("  %-32s %7.2f          %7.2f          %7.2f          %7.2f   %+.2f vs libvips\n", files[i].name,
+                   files[i].psnr[0], files[i].psnr[1], files[i].psnr[2], files[i].psnr[3],
+                   files[i].psnr[0] - files[i].psnr[1]);
     if (largest)
         printf("\npeak RSS over the process's own, one 12 MP JPEG -> %d: ours %.1f MB (the 1/4 canvas is %.1f MB), "
                "old way %.1f MB; a full-size canvas would be %.1f MB\n", box, (rss_ours - rss_base) / 1024.0,
