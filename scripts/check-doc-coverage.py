@@ -18,8 +18,9 @@ bin_dir = subprocess.run(["swift", "build", "--show-bin-path"], capture_output=T
 if not os.path.isdir(os.path.join(bin_dir, "Modules")):
     sys.exit("doc coverage: build first (swift build)")
 out = tempfile.mkdtemp(prefix="sd-symbols-")
+args = library("args", bin_dir)
 for m in MODULES:
-    r = subprocess.run(["swift-symbolgraph-extract", "-module-name", m, *library("args", bin_dir),
+    r = subprocess.run(["swift-symbolgraph-extract", "-module-name", m, *args,
                         "-minimum-access-level", "public", "-output-dir", out], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"doc coverage: swift-symbolgraph-extract {m} failed:\n{r.stderr}")

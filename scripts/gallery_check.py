@@ -40,7 +40,8 @@ FAILURES = []
 
 
 def fail(msg):
-    """Print a failure (and keep it for the summary at the end)."""
+    """Print a failure, marked FAIL (gallery-check.sh repeats those lines last);
+    kept, so that a failed run always says at least once why."""
     FAILURES.append(msg)
     print(f"gallery-check: FAIL {msg}")
 
@@ -319,7 +320,7 @@ def main():
                 break
             screen = Image.open(png).convert("RGB")
             visible = [c for c in lay["cells"] if inside(c["rect"], lay["view"])]
-            first_seen.append(min(c["index"] for c in visible) if visible else -1)
+            first_seen.append(first_visible(lay))
             crops = {}
             for c in visible:
                 x, y, w, h = c["rect"]

@@ -174,8 +174,8 @@ public final class Renderer: Sendable {
             queued.record(waiting)
         }
         defaultQuality = limits.defaultQuality
-        let margin = min(8, max(1, limits.shrinkOnLoadMargin))
-        resampling = margin == Resampling.default.shrinkOnLoadMargin ? nil : Resampling(shrinkOnLoadMargin: margin)
+        let asked = Resampling(shrinkOnLoadMargin: limits.shrinkOnLoadMargin)  // clamps to 1...8
+        resampling = asked == .default ? nil : asked
         resultDiskBytes = limits.resultDiskBytes
         maxResultPixels = limits.maxResultPixels
         maxResultSide = limits.maxResultSide
