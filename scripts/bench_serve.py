@@ -5,8 +5,9 @@ Started by scripts/bench-serve.sh with nginx serving the photos on loopback,
 thumbor (PyPI, Pillow engine, storage and result storage off, --processes 2)
 and `sdimage serve` (release, unsigned URLs like thumbor's /unsafe/) already
 running. Both get the same requests: fit in 256x256, WebP q80 and JPEG q80,
-every request a distinct source URL (`?n=`: a cache miss on both sides, the
-origin asked each time) at concurrency 16, after a warm-up; then ours again
+every request a distinct source URL (`?n=`, never asked for before, also
+not by another format's rows: a cache miss on both sides, the origin asked
+each time) at concurrency 16, after a warm-up; then ours again
 on URLs it has cached (the hit rows). The load generator is `sdcore-bench
 load` (Benchmarks/C/bench_load.c, $SDCORE_BENCH): one thread on epoll, 16
 requests in flight over HTTP/1.1, a connection per request for the render
@@ -106,6 +107,15 @@ def pids_of(root):
     return out
 
 
+def origin_requests():
+    """Requests nginx has logged under /photos/ so far (its access log there)."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(PHOTOS)), "photos.log"), "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
+
+
 def row(name, base, pids, paths, keepalive=False):
     """Median of three runs of `paths` (fresh ?n= per run when `fresh`)."""
     runs = []
@@ -113,10 +123,10 @@ def row(name, base, pids, paths, keepalive=False):
         if len(runs) == 3:
             break
         own = pids_of(pids[0]) if len(pids) == 1 else pids
-        c0, m0, g0 = cpu(own), machine_cpu(), sum(os.times()[:4])  # with the generator's (a child)
+        c0, m0, g0, o0 = cpu(own), machine_cpu(), sum(os.times()[:4]), origin_requests()  # with the generator's
         got = load(base, paths(len(runs) + attempt * 10), keepalive)
         secs = got["seconds"]
-        c1, m1, g1 = cpu(own), machine_cpu(), sum(os.times()[:4])
+        c1, m1, g1, o1 = cpu(own), machine_cpu(), sum(os.times()[:4]), origin_requests()
         busy = (m1[0] - m0[0]) / os.sysconf("SC_CLK_TCK")
         # what neither the server nor this load generator used (nginx, the
         # origin, counts too: it serves both sides alike), less 2% for jiffy rounding
@@ -126,11 +136,12 @@ def row(name, base, pids, paths, keepalive=False):
             continue
         runs.append({"rps": got["rps"], "p50": got["p50_ms"], "p99": got["p99_ms"],
                      "cpu_ms": (c1 - c0) / got["requests"] * 1000, "ok": got["ok"], "n": got["requests"],
-                     "bytes": got["median_bytes"], "loadgen_cpu_s": g1 - g0})
+                     "bytes": got["median_bytes"], "loadgen_cpu_s": g1 - g0, "origin": o1 - o0})
     med = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
     med["rss_mb"] = peak_rss(pids_of(pids[0]) if len(pids) == 1 else pids) / 2**20
     print(f"{name:34} {med['rps']:8.1f} req/s  p50 {med['p50']:6.1f} ms  p99 {med['p99']:6.1f} ms  "
-          f"{med['cpu_ms']:5.1f} ms CPU/req  {med['ok']}/{med['n']} ok  median {med['bytes'] / 1024:.1f} KiB  "
+          f"{med['cpu_ms']:5.1f} ms CPU/req  {med['ok']}/{med['n']} ok  {med['origin']} from origin  "
+          f"median {med['bytes'] / 1024:.1f} KiB  "
           "(runs: " + ", ".join("%.0f" % r["rps"] for r in runs) + ")")
     return med
 
@@ -170,12 +181,18 @@ def main():
     results = {}
     for fmt in ("webp", "jpeg"):
         tag = {"webp": "webp", "jpeg": "jpeg"}[fmt]
+        # the source URLs of each format's rows are their own (?n=FORMAT-RUN-I): ours
+        # keeps every source it fetched (bytes on disk, decoded thumbnails in
+        # memory), so a JPEG row asking for the WebP row's sources would read
+        # them from our caches while thumbor fetches them again
         results[f"thumbor {fmt}"] = row(f"thumbor 7.8, {fmt} q80, renders", THUMBOR, THUMBOR_PIDS,
-                                        lambda r, fmt=fmt: [thumbor_path(s + f"%3Fn%3D{r}-{i}", fmt) for i, s in enumerate(srcs)])
+                                        lambda r, fmt=fmt: [thumbor_path(s + f"%3Fn%3D{fmt}-{r}-{i}", fmt)
+                                                            for i, s in enumerate(srcs)])
         results[f"ours {fmt}"] = row(f"sdimage serve, {fmt} q80, renders", OURS, OUR_PIDS,
-                                     lambda r, tag=tag: [our_path(s + f"%3Fn%3D{r}-{i}", tag) for i, s in enumerate(srcs)])
+                                     lambda r, fmt=fmt, tag=tag: [our_path(s + f"%3Fn%3D{fmt}-{r}-{i}", tag)
+                                                                  for i, s in enumerate(srcs)])
     # hits: the same URLs again and again (ours caches results; thumbor's result storage is off)
-    cached = [our_path(s + f"%3Fn%3D0-{i}", "webp") for i, s in enumerate(srcs)]
+    cached = [our_path(s + f"%3Fn%3Dwebp-0-{i}", "webp") for i, s in enumerate(srcs)]
     results["ours hits"] = row("sdimage serve, result-cache hits (keep-alive)", OURS, OUR_PIDS, lambda r: cached * 20,
                                keepalive=True)
     results["psnr"] = quality(srcs[:24])
