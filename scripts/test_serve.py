@@ -555,6 +555,18 @@ def run(base):
     check("fit 256x256 png: 200, image/png", st == 200 and h.get("content-type") == "image/png", (st, h))
     check("fit: pixels equal sdimage decode --max-pixel-size 256", got is not None and ref is not None and got == ref,
           (got and got[:2], ref and ref[:2]))
+    # JPEG: Huffman tables made for the image (optimize coding): the pixels of
+    # the same render written by `sdimage decode --out` (the library's default
+    # tables) at the same quality, in fewer bytes
+    stj, hj, jpeg = get(base, sign(f"/rs:fit:256:256/q:80/plain/{src}@jpg"))
+    ref_jpeg = os.path.join(WORK, "ref-q80.jpg")
+    subprocess.run([SDIMAGE, "decode", os.path.join(WORK, "www", "img", photo), "--max-pixel-size", "256",
+                    "--out", ref_jpeg, "--quality", "80"], capture_output=True)
+    plain = open(ref_jpeg, "rb").read() if os.path.exists(ref_jpeg) else b""
+    got_j, ref_j = (decode(jpeg) if stj == 200 else None), (decode(plain) if plain else None)
+    check("fit jpg q80: the pixels of sdimage decode --out at q80, in fewer bytes (optimized Huffman tables)",
+          stj == 200 and got_j is not None and got_j == ref_j and 0 < len(jpeg) < len(plain),
+          (stj, len(jpeg), len(plain), got_j and got_j[:2], ref_j and ref_j[:2]))
     # the ETag: the first 128 bits of the body's SHA-256, URL-safe base64 without padding
     want_etag = '"' + base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:16]).rstrip(b"=").decode() + '"'
     check("Content-Length, Cache-Control, strong ETag (the body's SHA-256)", h.get("content-length") == str(len(body))

@@ -31,6 +31,7 @@ typedef struct sd__encode_job {
     int level;       /* zlib level 0..9, -1 default (PNG, APNG) */
     int speed;       /* 0..10, -1 default (AVIF) */
     int loop_count;  /* 0 = forever */
+    int optimize;    /* 0/1: Huffman tables made for the image (JPEG) */
     const uint8_t *icc; /* a profile to embed (icc_len 0: none); GIF has no place for one */
     size_t icc_len;
 } sd__encode_job;

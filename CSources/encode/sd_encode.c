@@ -116,6 +116,11 @@ static void jdest_term(j_compress_ptr c)
 int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **out,
                    size_t *out_len)
 {
+    return sd__encode_jpeg(b, quality, progressive, 0, out, out_len);
+}
+
+int sd__encode_jpeg(const sd_bitmap *b, int quality, int progressive, int optimize, uint8_t **out, size_t *out_len)
+{
     SD__RETURN_IF(b == NULL || out == NULL || out_len == NULL, SD_EINVAL);
     SD__RETURN_IF(quality < 1 || quality > 100, SD_EINVAL);
     *out = NULL;
@@ -148,6 +153,7 @@ int sd_encode_jpeg(const sd_bitmap *b, int quality, int progressive, uint8_t **o
 #endif
     jpeg_set_defaults(&c);
     jpeg_set_quality(&c, quality, TRUE);
+    c.optimize_coding = optimize ? TRUE : FALSE; /* a progressive file's are made for it anyway */
     if (progressive)
         jpeg_simple_progression(&c);
     jpeg_start_compress(&c, TRUE);

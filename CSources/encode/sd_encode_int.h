@@ -11,6 +11,11 @@
  * `alpha`, else RGB (an APNG's frames must all have the file's). */
 SD__HIDDEN int sd__encode_png(const sd_bitmap *b, int level, int alpha, uint8_t **out, size_t *out_len);
 
+/* JPEG 4:2:0 at `quality` 1..100; progressive and optimize (Huffman
+ * tables made for the image) 0/1. */
+SD__HIDDEN int sd__encode_jpeg(const sd_bitmap *b, int quality, int progressive, int optimize, uint8_t **out,
+                               size_t *out_len);
+
 /* An ICC profile to embed (sd_encoder_set_icc_profile); len 0: none. */
 typedef struct sd__icc {
     const uint8_t *data;

@@ -14,7 +14,7 @@
 
 struct sd_encoder {
     const sd__codec *codec;
-    int params[SD_ENC_LOOP_COUNT + 1];
+    int params[SD_ENC_OPTIMIZE_CODING + 1];
     const sd_bitmap **frames;
     int *delays;
     uint32_t count, cap, dcap;
@@ -46,13 +46,14 @@ int sd_encoder_set_icc_profile(sd_encoder *enc, const uint8_t *data, size_t leng
 }
 
 /* Each parameter's range and default (index = sd_encoder_param). */
-static const struct { int lo, hi, dflt; } ranges[SD_ENC_LOOP_COUNT + 1] = {
+static const struct { int lo, hi, dflt; } ranges[SD_ENC_OPTIMIZE_CODING + 1] = {
     [SD_ENC_QUALITY] = {0, 100, 90},
     [SD_ENC_LOSSLESS] = {0, 1, 0},
     [SD_ENC_PROGRESSIVE] = {0, 1, 0},
     [SD_ENC_COMPRESSION_LEVEL] = {-1, 9, -1},
     [SD_ENC_SPEED] = {-1, 10, -1},
     [SD_ENC_LOOP_COUNT] = {0, 65535, 0},
+    [SD_ENC_OPTIMIZE_CODING] = {0, 1, 0},
 };
 
 int sd_encoder_new(sd_format format, sd_encoder **out)
@@ -65,7 +66,7 @@ int sd_encoder_new(sd_format format, sd_encoder **out)
     sd_encoder *e = sd__calloc(1, sizeof *e);
     SD__RETURN_IF(e == NULL, SD_ENOMEM);
     e->codec = c;
-    for (int p = SD_ENC_QUALITY; p <= SD_ENC_LOOP_COUNT; p++)
+    for (int p = SD_ENC_QUALITY; p <= SD_ENC_OPTIMIZE_CODING; p++)
         e->params[p] = ranges[p].dflt;
     *out = e;
     return SD_OK;
@@ -73,7 +74,7 @@ int sd_encoder_new(sd_format format, sd_encoder **out)
 
 int sd_encoder_set(sd_encoder *enc, sd_encoder_param param, int value)
 {
-    SD__RETURN_IF(enc == NULL || param < SD_ENC_QUALITY || param > SD_ENC_LOOP_COUNT, SD_EINVAL);
+    SD__RETURN_IF(enc == NULL || param < SD_ENC_QUALITY || param > SD_ENC_OPTIMIZE_CODING, SD_EINVAL);
     SD__RETURN_IF(value < ranges[param].lo || value > ranges[param].hi, SD_EINVAL);
     enc->params[param] = value;
     return SD_OK;
@@ -81,7 +82,7 @@ int sd_encoder_set(sd_encoder *enc, sd_encoder_param param, int value)
 
 int sd_encoder_get(const sd_encoder *enc, sd_encoder_param param, int *value)
 {
-    SD__RETURN_IF(enc == NULL || value == NULL || param < SD_ENC_QUALITY || param > SD_ENC_LOOP_COUNT, SD_EINVAL);
+    SD__RETURN_IF(enc == NULL || value == NULL || param < SD_ENC_QUALITY || param > SD_ENC_OPTIMIZE_CODING, SD_EINVAL);
     *value = enc->params[param];
     return SD_OK;
 }
@@ -123,6 +124,7 @@ int sd_encoder_finish(sd_encoder *enc, uint8_t **out, size_t *out_length)
         .level = enc->params[SD_ENC_COMPRESSION_LEVEL],
         .speed = enc->params[SD_ENC_SPEED],
         .loop_count = enc->params[SD_ENC_LOOP_COUNT],
+        .optimize = enc->params[SD_ENC_OPTIMIZE_CODING],
         .icc = enc->icc,
         .icc_len = enc->icc_len,
     };
@@ -160,7 +162,7 @@ void sd_encoder_free(sd_encoder *enc)
 
 int sd__jpeg_encode(const sd__encode_job *j, uint8_t **out, size_t *out_length)
 {
-    int rc = sd_encode_jpeg(j->frames[0], SD__MAX(j->quality, 1), j->progressive, out, out_length);
+    int rc = sd__encode_jpeg(j->frames[0], SD__MAX(j->quality, 1), j->progressive, j->optimize, out, out_length);
     return with_icc(j, rc, sd__jpeg_add_icc, out, out_length);
 }
 

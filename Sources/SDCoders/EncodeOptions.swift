@@ -10,6 +10,9 @@ public struct EncodeOptions: Sendable, Equatable {
     public var lossless: Bool
     /// A progressive JPEG.
     public var progressive: Bool
+    /// JPEG Huffman tables made for the image (`SD_ENC_OPTIMIZE_CODING`):
+    /// the same pixels in a smaller file, for a second pass. Default off.
+    public var optimizeCoding = false
     /// PNG/APNG zlib level 0...9 (nil or -1: libpng's default, 6).
     public var compressionLevel: Int?
     /// AVIF speed 0...10, slowest to fastest (nil or -1: libavif's default).
@@ -46,6 +49,7 @@ public struct EncodeOptions: Sendable, Equatable {
     var parameters: [(sd_encoder_param, Int)] {
         var p: [(sd_encoder_param, Int)] = [
             (SD_ENC_LOSSLESS, lossless ? 1 : 0), (SD_ENC_PROGRESSIVE, progressive ? 1 : 0), (SD_ENC_LOOP_COUNT, loopCount),
+            (SD_ENC_OPTIMIZE_CODING, optimizeCoding ? 1 : 0),
         ]
         if let quality { p.append((SD_ENC_QUALITY, quality)) }
         if let compressionLevel { p.append((SD_ENC_COMPRESSION_LEVEL, compressionLevel)) }

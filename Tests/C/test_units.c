@@ -533,6 +533,47 @@ static int test_encoders_roundtrip(void)
     return 0;
 }
 
+/* SD_ENC_OPTIMIZE_CODING: off by default; on, the same coefficients with
+ * Huffman tables made for the image: the decoded pixels are identical and
+ * the file is smaller (baseline and progressive alike); 2 is refused. */
+static int test_jpeg_optimize_coding(void)
+{
+    sd_bitmap *src = synth(256, 192, 0);
+    ASSERT(src != NULL);
+    sd_encoder *e = NULL;
+    int v = -1;
+    ASSERT_OK(sd_encoder_new(SD_FORMAT_JPEG, &e));
+    ASSERT_OK(sd_encoder_get(e, SD_ENC_OPTIMIZE_CODING, &v));
+    ASSERT_EQ(v, 0);
+    ASSERT_EQ(sd_encoder_set(e, SD_ENC_OPTIMIZE_CODING, 2), SD_EINVAL);
+    sd_encoder_free(e);
+    for (int progressive = 0; progressive <= 1; progressive++) {
+        uint8_t *plain = NULL, *opt = NULL;
+        size_t pn = 0, on = 0;
+        const int pp[] = {SD_ENC_QUALITY, 80, SD_ENC_PROGRESSIVE, progressive, 0};
+        const int op[] = {SD_ENC_QUALITY, 80, SD_ENC_PROGRESSIVE, progressive, SD_ENC_OPTIMIZE_CODING, 1, 0};
+        ASSERT_OK(sdt_encode(SD_FORMAT_JPEG, (const sd_bitmap *const *)&src, NULL, 1, pp, &plain, &pn));
+        ASSERT_OK(sdt_encode(SD_FORMAT_JPEG, (const sd_bitmap *const *)&src, NULL, 1, op, &opt, &on));
+        sd_bitmap *a = NULL, *b = NULL;
+        ASSERT_OK(sd_decode(plain, pn, &a));
+        ASSERT_OK(sd_decode(opt, on, &b));
+        ASSERT(sd_bitmap_width(a) == 256 && sd_bitmap_width(b) == 256);
+        for (uint32_t y = 0; y < 192; y++)
+            ASSERT(memcmp(sd_bitmap_pixels(a) + y * sd_bitmap_stride(a), sd_bitmap_pixels(b) + y * sd_bitmap_stride(b),
+                          256 * 4) == 0);
+        if (!progressive) /* libjpeg makes a progressive file's tables for it either way */
+            ASSERT(on < pn);
+        else
+            ASSERT(on <= pn);
+        sd_bitmap_free(a);
+        sd_bitmap_free(b);
+        sd_free(plain);
+        sd_free(opt);
+    }
+    sd_bitmap_free(src);
+    return 0;
+}
+
 /* Largest per-channel difference between two bitmaps of one size. */
 static int max_diff(const sd_bitmap *a, const sd_bitmap *b)
 {
@@ -1551,6 +1592,7 @@ int main(int argc, char **argv)
     static const sd_test_case tests[] = {
         {"codec_registry", test_codec_registry},
         {"still_frames", test_still_frames},
+        {"jpeg_optimize_coding", test_jpeg_optimize_coding},
         {"redact_url", test_redact_url},
         {"premultiply_exact", test_premultiply_exact},
         {"unpremultiply_roundtrip", test_unpremultiply_roundtrip},

@@ -206,6 +206,19 @@ struct CoderTests {
         #expect(thumbAnim.width <= 8 && thumbAnim.animatedImageFrame(at: 1)?.width == thumbAnim.width)
     }
 
+    @Test("encodeJPEGOptimizeCoding: the same pixels as without it, in fewer bytes")
+    func jpegOptimizeCoding() throws {
+        let image = try coordinateImage(120, 90)
+        let m = SDImageCodersManager.shared
+        let plain = try #require(m.encodedData(with: image, format: .jpeg, options: [.encodeCompressionQuality: 0.8]))
+        let optimized = try #require(m.encodedData(with: image, format: .jpeg,
+                                                   options: [.encodeCompressionQuality: 0.8, .encodeJPEGOptimizeCoding: true]))
+        #expect(optimized.count < plain.count)
+        let a = try #require(SDImage(data: plain)), b = try #require(SDImage(data: optimized))
+        #expect(a.width == 120 && b.width == 120 && b.height == 90)
+        #expect((0..<90).allSatisfy { y in (0..<120).allSatisfy { x in pixel(a, x, y) == pixel(b, x, y) } })
+    }
+
     @Test("Encode and decode again: JPEG and PNG, max pixel size, max file size, background colour")
     func encoding() throws {
         let image = try coordinateImage(120, 90)

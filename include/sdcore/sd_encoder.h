@@ -27,8 +27,13 @@ typedef enum sd_encoder_param {
     SD_ENC_PROGRESSIVE = 3,       /* 0/1, default 0: a progressive JPEG; JPEG XL in passes */
     SD_ENC_COMPRESSION_LEVEL = 4, /* -1..9, default -1 (libpng's, 6): PNG/APNG's zlib level */
     SD_ENC_SPEED = 5,             /* -1..10, default -1 (libavif's): AVIF slowest..fastest */
-    SD_ENC_LOOP_COUNT = 6         /* 0..65535, default 0 = forever: GIF, APNG, WebP
+    SD_ENC_LOOP_COUNT = 6,        /* 0..65535, default 0 = forever: GIF, APNG, WebP
                                    * (an AVIF sequence always plays forever) */
+    SD_ENC_OPTIMIZE_CODING = 7    /* 0/1, default 0: JPEG with Huffman tables made for
+                                   * the image (TurboJPEG's TJPARAM_OPTIMIZE, libvips'
+                                   * optimize_coding): the same pixels in a smaller
+                                   * file, for a second pass over the coefficients.
+                                   * Since 0.10. */
 } sd_encoder_param;
 
 /*

@@ -36,6 +36,10 @@ public struct SDImageCoderOption: RawRepresentable, Hashable, Sendable, Expressi
     public static let encodeWebPLossless: Self = "encodeWebPLossless"
     /// `Int` 0...10 (slowest...fastest), default 8: the AV1 encoder's speed. Ours.
     public static let encodeAVIFSpeed: Self = "encodeAVIFSpeed"
+    /// `Bool`, default false: a JPEG with Huffman tables made for the image
+    /// (libvips' `optimize_coding`): the same pixels in a smaller file, for
+    /// a second pass over the coefficients. Ours.
+    public static let encodeJPEGOptimizeCoding: Self = "encodeJPEGOptimizeCoding"
     /// `UInt32` 0xRRGGBB, default white: what alpha is composited on for a
     /// format without alpha (JPEG).
     public static let encodeBackgroundColor: Self = "encodeBackgroundColor"

@@ -30,9 +30,10 @@ enum SDImageEncoding {
         // SDWebImage's format-named options are the parameters of every
         // format that has them (WebP's lossless is AVIF's too)
         // pixels kept in their source colours keep their profile; sRGB ones encode untagged
-        let base = EncodeOptions(lossless: options.bool(.encodeWebPLossless) == true,
+        var base = EncodeOptions(lossless: options.bool(.encodeWebPLossless) == true,
                                  speed: options.int(.encodeAVIFSpeed) ?? 8, loopCount: max(0, loops),
                                  iccProfile: image.iccProfile)
+        base.optimizeCoding = options.bool(.encodeJPEGOptimizeCoding) == true
         let encodeAt = { (q: Int) throws(CoderError) -> [UInt8] in
             var o = base
             o.quality = q
