@@ -182,9 +182,9 @@ def main():
     for fmt in ("webp", "jpeg"):
         tag = {"webp": "webp", "jpeg": "jpeg"}[fmt]
         # the source URLs of each format's rows are their own (?n=FORMAT-RUN-I): ours
-        # keeps every source it fetched (bytes on disk, decoded thumbnails in
-        # memory), so a JPEG row asking for the WebP row's sources would read
-        # them from our caches while thumbor fetches them again
+        # keeps every source it fetched on disk, so a JPEG row asking for the
+        # WebP row's sources would read them from there while thumbor fetches
+        # them again
         results[f"thumbor {fmt}"] = row(f"thumbor 7.8, {fmt} q80, renders", THUMBOR, THUMBOR_PIDS,
                                         lambda r, fmt=fmt: [thumbor_path(s + f"%3Fn%3D{fmt}-{r}-{i}", fmt)
                                                             for i, s in enumerate(srcs)])
