@@ -280,7 +280,11 @@ def run_limits():
     check("a missing --config file: a clear error, exit 2", base is None and proc.wait(60) == 2, line)
 
     # --dev: no configuration, a printed example URL that works
-    proc = subprocess.Popen([SDIMAGE, "serve", "--dev"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    tmp = os.path.join(WORK, "dev-tmp")  # where it makes its own cache folder
+    os.makedirs(tmp, exist_ok=True)
+    proc = subprocess.Popen([SDIMAGE, "serve", "--dev"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=dict(os.environ, TMPDIR=tmp))
+    own_cache = os.path.join(tmp, f"sdimage-serve-{proc.pid}")
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         url = next((l.split()[1] for l in lines if l.startswith("open ")), None)
@@ -291,6 +295,7 @@ def run_limits():
             d = decode(body)
             ok = ctype == "image/webp" and d is not None and max(d[:2]) == 300
         check("--dev: loopback, a key, an example URL that serves", ok, lines)
+        had_cache = os.path.isdir(own_cache)
         # SIGINT (Ctrl-C) drains as SIGTERM does: exit 0
         proc.send_signal(signal.SIGINT)
         try:
@@ -298,6 +303,8 @@ def run_limits():
         except subprocess.TimeoutExpired:
             rc = "timeout"
         check("SIGINT: drains and exits 0", rc == 0, rc)
+        check("without --cache-dir: a cache folder of its own under $TMPDIR, removed at exit",
+              had_cache and not os.path.exists(own_cache), (had_cache, os.listdir(tmp)))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -81,8 +81,7 @@ struct BenchFetch: ParsableCommand {
 
     func run() throws {
         let binary = benchBinaryPath(common.benchBinary)
-        let handshake = FileManager.default.temporaryDirectory
-            .appendingPathComponent("sdimage-bench-\(ProcessInfo.processInfo.processIdentifier)").path
+        let handshake = newHandshakeFile()
         let bench = Process()
         bench.executableURL = URL(fileURLWithPath: binary)
         bench.arguments = ["fetch", "--json", "--count", "\(count)", "--rounds", "\(rounds)", "--keep-server", handshake]
@@ -90,7 +89,7 @@ struct BenchFetch: ParsableCommand {
         bench.standardOutput = out
         try bench.run()
         // sdcore-bench prints its JSON, then keeps nginx up until we are done.
-        let server = waitForServer(handshake)
+        let server = waitForServer(handshake, running: { bench.isRunning })
         // Wait for the C measurements to finish (their JSON line) before ours.
         let cLine = String(decoding: out.fileHandleForReading.availableDataLine(), as: UTF8.self)
         var urlSessionIPS: [Int: Double] = [:]
@@ -251,9 +250,21 @@ struct BenchFetch: ParsableCommand {
     }
 }
 
+/// A new, empty file for sdcore-bench's handshake (mkstemp: never a path
+/// left by another process; a fixed name with our pid once met a folder
+/// `sdimage serve` had left under the same name, and the wait ran out).
+func newHandshakeFile() -> String {
+    var template = Array((FileManager.default.temporaryDirectory.path + "/sdimage-bench-XXXXXX").utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { fail("cannot create a handshake file in \(FileManager.default.temporaryDirectory.path)") }
+    close(fd)
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 /// sdcore-bench writes "BASE_URL FILES" to the handshake file once nginx serves
-/// (up to 10 minutes: it generates the images first).
-func waitForServer(_ handshake: String) -> (base: String, files: Int) {
+/// (up to 10 minutes: it generates the images first). `running` says whether
+/// it still runs: one that exited without writing fails at once.
+func waitForServer(_ handshake: String, running: () -> Bool) -> (base: String, files: Int) {
     for _ in 0..<6000 {
         if let text = try? String(contentsOfFile: handshake, encoding: .utf8) {
             let parts = text.split(separator: " ")
@@ -261,9 +272,10 @@ func waitForServer(_ handshake: String) -> (base: String, files: Int) {
                 return (String(parts[0]), n)
             }
         }
+        if !running() { fail("sdcore-bench exited before its server answered (handshake \(handshake))") }
         Thread.sleep(forTimeInterval: 0.1)
     }
-    fail("sdcore-bench did not start its server")
+    fail("sdcore-bench did not start its server (no handshake in \(handshake) after 6,000 checks)")
 }
 
 final class Counter: Sendable {

@@ -280,7 +280,7 @@ final class BenchServer {
     private let handshake: String
 
     init(binary: String, count: Int) throws {
-        handshake = FileManager.default.temporaryDirectory.appendingPathComponent("sdimage-serve-\(getpid())").path
+        handshake = newHandshakeFile()
         var p: pid_t = 0
         let args = [binary, "fetch", "--count", "\(count)", "--only", "serve", "--keep-server", handshake]
         let argv = args.map { strdup($0) } + [nil]
@@ -291,7 +291,10 @@ final class BenchServer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         guard posix_spawn(&p, binary, &actions, nil, argv, environ) == 0 else { fail("cannot start \(binary)") }
         pid = p
-        (base, files) = waitForServer(handshake)
+        (base, files) = waitForServer(handshake, running: {
+            var status: Int32 = 0
+            return waitpid(p, &status, WNOHANG) == 0  // a child that exited is reaped here: stop() is not called
+        })
     }
 
     func stop() {

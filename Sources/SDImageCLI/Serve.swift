@@ -48,7 +48,7 @@ struct Serve: ParsableCommand {
     var resultCacheMb: Int?
     @Option(help: "Disk for encoded results, MiB (default 1024; under --cache-dir/results).")
     var resultDiskMb: Int?
-    @Option(help: "Directory of the source and result caches (default: a fresh one under the temporary directory).")
+    @Option(help: "Directory of the source and result caches (default: a fresh one under the temporary directory, removed at exit).")
     var cacheDir: String?
     @Option(help: "Renders at once (default: twice the cores).")
     var maxRenders: Int?
@@ -221,8 +221,11 @@ struct Serve: ParsableCommand {
         var decodeLimits = loaderConfig.decodeLimits
         decodeLimits.maxPixels = megapixels * 1_000_000
         loaderConfig.decodeLimits = decodeLimits
-        let dir = settings.value(cacheDir, "CACHE_DIR")
-            ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
+        let configuredDir = settings.value(cacheDir, "CACHE_DIR")
+        let dir = configuredDir ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"
+        // a folder of our own goes when we do (however run() ends after this point;
+        // a killed server leaves it, as any process's temporary files)
+        defer { if configuredDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
         // sources: their bytes on disk; little in memory (results are cached encoded)
         let cacheConfig = SDImageCacheConfig()
         cacheConfig.maxMemoryCost = 32 << 20
