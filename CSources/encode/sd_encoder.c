@@ -12,9 +12,12 @@
 #include "codec/sd_codec.h"
 #include "encode/sd_encode_int.h"
 
+/* The last sd_encoder_param: the tables below and the range checks end here. */
+#define SD__ENC_LAST SD_ENC_OPTIMIZE_CODING
+
 struct sd_encoder {
     const sd__codec *codec;
-    int params[SD_ENC_OPTIMIZE_CODING + 1];
+    int params[SD__ENC_LAST + 1];
     const sd_bitmap **frames;
     int *delays;
     uint32_t count, cap, dcap;
@@ -46,7 +49,7 @@ int sd_encoder_set_icc_profile(sd_encoder *enc, const uint8_t *data, size_t leng
 }
 
 /* Each parameter's range and default (index = sd_encoder_param). */
-static const struct { int lo, hi, dflt; } ranges[SD_ENC_OPTIMIZE_CODING + 1] = {
+static const struct { int lo, hi, dflt; } ranges[SD__ENC_LAST + 1] = {
     [SD_ENC_QUALITY] = {0, 100, 90},
     [SD_ENC_LOSSLESS] = {0, 1, 0},
     [SD_ENC_PROGRESSIVE] = {0, 1, 0},
@@ -66,7 +69,7 @@ int sd_encoder_new(sd_format format, sd_encoder **out)
     sd_encoder *e = sd__calloc(1, sizeof *e);
     SD__RETURN_IF(e == NULL, SD_ENOMEM);
     e->codec = c;
-    for (int p = SD_ENC_QUALITY; p <= SD_ENC_OPTIMIZE_CODING; p++)
+    for (int p = SD_ENC_QUALITY; p <= SD__ENC_LAST; p++)
         e->params[p] = ranges[p].dflt;
     *out = e;
     return SD_OK;
@@ -74,7 +77,7 @@ int sd_encoder_new(sd_format format, sd_encoder **out)
 
 int sd_encoder_set(sd_encoder *enc, sd_encoder_param param, int value)
 {
-    SD__RETURN_IF(enc == NULL || param < SD_ENC_QUALITY || param > SD_ENC_OPTIMIZE_CODING, SD_EINVAL);
+    SD__RETURN_IF(enc == NULL || param < SD_ENC_QUALITY || param > SD__ENC_LAST, SD_EINVAL);
     SD__RETURN_IF(value < ranges[param].lo || value > ranges[param].hi, SD_EINVAL);
     enc->params[param] = value;
     return SD_OK;
@@ -82,7 +85,7 @@ int sd_encoder_set(sd_encoder *enc, sd_encoder_param param, int value)
 
 int sd_encoder_get(const sd_encoder *enc, sd_encoder_param param, int *value)
 {
-    SD__RETURN_IF(enc == NULL || value == NULL || param < SD_ENC_QUALITY || param > SD_ENC_OPTIMIZE_CODING, SD_EINVAL);
+    SD__RETURN_IF(enc == NULL || value == NULL || param < SD_ENC_QUALITY || param > SD__ENC_LAST, SD_EINVAL);
     *value = enc->params[param];
     return SD_OK;
 }
