@@ -110,8 +110,12 @@ def sample(prefix):
 def start(*args, env_extra=None):
     """An `sdimage serve` on a free loopback port: (process, base URL, first stdout lines)."""
     log = open(os.path.join(WORK, f"serve-{time.monotonic_ns()}.log"), "w")
+    # Its default cache folder goes under the suite's work folder: some checks end a server with SIGKILL,
+    # which leaves that folder behind, and test-serve.sh removes the work folder at exit.
+    tmp = os.path.join(WORK, "tmp")
+    os.makedirs(tmp, exist_ok=True)
     proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=log,
-                            text=True, env=dict(os.environ, **(env_extra or {})))
+                            text=True, env=dict(os.environ, TMPDIR=tmp, **(env_extra or {})))
     line = proc.stdout.readline()
     m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
     return proc, (f"http://127.0.0.1:{m.group(1)}" if m else None), line
