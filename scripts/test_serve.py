@@ -237,6 +237,24 @@ def run_limits():
               (st, st2) == (200, 200) and metric(base, "sdimage_serve_result_cache_hits_total") == 2
               and metric(base, "sdimage_serve_renders_total") == 0 and restart_lm is not None
               and h2.get("last-modified") == restart_lm, (st, st2, restart_lm, h2.get("last-modified")))
+        fill = sign(f"/rs:fill:48:48/plain/{ORIGIN}/img/{photo}@png")
+        st3, _, _ = get(base, fill)
+        check("restarted: a fill result rendered", st3 == 200 and metric(base, "sdimage_serve_renders_total") == 1, st3)
+    finally:
+        proc.kill()
+        proc.wait()
+    # the same cache under --shrink-margin 1: only a fit shrinks on load, so
+    # only its results are the margin's; the fill result is still a hit
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", cache,
+                             "--shrink-margin", "1")
+    try:
+        st, _, _ = get(base, fill) if base else (0, {}, b"")
+        hits, renders = (metric(base, "sdimage_serve_result_cache_hits_total"),
+                         metric(base, "sdimage_serve_renders_total")) if base else (None, None)
+        st2, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png")) if base else (0, {}, b"")
+        check("--shrink-margin 1 on the same cache: the fill result a hit, the fit result rendered anew",
+              (st, st2, hits, renders) == (200, 200, 1, 0) and metric(base, "sdimage_serve_renders_total") == 1,
+              (st, st2, hits, renders, line))
     finally:
         proc.kill()
         proc.wait()

@@ -193,12 +193,19 @@ public final class Renderer: Sendable {
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
 
+    /// Whether `options` shrink on load: a fit into a box (never enlarged
+    /// at decode); every other resizing type decodes the whole source.
+    static func shrinksOnLoad(_ options: ProcessingOptions) -> Bool {
+        options.resizingType == .fit && (options.pixelWidth > 0 || options.pixelHeight > 0)
+    }
+
     /// The result cache's key of `request` for a client that accepts `accepts`
-    /// (and the shrink-on-load margin when it is not the default: it changes the pixels).
+    /// (and the shrink-on-load margin when it is not the default and the
+    /// request shrinks on load: then it changes the pixels).
     func key(_ request: ProcessingRequest, accepts: Accepts) -> String {
         let o = request.options
         let wanted = o.format.map { "f:\($0.rawValue)" } ?? "auto:avif=\(accepts.avif),webp=\(accepts.webp)"
-        let margin = resampling.map { "|margin:\($0.shrinkOnLoadMargin)" } ?? ""
+        let margin = Self.shrinksOnLoad(o) ? resampling.map { "|margin:\($0.shrinkOnLoadMargin)" } ?? "" : ""
         return request.source + "|" + o.cacheKey + "|" + wanted + margin
     }
 
@@ -277,7 +284,7 @@ public final class Renderer: Sendable {
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
         var context: SDWebImageContext = [:]
         // shrink on load: a fit never needs more than its box (never enlarged at decode)
-        if o.resizingType == .fit, o.pixelWidth > 0 || o.pixelHeight > 0 {
+        if Self.shrinksOnLoad(o) {
             let unbounded = 1 << 20
             context[.imageThumbnailPixelSize] = CGSize(width: o.pixelWidth > 0 ? o.pixelWidth : unbounded,
                                                        height: o.pixelHeight > 0 ? o.pixelHeight : unbounded)
