@@ -176,12 +176,12 @@ test-swift-tsan: deps-test
 
 # The Swift stack under AddressSanitizer + LeakSanitizer: a short manager soak
 # (random cancels, priorities, hits) against nginx; any report fails it.
+# No Swift backtracer after ASan's report: under ASan it faults reading the
+# crashed process and hangs (seen: a leak report, then no exit for minutes).
 test-swift-asan: deps-test build-c
 	rm -f .build-asan/*/debug/description.json .build-asan/*/debug/plugin-tools-description.json
 	@$(SWIFT) build $(SWIFT_INDEX) --sanitize=address --scratch-path .build-asan --product sdimage >.build-asan.log 2>&1 \
 	  || { tail -30 .build-asan.log; exit 1; }
-	# no Swift backtracer after ASan's report: under ASan it faults reading the
-	# crashed process and hangs (seen: a leak report, then no exit for minutes)
 	SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 SDCORE_BENCH=$(BUILD)/release/sdcore-bench \
 	  .build-asan/debug/sdimage bench soak --loads 400 --count 60 --memory-mib 16
 
