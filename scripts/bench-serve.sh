@@ -37,6 +37,13 @@ for side in 1000 2000 4000; do
 done
 cp "$work/www/photos/$(ls "$work/www/photos" | head -1)" "$work/www/small.jpg"
 mkdir -p "$work/www/img" && cp "$work/www/small.jpg" "$work/www/img/small.jpg" && cp "$work/www/small.jpg" "$work/www/img/prog.jpg"
+# real photographs for the quality row (scripts/bench_photos.py: scikit-image's,
+# from PyPI once), and the corpus' photo in both orientations
+"$venv/bin/python" scripts/bench_photos.py build/bench-photos || { echo "bench-serve: no real photos"; exit 1; }
+mkdir -p "$work/www/real" && cp build/bench-photos/*.jpg "$work/www/real/"
+corpus=${SD_CORPUS_DIR:-../shared/corpus}
+cp "$corpus/exif-orientation/Landscape_1.jpg" "$corpus/exif-orientation/Portrait_1.jpg" "$work/www/real/" \
+  || { echo "bench-serve: the corpus' exif-orientation photos are missing"; exit 1; }
 bash Tests/Servers/servers.sh start "$work" $$ >/dev/null || { echo "bench-serve: nginx did not start"; exit 1; }
 origin=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
 echo "photos: $(ls "$work/www/photos" | wc -l) JPEGs, $(du -sh "$work/www/photos" | cut -f1), served by nginx at $origin"
@@ -73,3 +80,5 @@ echo "render floor (no HTTP, from memory, 2 threads, same box/format/quality):"
 echo
 /usr/bin/python3 scripts/bench_serve.py "$ours" "http://127.0.0.1:$tport" "$origin" "$work/www/photos" \
   "${OUT:-build/bench-serve.json}" "$ours_pid" "$thumbor_pid"
+echo
+"$venv/bin/python" scripts/bench_jpeg_settings.py "$bin" "$work/www/real"

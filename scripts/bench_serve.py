@@ -146,29 +146,44 @@ def row(name, base, pids, paths, keepalive=False):
     return med
 
 
-def quality(srcs):
+def quality(srcs, folder, what):
     """JPEG q80 of both servers against an exact reference: the source
     decoded whole by Pillow, resized by Pillow's Lanczos-3 to each output's
-    size. Median PSNR (dB) and median bytes of each side."""
+    size. Colours as a viewer shows them: a picture with an ICC profile
+    (a source; thumbor's output, which keeps the source's) is converted to
+    sRGB by LittleCMS (Pillow's ImageCms, relative colorimetric, as our
+    decoder does) before it is compared. Median PSNR (dB) and median bytes
+    of each side, and each photo's."""
     import io
     import math
     import urllib.request
-    from PIL import Image, ImageChops, ImageStat
+    from PIL import Image, ImageChops, ImageCms, ImageStat
+    srgb = ImageCms.createProfile("sRGB")
+
+    def viewed(im):
+        icc, rgb = im.info.get("icc_profile"), im.convert("RGB")
+        if not icc:
+            return rgb
+        return ImageCms.profileToProfile(rgb, ImageCms.ImageCmsProfile(io.BytesIO(icc)), srgb,
+                                         renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC, outputMode="RGB")
     out = {"ours": [], "thumbor": [], "ours_bytes": [], "thumbor_bytes": []}
     for s in srcs:
-        src = Image.open(os.path.join(PHOTOS, s.rsplit("/", 1)[1])).convert("RGB")
+        src = viewed(Image.open(os.path.join(folder, s.rsplit("/", 1)[1])))
         for side, url in (("ours", OURS + our_path(s + "%3Fpsnr", "jpeg")),
                           ("thumbor", THUMBOR + thumbor_path(s + "%3Fpsnr", "jpeg"))):
             data = urllib.request.urlopen(url, timeout=120).read()
-            got = Image.open(io.BytesIO(data)).convert("RGB")
+            got = viewed(Image.open(io.BytesIO(data)))
             ref = src.resize(got.size, Image.LANCZOS)
             mse = sum(v * v for v in ImageStat.Stat(ImageChops.difference(got, ref)).rms) / 3
             out[side].append(99.0 if mse == 0 else 10 * math.log10(255 * 255 / mse))
             out[side + "_bytes"].append(len(data))
     med = {k: statistics.median(v) for k, v in out.items()}
-    print(f"JPEG q80 against Pillow's exact Lanczos-3 ({len(srcs)} photos): ours {med['ours']:.1f} dB at "
+    print(f"JPEG q80 against Pillow's exact Lanczos-3 ({len(srcs)} {what}): ours {med['ours']:.1f} dB at "
           f"{med['ours_bytes'] / 1024:.1f} KiB, thumbor {med['thumbor']:.1f} dB at {med['thumbor_bytes'] / 1024:.1f} KiB "
           "(medians)")
+    med["photos"] = [{"source": s.rsplit("/", 1)[1], "ours_db": round(out["ours"][i], 2),
+                      "ours_bytes": out["ours_bytes"][i], "thumbor_db": round(out["thumbor"][i], 2),
+                      "thumbor_bytes": out["thumbor_bytes"][i]} for i, s in enumerate(srcs)]
     return med
 
 
@@ -196,7 +211,10 @@ def main():
     cached = [our_path(s + f"%3Fn%3Dwebp-0-{i}", "webp") for i, s in enumerate(srcs)]
     results["ours hits"] = row("sdimage serve, result-cache hits (keep-alive)", OURS, OUR_PIDS, lambda r: cached * 60,
                                keepalive=True)
-    results["psnr"] = quality(srcs[:24])
+    results["psnr"] = quality(srcs[:24], PHOTOS, "generated photos")
+    real = os.path.join(os.path.dirname(PHOTOS), "real")
+    results["psnr_real"] = quality([f"{ORIGIN}/real/{n}" for n in sorted(os.listdir(real))], real,
+                                   "real photographs")
     json.dump(results, open(OUT, "w"), indent=1)
     for fmt in ("webp", "jpeg"):
         t, o = results[f"thumbor {fmt}"], results[f"ours {fmt}"]
