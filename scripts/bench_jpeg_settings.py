@@ -5,8 +5,8 @@ Run at the end of `make bench-serve` by build/bench-venv's Python (Pillow,
 whose libjpeg-turbo writes the same bytes as our encoder at the same
 settings: the first row checks that against `sdimage decode --out`). For
 each photo in DIR: our 256-px thumbnail's pixels (`sdimage decode
---max-pixel-size 256`, the decode `sdimage serve` does for fit-in 256x256),
-encoded by Pillow at each setting; PSNR against Pillow's Lanczos-3 of the
+--max-pixel-size 256`, the decode `sdimage serve` does for fit-in 256x256;
+the last row with `--shrink-margin 1`), encoded by Pillow at each setting; PSNR against Pillow's Lanczos-3 of the
 whole source, colours through each picture's ICC profile to sRGB as in
 bench_serve.py's quality rows. Prints median PSNR and median and total
 bytes per setting, and the same for thumbor 7.8's JPEG (its Pillow engine's
@@ -49,10 +49,11 @@ def jpeg(im, **kw):
 SETTINGS = [("4:2:0 q80 optimized (ours)", dict(quality=80, optimize=True))]
 SETTINGS += [(f"4:2:0 q{q} optimized", dict(quality=q, optimize=True)) for q in (84, 90)]
 SETTINGS += [(f"4:4:4 q{q} optimized", dict(quality=q, optimize=True, subsampling=0)) for q in (65, 70, 75, 80, 90)]
+MARGIN1 = "margin 1: 4:2:0 q80 optimized"
 
 
 def main():
-    rows = {name: [] for name, _ in [("thumbor 7.8 (its Pillow steps)", None)] + SETTINGS}
+    rows = {name: [] for name, _ in [("thumbor 7.8 (its Pillow steps)", None)] + SETTINGS + [(MARGIN1, None)]}
     same = True
     with tempfile.TemporaryDirectory() as tmp:
         for n in sorted(os.listdir(DIR)):
@@ -64,6 +65,10 @@ def main():
             subprocess.run([SDIMAGE, "decode", "--max-pixel-size", "256", "--out", ours, "--quality", "80",
                             os.path.join(DIR, n)], check=True, capture_output=True)
             px = Image.open(png).convert("RGB")
+            png1 = os.path.join(tmp, "t1.png")
+            subprocess.run([SDIMAGE, "decode", "--max-pixel-size", "256", "--shrink-margin", "1", "--png", png1,
+                            os.path.join(DIR, n)], check=True, capture_output=True)
+            px1 = Image.open(png1).convert("RGB")
             im = Image.open(io.BytesIO(raw))
             icc = im.info.get("icc_profile")
             w, h = im.size
@@ -74,6 +79,7 @@ def main():
             outs = [("thumbor 7.8 (its Pillow steps)", jpeg(im, quality=80, optimize=True, progressive=True,
                                                             icc_profile=icc))]
             outs += [(name, jpeg(px, **kw)) for name, kw in SETTINGS]
+            outs.append((MARGIN1, jpeg(px1, quality=80, optimize=True)))
             for name, data in outs:
                 got = viewed(Image.open(io.BytesIO(data)))
                 rows[name].append((psnr(got, src.resize(got.size, Image.LANCZOS)), len(data)))
