@@ -14,30 +14,17 @@ steps: draft to the box, Lanczos, q80 optimized progressive 4:2:0, the
 source's profile kept).
 """
 import io
-import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from PIL import Image, ImageChops, ImageCms, ImageStat
+from PIL import Image, ImageChops
+
+from bench_quality import psnr, viewed
 
 SDIMAGE, DIR = sys.argv[1], sys.argv[2]
-SRGB = ImageCms.createProfile("sRGB")
-
-
-def viewed(im):
-    icc, rgb = im.info.get("icc_profile"), im.convert("RGB")
-    if not icc:
-        return rgb
-    return ImageCms.profileToProfile(rgb, ImageCms.ImageCmsProfile(io.BytesIO(icc)), SRGB,
-                                     renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC, outputMode="RGB")
-
-
-def psnr(a, b):
-    mse = sum(v * v for v in ImageStat.Stat(ImageChops.difference(a, b)).rms) / 3
-    return 99.0 if mse == 0 else 10 * math.log10(255 * 255 / mse)
 
 
 def jpeg(im, **kw):

@@ -155,17 +155,9 @@ def quality(srcs, folder, what):
     decoder does) before it is compared. Median PSNR (dB) and median bytes
     of each side, and each photo's."""
     import io
-    import math
     import urllib.request
-    from PIL import Image, ImageChops, ImageCms, ImageStat
-    srgb = ImageCms.createProfile("sRGB")
-
-    def viewed(im):
-        icc, rgb = im.info.get("icc_profile"), im.convert("RGB")
-        if not icc:
-            return rgb
-        return ImageCms.profileToProfile(rgb, ImageCms.ImageCmsProfile(io.BytesIO(icc)), srgb,
-                                         renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC, outputMode="RGB")
+    from PIL import Image
+    from bench_quality import psnr, viewed
     out = {"ours": [], "thumbor": [], "ours_bytes": [], "thumbor_bytes": []}
     for s in srcs:
         src = viewed(Image.open(os.path.join(folder, s.rsplit("/", 1)[1])))
@@ -173,9 +165,7 @@ def quality(srcs, folder, what):
                           ("thumbor", THUMBOR + thumbor_path(s + "%3Fpsnr", "jpeg"))):
             data = urllib.request.urlopen(url, timeout=120).read()
             got = viewed(Image.open(io.BytesIO(data)))
-            ref = src.resize(got.size, Image.LANCZOS)
-            mse = sum(v * v for v in ImageStat.Stat(ImageChops.difference(got, ref)).rms) / 3
-            out[side].append(99.0 if mse == 0 else 10 * math.log10(255 * 255 / mse))
+            out[side].append(psnr(got, src.resize(got.size, Image.LANCZOS)))
             out[side + "_bytes"].append(len(data))
     med = {k: statistics.median(v) for k, v in out.items()}
     print(f"JPEG q80 against Pillow's exact Lanczos-3 ({len(srcs)} {what}): ours {med['ours']:.1f} dB at "
