@@ -115,7 +115,7 @@ def start(*args, env_extra=None):
     tmp = os.path.join(WORK, "tmp")
     os.makedirs(tmp, exist_ok=True)
     proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=log,
-                            text=True, env=dict(os.environ, TMPDIR=tmp, **(env_extra or {})))
+                            text=True, env={**os.environ, "TMPDIR": tmp, **(env_extra or {})})
     line = proc.stdout.readline()
     m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
     return proc, (f"http://127.0.0.1:{m.group(1)}" if m else None), line
