@@ -116,8 +116,11 @@ static void axis_free(sd__axis *a)
 }
 
 /*
- * Output i covers source [i*n/m, (i+1)*n/m) and is centred at c = (i+.5)n/m;
- * source pixel j is centred at j + .5. Kernel filters weigh j by
+ * Output i covers source [i*e/m, (i+1)*e/m) and is centred at c = (i+.5)e/m,
+ * e the span of the source that holds the picture (n, or less when a
+ * shrunk-on-load canvas's last pixel holds only part of one: a JPEG of 1411
+ * columns at 1/2 is 706 columns covering 705.5); source pixel j is centred
+ * at j + .5. Kernel filters weigh j by
  * k((j + .5 - c) / s), s = max(n/m, 1); box weighs it by the overlap of
  * [j, j+1) with the output's footprint [c - n/2m, c + n/2m). An axis that
  * keeps its size is the identity.
@@ -134,7 +137,7 @@ typedef struct {
 static void run_weights(const sd__axis_plan *p, uint32_t i, double *tmp, uint32_t cap, int64_t *f_out, int64_t *l_out)
 {
     const int64_t n = p->n;
-    if (p->n == p->m) {
+    if (p->n == p->m && p->scale == 1) {
         tmp[0] = 1;
         *f_out = *l_out = i;
         return;
@@ -190,12 +193,12 @@ static void run_weights(const sd__axis_plan *p, uint32_t i, double *tmp, uint32_
     *l_out = f + b;
 }
 
-static int axis_init(sd__axis *a, uint32_t n, uint32_t m, int filter, int want_float)
+static int axis_init(sd__axis *a, uint32_t n, uint32_t m, double span, int filter, int want_float)
 {
     memset(a, 0, sizeof *a);
     a->n = n;
     a->m = m;
-    sd__axis_plan p = {n, m, filter, (double)n / m, 0, 0, 0, 1, 0, 1};
+    sd__axis_plan p = {n, m, filter, span / m, 0, 0, 0, 1, 0, 1};
     p.s = p.scale > 1 ? p.scale : 1;
     p.sd1 = sin(M_PI / p.s), p.cd1 = cos(M_PI / p.s);
     p.sd3 = sin(M_PI / p.s / 3), p.cd3 = cos(M_PI / p.s / 3);
@@ -442,11 +445,11 @@ static int use_avx2(void)
 #endif
 }
 
-static int resample_fixed(const sd_bitmap *src, sd_bitmap *dst, int filter)
+static int resample_fixed(const sd_bitmap *src, sd_bitmap *dst, int filter, double span_w, double span_h)
 {
     sd__axis h, v;
-    SD__FORWARD_IF_ERROR(axis_init(&h, src->width, dst->width, filter, 0));
-    int rc = axis_init(&v, src->height, dst->height, filter, 0);
+    SD__FORWARD_IF_ERROR(axis_init(&h, src->width, dst->width, span_w, filter, 0));
+    int rc = axis_init(&v, src->height, dst->height, span_h, filter, 0);
     if (rc < 0) {
         axis_free(&h);
         return rc;
@@ -535,12 +538,12 @@ static void row_to_linear(const uint8_t *s, float *out, uint32_t w)
     }
 }
 
-static int resample_linear(const sd_bitmap *src, sd_bitmap *dst, int filter)
+static int resample_linear(const sd_bitmap *src, sd_bitmap *dst, int filter, double span_w, double span_h)
 {
     pthread_once(&tables_once, make_tables);
     sd__axis h, v;
-    SD__FORWARD_IF_ERROR(axis_init(&h, src->width, dst->width, filter, 1));
-    int rc = axis_init(&v, src->height, dst->height, filter, 1);
+    SD__FORWARD_IF_ERROR(axis_init(&h, src->width, dst->width, span_w, filter, 1));
+    int rc = axis_init(&v, src->height, dst->height, span_h, filter, 1);
     if (rc < 0) {
         axis_free(&h);
         return rc;
@@ -600,13 +603,39 @@ done:
     return rc;
 }
 
-int sd__resample(const sd_bitmap *src, sd_bitmap *dst, int filter, unsigned flags)
+static int resample_span(const sd_bitmap *src, sd_bitmap *dst, int filter, unsigned flags, double span_w,
+                         double span_h)
 {
     SD__RETURN_IF(filter < SD_FILTER_LANCZOS3 || filter > SD_FILTER_BOX, SD_EINVAL);
     SD__RETURN_IF(flags & ~SD_RESAMPLE_LINEAR, SD_EINVAL);
+    SD__RETURN_IF(!(span_w > 0 && span_w <= src->width && span_h > 0 && span_h <= src->height), SD_EINVAL);
     if (flags & SD_RESAMPLE_LINEAR)
-        return resample_linear(src, dst, filter);
-    return resample_fixed(src, dst, filter);
+        return resample_linear(src, dst, filter, span_w, span_h);
+    return resample_fixed(src, dst, filter, span_w, span_h);
+}
+
+int sd__resample(const sd_bitmap *src, sd_bitmap *dst, int filter, unsigned flags)
+{
+    return resample_span(src, dst, filter, flags, src->width, src->height);
+}
+
+int sd__resample_span(const sd_bitmap *src, uint32_t width, uint32_t height, int filter, unsigned flags,
+                      double span_w, double span_h, sd_bitmap **out)
+{
+    SD__RETURN_IF(out == NULL, SD_EINVAL);
+    *out = NULL;
+    SD__RETURN_IF(src == NULL || width == 0 || height == 0, SD_EINVAL);
+    if (width == src->width && height == src->height && span_w == src->width && span_h == src->height)
+        return sd__bitmap_copy(src, out);
+    sd_bitmap *dst;
+    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(width, height, 0, &dst));
+    int rc = resample_span(src, dst, filter, flags, span_w, span_h);
+    if (rc < 0) {
+        sd_bitmap_free(dst);
+        return rc;
+    }
+    *out = dst;
+    return SD_OK;
 }
 
 int sd_bitmap_resample(const sd_bitmap *src, uint32_t width, uint32_t height, sd_filter filter,
@@ -617,17 +646,7 @@ int sd_bitmap_resample(const sd_bitmap *src, uint32_t width, uint32_t height, sd
     SD__RETURN_IF(src == NULL || width == 0 || height == 0, SD_EINVAL);
     SD__RETURN_IF((int)filter < SD_FILTER_LANCZOS3 || filter > SD_FILTER_BOX, SD_EINVAL);
     SD__RETURN_IF(flags & ~SD_RESAMPLE_LINEAR, SD_EINVAL);
-    if (width == src->width && height == src->height)
-        return sd__bitmap_copy(src, out);
-    sd_bitmap *dst;
-    SD__FORWARD_IF_ERROR(sd__bitmap_alloc(width, height, 0, &dst));
-    int rc = sd__resample(src, dst, (int)filter, flags);
-    if (rc < 0) {
-        sd_bitmap_free(dst);
-        return rc;
-    }
-    *out = dst;
-    return SD_OK;
+    return sd__resample_span(src, width, height, (int)filter, flags, src->width, src->height, out);
 }
 
 int sd_bitmap_scale(const sd_bitmap *src, uint32_t width, uint32_t height, sd_bitmap **out)

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "decode/sd_decoder_int.h"
+#include "bitmap/sd_resample.h"
 
 void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
 {
@@ -243,6 +244,8 @@ int sd__decoder_set_header(sd_decoder *d, uint32_t w, uint32_t h, int orientatio
     plan_size(d);
     d->load_w = w; /* a codec that shrinks on load says so (sd__decoder_shrink) */
     d->load_h = h;
+    d->load_span_w = 0; /* all of it, unless the codec says less */
+    d->load_span_h = 0;
     d->header_ready = 1;
     return SD_OK;
 }
@@ -358,8 +361,13 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
     sd_bitmap *cur = src, *t = NULL;
     int rc = SD_OK;
     if (cur->width != d->decode_w || cur->height != d->decode_h) {
-        rc = sd_bitmap_resample(cur, d->decode_w, d->decode_h, (sd_filter)d->filter,
-                                d->resample_linear ? SD_RESAMPLE_LINEAR : 0, &t);
+        /* the output lines up with the source: a canvas whose last column
+         * or row holds only part of a pixel maps by the part that is picture */
+        int canvas = cur->width == d->load_w && cur->height == d->load_h;
+        double sw = canvas && d->load_span_w > 0 && d->load_span_w < cur->width ? d->load_span_w : cur->width;
+        double sh = canvas && d->load_span_h > 0 && d->load_span_h < cur->height ? d->load_span_h : cur->height;
+        rc = sd__resample_span(cur, d->decode_w, d->decode_h, d->filter,
+                               d->resample_linear ? SD_RESAMPLE_LINEAR : 0, sw, sh, &t);
         SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     /* to sRGB, on the smallest bitmap (a codec may have converted its rows

@@ -55,6 +55,10 @@ struct sd_decoder {
     int has_alpha;
     uint32_t decode_w, decode_h; /* output size before orientation */
     uint32_t load_w, load_h;     /* the codec's canvas (after shrink-on-load) */
+    double load_span_w, load_span_h; /* how much of it holds the picture, in canvas pixels: less
+                                      * than load_w/h when shrinking left a last column/row
+                                      * holding part of a pixel (JPEG's DCT scale, PNG's boxes);
+                                      * 0: all of it */
     sd__color color;             /* what the codec found about its colours */
     int64_t scans, rows, previews_rendered, warnings;
     int complete;

@@ -241,6 +241,10 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     jpeg_calc_output_dimensions(c);
     d->load_w = c->output_width;
     d->load_h = c->output_height;
+    /* 1411 columns at 1/2 are 706, the last one half picture (libjpeg
+     * rounds up; the encoder padded the block with the edge) */
+    d->load_span_w = (double)c->image_width * c->scale_num / c->scale_denom;
+    d->load_span_h = (double)c->image_height * c->scale_num / c->scale_denom;
     /* the canvas, and for a progressive file its whole coefficient buffer
      * (64 coefficients of 2 bytes per block of every component, at full
      * size whatever the scale: a thumbnail of a 16384^2 progressive JPEG

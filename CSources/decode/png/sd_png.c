@@ -172,6 +172,8 @@ static void p_info(png_structp png, png_infop info)
     s->rh = (h + s->fy - 1) / s->fy;
     d->load_w = s->rw;
     d->load_h = s->rh;
+    d->load_span_w = (double)w / s->fx; /* a last box of fewer columns holds part of a pixel's span */
+    d->load_span_h = (double)h / s->fy;
     uint64_t acc_rows = s->interlaced ? s->rh : 1;
     rc = sd__decoder_charge(d, (uint64_t)s->rw * s->rh * 4 +
                                    (s->fx > 1 || s->fy > 1 ? (uint64_t)s->rw * acc_rows * 5 * sizeof *s->acc : 0),
