@@ -98,11 +98,18 @@ static int still_start(sd__webp *s)
     sd_decoder *d = s->a.w.dec;
     /* the canvas, and libwebp's own full-size buffers: a lossless image's
      * ARGB pixels, a lossy one's alpha plane (an upper bound for both) */
-    /* libwebp shrinks while decoding (an area average) down to the margin
-     * times the planned size; the resampler finishes */
-    uint64_t lw = (uint64_t)d->decode_w * d->shrink_margin, lh = (uint64_t)d->decode_h * d->shrink_margin;
-    d->load_w = (uint32_t)SD__MIN(lw, d->width);
-    d->load_h = (uint32_t)SD__MIN(lh, d->height);
+    /* libwebp shrinks while decoding (an area average), by whole factors
+     * down to the margin times the planned size, as PNG's boxes do; the
+     * resampler finishes. A fractional factor (741 columns to 512 for a
+     * 256 box) averages areas of a non-integer width, which blurs and
+     * aliases: 45-48 dB against 56 for the full decode resampled, on real
+     * photos against a Lanczos-3 of the whole image. */
+    uint64_t fx = d->width / ((uint64_t)d->decode_w * d->shrink_margin);
+    uint64_t fy = d->height / ((uint64_t)d->decode_h * d->shrink_margin);
+    fx = fx < 1 ? 1 : fx;
+    fy = fy < 1 ? 1 : fy;
+    d->load_w = (uint32_t)((d->width + fx - 1) / fx);
+    d->load_h = (uint32_t)((d->height + fy - 1) / fy);
     SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->load_w * d->load_h * 4 +
                                                    (uint64_t)d->width * d->height * 4,
                                             "the WebP canvas"));
