@@ -78,7 +78,7 @@ echo "render floor (no HTTP, from memory, 2 threads, same box/format/quality):"
 "$bin" bench serve --dir "$work/www/photos" --format webp --threads 2 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
 "$bin" bench serve --dir "$work/www/photos" --format jpeg --threads 2 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
 echo
-/usr/bin/python3 scripts/bench_serve.py "$ours" "http://127.0.0.1:$tport" "$origin" "$work/www/photos" \
+SDIMAGE_BIN="$bin" /usr/bin/python3 scripts/bench_serve.py "$ours" "http://127.0.0.1:$tport" "$origin" "$work/www/photos" \
   "${OUT:-build/bench-serve.json}" "$ours_pid" "$thumbor_pid"
 echo
 "$venv/bin/python" scripts/bench_jpeg_settings.py "$bin" "$work/www/real"

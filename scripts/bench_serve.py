@@ -19,7 +19,13 @@ needs. CPU per
 request is the servers' own CPU time (/proc) over the requests; peak RSS is
 VmHWM summed over the server's processes. Each row is the median of three
 runs; a run is repeated once when another process took more than 5% of the
-machine's CPU during it. Prints the table and one JSON line.
+machine's CPU during it. Our render rows are also measured against our own
+render floor at the same moment: with $SDIMAGE_BIN set (bench-serve.sh sets
+it), each of their runs is preceded by one round of `sdimage bench serve`
+(the same photos, format and quality, two threads, from memory, no HTTP;
+after its untimed warm-up round), and the row reports the median of the
+runs' own ratios, so a machine that drifts during the bench moves both
+sides of each ratio alike. Prints the table and one JSON line.
 """
 import json
 import os
@@ -33,6 +39,7 @@ OUR_PIDS = [int(p) for p in sys.argv[6].split(",")]
 THUMBOR_PIDS = [int(p) for p in sys.argv[7].split(",")]
 CONCURRENCY = 16
 LOADGEN = os.environ.get("SDCORE_BENCH", "build/release/sdcore-bench")
+SDIMAGE_BIN = os.environ.get("SDIMAGE_BIN")
 files = sorted(os.listdir(PHOTOS))
 
 
@@ -107,6 +114,19 @@ def pids_of(root):
     return out
 
 
+def floor(fmt):
+    """Our two-thread render floor now, images/s: one timed round of `sdimage
+    bench serve` (after its warm-up round) over the photos this bench serves."""
+    args = [SDIMAGE_BIN, "bench", "serve", "--dir", PHOTOS, "--format", fmt, "--threads", "2", "--rounds", "1",
+            "--json"]
+    if os.environ.get("SHRINK_MARGIN"):
+        args += ["--shrink-margin", os.environ["SHRINK_MARGIN"]]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"bench-serve: sdimage bench serve failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)["images_per_s"]
+
+
 def origin_requests():
     """Requests nginx has logged under /photos/ so far (its access log there)."""
     try:
@@ -116,12 +136,14 @@ def origin_requests():
         return 0
 
 
-def row(name, base, pids, paths, keepalive=False):
-    """Median of three runs of `paths` (fresh ?n= per run when `fresh`)."""
+def row(name, base, pids, paths, keepalive=False, floor_format=None):
+    """Median of three runs of `paths` (fresh ?n= per run when `fresh`);
+    with `floor_format`, each run preceded by a round of our floor."""
     runs = []
     for attempt in range(6):
         if len(runs) == 3:
             break
+        floor_now = floor(floor_format) if floor_format and SDIMAGE_BIN else None
         own = pids_of(pids[0]) if len(pids) == 1 else pids
         c0, m0, g0, o0 = cpu(own), machine_cpu(), sum(os.times()[:4]), origin_requests()  # with the generator's
         got = load(base, paths(len(runs) + attempt * 10), keepalive)
@@ -136,13 +158,20 @@ def row(name, base, pids, paths, keepalive=False):
             continue
         runs.append({"rps": got["rps"], "p50": got["p50_ms"], "p99": got["p99_ms"],
                      "cpu_ms": (c1 - c0) / got["requests"] * 1000, "ok": got["ok"], "n": got["requests"],
-                     "bytes": got["median_bytes"], "loadgen_cpu_s": g1 - g0, "origin": o1 - o0})
-    med = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
+                     "bytes": got["median_bytes"], "loadgen_cpu_s": g1 - g0, "origin": o1 - o0,
+                     "floor": floor_now})
+    med = dict(sorted(runs, key=lambda r: r["rps"])[len(runs) // 2])
     med["rss_mb"] = peak_rss(pids_of(pids[0]) if len(pids) == 1 else pids) / 2**20
+    if all(r["floor"] for r in runs):
+        med["floors"] = [r["floor"] for r in runs]
+        med["vs_floor"] = statistics.median(r["rps"] / r["floor"] for r in runs)
     print(f"{name:34} {med['rps']:8.1f} req/s  p50 {med['p50']:6.1f} ms  p99 {med['p99']:6.1f} ms  "
           f"{med['cpu_ms']:5.1f} ms CPU/req  {med['ok']}/{med['n']} ok  {med['origin']} from origin  "
           f"median {med['bytes'] / 1024:.1f} KiB  "
           "(runs: " + ", ".join("%.0f" % r["rps"] for r in runs) + ")")
+    if "vs_floor" in med:
+        print(f"{'':34} {med['vs_floor']:.2f}x our floor, run by run (the floor before each run: "
+              + ", ".join("%.1f" % f for f in med["floors"]) + " images/s)")
     return med
 
 
@@ -195,7 +224,8 @@ def main():
                                                             for i, s in enumerate(srcs)])
         results[f"ours {fmt}"] = row(f"sdimage serve, {fmt} q80, renders", OURS, OUR_PIDS,
                                      lambda r, fmt=fmt, tag=tag: [our_path(s + f"%3Fn%3D{fmt}-{r}-{i}", tag)
-                                                                  for i, s in enumerate(srcs)])
+                                                                  for i, s in enumerate(srcs)],
+                                     floor_format=fmt)
     # hits: the same URLs 60 times over (21,000 requests, a run of a second or two: at 7,000 one
     # pause of the machine moved the row by a third); ours caches results, thumbor's result storage is off
     cached = [our_path(s + f"%3Fn%3Dwebp-0-{i}", "webp") for i, s in enumerate(srcs)]
@@ -209,7 +239,8 @@ def main():
     for fmt in ("webp", "jpeg"):
         t, o = results[f"thumbor {fmt}"], results[f"ours {fmt}"]
         print(f"{fmt}: ours / thumbor throughput {o['rps'] / t['rps']:.2f}x, p99 {o['p99']:.0f} vs {t['p99']:.0f} ms, "
-              f"peak RSS {o['rss_mb']:.0f} vs {t['rss_mb']:.0f} MiB")
+              f"peak RSS {o['rss_mb']:.0f} vs {t['rss_mb']:.0f} MiB"
+              + (f", ours / our floor {o['vs_floor']:.2f}x (run by run)" if "vs_floor" in o else ""))
 
 
 if __name__ == "__main__":
