@@ -283,6 +283,38 @@ def run_limits():
                        capture_output=True, text=True, timeout=120)
     check("--shrink-margin 9: refused at start, with the range", r.returncode != 0
           and "--shrink-margin must be in 1...8" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:]))
+    # --source-disk-mb 0: sources are not kept (imgproxy's way, thumbor's with
+    # its storage off): two results of one source fetch it twice, no file of
+    # it on disk, Last-Modified from its response; the default keeps it
+    want_lm = get(ORIGIN, f"/img/{photo}")[1].get("last-modified")
+    for keep in (False, True):
+        folder = os.path.join(WORK, "cache-sources-" + ("kept" if keep else "none"))
+        proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", folder,
+                                 *([] if keep else ["--source-disk-mb", "0"]))
+        try:
+            got = [get(base, sign(f"/rs:fit:{s}:{s}/plain/{ORIGIN}/img/{photo}@png")) if base else (0, {}, b"")
+                   for s in (30, 31)]
+            stored = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs
+                      if "results" not in os.path.relpath(d, folder).split(os.sep)]
+            ok = [g[0] for g in got] == [200, 200] and all(g[1].get("last-modified") == want_lm for g in got)
+            if keep:
+                check("default: the source kept on disk (the second result reads it there)", ok and len(stored) > 0,
+                      ([g[0] for g in got], stored[:3], line))
+            else:
+                # the library's download counter moves off the request's path: waited for, never slept on
+                fetched = base is not None and wait_for(lambda: metric(base, "sdwebimage_downloads_total") >= 2,
+                                                        "two downloads")
+                check("--source-disk-mb 0: each render fetches its source, none kept on disk, Last-Modified "
+                      "from the response", ok and fetched and not stored and want_lm is not None,
+                      ([(g[0], g[1].get("last-modified")) for g in got], want_lm, stored[:3], line))
+        finally:
+            proc.kill()
+            proc.wait()
+    r = subprocess.run([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
+                        "--source-disk-mb", "0", "--redis", "redis://127.0.0.1:1/0"],
+                       capture_output=True, text=True, timeout=120)
+    check("--source-disk-mb 0 with --redis: refused at start", r.returncode != 0
+          and "--source-disk-mb 0 with --redis" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:]))
     # settings: the flag, else SDIMAGE_SERVE_<NAME>, else the --config file
     import json
     cfg = os.path.join(WORK, "serve.json")

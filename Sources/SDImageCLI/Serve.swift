@@ -48,6 +48,8 @@ struct Serve: ParsableCommand {
     var resultCacheMb: Int?
     @Option(help: "Disk for encoded results, MiB (default 1024; under --cache-dir/results).")
     var resultDiskMb: Int?
+    @Option(help: "Disk for source images, MiB (default 1024; under --cache-dir; 0: none kept, each render fetches its source, as imgproxy).")
+    var sourceDiskMb: Int?
     @Option(help: "Directory of the source and result caches (default: a fresh one under the temporary directory, removed at exit).")
     var cacheDir: String?
     @Option(help: "Renders at once (default: twice the cores).")
@@ -195,6 +197,7 @@ struct Serve: ParsableCommand {
         limits.shrinkOnLoadMargin = try number(shrinkMargin, "SHRINK_MARGIN", 2, 1...8)
         limits.resultCacheBytes = try number(resultCacheMb, "RESULT_CACHE_MB", 64, 0...1 << 20) << 20
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
+        limits.sourceDiskBytes = try number(sourceDiskMb, "SOURCE_DISK_MB", 1024, 0...1 << 24) << 20
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
         config.maxClientRequests = try number(maxClientRequests, "MAX_CLIENT_REQUESTS", 0, 0...1 << 20)
@@ -229,12 +232,16 @@ struct Serve: ParsableCommand {
         // sources: their bytes on disk; little in memory (results are cached encoded)
         let cacheConfig = SDImageCacheConfig()
         cacheConfig.maxMemoryCost = 32 << 20
+        cacheConfig.maxDiskSize = limits.sourceDiskBytes  // the sweep keeps it there (0: nothing is stored)
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir, config: cacheConfig)
         let downloader = SDWebImageDownloader(config: loaderConfig)
         var loader: any SDImageLoader = downloader
         var sources: any SDImageCacheProtocol = cache
         var fleetResults: SDRedisDiskCache?
         if let url = settings.value(redis, "REDIS") {
+            guard limits.sourceDiskBytes > 0 else {
+                throw ValidationError("--source-disk-mb 0 with --redis: the fleet shares sources through the cache; give it room")
+            }
             var o = SDRedisDiskCache.Options()
             o.logger = Logger(label: "sdwebimage.redis")
             o.connections = limits.renders + 4

@@ -135,6 +135,11 @@ public final class Renderer: Sendable {
         /// Disk for encoded results (with a result directory): past it the
         /// least recently used half goes, checked every 256 writes.
         public var resultDiskBytes = 1 << 30
+        /// 0: sources' bytes are not kept (the caller gives the cache no
+        /// disk room): each render fetches its source, as imgproxy does and
+        /// thumbor with its storage off, and the source's `Last-Modified`
+        /// comes from its response. Otherwise the cache keeps them.
+        public var sourceDiskBytes = 1 << 30
         public init() {}
     }
 
@@ -147,6 +152,8 @@ public final class Renderer: Sendable {
     /// nil: the library's default resampling (margin 2).
     let resampling: Resampling?
     let resultDiskBytes: Int
+    /// Sources are queried and stored in the manager's cache (`Limits.sourceDiskBytes` > 0).
+    let keepsSources: Bool
     let maxResultPixels: Int, maxResultSide: Int
     let diskWrites = SDSync.Locked(0)
     let hitsMemory = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "memory")])
@@ -177,6 +184,7 @@ public final class Renderer: Sendable {
         let asked = Resampling(shrinkOnLoadMargin: limits.shrinkOnLoadMargin)  // clamps to 1...8
         resampling = asked == .default ? nil : asked
         resultDiskBytes = limits.resultDiskBytes
+        keepsSources = limits.sourceDiskBytes > 0
         maxResultPixels = limits.maxResultPixels
         maxResultSide = limits.maxResultSide
     }
@@ -299,13 +307,25 @@ public final class Renderer: Sendable {
         // image caches keep the sources' bytes (decoded anew for each
         // option set, with its thumbnail box and orientation), not images;
         // a thumbnail's load stores its original, any other load is the original
-        context[.originalStoreCacheType] = SDImageCacheType.disk
-        context[.storeCacheType] = context[.imageThumbnailPixelSize] == nil ? SDImageCacheType.disk : .none
-        context[.queryCacheType] = SDImageCacheType.disk
+        let response = SDSync.Locked<HTTPURLResponse?>(nil)
+        if keepsSources {
+            context[.originalStoreCacheType] = SDImageCacheType.disk
+            context[.storeCacheType] = context[.imageThumbnailPixelSize] == nil ? SDImageCacheType.disk : .none
+            context[.queryCacheType] = SDImageCacheType.disk
+        } else {  // fetched for this render only; its validators from its response
+            context[.originalStoreCacheType] = SDImageCacheType.none
+            context[.storeCacheType] = SDImageCacheType.none
+            context[.queryCacheType] = SDImageCacheType.none
+            context[.downloadResponseModifier] = SDWebImageDownloaderResponseModifier { r in
+                response.set(r as? HTTPURLResponse)
+                return r
+            }
+        }
         let image: SDImage
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
-            guard let got = try await manager.loadImage(with: url, options: [.retryFailed, .waitStoreCache],
+            guard let got = try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache]
+                                                                                         : [.retryFailed],
                                                         context: context).image else {
                 throw RenderError(status: 422, reason: "the source gave no image")
             }
@@ -318,10 +338,10 @@ public final class Renderer: Sendable {
         // the source's validators, which the manager keeps beside its bytes
         // (a disk read, or Redis's with --redis: off the cooperative threads)
         let (sources, sourceKey) = (manager.imageCache, manager.cacheKey(for: url))
-        let lastModified = await Self.onDisk {
+        let lastModified = keepsSources ? await Self.onDisk {
             sources.extendedData(forKey: sourceKey)
                 .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
-        }
+        } : response.current.flatMap { SDWebImageHTTPValidators(response: $0).lastModified }
         // the geometry, here rather than as the load's transformer: a result
         // past the limits is refused (422) before a pixel of it is allocated
         let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
