@@ -7,6 +7,9 @@
 # adds flags to our server (e.g. "--max-renders 2"), SERVE_ENV runs it under
 # `env …` (e.g. "env MALLOC_ARENA_MAX=2"); COUNT sets the photos per size;
 # SHRINK_MARGIN=N gives our server and our floor --shrink-margin N.
+# Neither server keeps sources or results on disk (thumbor: no storage, no
+# result storage; ours: --source-disk-mb 0 --result-disk-mb 0); ours keeps
+# results in memory for the hit row.
 set -u
 cd "$(dirname "$0")/.."
 swift build -c release --traits Serve --product sdimage >/tmp/bench-serve-build.$$ 2>&1 \
@@ -49,7 +52,7 @@ origin=$(grep '^SD_TEST_HTTP=' "$work/env" | cut -d= -f2)
 echo "photos: $(ls "$work/www/photos" | wc -l) JPEGs, $(du -sh "$work/www/photos" | cut -f1), served by nginx at $origin"
 
 ${SERVE_ENV:-} "$bin" serve --listen 127.0.0.1:0 --insecure-allow-unsigned --allow-source-host 127.0.0.1 \
-  --cache-dir "$work/cache" --result-disk-mb 0 --queue-depth 1024 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN} ${SERVE_ARGS:-} > "$work/ours.out" 2> "$work/ours.err" &
+  --cache-dir "$work/cache" --result-disk-mb 0 --source-disk-mb 0 --queue-depth 1024 ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN} ${SERVE_ARGS:-} > "$work/ours.out" 2> "$work/ours.err" &
 pids+=($!); ours_pid=$!
 cat > "$work/thumbor.conf" <<CONF
 STORAGE = 'thumbor.storages.no_storage'
