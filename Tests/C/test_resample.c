@@ -669,7 +669,8 @@ static int test_shrunk_canvas_span(void)
     return 0;
 }
 
-/* WebP shrinks on load in libwebp's scaler to the margin times the output,
+/* WebP shrinks on load in libwebp's scaler by whole factors down to the
+ * margin times the output (800 columns to 100: 8, 4, 2 and 1 for margins 1 to 8),
  * and a progressive JPEG's previews come out at the output size too. */
 static int test_webp_and_previews(void)
 {
