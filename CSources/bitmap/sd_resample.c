@@ -121,9 +121,9 @@ static void axis_free(sd__axis *a)
  * shrunk-on-load canvas's last pixel holds only part of one: a JPEG of 1411
  * columns at 1/2 is 706 columns covering 705.5); source pixel j is centred
  * at j + .5. Kernel filters weigh j by
- * k((j + .5 - c) / s), s = max(n/m, 1); box weighs it by the overlap of
- * [j, j+1) with the output's footprint [c - n/2m, c + n/2m). An axis that
- * keeps its size is the identity.
+ * k((j + .5 - c) / s), s = max(e/m, 1); box weighs it by the overlap of
+ * [j, j+1) with the output's footprint [c - e/2m, c + e/2m). An axis that
+ * keeps its size and its whole span is the identity.
  */
 typedef struct {
     uint32_t n, m;
