@@ -126,11 +126,15 @@ struct CoderRegistryTests {
         let ppm = PPMCoder.encode(width: 30, height: 20) { x, y in (UInt8(x * 8), UInt8(y * 12), 99) }
         try FileManager.default.createDirectory(at: s.www.appendingPathComponent("ppm"), withIntermediateDirectories: true)
         try ppm.write(to: s.www.appendingPathComponent("ppm/route.ppm"))
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         for (coder, streams) in [(NamedPPMCoder() as any SDImageCoder, true), (PPMCoder() as any SDImageCoder, false)] {
             let list = SDImageCodersManager()
             list.addCoder(coder)
-            let (o, token) = d.start(s.url(s.fault, "/drip-progressive?route\(streams)"), .progressiveLoad, [.imageCoder: list])
+            let held = HeldDrip(s, tag: "route\(streams)")
+            defer { held.open() }
+            let (o, token) = d.start(held.url, .progressiveLoad, [.imageCoder: list])
+            #expect(await eventually(600) { !o.previews.isEmpty }, "a preview before the last piece")
+            held.open()
             await o.wait()
             let op = try #require(token?.operation as? SDWebImageDownloaderOperation)
             #expect(o.image?.width == 320 && o.image?.isIncremental == false)

@@ -331,10 +331,23 @@ struct CoderTests {
         let got = await d.load(s.url(s.http, "/ppm/a.ppm"), [], context)
         let image = try #require(got.image)
         #expect(image.width == 40 && image.height == 120 && pixel(image, 39, 119) == 0xFF_27_77_C8)
-        // incremental: previews while the bytes drip in, one coder instance for the download
+        // incremental: previews while the bytes drip in, one coder instance for the download.
+        // Two gates hold the drip (after its first half, before its last piece), so the
+        // previews come from the bytes, not from how fast this machine runs.
         let before = PPMCoder.instances
-        let drip = await d.load(s.url(s.fault, "/drip-file?name=ppm/a.ppm&piece=1500&gap=80"), .progressiveLoad, context)
-        #expect(drip.image?.height == 120 && drip.finished == 1)
+        let mid = UUID().uuidString, last = UUID().uuidString
+        defer { _ = s.faultGet("/open?gate=\(mid)"); _ = s.faultGet("/open?gate=\(last)") }
+        let held = patientDownloader()
+        let (drip, _) = held.start(s.url(s.fault, "/drip-file?name=ppm/a.ppm&piece=1500&gap=5&mid=\(mid)&gate=\(last)"),
+                                   .progressiveLoad, context)
+        #expect(await eventually(600) { drip.previews.count >= 1 }, "a preview of the first half")
+        let firstHalf = drip.previews.count
+        _ = s.faultGet("/open?gate=\(mid)")
+        #expect(await eventually(600) { drip.previews.count > firstHalf }, "a preview of more rows")
+        #expect(drip.finished == 0)
+        _ = s.faultGet("/open?gate=\(last)")
+        await drip.wait()
+        #expect(drip.image?.height == 120 && drip.finished == 1 && drip.image?.isIncremental == false)
         #expect(drip.previews.count >= 2 && drip.previews.allSatisfy { $0.isIncremental })
         #expect(PPMCoder.instances == before + 1)
         // the manager: thumbnail and transformer, then the disk cache decodes with the coder

@@ -192,14 +192,22 @@ struct DownloaderTests {
     @Test("Progressive loads deliver incremental previews, then the final image")
     func progressive() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
-        let o = await d.load(s.url(s.fault, "/drip-progressive"), .progressiveLoad)
+        let d = patientDownloader()
+        let held = HeldDrip(s)
+        defer { held.open() }
+        let (o, _) = d.start(held.url, .progressiveLoad)
+        #expect(await eventually(600) { !o.previews.isEmpty }, "a preview before the last piece")
+        held.open()
+        await o.wait()
         #expect(!o.previews.isEmpty && o.previews.allSatisfy { $0.isIncremental && $0.width == 320 })
         #expect(o.image?.isIncremental == false && o.image?.width == 320 && o.finished == 1)
 
         var seen: [Bool] = []
-        for try await image in d.progressiveImages(with: s.url(s.fault, "/drip-progressive?stream")) {
+        let stream = HeldDrip(s, tag: "stream")
+        defer { stream.open() }
+        for try await image in d.progressiveImages(with: stream.url) {
             seen.append(image.isIncremental)
+            if image.isIncremental { stream.open() }  // the first preview came with the last piece held
         }
         #expect(seen.count >= 2 && seen.last == false && seen.dropLast().allSatisfy { $0 })
     }

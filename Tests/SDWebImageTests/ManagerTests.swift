@@ -364,7 +364,14 @@ struct ManagerTests {
                                    [.imageScaleDownLimitBytes: 1_000_000])
         let image = try #require(limited.last?.image)
         #expect(image.cost <= 1_000_000 && image.width < 1000)
-        let prog = await m.load(s.url(s.fault, "/drip-progressive?m8"), .progressiveLoad)
+        let patient = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
+        let held = HeldDrip(s, tag: "m8")
+        defer { held.open() }
+        let prog = LoadLog()
+        patient.loadImage(with: held.url, options: .progressiveLoad, context: nil, completed: prog.block)
+        #expect(await eventually(600) { prog.calls.contains { !$0.finished } }, "a preview before the last piece")
+        held.open()
+        await prog.wait()
         let previews = prog.calls.filter { !$0.finished }
         #expect(!previews.isEmpty && previews.allSatisfy { $0.image?.isIncremental == true })
         #expect(prog.last?.image?.isIncremental == false)

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import SDTestSupport
 import SDWebImage
 
 /// Everything one download reported, checked after it finished.
@@ -147,6 +148,42 @@ func eventually(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
         try? await Task.sleep(nanoseconds: 5_000_000)
     }
     return condition()
+}
+
+/// `eventually` for a condition that must be awaited (a view's state, read on its queue).
+func eventuallyAsync(_ seconds: Double = 60, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+    }
+    return await condition()
+}
+
+/// `/drip-progressive` with its last piece held until `open()`: a test that
+/// needs a preview waits for one, then opens, so the preview comes from the
+/// bytes that are in rather than from how fast a starved machine decodes
+/// (a drip that ends before the first decode gives none). `open()` is safe to
+/// repeat; call it in a `defer` too, so a failing test never leaves a drip held.
+struct HeldDrip {
+    let url: URL
+    private let servers: TestServers
+    private let gate = UUID().uuidString
+
+    init(_ s: TestServers, tag: String = "") {
+        servers = s
+        url = s.url(s.fault, "/drip-progressive?\(tag)&gate=\(gate)")
+    }
+
+    func open() { _ = servers.faultGet("/open?gate=\(gate)") }
+}
+
+/// A downloader that waits out held drips: a long idle timeout and no total one.
+func patientDownloader() -> SDWebImageDownloader {
+    let config = SDWebImageDownloaderConfig()
+    config.downloadTimeout = 900
+    config.downloadTotalTimeout = 0
+    return SDWebImageDownloader(config: config)
 }
 
 /// Run blocking work (waitpid, reading a child's pipe) off Swift's cooperative

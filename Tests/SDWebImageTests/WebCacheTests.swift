@@ -311,11 +311,16 @@ struct WebCacheTests {
     @Test(".progressiveLoad: previews set in order, then the image; one completion")
     func progressivePreviews() async throws {
         let s = try #require(servers)
-        let (m, _) = makeManager()
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let view = TestImageView()
         let log = SetImageLog()
-        let url = s.url(s.fault, "/drip-progressive")
+        let held = HeldDrip(s)
+        defer { held.open() }
+        let url = held.url
         await view.onView { view.sd_setImage(with: url, options: [.progressiveLoad], context: context(m), completed: log.block(view)) }
+        #expect(await eventuallyAsync(600) { await view.onView { view.shown.contains { $0?.isIncremental == true } } },
+                "a preview shown before the last piece")
+        held.open()
         await log.wait()
         try await Task.sleep(nanoseconds: 50_000_000)
         let shown = await view.onView { view.shown }

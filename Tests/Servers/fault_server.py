@@ -4,7 +4,9 @@
 Paths (all serve the image given with --file unless said otherwise):
   /ok               a correct 200 response
   /drip             the body in 256-byte pieces every 5 ms (slow but completes)
-  /drip-progressive the --progressive image in 2 KiB pieces every 10 ms
+  /drip-progressive[?gate=K]
+                    the --progressive image in 2 KiB pieces every 20 ms;
+                    gate: the last piece waits for /open?gate=K (15 min at most)
   /stall            half the body, then silence for 60 s
   /reset            half the body, then a TCP reset
   /short            Content-Length says the full size, half is sent, then close
@@ -45,7 +47,9 @@ Paths (all serve the image given with --file unless said otherwise):
   /drip-file?name=REL[&piece=N][&gap=MS][&gate=K]
                     the file REL under the web root (the --file image's
                     folder's parent), N bytes (default 512) every MS ms (default 20);
-                    gate: the last piece waits for /open?gate=K (15 min at most)
+                    gate: the last piece waits for /open?gate=K (15 min at most);
+                    mid=K2: so does the first piece that starts past the
+                    middle of the body, for /open?gate=K2
   /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
@@ -129,7 +133,11 @@ class Handler(socketserver.BaseRequestHandler):
                 body = open(full, "rb").read()
                 piece, gap = int(query.get("piece", "512")), int(query.get("gap", "20")) / 1000
                 self.send_head("200 OK", len(body), ctype="application/octet-stream")
+                held = False
                 for i in range(0, len(body), piece):
+                    if "mid" in query and not held and i >= len(body) // 2:
+                        held = True
+                        gate(query["mid"]).wait(900)  # the first half is in, until /open
                     if "gate" in query and i + piece >= len(body):
                         gate(query["gate"]).wait(900)  # all but the last piece are in, until /open (tests open it on every path)
                     sock.sendall(body[i:i + piece])
@@ -137,6 +145,8 @@ class Handler(socketserver.BaseRequestHandler):
             elif path == "/drip-progressive":
                 self.send_head("200 OK", len(PROGRESSIVE))
                 for i in range(0, len(PROGRESSIVE), 2048):
+                    if "gate" in query and i + 2048 >= len(PROGRESSIVE):
+                        gate(query["gate"]).wait(900)
                     sock.sendall(PROGRESSIVE[i:i + 2048])
                     time.sleep(0.02)
             elif path == "/stall":
