@@ -23,7 +23,8 @@
  * weights normalised). Median and worst per corpus.
  *
  * Corpora, generated in memory (deterministic): photo-like JPEGs (q85,
- * 0.3-12 MP) and PNGs; and a high-frequency set (zone plate, 1-, 2- and
+ * 0.3-12 MP) and PNGs, a quarter of the photos also as lossy WebP (q85;
+ * libvips shrinks those on load too, by webpload's scale); and a high-frequency set (zone plate, 1-, 2- and
  * 3-px stripes, 4-px checkers, text-like noise) at 1-12 MP, as JPEG (q95)
  * and PNG.
  *
@@ -54,7 +55,7 @@ typedef struct {
     uint8_t *data;
     size_t len;
     int hf; /* the high-frequency set */
-    int png;
+    int fmt; /* 0 JPEG, 1 PNG, 2 WebP */
     double psnr[4]; /* ours, libvips, ours the old way, ours at margin 1 (Lanczos-3) */
     double t[3][5]; /* seconds per round */
 } tfile;
@@ -199,7 +200,7 @@ static uint8_t *vips_side(const tfile *f, int *w, int *h, int *bands)
 
 /* ---- corpora ---- */
 
-static void add(const char *name, uint8_t *data, size_t len, int hf, int png)
+static void add(const char *name, uint8_t *data, size_t len, int hf, int fmt)
 {
     if (nfiles >= (int)(sizeof files / sizeof files[0]))
         return;
@@ -208,7 +209,7 @@ static void add(const char *name, uint8_t *data, size_t len, int hf, int png)
     f->data = data;
     f->len = len;
     f->hf = hf;
-    f->png = png;
+    f->fmt = fmt;
 }
 
 static void put_grey(sd_bitmap *b, int x, int y, int v)
@@ -263,6 +264,10 @@ static void generate(int photos)
         }
         snprintf(name, sizeof name, "photo-%d-%dx%d.%s", i, s[0], s[1], png ? "png" : "jpg");
         add(name, out, n, 0, png);
+        if (i % 4 == 1 && enc_webp(b, 85, 0, &out, &n) == 0) { /* the same photo as lossy WebP */
+            snprintf(name, sizeof name, "photo-%d-%dx%d.webp", i, s[0], s[1]);
+            add(name, out, n, 0, 2);
+        }
         sd_bitmap_free(b);
     }
     static const char *kinds[] = {"zone-plate", "stripes-1px", "stripes-2px", "stripes-3px", "checkers-4px", "text"};
@@ -361,8 +366,8 @@ static void time_rounds(int rounds)
         }
 }
 
-/* images/s of one side over a set, the median round */
-static double rate(int side, int hf, int png, int rounds)
+/* images/s of one side over a set (fmt -1: every format), the median round */
+static double rate(int side, int hf, int fmt, int rounds)
 {
     double per[5];
     int n = 0;
@@ -370,7 +375,7 @@ static double rate(int side, int hf, int png, int rounds)
         double t = 0;
         n = 0;
         for (int i = 0; i < nfiles; i++)
-            if (files[i].hf == hf && (png < 0 || files[i].png == png)) {
+            if (files[i].hf == hf && (fmt < 0 || files[i].fmt == fmt)) {
                 t += files[i].t[side][r];
                 n++;
             }
@@ -379,12 +384,12 @@ static double rate(int side, int hf, int png, int rounds)
     return n / median(per, rounds);
 }
 
-static void quality_row(const char *label, int hf, int png, int json)
+static void quality_row(const char *label, int hf, int fmt, int json)
 {
     double v[4][400], worst[4] = {99, 99, 99, 99};
     int n = 0;
     for (int i = 0; i < nfiles; i++) {
-        if (files[i].hf != hf || (png >= 0 && files[i].png != png))
+        if (files[i].hf != hf || (fmt >= 0 && files[i].fmt != fmt))
             continue;
         for (int s = 0; s < 4; s++) {
             v[s][n] = files[i].psnr[s];
@@ -556,7 +561,7 @@ int bench_thumbnail_main(int argc, char **argv)
         generate(photos);
         /* memory first, forked before libvips starts: the largest photo JPEG */
         for (int i = 0; i < nfiles; i++)
-            if (!files[i].hf && !files[i].png && strstr(files[i].name, "4000x3000"))
+            if (!files[i].hf && files[i].fmt == 0 && strstr(files[i].name, "4000x3000"))
                 largest = &files[i];
         if (largest) {
             rss_base = child_peak_kib(largest, -1);
@@ -579,16 +584,20 @@ int bench_thumbnail_main(int argc, char **argv)
     double r_ours = rate(0, 0, 0, rounds), r_vips = rate(1, 0, 0, rounds), r_old = rate(2, 0, 0, rounds);
     double p_ours = rate(0, 0, 1, rounds), p_vips = rate(1, 0, 1, rounds), p_old = rate(2, 0, 1, rounds);
     double h_ours = rate(0, 1, -1, rounds), h_vips = rate(1, 1, -1, rounds), h_old = rate(2, 1, -1, rounds);
+    double w_ours = rate(0, 0, 2, rounds), w_vips = rate(1, 0, 2, rounds), w_old = rate(2, 0, 2, rounds);
     if (json) {
         printf("{\"bench\":\"thumbnail\",\"box\":%d,\"rounds\":%d,\"libvips\":\"%s\",\n", box, rounds, vips_version_string());
         printf(" \"photo_jpeg_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", r_ours, r_vips, r_old,
                r_ours / r_vips);
         printf(" \"photo_png_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", p_ours, p_vips, p_old,
                p_ours / p_vips);
+        printf(" \"photo_webp_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", w_ours, w_vips, w_old,
+               w_ours / w_vips);
         printf(" \"high_frequency_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", h_ours, h_vips,
                h_old, h_ours / h_vips);
         quality_row("photo_jpeg", 0, 0, 1);
         quality_row("photo_png", 0, 1, 1);
+        quality_row("photo_webp", 0, 2, 1);
         quality_row("high_frequency", 1, -1, 1);
         printf(" \"high_frequency_files\":[");
         for (int i = 0, k = 0; i < nfiles; i++)
@@ -612,11 +621,14 @@ int bench_thumbnail_main(int argc, char **argv)
     printf("%-34s %10s %10s %10s %8s %8s\n", "images/s", "ours", "libvips", "old", "ratio", "target");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo JPEGs", r_ours, r_vips, r_old, r_ours / r_vips, ">=1.5");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo PNGs", p_ours, p_vips, p_old, p_ours / p_vips, "ref");
+    printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo WebPs (lossy q85)", w_ours, w_vips, w_old, w_ours / w_vips,
+           "ref");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "high-frequency (JPEG + PNG)", h_ours, h_vips, h_old,
            h_ours / h_vips, "ref");
     printf("\n%-34s %15s  %15s  %15s  %15s\n", "PSNR dB, median / worst", "ours", "libvips", "old", "margin 1");
     quality_row("photo JPEGs", 0, 0, 0);
     quality_row("photo PNGs", 0, 1, 0);
+    quality_row("photo WebPs", 0, 2, 0);
     quality_row("high-frequency", 1, -1, 0);
     for (int i = 0; i < nfiles; i++)
         if (files[i].hf)
