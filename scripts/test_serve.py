@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import math
 import os
+import random
 import re
 import signal
 import subprocess
@@ -785,6 +786,103 @@ def run(base):
     # after all that, still serving
     st, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@png"))
     check("still serving after the errors", st == 200, st)
+    fuzz_urls(base, f"{ORIGIN}/status/404", 600, 45)
+    fuzz_urls(base, src, 200, 46)
+
+
+def fuzz_urls(base, src, n, seed):
+    """The processing-URL parser fuzzed over HTTP: random option strings
+    (names, arguments out of range, NaN and infinities, stray colons and
+    escapes) before a plain, a base64 or a junk source, signed so the parser
+    runs; and unsigned junk paths. The source host is never mutated (no
+    traffic leaves 127.0.0.1). With the origin's 404 as the source nothing
+    renders and each answer must be a clear client error (400, 403 where
+    the client drops a '#' part or moves a '?' part out of the signed path,
+    404, 422) with a reason; with a real image, what parses renders (200,
+    an image) and the plan meets every odd value. Never a 5xx or a dropped
+    connection; the seed is fixed, so a failure repeats."""
+    rnd = random.Random(seed)
+    names = ["rs", "resize", "s", "size", "rt", "resizing_type", "w", "width", "h", "height", "dpr", "el",
+             "enlarge", "g", "gravity", "q", "quality", "f", "format", "ext", "bg", "background", "ar",
+             "auto_rotate", "zz", "", "RS", "w%3A1"]
+    atoms = ["", "0", "1", "-1", "2", "65536", "65537", "99999999999999999999", "-0", "1e308", "1e400", "nan",
+             "NaN", "inf", "-inf", "0.0001", "8", "8.0001", "0x10", "fit", "fill", "fill-down", "force", "auto",
+             "FIT", "ce", "no", "so", "ea", "we", "noea", "sowe", "sm", "t", "true", "false", "f", "yes",
+             "ff00ff", "FFFFFF", "zzzzzz", "fff", "255", "256", "-255", "png", "webp", "avif", "jpg", "jpeg",
+             "tiff", "%41", "%zz", "%ff", "%C3%A9", "%00", "%2F", "%3A", "%40", "~", "!", "'", "*", ",,",
+             "100", "300", "3.5", "0.5"]
+    exts = ["png", "webp", "avif", "jpg", "jpeg", "gif", "tiff", "", "PNG", "%70ng", "png@png", "."]
+    renders = not src.endswith("/404")
+
+    ints = ["0", "1", "2", "7", "100", "300", "1000", "65536"]
+    nums = ["0", "-5", "12.5", "100000", "1e308", "-1e308", "nan", "inf", "-inf"]
+    bools = ["0", "1", "t", "f", "true", "false"]
+    types = ["fit", "fill", "fill-down", "force", "auto"]
+    typed = [
+        lambda: f"rs:{rnd.choice(types)}:{rnd.choice(ints)}:{rnd.choice(ints)}:{rnd.choice(bools)}",
+        lambda: f"s:{rnd.choice(ints)}:{rnd.choice(ints)}",
+        lambda: f"rt:{rnd.choice(types)}",
+        lambda: f"w:{rnd.choice(ints)}",
+        lambda: f"h:{rnd.choice(ints)}",
+        lambda: f"dpr:{rnd.choice(['0.0001', '1', '2.5', '8'])}",
+        lambda: f"el:{rnd.choice(bools)}",
+        lambda: ":".join(["g", rnd.choice(["ce", "no", "so", "ea", "we", "noea", "nowe", "soea", "sowe"])]
+                         + [rnd.choice(nums) for _ in range(rnd.randrange(3))]),
+        lambda: f"q:{rnd.randrange(101)}",
+        lambda: f"f:{rnd.choice(['png', 'webp', 'avif', 'jpg', 'auto'])}",
+        lambda: rnd.choice(["bg:0:0:0", "bg:255:128:7", "bg:ff00ff", "bg:"]),
+        lambda: f"ar:{rnd.choice(bools)}",
+    ]
+
+    def option():
+        if rnd.random() < (0.75 if renders else 0.25):  # well-formed, with edge values: reaches the plan
+            return rnd.choice(typed)()
+        seg = ":".join([rnd.choice(names)] + [rnd.choice(atoms) for _ in range(rnd.randrange(6))])
+        if rnd.random() < 0.15:  # a character dropped or doubled
+            i = rnd.randrange(len(seg) + 1)
+            seg = seg[:i] + seg[i:i + 1] * rnd.choice([0, 2]) + seg[i + 1:]
+        return seg
+
+    def path():
+        opts = "".join("/" + option() for _ in range(rnd.randrange(5)))
+        kind = rnd.randrange(4)
+        if kind == 0:  # a plain source, junk after its path (no dots: the same file; none for a real image)
+            junk = "".join(rnd.choice(["", "x", "%41", "%zz", "%ff", "?a=b", "#f", "@", "@@", "/", "%40"])
+                           for _ in range(0 if renders else rnd.randrange(4)))
+            return f"{opts}/plain/{src}{junk}" + ("@" + rnd.choice(exts) if rnd.random() < 0.8 else "")
+        if kind == 1:  # base64, cut into segments at random
+            b64 = base64.urlsafe_b64encode(src.encode()).rstrip(b"=").decode()
+            if rnd.random() < 0.3:
+                i = rnd.randrange(len(b64))
+                b64 = b64[:i] + rnd.choice(["", "=", "%", "+", "A", "__"]) + b64[i + 1:]
+            cuts = sorted(rnd.sample(range(1, len(b64)), rnd.randrange(3)))
+            parts = [b64[a:b] for a, b in zip([0] + cuts, cuts + [len(b64)])]
+            return f"{opts}/" + "/".join(parts) + ("." + rnd.choice(exts) if rnd.random() < 0.8 else "")
+        if kind == 2:  # no source at all, or only "plain"
+            return opts + rnd.choice(["", "/", "/plain", "/plain/", "//", "/plain/@png"])
+        return opts + "/" + rnd.choice(atoms) + "/" + rnd.choice(atoms)  # junk where the source goes
+
+    answers, bad = {}, []
+    for i in range(n):
+        p = path()
+        signed = i % 6 != 5
+        full = sign(p) if signed else "/" + rnd.choice(["insecure", "x", "", "A" * 43, "%zz"]) + p
+        try:
+            st, h, body = get(base, full)
+        except Exception as e:  # a dropped connection or a malformed answer
+            st, h, body = f"{type(e).__name__}", {}, b""
+        answers[st] = answers.get(st, 0) + 1
+        allowed = {400, 403, 404, 422} if signed else {400, 403, 404}
+        if st == 200 and renders and signed:
+            ok = h.get("content-type", "").startswith("image/") and len(body) > 0
+        else:
+            ok = st in allowed and body.strip() and h.get("content-type", "").startswith("text/plain")
+        if not ok:
+            bad.append((full, st, body[:120]))
+    check(f"fuzzed processing URLs (seed {seed}, {n}): each a clear client error with a reason "
+          f"({', '.join(f'{k}: {v}' for k, v in sorted(answers.items(), key=str))})", not bad, bad[:5])
+    st, _, _ = get(base, "/health/live")
+    check("still live after the fuzzed URLs", st == 200, st)
 
 
 if __name__ == "__main__":
