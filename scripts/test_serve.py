@@ -311,6 +311,38 @@ def run_limits():
         finally:
             proc.kill()
             proc.wait()
+    # --source-disk-mb 1: the bound holds. Distinct sources rendered one by one,
+    # each waited for until its file is on disk (MD5 of its URL, as SDWebImage
+    # names it); every write that takes the folder past the bound sweeps it back
+    # (the oldest go until half is left), so once the last file is there the
+    # sources take at most 1 MiB though more than twice that was written.
+    body = open(os.path.join(WORK, "www", "img", photo), "rb").read()
+    count = min(100, (5 << 20) // (2 * len(body)) + 1)  # 2.5 MiB in all, or 100 files
+    folder = os.path.join(WORK, "cache-sources-bound")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", folder,
+                             "--source-disk-mb", "1")
+
+    def sources_on_disk():
+        return {f: os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs
+                if "results" not in os.path.relpath(d, folder).split(os.sep)}
+    try:
+        landed = base is not None
+        for i in range(count if landed else 0):
+            name = f"bound-{i}.jpg"
+            with open(os.path.join(WORK, "www", "img", name), "wb") as f:
+                f.write(body)
+            url = f"{ORIGIN}/img/{name}"
+            st = get(base, sign(f"/rs:fit:32:32/plain/{url}@png"))[0]
+            file = hashlib.md5(url.encode()).hexdigest() + ".jpg"
+            if st != 200 or not wait_for(lambda: file in sources_on_disk(), f"{name} on disk"):
+                landed = False
+                break
+        total = lambda: sum(sources_on_disk().values())
+        check(f"--source-disk-mb 1: {count} sources of {len(body)} bytes written, at most 1 MiB kept",
+              landed and wait_for(lambda: 0 < total() <= 1 << 20, "the sweep"), (landed, total(), line))
+    finally:
+        proc.kill()
+        proc.wait()
     r = subprocess.run([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
                         "--source-disk-mb", "0", "--redis", "redis://127.0.0.1:1/0"],
                        capture_output=True, text=True, timeout=120)
