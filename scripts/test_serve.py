@@ -320,11 +320,11 @@ def run_limits():
     count = min(100, (5 << 20) // (2 * len(body)) + 1)  # 2.5 MiB in all, or 100 files
     folder = os.path.join(WORK, "cache-sources-bound")
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", folder,
-                             "--source-disk-mb", "1")
+                             "--source-disk-mb", "1", "--result-disk-mb", "1")
 
-    def sources_on_disk():
+    def sources_on_disk(results=False):
         return {f: os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs
-                if "results" not in os.path.relpath(d, folder).split(os.sep)}
+                if ("results" in os.path.relpath(d, folder).split(os.sep)) == results}
     try:
         landed = base is not None
         for i in range(count if landed else 0):
@@ -340,6 +340,15 @@ def run_limits():
         total = lambda: sum(sources_on_disk().values())
         check(f"--source-disk-mb 1: {count} sources of {len(body)} bytes written, at most 1 MiB kept",
               landed and wait_for(lambda: 0 < total() <= 1 << 20, "the sweep"), (landed, total(), line))
+        # --result-disk-mb 1: large results (each written before it is answered);
+        # a sweep starts each time an eighth of the bound was written
+        sizes = [len(g[2]) if g[0] == 200 else -1 for g in
+                 (get(base, sign(f"/rs:force:600:{600 + i}:1/plain/{ORIGIN}/img/{photo}@png")) if base else (0, {}, b"")
+                  for i in range(8))]
+        results = lambda: sum(sources_on_disk(results=True).values())
+        check(f"--result-disk-mb 1: {sum(sizes)} bytes of results written, at most 1 1/8 MiB kept",
+              min(sizes) > 0 and sum(sizes) > 2 << 20 and wait_for(lambda: 0 < results() <= 9 << 17, "the sweep"),
+              (sizes, results()))
     finally:
         proc.kill()
         proc.wait()

@@ -155,7 +155,8 @@ public final class Renderer: Sendable {
     /// Sources are queried and stored in the manager's cache (`Limits.sourceDiskBytes` > 0).
     let keepsSources: Bool
     let maxResultPixels: Int, maxResultSide: Int
-    let diskWrites = SDSync.Locked(0)
+    /// Bytes of results written to disk since the last sweep was started.
+    let diskBytesSinceSweep = SDSync.Locked(0)
     let hitsMemory = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "memory")])
     let hitsDisk = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "disk")])
     let renders = Counter(label: "sdimage_serve_renders_total")
@@ -374,8 +375,16 @@ public final class Renderer: Sendable {
         // a full disk loses only this copy: the result is served all the same
         if let disk = resultDisk {
             await Self.onDisk { try? disk.setData(data, forKey: key, extendedData: rendered.extendedData) }
-            if diskWrites.withLock({ $0 += 1; return $0 % 256 == 0 }) {
-                let limit = resultDiskBytes
+            // swept (the least recently read go until half is left) each time an
+            // eighth of the bound has been written: about an eighth over it at most, and
+            // a large folder is not listed more often than that
+            let limit = resultDiskBytes
+            if diskBytesSinceSweep.withLock({ written in
+                written += data.count
+                guard written >= max(1, limit / 8) else { return false }
+                written = 0
+                return true
+            }) {
                 DispatchQueue.global(qos: .utility).async {
                     _ = disk.removeExpiredData(maxAge: -1, maxSize: limit, expireType: .accessDate)
                 }
