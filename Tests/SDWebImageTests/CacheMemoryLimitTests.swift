@@ -51,7 +51,12 @@ struct CacheMemoryLimitTests {
         let full = c.memoryCost
         #expect(full == 16 * image.cost)
         let poolTrims = Bitmap.poolTrimCount
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // looks that began after the file was written: two more than now (never a time: CI can be starved)
+        func twoMoreLooks() async -> Bool {
+            let now = c.memoryPressurePolls ?? 0
+            return await eventually(600) { (c.memoryPressurePolls ?? 0) >= now + 2 }
+        }
+        #expect(await twoMoreLooks())
         #expect(c.memoryCost == full)  // 1% stalled: below the default 10
         #expect(Bitmap.poolTrimCount == poolTrims)
         try "some avg10=35.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
@@ -62,10 +67,10 @@ struct CacheMemoryLimitTests {
         #expect(Bitmap.poolTrimCount > poolTrims)  // the C pixel pool is emptied too
         #expect(c.imageFromMemoryCache(forKey: "k15") != nil || c.memoryCount == 0)  // the newest go last
         try "some avg10=0.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
-        try await Task.sleep(nanoseconds: 500_000_000)  // a look at the file begun before the write is over
+        #expect(await twoMoreLooks())  // not a look begun before the write was over
         for i in 0..<4 { c.store(image, imageData: nil, forKey: "n\(i)", toDisk: false) }
         let refilled = c.memoryCost
-        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(await twoMoreLooks())
         #expect(c.memoryCost == refilled)  // pressure gone: nothing more is trimmed
         // off: no monitor at all
         let quiet = SDImageCacheConfig()
@@ -75,6 +80,7 @@ struct CacheMemoryLimitTests {
         let q = makeCache(config: quiet)
         try "some avg10=90.00 avg60=5.00 avg300=1.00 total=99\n".write(toFile: psi, atomically: true, encoding: .utf8)
         q.store(image, imageData: nil, forKey: "q", toDisk: false)
+        #expect(q.memoryPressurePolls == nil)  // no monitor to look
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(q.memoryCost == image.cost)
     }

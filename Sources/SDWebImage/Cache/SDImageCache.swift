@@ -26,6 +26,8 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     let diskError: (any Error)?
     /// Trims the memory tier under memory pressure (nil: off, or no PSI here).
     private let pressureMonitor: MemoryPressureMonitor?
+    /// The pressure monitor's completed looks at its file (nil: no monitor).
+    package var memoryPressurePolls: Int? { pressureMonitor?.polls }
     /// Sweeps the disk tier while the process runs (ioQueue only).
     let sweeper = DiskSweeper()
     let ioQueue = DispatchQueue(label: "SDImageCache.io", qos: .utility)
