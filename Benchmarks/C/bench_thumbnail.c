@@ -24,7 +24,9 @@
  *
  * Corpora, generated in memory (deterministic): photo-like JPEGs (q85,
  * 0.3-12 MP) and PNGs, a quarter of the photos also as lossy WebP (q85;
- * libvips shrinks those on load too, by webpload's scale); and a high-frequency set (zone plate, 1-, 2- and
+ * libvips shrinks those on load too, by webpload's scale); odd-sized photos
+ * (1411x1411, 741x500, 640x427, 1023x767, 2999x1999: sides the shrink
+ * factors do not divide) as JPEG, PNG and WebP; and a high-frequency set (zone plate, 1-, 2- and
  * 3-px stripes, 4-px checkers, text-like noise) at 1-12 MP, as JPEG (q95)
  * and PNG.
  *
@@ -54,7 +56,7 @@ typedef struct {
     char name[64];
     uint8_t *data;
     size_t len;
-    int hf; /* the high-frequency set */
+    int hf; /* 0 photos, 1 the high-frequency set, 2 odd-sized photos */
     int fmt; /* 0 JPEG, 1 PNG, 2 WebP */
     double psnr[4]; /* ours, libvips, ours the old way, ours at margin 1 (Lanczos-3) */
     double t[3][5]; /* seconds per round */
@@ -267,6 +269,19 @@ static void generate(int photos)
         if (i % 4 == 1 && enc_webp(b, 85, 0, &out, &n) == 0) { /* the same photo as lossy WebP */
             snprintf(name, sizeof name, "photo-%d-%dx%d.webp", i, s[0], s[1]);
             add(name, out, n, 0, 2);
+        }
+        sd_bitmap_free(b);
+    }
+    static const int odd[][2] = {{1411, 1411}, {741, 500}, {640, 427}, {1023, 767}, {2999, 1999}};
+    for (int i = 0; i < 5; i++) {
+        sd_bitmap *b = bench_photo(odd[i][0], odd[i][1], 0);
+        for (int fmt = 0; fmt < 3; fmt++) {
+            uint8_t *out;
+            size_t n;
+            if (fmt == 0 ? enc_jpeg(b, 85, 0, &out, &n) : fmt == 1 ? enc_png(b, 3, &out, &n) : enc_webp(b, 85, 0, &out, &n))
+                continue;
+            snprintf(name, sizeof name, "odd-%dx%d.%s", odd[i][0], odd[i][1], fmt == 0 ? "jpg" : fmt == 1 ? "png" : "webp");
+            add(name, out, n, 2, fmt);
         }
         sd_bitmap_free(b);
     }
@@ -585,6 +600,7 @@ int bench_thumbnail_main(int argc, char **argv)
     double p_ours = rate(0, 0, 1, rounds), p_vips = rate(1, 0, 1, rounds), p_old = rate(2, 0, 1, rounds);
     double h_ours = rate(0, 1, -1, rounds), h_vips = rate(1, 1, -1, rounds), h_old = rate(2, 1, -1, rounds);
     double w_ours = rate(0, 0, 2, rounds), w_vips = rate(1, 0, 2, rounds), w_old = rate(2, 0, 2, rounds);
+    double o_ours = rate(0, 2, -1, rounds), o_vips = rate(1, 2, -1, rounds), o_old = rate(2, 2, -1, rounds);
     if (json) {
         printf("{\"bench\":\"thumbnail\",\"box\":%d,\"rounds\":%d,\"libvips\":\"%s\",\n", box, rounds, vips_version_string());
         printf(" \"photo_jpeg_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", r_ours, r_vips, r_old,
@@ -593,15 +609,18 @@ int bench_thumbnail_main(int argc, char **argv)
                p_ours / p_vips);
         printf(" \"photo_webp_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", w_ours, w_vips, w_old,
                w_ours / w_vips);
+        printf(" \"odd_sized_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", o_ours, o_vips, o_old,
+               o_ours / o_vips);
         printf(" \"high_frequency_ips\":{\"ours\":%.1f,\"libvips\":%.1f,\"old\":%.1f,\"ratio\":%.3f},\n", h_ours, h_vips,
                h_old, h_ours / h_vips);
         quality_row("photo_jpeg", 0, 0, 1);
         quality_row("photo_png", 0, 1, 1);
         quality_row("photo_webp", 0, 2, 1);
+        quality_row("odd_sized", 2, -1, 1);
         quality_row("high_frequency", 1, -1, 1);
         printf(" \"high_frequency_files\":[");
         for (int i = 0, k = 0; i < nfiles; i++)
-            if (files[i].hf)
+            if (files[i].hf == 1)
                 printf("%s{\"name\":\"%s\",\"ours\":%.2f,\"libvips\":%.2f,\"old\":%.2f,\"margin1\":%.2f}", k++ ? "," : "", files[i].name,
                        files[i].psnr[0], files[i].psnr[1], files[i].psnr[2], files[i].psnr[3]);
         printf("],\n");
@@ -623,15 +642,18 @@ int bench_thumbnail_main(int argc, char **argv)
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo PNGs", p_ours, p_vips, p_old, p_ours / p_vips, "ref");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "photo WebPs (lossy q85)", w_ours, w_vips, w_old, w_ours / w_vips,
            "ref");
+    printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "odd-sized photos (JPEG, PNG, WebP)", o_ours, o_vips, o_old,
+           o_ours / o_vips, "ref");
     printf("%-34s %10.1f %10.1f %10.1f %8.3f %8s\n", "high-frequency (JPEG + PNG)", h_ours, h_vips, h_old,
            h_ours / h_vips, "ref");
     printf("\n%-34s %15s  %15s  %15s  %15s\n", "PSNR dB, median / worst", "ours", "libvips", "old", "margin 1");
     quality_row("photo JPEGs", 0, 0, 0);
     quality_row("photo PNGs", 0, 1, 0);
     quality_row("photo WebPs", 0, 2, 0);
+    quality_row("odd-sized photos", 2, -1, 0);
     quality_row("high-frequency", 1, -1, 0);
     for (int i = 0; i < nfiles; i++)
-        if (files[i].hf)
+        if (files[i].hf >= 1) /* each odd-sized photo, then each high-frequency image */
             printf("  %-32s %7.2f          %7.2f          %7.2f          %7.2f   %+.2f vs libvips\n", files[i].name,
                    files[i].psnr[0], files[i].psnr[1], files[i].psnr[2], files[i].psnr[3],
                    files[i].psnr[0] - files[i].psnr[1]);
