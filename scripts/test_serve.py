@@ -829,6 +829,41 @@ def run(base):
     check("still serving after the errors", st == 200, st)
     fuzz_urls(base, f"{ORIGIN}/status/404", 600, 45)
     fuzz_urls(base, src, 200, 46)
+    fuzz_headers(base, src, 150, 47)
+
+
+def fuzz_headers(base, src, n, seed):
+    """The request headers the server reads, fuzzed on one valid URL:
+    Accept (odd types, q-values out of range, NaN, empty items, long lists),
+    If-None-Match and If-Modified-Since (garbage, lists, wildcards, dates
+    out of range). Each answer is the image (200, an image type) or 304 with
+    no body; never an error."""
+    rnd = random.Random(seed)
+    types = ["image/avif", "image/webp", "image/png", "image/*", "*/*", "IMAGE/WEBP", "image/webp ", "", "text/html",
+             "image/", "/", ";", "image/avif;q=0", "image/webp;q=nan", "image/webp;q=-1", "image/webp;q=1e400",
+             "image/avif;q=0.001", "image/webp;level=1;q=0.5", "image/webp;q=", "image/webp;;q=1", "q=1"]
+    tags = ['"x"', 'W/"x"', "*", "", '"', 'W/', ",", '"a", "b"', "x" * 300, '"\u00e9"']
+    dates = ["Thu, 01 Jan 1970 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "garbage", "", "Mon, 32 Foo 2026 25:61:61 GMT",
+             "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "0", "-1"]
+    path = sign(f"/rs:fit:48:48/plain/{src}")
+    bad = []
+    for _ in range(n):
+        h = {}
+        if rnd.random() < 0.8:
+            h["Accept"] = ",".join(rnd.choice(types) for _ in range(rnd.randrange(1, 12)))
+        if rnd.random() < 0.3:
+            h["If-None-Match"] = rnd.choice(tags)
+        if rnd.random() < 0.3:
+            h["If-Modified-Since"] = rnd.choice(dates)
+        try:
+            st, rh, body = get(base, path, h)
+        except Exception as e:
+            st, rh, body = type(e).__name__, {}, b""
+        ok = (st == 200 and rh.get("content-type", "").startswith("image/") and len(body) > 0) or (st == 304 and not body)
+        if not ok:
+            bad.append((h, st, body[:120]))
+    check(f"fuzzed Accept, If-None-Match, If-Modified-Since (seed {seed}, {n}): the image or 304, never an error",
+          not bad, bad[:5])
 
 
 def fuzz_urls(base, src, n, seed):
@@ -920,7 +955,7 @@ def fuzz_urls(base, src, n, seed):
             ok = st in allowed and body.strip() and h.get("content-type", "").startswith("text/plain")
         if not ok:
             bad.append((full, st, body[:120]))
-    check(f"fuzzed processing URLs (seed {seed}, {n}): each a clear client error with a reason "
+    check(f"fuzzed processing URLs (seed {seed}, {n}): each a 4xx with a reason{' or a render' if renders else ''} "
           f"({', '.join(f'{k}: {v}' for k, v in sorted(answers.items(), key=str))})", not bad, bad[:5])
     st, _, _ = get(base, "/health/live")
     check("still live after the fuzzed URLs", st == 200, st)
