@@ -98,7 +98,9 @@ static void ev_preview(sd_transfer_id id, void *partial, void *u)
 {
     (void)id;
     collect *c = u;
+    pthread_mutex_lock(&c->mu); /* a test may count them while the transfer runs */
     c->previews++;
+    pthread_mutex_unlock(&c->mu);
     sd_bitmap_free(partial); /* the decode sink's partials are previews */
 }
 
