@@ -251,12 +251,14 @@ struct ImageCacheTests {
         }
         #expect(c.totalDiskCount() > 0 && c.diskImageDataExists(withKey: "k59"))  // the newest stays
 
+        // "new" must be younger than maxDiskAge when its own store sweeps: 3 s
+        // allows a stall of that long between the write and the sweep
         let aged = SDImageCacheConfig()
-        aged.maxDiskAge = 1
+        aged.maxDiskAge = 3
         aged.diskSweepInterval = 0.5
         let a = makeCache(config: aged)
         try await a.store(nil, imageData: Data(count: 100), forKey: "old")
-        try await Task.sleep(nanoseconds: 1_200_000_000)
+        try await Task.sleep(nanoseconds: 3_200_000_000)
         try await a.store(nil, imageData: Data(count: 100), forKey: "new")  // no deleteOldFiles call
         #expect(!a.diskImageDataExists(withKey: "old") && a.diskImageDataExists(withKey: "new"))
     }
