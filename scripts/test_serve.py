@@ -930,7 +930,17 @@ def fuzz_urls(base, src, n, seed):
             b64 = base64.urlsafe_b64encode(src.encode()).rstrip(b"=").decode()
             if rnd.random() < 0.3:
                 i = rnd.randrange(len(b64))
-                b64 = b64[:i] + rnd.choice(["", "=", "%", "+", "A", "__"]) + b64[i + 1:]
+                mutated = b64[:i] + rnd.choice(["", "=", "%", "+", "A", "__"]) + b64[i + 1:]
+                # decoded as leniently as any decoder would: a mutation that still
+                # reads as a URL must keep its host (no lookup, no traffic but
+                # 127.0.0.1); one that names another is not sent
+                std = mutated.replace("-", "+").replace("_", "/")
+                try:
+                    text = base64.b64decode(std + "=" * (-len(std) % 4), validate=False).decode("utf-8", "replace")
+                except ValueError:
+                    text = ""
+                if "://" not in text or text.startswith(ORIGIN + "/"):
+                    b64 = mutated
             cuts = sorted(rnd.sample(range(1, len(b64)), rnd.randrange(3)))
             parts = [b64[a:b] for a, b in zip([0] + cuts, cuts + [len(b64)])]
             return f"{opts}/" + "/".join(parts) + ("." + rnd.choice(exts) if rnd.random() < 0.8 else "")

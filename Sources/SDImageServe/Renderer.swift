@@ -133,7 +133,8 @@ public final class Renderer: Sendable {
         public var fleetLeaseTTL: TimeInterval = 6
         public var fleetMaxWait: TimeInterval = 30
         /// Disk for encoded results (with a result directory): past it the
-        /// least recently used half goes, checked every 256 writes.
+        /// least recently used half goes, checked each time an eighth of it
+        /// has been written.
         public var resultDiskBytes = 1 << 30
         /// 0: sources' bytes are not kept (the caller gives the cache no
         /// disk room): each render fetches its source, as imgproxy does and

@@ -69,9 +69,7 @@ struct NewFormatsTests {
         let gate = UUID().uuidString
         defer { _ = s.faultGet("/open?gate=\(gate)") }
         let url = s.url(s.fault, "/drip-file?name=drip-jxl/p.jxl&piece=\(data.count / 12 + 1)&gap=20&gate=\(gate)")
-        let config = SDWebImageDownloaderConfig()
-        config.downloadTimeout = 900  // the held last piece outlasts any starved step
-        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader(config: config))
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())  // the held last piece outlasts any starved step
         let view = TestImageView()
         let log = SetImageLog()
         await view.onView {

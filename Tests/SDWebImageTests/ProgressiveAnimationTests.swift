@@ -152,22 +152,9 @@ extension ProgressiveAnimationTests {
 
     func open(_ gate: String) { _ = TestServers.shared?.faultGet("/open?gate=\(gate)") }
 
-    /// A downloader whose idle timeout outlasts any wait for a held last
-    /// piece (the default 15 s does not, on a machine running every suite
-    /// under TSan at once; a gate once opened by itself after 30 s and the
-    /// "animation so far" was the whole one).
-    func patientDownloader() -> SDWebImageDownloader {
-        let config = SDWebImageDownloaderConfig()
-        config.downloadTimeout = 900
-        return SDWebImageDownloader(config: config)
-    }
-
     /// Poll until `ready` (100 s at most).
     func until(_ ready: () async -> Bool) async throws {
-        for _ in 0..<10_000 {
-            if await ready() { return }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
+        _ = await eventuallyAsync(100, ready)
     }
 
     @Test("test23/test18: a progressive download of an animated GIF and WebP through the C core — the animation so far (incremental, growing, the oracle's frames, from the core's one decoder), then the whole animation")

@@ -142,12 +142,7 @@ final class NotificationLog: @unchecked Sendable {
 /// a minute by default, which only a failing test waits out (nothing asks
 /// for a condition not to come).
 func eventually(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 5_000_000)
-    }
-    return condition()
+    await eventuallyAsync(seconds) { condition() }
 }
 
 /// `eventually` for a condition that must be awaited (a view's state, read on its queue).
@@ -178,7 +173,10 @@ struct HeldDrip {
     func open() { _ = servers.faultGet("/open?gate=\(gate)") }
 }
 
-/// A downloader that waits out held drips: a long idle timeout and no total one.
+/// A downloader that waits out held drips: an idle timeout that outlasts any
+/// wait for a held piece (the default 15 s does not, on a machine running
+/// every suite under TSan at once; a gate once opened by itself after 30 s
+/// and the "animation so far" was the whole one), and no total one.
 func patientDownloader() -> SDWebImageDownloader {
     let config = SDWebImageDownloaderConfig()
     config.downloadTimeout = 900
