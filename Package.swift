@@ -165,13 +165,15 @@ let package = Package(
                           path: "examples/gallery/Sources/sdgallery"),
         .testTarget(name: "SDCodersTests", dependencies: ["SDCoders", "CSDCore"]),
         // Starts nginx and the fault server for the Swift test targets.
-        .target(name: "SDTestSupport", dependencies: ["SDCoders", "CSDTestSHA"], path: "Tests/Support"),
+        .target(name: "SDTestSupport", dependencies: ["SDCoders", "SDDownloader", "CSDTestSHA"], path: "Tests/Support"),
+        // The suite's patient downloader (Tests/Support/Patience.swift's timeouts).
+        .target(name: "SDWebImageTestSupport", dependencies: ["SDWebImage", "SDTestSupport"], path: "Tests/SupportWebImage"),
         // The C tests' SHA-256, for the corpus oracles' frame hashes.
         .target(name: "CSDTestSHA", path: "Tests/SHA"),
         .testTarget(name: "SDDownloaderTests", dependencies: ["SDDownloader", "SDCoders", "SDTestSupport"]),
         // A child process for the disk-cache crash (SIGKILL) and two-process tests.
         .executableTarget(name: "SDCacheStress", dependencies: [
-            "SDWebImage", "SDCache", "SDDownloader",
+            "SDWebImage", "SDCache", "SDDownloader", "SDWebImageTestSupport",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -179,10 +181,11 @@ let package = Package(
         // Links SDWebImageSVGCoder, so SVG decodes in the test process (one
         // binary for every test target); SDCacheStress, run as a child
         // process, does not link it.
-        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDCoders", "SDTestSupport", "SDCacheStress",
+        .testTarget(name: "SDWebImageTests", dependencies: ["SDWebImage", "SDCoders", "SDTestSupport", "SDWebImageTestSupport", "SDCacheStress",
                                                             "SDWebImageSVGCoder"]),
         .testTarget(name: "SDCacheTests", dependencies: ["SDCache"]),
-        .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport"]),
+        .testTarget(name: "SDWebImageRedisTests", dependencies: ["SDWebImageRedis", "SDWebImage", "SDTestSupport",
+                                                                 "SDWebImageTestSupport"]),
     ],
     cLanguageStandard: .c11
 )

@@ -39,6 +39,10 @@ run() {
 }
 # Import rules (docs/ARCHITECTURE.md): loop knows no images, layers one way.
 layering() { bash scripts/check-layering.sh; }
+# Every test is patient unless it tests a timeout: no default-timeout
+# downloader, request or Redis option in Tests/ (and the check's own rules
+# each refuse their pattern).
+patience() { python3 scripts/check-test-patience.py --self-test && python3 scripts/check-test-patience.py; }
 lane_c() {
   run "c (ctest)" make --no-print-directory test-c
   run "c abi (abidiff baseline, symbol versions, header docs)" make --no-print-directory test-abi
@@ -69,6 +73,7 @@ lane_swift() {
 }
 t_all=$SECONDS
 run "layering" layering
+run "patient tests (no default timeouts in Tests/)" patience
 run "package (deps by role, licence, version)" bash scripts/check-package.sh
 if [ -n "${SERIAL:-}" ]; then
   lane_c

@@ -246,3 +246,16 @@ int sd_missing_library(sd_format format, const char *env, const char *file_path,
         return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int sd_test_request_new(const char *url, sd_request **out)
+{
+    int rc = sd_request_new(url, out); /* patience: the helper itself */
+    if (rc != SD_OK)
+        return rc;
+    if ((rc = sd_request_set(*out, SD_REQ_TIMEOUT_MS, 0)) != SD_OK ||
+        (rc = sd_request_set(*out, SD_REQ_CONNECT_TIMEOUT_MS, 120000)) != SD_OK) {
+        sd_request_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}

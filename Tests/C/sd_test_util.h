@@ -38,6 +38,12 @@ int sd_write_file(const char *path, const void *p, size_t n);
  * and ASan runs check the values; valgrind checks the library's memory, at
  * a twentieth of the speed. */
 int sd_under_valgrind(void);
+/* sd_request_new with the suite's patient timeouts (no whole-transfer
+ * timeout, a 120 s connect timeout): a test never depends on the clock
+ * running at a normal speed, and the 15 s default ended loopback transfers
+ * on starved machines. A test of a timeout sets its own after this; the
+ * rule is checked by scripts/check-test-patience.py. */
+int sd_test_request_new(const char *url, sd_request **out);
 /* A reference tool's command line, its output discarded: system()'s status. */
 int sd_run_quiet(const char *cmd);
 /* The largest channel difference of two bitmaps (999 if their sizes

@@ -158,7 +158,7 @@ static int fetch(sd_loop *l, const char *url, void (*setup)(sd_request *, void *
 {
     sd_request *r;
     collect_init(c);
-    ASSERT_OK(sd_request_new(url, &r));
+    ASSERT_OK(sd_test_request_new(url, &r));
     if (setup)
         setup(r, arg);
     ASSERT_OK(sd_loop_submit(l, r, &all_events, c, NULL));
@@ -365,7 +365,7 @@ static int test_http2_multiplexing(void)
         collect_init(&c[i]);
         char path[64];
         snprintf(path, sizeof path, "/img/n%d.jpg", i);
-        ASSERT_OK(sd_request_new(url(HTTPS, path), &r));
+        ASSERT_OK(sd_test_request_new(url(HTTPS, path), &r));
         sd_request_set(r, SD_REQ_ALLOW_INVALID_CERTS, 1);
         ASSERT_OK(sd_loop_submit(l, r, &all_events, &c[i], NULL));
         sd_request_free(r);
@@ -534,7 +534,7 @@ static int test_file_urls_not_regular(void)
     ASSERT_EQ(c.status, SD_ENOTFILE);
     ASSERT(strstr(c.message, "FIFO") != NULL);
     collect_free(&c);
-    ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+    ASSERT_OK(sd_test_request_new(url(HTTP, "/img/photo.jpg"), &r));
     ASSERT_OK(sd_loop_submit(l, r, &all_events, &good, NULL));
     sd_request_free(r);
     wait_complete(&good);
@@ -583,8 +583,8 @@ static int test_file_urls_not_regular(void)
 static int test_request_strings_no_injection(void)
 {
     sd_request *r;
-    ASSERT_EQ(sd_request_new("http://127.0.0.1/a.jpg\r\nX-Injected: 1", &r), SD_EURL);
-    ASSERT_OK(sd_request_new(url(FAULT, "/echo-headers"), &r));
+    ASSERT_EQ(sd_test_request_new("http://127.0.0.1/a.jpg\r\nX-Injected: 1", &r), SD_EURL);
+    ASSERT_OK(sd_test_request_new(url(FAULT, "/echo-headers"), &r));
     for (int p = SD_REQ_USERNAME; p <= SD_REQ_CA_FILE; p++) {
         ASSERT_EQ(sd_request_set_string(r, (sd_request_string)p, "v\r\nX-Injected: 1"), SD_EINVAL);
         ASSERT_EQ(sd_request_set_string(r, (sd_request_string)p, "v\nX-Injected: 1"), SD_EINVAL);
@@ -656,16 +656,16 @@ static int test_precise_errors(void)
     ASSERT_EQ(c.status, SD_ESCHEME);
     collect_free(&c);
     sd_request *r;
-    ASSERT_EQ(sd_request_new("/relative/a.jpg", &r), SD_EURL);
-    ASSERT_EQ(sd_request_new("img/a.jpg", &r), SD_EURL);
-    ASSERT_EQ(sd_request_new("127.0.0.1:80/a.jpg", &r), SD_EURL);
+    ASSERT_EQ(sd_test_request_new("/relative/a.jpg", &r), SD_EURL);
+    ASSERT_EQ(sd_test_request_new("img/a.jpg", &r), SD_EURL);
+    ASSERT_EQ(sd_test_request_new("127.0.0.1:80/a.jpg", &r), SD_EURL);
     /* a 9 MB URL (over curl's 8 MB input limit) */
     size_t n = 9u << 20;
     char *huge = malloc(n + 1);
     int k = snprintf(huge, n + 1, "%s/", HTTP);
     memset(huge + k, 'a', n - (size_t)k);
     huge[n] = 0;
-    ASSERT_EQ(sd_request_new(huge, &r), SD_EURL);
+    ASSERT_EQ(sd_test_request_new(huge, &r), SD_EURL);
     free(huge);
     sd_loop_free(l);
     return 0;
@@ -707,7 +707,7 @@ static int proxied_count(sd_loop *l, const char *needle)
     sd_request *r;
     collect c;
     collect_init(&c);
-    if (sd_request_new(url(FAULT, "/proxied"), &r) != SD_OK)
+    if (sd_test_request_new(url(FAULT, "/proxied"), &r) != SD_OK)
         return -1;
     sd_request_set(r, SD_REQ_USE_SINK, 0);
     sd_request_set_string(r, SD_REQ_PROXY, ""); /* asked directly, whatever the environment says */
@@ -874,7 +874,7 @@ static int test_policy_matrix(void)
     ASSERT_OK(c.status);
     collect_free(&c);
     sd_request *r;
-    ASSERT_OK(sd_request_new(url(HTTPS, "/to-http"), &r));
+    ASSERT_OK(sd_test_request_new(url(HTTPS, "/to-http"), &r));
     ASSERT_OK(sd_request_use_server_preset(r));
     ASSERT_OK(sd_request_set_string(r, SD_REQ_TRUSTED_HOSTS, "127.0.0.1"));
     ASSERT_OK(sd_request_set(r, SD_REQ_ALLOW_INVALID_CERTS, 1));
@@ -1019,7 +1019,7 @@ static int test_decoder_params_and_previews(void)
     snprintf(gate, sizeof gate, "/open?gate=previews%d", gates);
     collect_init(&c);
     sd_request *r;
-    ASSERT_OK(sd_request_new(url(FAULT, path), &r));
+    ASSERT_OK(sd_test_request_new(url(FAULT, path), &r));
     set_previews(r, NULL);
     ASSERT_OK(sd_request_set(r, SD_REQ_TIMEOUT_MS, 600000)); /* the held piece outlasts any starved step */
     ASSERT_OK(sd_loop_submit(l, r, &all_events, &c, NULL));
@@ -1102,7 +1102,7 @@ static int fetch_framed(sd_loop *l, const char *rel, int64_t budget, int need, i
     memset(f, 0, sizeof *f);
     collect_init(&f->c);
     sd_request *r;
-    ASSERT_OK(sd_request_new(url(FAULT, path), &r));
+    ASSERT_OK(sd_test_request_new(url(FAULT, path), &r));
     sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
     sd_request_set_decoder_param(r, SD_DEC_PREVIEW_INTERVAL_MS, 0);
     sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, budget);
@@ -1502,7 +1502,7 @@ static int test_resume(void)
     collect_free(&c);
 
     sd_request *r;
-    ASSERT_OK(sd_request_new("http://127.0.0.1/", &r));
+    ASSERT_OK(sd_test_request_new("http://127.0.0.1/", &r));
     ASSERT_EQ(sd_request_set_resume(r, whole, 10, NULL), SD_EINVAL);
     ASSERT_EQ(sd_request_set_resume(r, whole, 10, ""), SD_EINVAL);
     ASSERT_OK(sd_request_set_resume(r, whole, 10, etag));
@@ -1550,7 +1550,9 @@ static int test_connect_timeout(void)
     if (c.status != SD_ETIMEDOUT)
         fprintf(stderr, "  %s: %s (%s)\n", u, sd_strerror(c.status), c.message);
     ASSERT_EQ(c.status, SD_ETIMEDOUT);
-    ASSERT(took >= 0.4 && took < 5);
+    /* the 0.5 s asked for, not the test request's 120 s: the upper bound
+     * is far from both, so a starved machine cannot fail it */
+    ASSERT(took >= 0.4 && took < 60);
     collect_free(&c);
     sd_loop_free(l);
     for (int i = 0; i < 4; i++)
@@ -1594,7 +1596,7 @@ static int run_host_limit(int64_t limit, int *connections)
     ASSERT_OK(sd_loop_set(l, SD_LOOP_SUSPENDED, 1));
     for (int i = 0; i < 8; i++) {
         sd_request *r;
-        ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+        ASSERT_OK(sd_test_request_new(url(HTTP, "/img/photo.jpg"), &r));
         ASSERT_OK(sd_request_set(r, SD_REQ_USE_SINK, 0));
         ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
         sd_request_free(r);
@@ -1674,7 +1676,7 @@ static int run_order(int64_t order, const int *prio, int n, int bump, int *out)
         char u[1024];
         snprintf(u, sizeof u, "file://%s/img/n%d.jpg", WWW, i % 16);
         sd_request *r;
-        ASSERT_OK(sd_request_new(u, &r));
+        ASSERT_OK(sd_test_request_new(u, &r));
         sd_request_set(r, SD_REQ_PRIORITY, prio ? prio[i] : 0);
         ctx[i][0] = (intptr_t)&o;
         ctx[i][1] = i;
@@ -1740,10 +1742,10 @@ static int test_cancel(void)
     collect_init(&queued);
     sd_request *r;
     sd_transfer_id rid, qid;
-    ASSERT_OK(sd_request_new(url(FAULT, "/stall"), &r));
+    ASSERT_OK(sd_test_request_new(url(FAULT, "/stall"), &r));
     ASSERT_OK(sd_loop_submit(l, r, &all_events, &running, &rid));
     sd_request_free(r);
-    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    ASSERT_OK(sd_test_request_new(url(HTTP, "/img/small.jpg"), &r));
     ASSERT_OK(sd_loop_submit(l, r, &all_events, &queued, &qid));
     sd_request_free(r);
     usleep(200000); /* the stall is running, the other one queued */
@@ -1765,7 +1767,7 @@ static int test_cancel(void)
     sd_loop *idle;
     ASSERT_OK(sd_loop_new(&idle));
     ASSERT_OK(sd_loop_use_decoder(idle, 0));
-    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    ASSERT_OK(sd_test_request_new(url(HTTP, "/img/small.jpg"), &r));
     ASSERT_EQ(sd_loop_submit(idle, r, &all_events, NULL, NULL), SD_EBADSTATE); /* not started */
     sd_loop_free(idle);
     sd_request_free(r);
@@ -1809,7 +1811,7 @@ static void *race_thread(void *p)
         else
             snprintf(u, sizeof u, "%s/stall", FAULT);
         sd_request *r;
-        sd_request_new(u, &r);
+        sd_test_request_new(u, &r);
         sd_request_set(r, SD_REQ_TIMEOUT_MS, 3000);
         sd_request_set(r, SD_REQ_PRIORITY, (int)(k % 3) - 1);
         sd_request_set(r, SD_REQ_USE_SINK, (k >> 4) & 1);
@@ -1870,7 +1872,7 @@ static int test_shutdown_completes_everything(void)
     ev.complete = ev_race_complete;
     for (int i = 0; i < 60; i++) {
         sd_request *r;
-        sd_request_new(i % 2 ? url(FAULT, "/stall") : url(HTTP, "/img/photo.jpg"), &r);
+        sd_test_request_new(i % 2 ? url(FAULT, "/stall") : url(HTTP, "/img/photo.jpg"), &r);
         ASSERT_OK(sd_loop_submit(l, r, &ev, (void *)(intptr_t)i, NULL));
         sd_request_free(r);
     }
@@ -1936,7 +1938,7 @@ static int test_free_from_callback(void)
     ASSERT_OK(sd_loop_set(l, SD_LOOP_SUSPENDED, 1));
     for (int i = 0; i < 20; i++) {
         sd_request *r;
-        sd_request_new(i == 0 ? url(HTTP, "/img/photo.jpg") : url(FAULT, "/stall"), &r);
+        sd_test_request_new(i == 0 ? url(HTTP, "/img/photo.jpg") : url(FAULT, "/stall"), &r);
         ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
         sd_request_free(r);
     }
@@ -2023,7 +2025,7 @@ static sd_loop *dispatch_loop(void)
 static int dp_submit(sd_loop *l, const char *u, int previews, int sink, dispatch_seen *d)
 {
     sd_request *r;
-    ASSERT_OK(sd_request_new(u, &r));
+    ASSERT_OK(sd_test_request_new(u, &r));
     if (previews)
         set_previews(r, NULL);
     ASSERT_OK(sd_request_set(r, SD_REQ_USE_SINK, sink));
@@ -2212,7 +2214,7 @@ static int test_decode_backpressure(void)
     for (int i = 0; i < N; i++) {
         sd_request *r;
         /* 640x480 decodes ~10x slower than loopback serves it: a backlog forms */
-        ASSERT_OK(sd_request_new(url(HTTP, "/img/photo.jpg"), &r));
+        ASSERT_OK(sd_test_request_new(url(HTTP, "/img/photo.jpg"), &r));
         ASSERT_OK(sd_loop_submit(l, r, &ev, NULL, NULL));
         sd_request_free(r);
     }
@@ -2376,7 +2378,7 @@ static int sink_fetch(sd_loop *l, const char *u, tsink *t, sink_collect *s)
     memset(s, 0, sizeof *s);
     collect_init(&s->c);
     sd_request *r;
-    ASSERT_OK(sd_request_new(u, &r));
+    ASSERT_OK(sd_test_request_new(u, &r));
     ASSERT_OK(sd_request_set_sink_param(r, 42, 2048));
     if (t)
         ASSERT_OK(sd_request_set_body_sink(r, &tsink_vtable, t));
@@ -2445,7 +2447,7 @@ static int test_body_sink(void)
     collect c;
     collect_init(&c);
     sd_request *r;
-    ASSERT_OK(sd_request_new(url(FAULT, "/slow-drip?total=3000&gap=50"), &r));
+    ASSERT_OK(sd_test_request_new(url(FAULT, "/slow-drip?total=3000&gap=50"), &r));
     sd_transfer_id id;
     sd_transfer_events ev = {sizeof(sd_transfer_events), NULL, NULL, NULL, ev_complete};
     ASSERT_OK(sd_loop_submit(l, r, &ev, &c, &id));
@@ -2556,7 +2558,7 @@ static long oom_run(long fail_at)
             for (int i = 0; i < OOM_N; i++) {
                 atomic_store(&oom_completes[i], 0);
                 sd_request *r;
-                if (sd_request_new(paths[i], &r) != SD_OK)
+                if (sd_test_request_new(paths[i], &r) != SD_OK)
                     continue;
                 sd_request_set_decoder_param(r, SD_DEC_PREVIEWS, 1);
                 accepted[i] = sd_loop_submit(l, r, &ev, (void *)(intptr_t)i, NULL) == SD_OK;
@@ -2671,7 +2673,7 @@ static int test_versioned_structs(void)
 {
     sd_loop *l = new_loop();
     sd_request *r;
-    ASSERT_OK(sd_request_new(url(HTTP, "/img/small.jpg"), &r));
+    ASSERT_OK(sd_test_request_new(url(HTTP, "/img/small.jpg"), &r));
     sd_transfer_events ev = all_events;
     ev.size = 0; /* {0}: the size was never set */
     ASSERT_EQ(sd_loop_submit(l, r, &ev, NULL, NULL), SD_EINVAL);
@@ -2703,7 +2705,7 @@ static int test_versioned_structs(void)
     ASSERT_OK(set_allocator_when_idle(NULL));
     sd_bitmap *bm;
     ASSERT_OK(sd_bitmap_new(3000, 2000, &bm)); /* big enough to be a mapped canvas */
-    ASSERT_OK(sd_request_new("http://127.0.0.1/x", &r));
+    ASSERT_OK(sd_test_request_new("http://127.0.0.1/x", &r));
     ASSERT_EQ(sd_set_allocator(&libc), SD_EBADSTATE);
     sd_bitmap_free(bm);
     ASSERT_EQ(sd_set_allocator(&libc), SD_EBADSTATE);

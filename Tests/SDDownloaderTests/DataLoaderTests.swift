@@ -27,7 +27,7 @@ struct DataLoaderTests {
     func loadsImage() async throws {
         let s = try #require(servers, "test servers could not start (nginx, openssl, python3)")
         let loader = try DataLoader()
-        let result = try await loader.load(DownloadRequest(url: s.url(s.http, "/img/small.jpg")))
+        let result = try await loader.load(DownloadRequest.patient(s.url(s.http, "/img/small.jpg")))
         let image = try #require(result.image)
         #expect(image.bitmap.width == 64 && image.bitmap.height == 48)
         #expect(image.format == .jpeg && image.isComplete)
@@ -43,7 +43,7 @@ struct DataLoaderTests {
     func decodeOptions() async throws {
         let s = try #require(servers)
         let loader = try DataLoader()
-        var request = DownloadRequest(url: s.url(s.http, "/img/prog.jpg"))
+        var request = DownloadRequest.patient(s.url(s.http, "/img/prog.jpg"))
         request.decodeOptions = .thumbnail(maxPixelSize: 80)
         let thumb = try await loader.load(request)
         #expect(thumb.image?.bitmap.width == 80 && thumb.image?.bitmap.height == 60)
@@ -61,14 +61,14 @@ struct DataLoaderTests {
         let url = s.url(s.fault, "/resumable?id=\(id)")
         var partial: ResumableData?
         do {
-            _ = try await loader.load(DownloadRequest(url: url))
+            _ = try await loader.load(DownloadRequest.patient(url))
             Issue.record("the first transfer is cut off")
         } catch {
             partial = error.resumable
         }
         let p = try #require(partial)
         #expect(p.validator == "\"v1\"" && p.data == whole.prefix(whole.count / 2))
-        var request = DownloadRequest(url: url)
+        var request = DownloadRequest.patient(url)
         request.resume = p
         let result = try await loader.load(request)
         #expect(result.data == whole && result.response?.statusCode == 206)
@@ -88,7 +88,7 @@ struct DataLoaderTests {
         #expect(loader.maxConnectionsPerHost == 1)
         let results = try await withThrowingTaskGroup(of: DownloadResult.self) { group in
             for i in 0..<6 {
-                group.addTask { try await loader.load(DownloadRequest(url: s.url(s.http, "/img/n\(i).jpg?host"))) }
+                group.addTask { try await loader.load(DownloadRequest.patient(s.url(s.http, "/img/n\(i).jpg?host"))) }
             }
             return try await group.reduce(into: [DownloadResult]()) { $0.append($1) }
         }
@@ -101,21 +101,21 @@ struct DataLoaderTests {
         let s = try #require(servers)
         let loader = try DataLoader()
         await #expect(throws: DownloadError.self) {
-            try await loader.load(DownloadRequest(url: s.url(s.http, "/img/missing.jpg")))
+            try await loader.load(DownloadRequest.patient(s.url(s.http, "/img/missing.jpg")))
         }
         do {
-            _ = try await loader.load(DownloadRequest(url: s.url(s.http, "/img/missing.jpg")))
+            _ = try await loader.load(DownloadRequest.patient(s.url(s.http, "/img/missing.jpg")))
         } catch {
             #expect(error.code == .badStatus && error.statusCode == 404)
         }
         do {
-            _ = try await loader.load(DownloadRequest(url: s.url(s.fault, "/html")))
+            _ = try await loader.load(DownloadRequest.patient(s.url(s.fault, "/html")))
             Issue.record("an HTML page must not decode")
         } catch {
             #expect(error.code == .decodeFailed)
         }
         do {
-            var r = DownloadRequest(url: s.url(s.fault, "/stall"))
+            var r = DownloadRequest.patient(s.url(s.fault, "/stall"))
             r.timeout = 0.5
             _ = try await loader.load(r)
             Issue.record("a stalled body must time out")
@@ -130,7 +130,7 @@ struct DataLoaderTests {
         let loader = try DataLoader()
         let log = Log()
         let queue = DispatchQueue(label: "test.callbacks")
-        var request = DownloadRequest(url: s.url(s.fault, "/drip-progressive"))
+        var request = DownloadRequest.patient(s.url(s.fault, "/drip-progressive"))
         request.progressivePreviews = true
         request.decodeOptions.previewIntervalMilliseconds = 0
         let result: Result<DownloadResult, DownloadError> = await withCheckedContinuation { cont in
@@ -160,7 +160,7 @@ struct DataLoaderTests {
         let loader = try DataLoader()
         let log = Log()
         let result: Result<DownloadResult, DownloadError> = await withCheckedContinuation { cont in
-            let task = loader.load(DownloadRequest(url: s.url(s.fault, "/stall"))) { res in
+            let task = loader.load(DownloadRequest.patient(s.url(s.fault, "/stall"))) { res in
                 log.complete()
                 cont.resume(returning: res)
             }
@@ -168,7 +168,7 @@ struct DataLoaderTests {
         }
         #expect(throws: DownloadError.self) { try result.get() }
         if case .failure(let e) = result { #expect(e.code == .cancelled) }
-        let swiftTask = Task { try await loader.load(DownloadRequest(url: s.url(s.fault, "/stall"))) }
+        let swiftTask = Task { try await loader.load(DownloadRequest.patient(s.url(s.fault, "/stall"))) }
         try await Task.sleep(nanoseconds: 100_000_000)
         swiftTask.cancel()
         do {
@@ -187,7 +187,7 @@ struct DataLoaderTests {
         let widths = try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<64 {
                 group.addTask {
-                    try await loader.load(DownloadRequest(url: s.url(s.http, "/img/n\(i % 8).jpg"))).image?.bitmap.width ?? -1
+                    try await loader.load(DownloadRequest.patient(s.url(s.http, "/img/n\(i % 8).jpg"))).image?.bitmap.width ?? -1
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -200,7 +200,7 @@ struct DataLoaderTests {
     func refused() async throws {
         let loader = try DataLoader()
         do {
-            _ = try await loader.load(DownloadRequest(url: URL(string: "gopher://127.0.0.1/x")!))
+            _ = try await loader.load(DownloadRequest.patient(URL(string: "gopher://127.0.0.1/x")!))
             Issue.record("must fail")
         } catch {
             #expect(error.code == .schemeNotAllowed)  // was .invalidRequest (issue 13, defect 6)
@@ -210,7 +210,7 @@ struct DataLoaderTests {
     @Test("No request value can carry CR/LF into the request; the refusal says why")
     func noHeaderInjection() async throws {
         let loader = try DataLoader()
-        var r = DownloadRequest(url: URL(string: "http://127.0.0.1:1/x.jpg")!)
+        var r = DownloadRequest.patient(URL(string: "http://127.0.0.1:1/x.jpg")!)
         r.headers["User-Agent"] = "v\r\nX-Injected: 1"
         do {
             _ = try await loader.load(r)
@@ -218,7 +218,7 @@ struct DataLoaderTests {
         } catch {
             #expect(error.code == .invalidRequest && error.message.contains("control character"))
         }
-        var r2 = DownloadRequest(url: URL(string: "http://127.0.0.1:1/x.jpg")!)
+        var r2 = DownloadRequest.patient(URL(string: "http://127.0.0.1:1/x.jpg")!)
         r2.ifNoneMatch = "\"a\"\r\nX-Injected: 1"
         do {
             _ = try await loader.load(r2)
@@ -227,7 +227,7 @@ struct DataLoaderTests {
             #expect(error.code == .invalidRequest)
         }
         do {
-            _ = try await loader.load(DownloadRequest(url: URL(string: "img/relative.jpg")!))
+            _ = try await loader.load(DownloadRequest.patient(URL(string: "img/relative.jpg")!))
             Issue.record("must fail")
         } catch {
             #expect(error.code == .badURL && error.message.contains("relative"))

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 @testable import SDWebImageRedis
 import Testing
 
@@ -16,12 +17,12 @@ struct Host {
     let fleet: SDRedisFleetLoader?
 
     init(_ server: RedisTestServer, namespace: String, fleet: Bool = true,
-         options: SDRedisFleetLoader.Options = .init(), downloaderConfig: SDWebImageDownloaderConfig = .init(),
+         options: SDRedisFleetLoader.Options = patientFleet(), downloaderConfig: SDWebImageDownloaderConfig = .init(),
          cacheConfig: SDImageCacheConfig = .init()) throws {
         local = SDImageCache(namespace: "fleet", diskCacheDirectory: NSTemporaryDirectory() + unique("host"), config: cacheConfig)
         redis = try SDImageRedisCache(url: server.url, namespace: namespace, options: patient(), config: cacheConfig)
         let caches = redis.tiered(behind: local)
-        let downloader = SDWebImageDownloader(config: downloaderConfig)
+        let downloader = patientDownloader(downloaderConfig)
         self.fleet = fleet ? SDRedisFleetLoader(loader: downloader, cache: redis, options: options) : nil
         manager = SDWebImageManager(cache: caches, loader: self.fleet ?? downloader)
     }
@@ -155,7 +156,7 @@ struct FleetLoaderTests {
         let id = unique("fail")
         // the first request fails (503); later ones succeed
         let url = try #require(URL(string: servers.fault + "/flaky?id=\(id)&fail=1"))
-        var o = SDRedisFleetLoader.Options()
+        var o = patientFleet()
         o.failureMarkTTL = 3600  // a starved TSan run takes a minute a test: the mark must outlast it
         let owner = try Host(server, namespace: ns, options: o)
         let (none, error) = await owner.load(url)
@@ -183,7 +184,7 @@ struct FleetLoaderTests {
         let server = try #require(RedisTestServer.shared)
         let servers = try #require(TestServers.shared)
         let ns = unique("fleet")
-        var o = SDRedisFleetLoader.Options()
+        var o = patientFleet()
         o.goneTTL = 3600  // both marks outlast a starved run (a minute a test under TSan and load)
         o.failureMarkTTL = 3600
         func statusOf(_ error: (any Error)?) -> Int? {

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 @testable import SDWebImageRedis
 import Testing
 
@@ -60,11 +61,24 @@ func store(_ c: any SDImageCacheProtocol, _ data: Data, _ key: String, extended:
 
 func unique(_ s: String) -> String { "\(s)-\(UUID().uuidString)" }
 
-/// The functional tests' options: a timeout no busy CI machine reaches (the
-/// 0.5 s default is for a Redis on the LAN; the fault tests keep it).
+/// The functional tests' options: a reply may take as long as a starved
+/// machine needs (`Patience`; the 0.5 s default is for a Redis on the LAN;
+/// the dead-Redis tests keep it).
 func patient() -> SDRedisDiskCache.Options {
-    var o = SDRedisDiskCache.Options()
-    o.timeout = 10
+    var o = SDRedisDiskCache.Options()  // patience: the helper itself
+    o.timeout = Patience.wait
+    return o
+}
+
+/// The fleet tests' options: leases, waits and marks outlast any starved
+/// step (`Patience`); a test of a takeover or of an expiry shortens the one
+/// it is about.
+func patientFleet() -> SDRedisFleetLoader.Options {
+    var o = SDRedisFleetLoader.Options()  // patience: the helper itself
+    o.leaseTTL = Patience.wait
+    o.maxWait = Patience.wait
+    o.failureMarkTTL = Patience.wait
+    o.goneTTL = Patience.wait
     return o
 }
 
@@ -187,7 +201,7 @@ struct RedisCacheTests {
             let local = SDImageCache(namespace: "l2", diskCacheDirectory: NSTemporaryDirectory() + unique("local"))
             let caches = SDImageCachesManager()
             caches.caches = [local, try SDImageRedisCache(url: server.url, namespace: ns, options: patient())]
-            return SDWebImageManager(cache: caches, loader: SDWebImageDownloader(config: SDWebImageDownloaderConfig()))
+            return SDWebImageManager(cache: caches, loader: patientDownloader())
         }
         let first = try manager()
         let r1 = try await first.loadImage(with: url)
@@ -210,7 +224,7 @@ struct RedisCacheTests {
         func host() throws -> (SDWebImageManager, SDImageCache, SDImageRedisCache) {
             let local = SDImageCache(namespace: "tiered", diskCacheDirectory: NSTemporaryDirectory() + unique("local"))
             let redis = try SDImageRedisCache(url: server.url, namespace: "t", options: patient())
-            return (SDWebImageManager(cache: redis.tiered(behind: local), loader: SDWebImageDownloader(config: .init())),
+            return (SDWebImageManager(cache: redis.tiered(behind: local), loader: patientDownloader()),
                     local, redis)
         }
         func gets(_ r: SDImageRedisCache) -> Int {
@@ -326,7 +340,7 @@ struct RedisFaultTests {
     func poolSize() throws {
         #expect(try SDRedisDiskCache(url: "redis://127.0.0.1:1").client.connections
             == SDWebImageDownloaderConfig.default.maxConcurrentDownloads)
-        var o = SDRedisDiskCache.Options()
+        var o = SDRedisDiskCache.Options()  // patience: no server is asked
         o.connections = 3
         #expect(try SDRedisDiskCache(url: "redis://127.0.0.1:1", options: o).client.connections == 3)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// A disk tier in a dictionary: what a database or object-store backend
@@ -99,7 +100,7 @@ struct CacheBackendTests {
 
         // through the manager: a load is served from the plugged-in tier, no network
         try await c.store(nil, imageData: data, forKey: "http://127.0.0.1:9/none.jpg", cacheType: .disk)
-        let m = SDWebImageManager(cache: c, loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: c, loader: patientDownloader())
         let r = try await m.loadImage(with: URL(string: "http://127.0.0.1:9/none.jpg"), options: .fromCacheOnly)
         #expect(r.image?.width == 64 && r.cacheType == .disk)
     }

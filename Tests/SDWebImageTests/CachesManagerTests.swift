@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 extension SDImageCacheProtocol {
@@ -135,7 +136,7 @@ struct CachesManagerTests {
     @Test("A manager over a caches manager and a loaders manager: a scheme of our own next to HTTP")
     func loadersManager() async throws {
         let s = try #require(TestServers.shared)
-        let loaders = SDImageLoadersManager(loaders: [SDWebImageDownloader()])
+        let loaders = SDImageLoadersManager(loaders: [patientDownloader()])
         let own = SolidLoader()
         loaders.addLoader(own)
         #expect(loaders.canRequestImage(for: URL(string: "solid://7x5")) && !loaders.canRequestImage(for: URL(string: "ftp://x/y")))

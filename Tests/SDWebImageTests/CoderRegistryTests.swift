@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 @testable import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// PPM again, but a coder that says which format it claims (`claimedFormats`),

@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 extension SDImageFormat {
@@ -325,7 +326,7 @@ struct CoderTests {
         list.addCoder(PPMCoder())
         let context: SDWebImageContext = [.imageCoder: list]
         // a download, decoded by the PPM coder; without it, bad data
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let plain = await d.load(s.url(s.http, "/ppm/a.ppm"))
         #expect(plain.sdError?.code == .badImageData)
         let got = await d.load(s.url(s.http, "/ppm/a.ppm"), [], context)
@@ -400,7 +401,7 @@ struct CoderTests {
         try garbage.write(to: s.www.appendingPathComponent("img/garbage.bin"))
         let list = SDImageCodersManager()
         list.addCoder(PPMCoder())
-        let o = await SDWebImageDownloader().load(s.url(s.fault, "/drip-file?name=img/garbage.bin&piece=4096&gap=5"), [],
+        let o = await patientDownloader().load(s.url(s.fault, "/drip-file?name=img/garbage.bin&piece=4096&gap=5"), [],
                                                   [.imageCoder: list])
         #expect(o.sdError?.code == .badImageData && o.sdError?.description.contains("no coder") == true)
         #expect((o.progressCalls.map(\.0).max() ?? 0) < garbage.count / 2)

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 @Suite("SDWebImageDownloader: coalescing, cancellation, order")
@@ -11,7 +12,7 @@ struct DownloaderCoalescingTests {
     @Test("Ten requests for one URL with thumbnail sizes 490...499: one transfer, each its own size")
     func thumbnailsFromOneTransfer() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.http, "/img/big.jpg?thumbs")
         let log = NotificationLog(url: url)
         d.isSuspended = true  // all ten join before the transfer can finish
@@ -33,7 +34,7 @@ struct DownloaderCoalescingTests {
     @Test("Cancelling one subscriber leaves the others; cancelling the last stops the transfer")
     func cancelSubscribers() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.fault, "/drip?cancel-one")
         let (first, t1) = d.start(url)
         let (second, _) = d.start(url)
@@ -64,7 +65,7 @@ struct DownloaderCoalescingTests {
     @Test("A request after cancel or after finish starts a new transfer")
     func requestAgain() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.fault, "/drip?again")
         let (o1, t1) = d.start(url)
         t1?.cancel()
@@ -80,7 +81,7 @@ struct DownloaderCoalescingTests {
     @Test("cancel() on the token and cancelAllDownloads complete with cancelled, counts drop to 0")
     func cancelAll() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let (o, token) = d.start(s.url(s.fault, "/stall?one"))
         #expect(d.currentDownloadCount == 1)
         token?.cancel()
@@ -105,7 +106,7 @@ struct DownloaderCoalescingTests {
             let config = SDWebImageDownloaderConfig()
             config.maxConcurrentDownloads = 1
             config.executionOrder = order
-            let d = SDWebImageDownloader(config: config)
+            let d = patientDownloader(config)
             // Transfers start in queue order; decodes may finish out of it, so
             // the order is read from the responses.
             let urls = (1...14).map { s.url(s.http, "/img/n\($0 % 8).jpg?\(order)\($0)") }
@@ -124,7 +125,7 @@ struct DownloaderCoalescingTests {
         let s = try #require(servers)
         let config = SDWebImageDownloaderConfig()
         config.maxConcurrentDownloads = 1
-        let d = SDWebImageDownloader(config: config)
+        let d = patientDownloader(config)
         let urls = (1...3).map { s.url(s.http, "/img/n\($0).jpg?prio") }
         let started = ResponseOrder(urls)
         d.isSuspended = true
@@ -150,7 +151,7 @@ struct DownloaderCoalescingTests {
     @Test("200 staggered requests for one URL never lose or double a callback")
     func staggered() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.fault, "/drip?staggered")
         var outcomes: [Outcome] = []
         for i in 0..<200 {
@@ -175,7 +176,7 @@ struct DownloaderCoalescingTests {
     @Test("Stress from many threads: random URLs, joins and cancels; every callback exactly once")
     func stress() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let outcomes = OutcomeBag()
         DispatchQueue.concurrentPerform(iterations: 400) { i in
             let path = ["/img/n\(i % 8).jpg", "/drip?s\(i % 5)", "/stall?s\(i % 3)", "/empty?s\(i % 2)"][i % 4]

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 @Suite("SDWebImageDownloader: modifiers, decryptor, custom operations, notifications, HTTP cache")
@@ -15,33 +16,33 @@ struct DownloaderHooksTests {
     func requestModifier() async throws {
         let s = try #require(servers)
         let url = s.url(s.fault, "/require-token")
-        let plain = await SDWebImageDownloader().load(url)
+        let plain = await patientDownloader().load(url)
         #expect(plain.sdError?.statusCode == 403)
 
         let headers = SDWebImageDownloaderRequestModifier(headers: ["X-Token": "sdwebimage"])
-        let viaContext = await SDWebImageDownloader().load(url, [], [.downloadRequestModifier: headers])
+        let viaContext = await patientDownloader().load(url, [], [.downloadRequestModifier: headers])
         #expect(viaContext.image != nil)
         let config = SDWebImageDownloaderConfig()
         config.requestModifier = headers
-        #expect(await SDWebImageDownloader(config: config).load(url).image != nil)
+        #expect(await patientDownloader(config).load(url).image != nil)
 
         let rewrite = SDWebImageDownloaderRequestModifier { request in
             var r = request
             r.url = s.url(s.http, "/img/n3.jpg")
             return r
         }
-        let rewritten = await SDWebImageDownloader().load(s.url(s.http, "/nothing-here.jpg"), [],
+        let rewritten = await patientDownloader().load(s.url(s.http, "/nothing-here.jpg"), [],
                                                           [.downloadRequestModifier: rewrite])
         #expect(rewritten.image?.width == 19)
         let refuse = SDWebImageDownloaderRequestModifier { _ in nil }
-        let refused = await SDWebImageDownloader().load(url, [], [.downloadRequestModifier: refuse])
+        let refused = await patientDownloader().load(url, [], [.downloadRequestModifier: refuse])
         #expect(refused.sdError?.code == .invalidDownloadOperation && refused.finished == 1)
     }
 
     @Test("Response modifiers: a changed status is checked and shown on the token; nil gives invalidDownloadResponse")
     func responseModifier() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.http, "/img/small.jpg")
         let to404 = SDWebImageDownloaderResponseModifier(statusCode: 404, headers: ["X-Modified": "yes"])
         let (o, token) = d.start(url, [], [.downloadResponseModifier: to404])
@@ -61,7 +62,7 @@ struct DownloaderHooksTests {
     @Test("Decryptors: base64 bodies decode; nil gives badImageData")
     func decryptor() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.fault, "/base64")
         let encoded = await d.load(url)
         #expect(encoded.sdError?.code == .badImageData)
@@ -69,14 +70,14 @@ struct DownloaderHooksTests {
         #expect(decoded.image?.width == 64 && decoded.previews.isEmpty)
         let config = SDWebImageDownloaderConfig()
         config.decryptor = SDWebImageDownloaderDecryptor { _, _ in nil }
-        let failed = await SDWebImageDownloader(config: config).load(s.url(s.http, "/img/small.jpg"))
+        let failed = await patientDownloader(config).load(s.url(s.http, "/img/small.jpg"))
         #expect(failed.sdError?.code == .badImageData)
     }
 
     @Test("Notifications: start, response, stop, finish on success; no finish on failure")
     func notifications() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let ok = s.url(s.http, "/img/n5.jpg?notify")
         let log = NotificationLog(url: ok)
         _ = await d.load(ok)
@@ -94,7 +95,7 @@ struct DownloaderHooksTests {
     @Test("useHTTPCache revalidates with the ETag: 304 gives the bytes back, or cacheNotModified when told to")
     func httpCache() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.http, "/img/n6.jpg")
         let first = await d.load(url, .useHTTPCache)
         #expect(first.image != nil)
@@ -111,13 +112,13 @@ struct DownloaderHooksTests {
     @Test("handleCookies: a cookie set by one response goes back with the next; never without the option")
     func cookies() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         #expect(await d.load(s.url(s.fault, "/set-cookie"), .handleCookies).image != nil)
         let with = await d.load(s.url(s.fault, "/need-cookie"), .handleCookies)
         #expect(with.image != nil)
         let without = await d.load(s.url(s.fault, "/need-cookie?plain"))
         #expect(without.sdError?.statusCode == 403)
-        let other = await SDWebImageDownloader().load(s.url(s.fault, "/need-cookie?other"), .handleCookies)
+        let other = await patientDownloader().load(s.url(s.fault, "/need-cookie?other"), .handleCookies)
         #expect(other.sdError?.statusCode == 403)  // cookies stay within one downloader
     }
 
@@ -126,7 +127,7 @@ struct DownloaderHooksTests {
         let s = try #require(servers)
         let config = SDWebImageDownloaderConfig()
         config.operationClass = MemoryOperation.self
-        let d = SDWebImageDownloader(config: config)
+        let d = patientDownloader(config)
         let o = await d.load(URL(string: "memory://anything.png"))
         #expect(o.image?.width == 3 && o.image?.height == 2)
         d.config.operationClass = nil
@@ -137,7 +138,7 @@ struct DownloaderHooksTests {
     func priorityForAnyOperationClass() async throws {
         let config = SDWebImageDownloaderConfig()
         config.operationClass = ParkedOperation.self
-        let d = SDWebImageDownloader(config: config)
+        let d = patientDownloader(config)
         let url = URL(string: "memory://parked.png")!
         let (o1, t1) = d.start(url, .lowPriority)
         let (o2, t2) = d.start(url)

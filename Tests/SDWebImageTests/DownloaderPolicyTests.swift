@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Synchronization
 import Testing
 
@@ -30,7 +31,7 @@ struct DownloaderPolicyTests {
         var policy = config.urlPolicy
         policy.trustedHosts = ["127.0.0.1"]
         config.urlPolicy = policy
-        let strict = SDWebImageDownloader(config: config)
+        let strict = patientDownloader(config)
         let refused = await download(strict, toLocalhost)
         let e = try #require(refused.1 as? URLError)
         #expect(refused.0 == nil && e.code == .appTransportSecurityRequiresSecureConnection)
@@ -39,7 +40,7 @@ struct DownloaderPolicyTests {
         let file = URL(fileURLWithPath: s.www.appendingPathComponent("img/small.jpg").path)
         #expect((await download(strict, file).1 as? URLError)?.code == .unsupportedURL)  // no file: in the preset
 
-        let open = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        let open = patientDownloader()
         #expect(await download(open, toLocalhost).0 != nil)
         #expect(await download(open, file).0 != nil)
     }
@@ -60,7 +61,7 @@ struct DownloaderPolicyTests {
         var policy = preset.urlPolicy
         policy.trustedHosts = ["127.0.0.1"]
         preset.urlPolicy = policy
-        let strict = SDWebImageDownloader(config: preset)
+        let strict = patientDownloader(preset)
         let refused = await download(strict, wide)
         #expect(refused.0 == nil)
         #expect("\(refused.1.map { "\($0)" } ?? "")".contains("too large"))
@@ -68,12 +69,12 @@ struct DownloaderPolicyTests {
 
         let tight = SDWebImageDownloaderConfig()
         tight.decodeLimits.maxCodecMemory = 1 << 20
-        let small = SDWebImageDownloader(config: tight)
+        let small = patientDownloader(tight)
         let r = await download(small, prog)
         #expect(r.0 == nil && r.1 != nil)
         #expect(await download(small, s.url(s.http, "/img/big.jpg")).0?.size.width == 1000)  // baseline: no coefficients
         // a request asking for more than the config's cap gets the cap
-        let asked = SDWebImageDownloader(config: preset)
+        let asked = patientDownloader(preset)
         var o = DecodeOptions()
         o.maxDimension = 1 << 16
         let viaContext = await awaitCallback { done in
@@ -82,7 +83,7 @@ struct DownloaderPolicyTests {
         }
         #expect(viaContext.0 == nil && viaContext.1 != nil)
 
-        let open = SDWebImageDownloader(config: SDWebImageDownloaderConfig())
+        let open = patientDownloader()
         #expect(await download(open, wide).0?.size.width == 8200)
     }
 
@@ -93,12 +94,12 @@ struct DownloaderPolicyTests {
         let metadata = try #require(URL(string: "http://169.254.169.254/latest/meta-data/"))
         let plain = SDWebImageDownloaderConfig()
         plain.proxy = s.fault  // the fault server answers absolute-form requests as a stand-in proxy
-        #expect(await download(SDWebImageDownloader(config: plain), name).0 != nil)
-        #expect(await download(SDWebImageDownloader(config: SDWebImageDownloaderConfig()), name).0 == nil)
+        #expect(await download(patientDownloader(plain), name).0 != nil)
+        #expect(await download(patientDownloader(), name).0 == nil)
 
         let preset = SDWebImageDownloaderConfig.server()
         preset.proxy = s.fault
-        let strict = SDWebImageDownloader(config: preset)
+        let strict = patientDownloader(preset)
         #expect(await download(strict, name).0 != nil)
         let refused = await download(strict, metadata)
         #expect((refused.1 as? URLError)?.code == .appTransportSecurityRequiresSecureConnection)
@@ -109,7 +110,7 @@ struct DownloaderPolicyTests {
         let s = try #require(servers)
         let config = SDWebImageDownloaderConfig()
         config.urlPolicy = URLPolicy(allowedHosts: ["127.0.0.1"])
-        let d = SDWebImageDownloader(config: config)
+        let d = patientDownloader(config)
         #expect(await download(d, s.url(s.fault, "/ok")).0 != nil)
         let away = s.url(s.fault, "/redirect?to=http%3A%2F%2Fcdn.example.invalid%2Fa.jpg")
         let r = await download(d, away)
@@ -137,7 +138,8 @@ struct DownloaderPolicyTests {
 
         // an operation of one's own gets the template in its environment
         p.operationClass = TemplateProbeOperation.self
-        #expect(await SDWebImageDownloader(config: p).load(URL(string: "memory://probe.png")).image != nil)
+        // (a memory:// load: no transfer, and the timeouts are among what it checks)
+        #expect(await SDWebImageDownloader(config: p).load(URL(string: "memory://probe.png")).image != nil)  // patience: no transfer
         let seen = try #require(TemplateProbeOperation.seen.withLock { $0 })
         #expect(seen.policy == .server && seen.lowSpeedTime == 7 && seen.connectTimeout == 5 && seen.username == "cu")
 
@@ -147,9 +149,9 @@ struct DownloaderPolicyTests {
         #expect(config.maxRedirects == 0)
         let once = s.url(s.fault, "/redirect?to=" + s.url(s.fault, "/ok").absoluteString
             .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
-        let capped = await SDWebImageDownloader(config: config).load(once)
+        let capped = await patientDownloader(config).load(once)
         #expect(capped.sdError?.code == .invalidDownloadStatusCode && capped.sdError?.statusCode == 302)  // not followed
-        #expect(await SDWebImageDownloader().load(once).image != nil)
+        #expect(await patientDownloader().load(once).image != nil)
     }
 }
 
@@ -183,7 +185,7 @@ struct DownloaderTimeoutTests {
         config.callbackQueue = DispatchQueue(label: "timeouts.callbacks")  // timed: not behind other tests' callbacks
         config.downloadTimeout = 1
         #expect(config.downloadTotalTimeout == 120)
-        let d = SDWebImageDownloader(config: config)
+        let d = SDWebImageDownloader(config: config)  // patience: the idle timeout under test
         let t0 = Date()
         // a piece every 80 ms: a twelfth of the idle timeout (a starved run may take ten times as long)
         let slow = await download(d, s.url(s.fault, "/slow-drip?total=2500&gap=80&i=1"))
@@ -196,7 +198,8 @@ struct DownloaderTimeoutTests {
         bounded.callbackQueue = DispatchQueue(label: "timeouts.callbacks")  // timed: not behind other tests' callbacks
         bounded.downloadTimeout = 1
         bounded.downloadTotalTimeout = 1.2
-        let r = await download(SDWebImageDownloader(config: bounded), s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
+        let r = await download(SDWebImageDownloader(config: bounded),  // patience: the total timeout under test
+                            s.url(s.fault, "/slow-drip?total=2500&gap=150&i=3"))
         #expect((r.1 as? URLError)?.code == .timedOut)
     }
 
@@ -241,7 +244,7 @@ struct DownloaderTimeoutTests {
         config.downloadTimeout = 0  // only the connect timeout may end it
         config.downloadTotalTimeout = 0
         let url = try #require(URL(string: "http://127.0.0.1:\(UInt16(bigEndian: a.sin_port))/x"))
-        let r = await download(SDWebImageDownloader(config: config), url)
+        let r = await download(SDWebImageDownloader(config: config), url)  // patience: the connect timeout under test
         let e = try #require(r.1 as? URLError)
         #expect(e.code == .timedOut)
         // curl says how long it waited: the 0.5 s asked for (ten times that
@@ -269,7 +272,8 @@ struct DownloaderTimeoutTests {
         // `make test`s at once on two cores the answer reached the test after
         // ~60 s in two runs of three, long after the transfer ended)
         let t0 = Date()
-        let r = await download(SDWebImageDownloader(config: config), s.url(s.fault, "/slow-drip?total=60000&gap=200&i=4"))
+        let r = await download(SDWebImageDownloader(config: config),  // patience: the low-speed floor under test
+                               s.url(s.fault, "/slow-drip?total=60000&gap=200&i=4"))
         let e = try #require(r.1 as? URLError)
         #expect(e.code == .timedOut)
         let text = "\(e.userInfo[NSLocalizedDescriptionKey] ?? "")"

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Downloads that break part-way resume from where they stopped (Range +
@@ -26,7 +27,7 @@ struct DownloaderResumeTests {
         for capacity in [32 << 20, 0] {
             let config = SDWebImageDownloaderConfig()
             config.resumableDataCapacity = capacity
-            let d = SDWebImageDownloader(config: config)
+            let d = patientDownloader(config)
             let k = id("dl\(capacity)")
             let url = s.url(s.fault, "/resumable?id=\(k)")
             let first = await download(d, url)
@@ -42,7 +43,7 @@ struct DownloaderResumeTests {
         let s = try #require(servers)
         let whole = try Data(contentsOf: s.www.appendingPathComponent("img/small.jpg"))
         let cache = makeCache()
-        let m = SDWebImageManager(cache: cache, loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: cache, loader: patientDownloader())
         m.retryPolicy = SDWebImageRetryPolicy(maxRetryCount: 2, initialDelay: 0.02, jitter: 0)
         let k = id("mgr")
         let url = s.url(s.fault, "/resumable?id=\(k)")

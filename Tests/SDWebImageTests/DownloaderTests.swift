@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// SDWebImageDownloader against the real nginx and the fault server
@@ -15,8 +16,8 @@ struct DownloaderTests {
 
     @Test("The shared downloader is a separate instance; default and custom headers")
     func headers() {
-        let d = SDWebImageDownloader()
-        #expect(d !== SDWebImageDownloader.shared)
+        let d = SDWebImageDownloader()  // patience: the defaults under test; it loads nothing
+        #expect(d !== SDWebImageDownloader.shared)  // patience: identity only
         #expect(d.value(forHTTPHeaderField: "Accept") == "image/*,*/*;q=0.8")
         #expect(d.value(forHTTPHeaderField: "user-agent")?.hasPrefix("SDWebImage-Linux/") == true)
         d.setValue("v1", forHTTPHeaderField: "X-Test")
@@ -35,7 +36,7 @@ struct DownloaderTests {
     @Test("A JPEG downloads: image, the exact bytes, finished once, response and metrics on the token")
     func simpleJPEG() async throws {
         let s = try #require(servers, "test servers could not start (nginx, openssl, python3)")
-        let d = SDWebImageDownloader(config: nil)
+        let d = patientDownloader()
         let url = s.url(s.http, "/img/small.jpg")
         let (o, token) = d.start(url)
         await o.wait()
@@ -54,7 +55,7 @@ struct DownloaderTests {
     @Test("A PNG with alpha downloads; @2x in the name sets the scale")
     func pngAndScale() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let png = await d.load(s.url(s.http, "/img/alpha.png"))
         #expect(png.image?.format == .png && png.image?.hasAlpha == true && png.image?.width == 50)
         let retina = await d.load(s.url(s.http, "/img/small@2x.jpg"))
@@ -65,7 +66,7 @@ struct DownloaderTests {
 
     @Test("nil URL gives invalidURL with no image and no data")
     func nilURL() async {
-        let o = await SDWebImageDownloader.shared.load(nil)
+        let o = await SDWebImageDownloader.shared.load(nil)  // patience: a nil URL: nothing is fetched
         #expect(o.image == nil && o.data == nil && o.finished == 1)
         #expect(o.sdError?.code == .invalidURL)
     }
@@ -73,7 +74,7 @@ struct DownloaderTests {
     @Test("404 gives invalidDownloadStatusCode with the status; 401 without credentials, success with them")
     func statusAndAuth() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let missing = await d.load(s.url(s.http, "/img/missing.jpg"))
         #expect(missing.image == nil && missing.data == nil && missing.finished == 1)
         #expect(missing.sdError?.code == .invalidDownloadStatusCode && missing.sdError?.statusCode == 404)
@@ -88,17 +89,17 @@ struct DownloaderTests {
         let config = SDWebImageDownloaderConfig()
         config.username = "user"
         config.password = "secret"
-        let ok = await SDWebImageDownloader(config: config).load(url)
+        let ok = await patientDownloader(config).load(url)
         #expect(ok.image?.width == 20 && ok.error == nil)
         let credential = SDWebImageDownloaderConfig()
         credential.urlCredential = URLCredential(user: "user", password: "secret", persistence: .none)
-        #expect(await SDWebImageDownloader(config: credential).load(url).image?.height == 10)
+        #expect(await patientDownloader(credential).load(url).image?.height == 10)
     }
 
     @Test("Empty, undecodable and zero-pixel bodies give badImageData")
     func badData() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         for url in [s.url(s.http, "/img/empty.jpg"), s.url(s.fault, "/empty"), s.url(s.fault, "/html"),
                     s.url(s.http, "/img/zero.jpg")] {
             let o = await d.load(url)
@@ -110,7 +111,7 @@ struct DownloaderTests {
     @Test("Network failures keep their cause as URLError")
     func networkCauses() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let tls = await d.load(s.url(s.https, "/img/small.jpg"))
         #expect((tls.error as? URLError)?.code == .secureConnectionFailed)
         let trusted = await d.load(s.url(s.https, "/img/small.jpg"), .allowInvalidSSLCertificates)
@@ -118,7 +119,7 @@ struct DownloaderTests {
 
         let config = SDWebImageDownloaderConfig()
         config.downloadTimeout = 0.5
-        let stalled = await SDWebImageDownloader(config: config).load(s.url(s.fault, "/stall"))
+        let stalled = await SDWebImageDownloader(config: config).load(s.url(s.fault, "/stall"))  // patience: the timeout under test
         #expect((stalled.error as? URLError)?.code == .timedOut)
         let short = await d.load(s.url(s.fault, "/short"))
         #expect((short.error as? URLError)?.code == .networkConnectionLost)
@@ -136,23 +137,23 @@ struct DownloaderTests {
         let url = s.url(s.http, "/img/small.jpg")
         let codes = SDWebImageDownloaderConfig()
         codes.acceptableStatusCodes = IndexSet(integer: 1)
-        let o1 = await SDWebImageDownloader(config: codes).load(url)
+        let o1 = await patientDownloader(codes).load(url)
         #expect(o1.sdError?.code == .invalidDownloadStatusCode && o1.sdError?.statusCode == 200)
         codes.acceptableStatusCodes = IndexSet([200, 204])  // not a range: checked in Swift
-        #expect(await SDWebImageDownloader(config: codes).load(url).image != nil)
+        #expect(await patientDownloader(codes).load(url).image != nil)
 
         let types = SDWebImageDownloaderConfig()
         types.acceptableContentTypes = ["application/json"]
-        let o2 = await SDWebImageDownloader(config: types).load(url)
+        let o2 = await patientDownloader(types).load(url)
         #expect(o2.sdError?.code == .invalidDownloadContentType)
         types.acceptableContentTypes = ["image/jpeg"]
-        #expect(await SDWebImageDownloader(config: types).load(url).image != nil)
+        #expect(await patientDownloader(types).load(url).image != nil)
     }
 
     @Test("avoidDecodeImage gives the bytes and no image; scaleDownLargeImages and thumbnails bound the bitmap")
     func decodeChoices() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let url = s.url(s.http, "/img/big.jpg")
         let raw = await d.load(url, .avoidDecodeImage)
         #expect(raw.image == nil && raw.error == nil && (raw.data?.count ?? 0) > 1000)
@@ -170,7 +171,7 @@ struct DownloaderTests {
         for interval in [0.0, 0.51] {
             let config = SDWebImageDownloaderConfig()
             config.minimumProgressInterval = interval
-            let o = await SDWebImageDownloader(config: config).load(s.url(s.fault, "/drip"))
+            let o = await patientDownloader(config).load(s.url(s.fault, "/drip"))
             let calls = o.progressCalls
             let total = try #require(o.data?.count)
             #expect(o.image != nil)
@@ -215,7 +216,7 @@ struct DownloaderTests {
     @Test("Callbacks run on the context's queue, else on the config's")
     func callbackQueues() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let mine = DispatchQueue(label: "mine")
         let (o, _) = d.start(s.url(s.http, "/img/n1.jpg"), [], nil, queue: mine)
         await o.wait()
@@ -227,7 +228,7 @@ struct DownloaderTests {
         let config = SDWebImageDownloaderConfig()
         config.callbackQueue = configQueue
         let onConfigQueue: Bool = await withCheckedContinuation { c in
-            SDWebImageDownloader(config: config).downloadImage(with: s.url(s.http, "/img/n2.jpg")) { (_, _, _, _) in
+            patientDownloader(config).downloadImage(with: s.url(s.http, "/img/n2.jpg")) { (_, _, _, _) in
                 c.resume(returning: DispatchQueue.getSpecific(key: key) == 7)
             }
         }
@@ -237,7 +238,7 @@ struct DownloaderTests {
     @Test("async/await: result with response and metrics; task cancellation gives cancelled")
     func async() async throws {
         let s = try #require(servers)
-        let d = SDWebImageDownloader()
+        let d = patientDownloader()
         let r = try await d.downloadImage(with: s.url(s.http, "/img/small.jpg"))
         #expect(r.image?.width == 64 && (r.response as? HTTPURLResponse)?.statusCode == 200 && r.metrics != nil)
         await #expect(throws: URLError.self) { try await d.downloadImage(with: URL(string: "http://127.0.0.1:\(try closedPort())/")) }

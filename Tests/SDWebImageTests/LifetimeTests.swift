@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Objects go away when their users let go: no cycles keep a downloader (and
@@ -17,7 +18,7 @@ struct LifetimeTests {
         weak var weakCache: SDImageCache?
         do {
             let cache = makeCache()
-            let downloader = SDWebImageDownloader()
+            let downloader = patientDownloader()
             let manager = SDWebImageManager(cache: cache, loader: downloader)
             (weakDownloader, weakManager, weakCache) = (downloader, manager, cache)
             _ = await manager.load(s.url(s.http, "/img/n1.jpg?life"))

@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Every fault of the fault server through the whole manager (issue 7): the
@@ -16,10 +17,10 @@ struct ManagerFaultTests {
         let config = SDWebImageDownloaderConfig()
         config.downloadTimeout = 1
         config.maxConcurrentDownloads = 16  // all at once: a queued one would eat into its 1 s
-        let downloader = SDWebImageDownloader(config: config)
+        let downloader = SDWebImageDownloader(config: config)  // patience: the two faults that must time out
         let m = SDWebImageManager(cache: cache, loader: downloader)
         // Only the two that must time out get the short timeout's downloader.
-        let patient = SDWebImageDownloader()
+        let patient = patientDownloader()
         let cases: [(String, (any Error) -> Bool)] = [
             ("/stall", { ($0 as? URLError)?.code == .timedOut }),
             ("/reset", { ($0 as? URLError)?.code == .networkConnectionLost }),

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Retry with backoff against the fault server's /flaky (fails the first N
@@ -17,7 +18,7 @@ struct ManagerRetryTests {
     func id(_ name: String) -> String { "\(name)-\(UInt32.random(in: 0...UInt32.max))" }
 
     func manager(_ policy: SDWebImageRetryPolicy?) -> SDWebImageManager {
-        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         m.retryPolicy = policy
         return m
     }

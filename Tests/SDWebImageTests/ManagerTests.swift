@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Everything a manager load reported.
@@ -52,7 +53,7 @@ extension SDWebImageManager {
 
 func makeManager(_ cache: SDImageCache? = nil) -> (SDWebImageManager, SDImageCache) {
     let c = cache ?? makeCache()
-    return (SDWebImageManager(cache: c, loader: SDWebImageDownloader()), c)
+    return (SDWebImageManager(cache: c, loader: patientDownloader()), c)
 }
 
 @Suite("SDWebImageManager (ports of SDWebImageManagerTests)", .serialized)
@@ -63,7 +64,7 @@ struct ManagerTests {
     func cacheThenNetwork() async throws {
         let s = try #require(servers, "test servers could not start")
         let (m, c) = makeManager()
-        #expect(m !== SDWebImageManager.shared)
+        #expect(m !== SDWebImageManager.shared)  // patience: identity only
         let url = s.url(s.http, "/img/small.jpg?m1")
         let log = LoadLog()
         let op = m.loadImage(with: url, completed: log.block)  // isRunning while loading: see operations()
@@ -250,7 +251,7 @@ struct ManagerTests {
     func refreshCachedCustomCache() async throws {
         let s = try #require(servers)
         let cache = DictionaryCache()
-        let m = SDWebImageManager(cache: cache, loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: cache, loader: patientDownloader())
         let file = s.www.appendingPathComponent("img/refresh-custom.jpg")
         try TestServers.jpeg(width: 26, height: 18, progressive: false).write(to: file)
         let url = s.url(s.http, "/img/refresh-custom.jpg")
@@ -498,7 +499,7 @@ struct ManagerSharingTests {
     @Test("A slow transformer holds up only its own load: another load's download completes meanwhile (issue 19)")
     func transformerDoesNotBlockOthers() async throws {
         let s = try #require(servers, "test servers could not start")
-        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
         let slow = LoadLog()
         m.loadImage(with: s.url(s.fault, "/ok?slow-\(UUID().uuidString)"),
@@ -527,7 +528,7 @@ struct ManagerSharingTests {
         let s = try #require(servers, "test servers could not start")
         let inner = makeCache()
         let counting = CountingCache(inner)
-        let m = SDWebImageManager(cache: counting, loader: SDWebImageDownloader())
+        let m = SDWebImageManager(cache: counting, loader: patientDownloader())
         // The download's last piece waits for the gate, opened once every
         // waiter has asked the downloader: a starved machine (TSan, a second
         // build) cannot finish it before the last one joins.

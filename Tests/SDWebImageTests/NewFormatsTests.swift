@@ -2,6 +2,7 @@ import Foundation
 import SDCoders
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// HEIC and JPEG XL through the Swift layers, which have no code of their

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Collects a prefetch's callbacks.
@@ -103,7 +104,7 @@ struct PrefetcherTests {
         await log.wait()
         #expect(log.result?.finished == 6 && log.result?.skipped == 6 && token.isCancelled)
 
-        let downloader = SDWebImageDownloader()
+        let downloader = patientDownloader()
         let m = SDWebImageManager(cache: makeCache(), loader: downloader)
         let p2 = SDWebImagePrefetcher(imageManager: m)
         let log2 = PrefetchLog()

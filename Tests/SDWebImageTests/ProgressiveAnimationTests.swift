@@ -1,6 +1,7 @@
 import Foundation
 import SDTestSupport
 @testable import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// Feeds `data` to `coder` in pieces (sizes from `sizes`), handing each
@@ -199,7 +200,7 @@ extension ProgressiveAnimationTests {
         // .decodeFirstFrameOnly: no animation, so far or at the end
         let (url, _, gate) = try drip("third_party/pillow/chi.gif", pieces: 6)
         open(gate)
-        let still = await SDWebImageDownloader().load(url, [.progressiveLoad, .decodeFirstFrameOnly])
+        let still = await patientDownloader().load(url, [.progressiveLoad, .decodeFirstFrameOnly])
         #expect(still.image?.sd_isAnimated == false && !still.previews.contains { $0 is SDAnimatedImage })
     }
 

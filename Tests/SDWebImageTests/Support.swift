@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 
 /// Everything one download reported, checked after it finished.
 final class Outcome: @unchecked Sendable {
@@ -171,17 +172,6 @@ struct HeldDrip {
     }
 
     func open() { _ = servers.faultGet("/open?gate=\(gate)") }
-}
-
-/// A downloader that waits out held drips: an idle timeout that outlasts any
-/// wait for a held piece (the default 15 s does not, on a machine running
-/// every suite under TSan at once; a gate once opened by itself after 30 s
-/// and the "animation so far" was the whole one), and no total one.
-func patientDownloader() -> SDWebImageDownloader {
-    let config = SDWebImageDownloaderConfig()
-    config.downloadTimeout = 900
-    config.downloadTotalTimeout = 0
-    return SDWebImageDownloader(config: config)
 }
 
 /// Run blocking work (waitpid, reading a child's pipe) off Swift's cooperative

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SDTestSupport
 import SDWebImage
+import SDWebImageTestSupport
 import Testing
 
 /// A view for the WebCache layer: records what it was asked to show, on its queue.
@@ -282,9 +283,7 @@ struct WebCacheTests {
     func cancelOnDealloc() async throws {
         // the stalled body must outlast a starved machine's slowest step
         // (the default 15 s idle timeout once ended the load first under TSan)
-        let config = SDWebImageDownloaderConfig()
-        config.downloadTimeout = 120
-        let m = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader(config: config))
+        let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let called = Counter()
         var view: TestImageView? = TestImageView()
         weak let weakView = view

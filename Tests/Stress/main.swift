@@ -35,6 +35,7 @@ import MetricsTestKit
 import SDCache
 import SDDownloader
 import SDWebImage
+import SDWebImageTestSupport
 
 /// The image of key `i`: a size and colour only `i` gives.
 func expected(_ i: Int) -> (width: Int, height: Int, pixel: UInt32) {
@@ -165,6 +166,7 @@ case "populate":
     for i in 0..<n { try? c.storeImageData(toDisk: encoded(i, big: true), forKey: "k\(i)") }
     exit(0)
 case "shared-coder":
+    makeDefaultsPatient()  // before the shared downloader is first used: it copies the defaults then
     final class ToyCoder: SDImageCoder, @unchecked Sendable {
         func canDecode(from data: Data?) -> Bool { data?.starts(with: Array("SDTOY".utf8)) ?? false }
         func decodedImage(with data: Data?, options: SDImageCoderOptions?) -> SDImage? {
@@ -181,7 +183,7 @@ case "shared-coder":
     func load(_ url: URL) -> String {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var line = ""
-        SDWebImageDownloader.shared.downloadImage(with: url, options: [], context: nil, progress: nil) { image, _, error, _ in
+        SDWebImageDownloader.shared.downloadImage(with: url, options: [], context: nil, progress: nil) { image, _, error, _ in  // patience: the shared downloader under test, made patient above
             line = image.map { i in
                 let p = i.withUnsafeBytes { $0.load(as: UInt32.self) }
                 return "image \(i.width)x\(i.height) \(String(p, radix: 16))"
@@ -237,7 +239,7 @@ case "observability":
     let metrics = TestMetrics()
     MetricsSystem.bootstrap(metrics)
     // a manager and downloader made with no logger: the library's default prints nothing
-    let quiet = SDWebImageManager(cache: cacheWithMemory(args[2] + "-quiet"), loader: SDWebImageDownloader(config: SDWebImageDownloaderConfig()))
+    let quiet = SDWebImageManager(cache: cacheWithMemory(args[2] + "-quiet"), loader: patientDownloader())
     do {
         let done = DispatchSemaphore(value: 0)
         quiet.loadImage(with: URL(string: args[4] + "&quiet")!, options: [], context: nil, progress: nil) { _, _, _, _, finished, _ in
@@ -253,7 +255,7 @@ case "observability":
     let dconfig = SDWebImageDownloaderConfig()
     dconfig.logger = Logger(label: "sdwebimage.downloader")
     dconfig.metricsDimensions = [("instance", "obs")]
-    let m = SDWebImageManager(cache: imageCache, loader: SDWebImageDownloader(config: dconfig),
+    let m = SDWebImageManager(cache: imageCache, loader: patientDownloader(dconfig),
                               logger: Logger(label: "sdwebimage.manager"), metricsDimensions: [("instance", "obs")])
     func load(_ s: String) {
         let done = DispatchSemaphore(value: 0)
