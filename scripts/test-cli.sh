@@ -111,6 +111,20 @@ check "missing file fails" '[ $rc -eq 1 ]'
 "$bin" decode "$tmp/page.jpg" --max-pixel-size 0 2>/dev/null; rc=$?
 check "usage error exits 2" '[ $rc -eq 2 ]'
 
+# Huge images under an address-space limit (ulimit -v 2 GiB): a clean
+# error before allocating, never a trap (a failed Swift allocation is
+# SIGILL). The decode budget takes half of the room left under the limit.
+printf '<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="100%%" height="100%%" fill="red"/></svg>' > "$tmp/huge.svg"
+(ulimit -v 2097152; exec "$bin" decode "$tmp/huge.svg" --raw "$tmp/huge.raw") 2>"$tmp/err"; rc=$?
+check "a 100000x100000 SVG under ulimit -v 2 GiB: 'too large for the memory limit', exit 1 ($rc)" '[ $rc -eq 1 ] && grep -q "too large for the memory limit" "$tmp/err"'
+/usr/bin/python3 -c 'from PIL import Image; Image.new("RGB", (16000, 16000), (58, 170, 102)).save("'"$tmp"'/huge.jpg", quality=50)'
+(ulimit -v 2097152; exec "$bin" decode "$tmp/huge.jpg" --raw "$tmp/huge.raw") 2>"$tmp/err"; rc=$?
+check "a 16000x16000 JPEG under ulimit -v 2 GiB: 'too large for the memory limit', exit 1 ($rc)" '[ $rc -eq 1 ] && grep -q "too large for the memory limit" "$tmp/err"'
+# with room for the canvas (3 GiB) the SVG, shrunk to 16384x16384, is written whole
+(ulimit -v 3145728; exec "$bin" decode "$tmp/huge.svg" --raw "$tmp/huge.raw") 2>"$tmp/err"; rc=$?
+check "the same SVG under ulimit -v 3 GiB: 16384x16384 written raw ($rc)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$tmp/huge.raw")" -eq $((16384 * 16384 * 4)) ] && grep -q "^16384x16384 svg" "$tmp/err"'
+rm -f "$tmp/huge.raw" "$tmp/huge.jpg"
+
 # samples, fetch and cache against nginx on loopback
 "$bin" samples --out "$tmp/www/img" --count 8 >/dev/null; rc=$?
 check "samples written" '[ $rc -eq 0 ] && [ $(ls "$tmp/www/img" | wc -l) -eq 12 ]'

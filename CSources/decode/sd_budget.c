@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "decode/sd_decoder_int.h"
@@ -16,6 +17,7 @@
 static int64_t g_limit; /* 0: the default */
 static int64_t g_used;
 static int64_t g_default;
+static int g_default_from_rlimit; /* the default is bounded by ulimit -v / -d */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* The cgroup v2 memory limit of this process, 0 if none is readable. */
@@ -43,6 +45,31 @@ static int64_t cgroup_limit(void)
     return v > 0 ? v : 0;
 }
 
+/* The address space this process may still map under RLIMIT_AS and
+ * RLIMIT_DATA (ulimit -v, -d), the smaller; -1 when neither is set. Beyond
+ * it an allocation fails, and in Swift a failed allocation is a trap, not an
+ * error: so the budget keeps decodes inside it. */
+static int64_t rlimit_room(void)
+{
+    long long vm = 0, data = 0, x;
+    long page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "re"); /* size resident shared text lib data ... (pages) */
+    if (f) {
+        if (fscanf(f, "%lld %lld %lld %lld %lld %lld", &vm, &x, &x, &x, &x, &data) != 6)
+            vm = data = 0;
+        fclose(f);
+    }
+    int64_t room = -1;
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+        room = SD__MAX((int64_t)r.rlim_cur - (int64_t)vm * page, (int64_t)0);
+    if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+        int64_t d = SD__MAX((int64_t)r.rlim_cur - (int64_t)data * page, (int64_t)0);
+        room = room < 0 ? d : SD__MIN(room, d);
+    }
+    return room;
+}
+
 static void init_default(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -51,6 +78,14 @@ static void init_default(void)
     if (cg > 0 && cg < mem)
         mem = cg;
     g_default = SD__MAX(mem / 2, (int64_t)SD__BUDGET_MIN);
+    /* Under an address-space limit: half of what is left when the first
+     * decode starts, the other half for what the caller makes of the
+     * bitmaps (a copy, an encoder's buffers) and the codecs' own memory. */
+    int64_t room = rlimit_room();
+    if (room >= 0 && room / 2 < g_default) {
+        g_default = room / 2;
+        g_default_from_rlimit = 1;
+    }
 }
 
 static int64_t limit_now(void)
@@ -86,6 +121,18 @@ int sd__decoder_charge(sd_decoder *d, uint64_t bytes, const char *what)
 {
     int64_t want = bytes > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)bytes, limit, used;
     if (sd__budget_take(want, &limit, &used) != SD_OK) {
+        if (want > limit && __atomic_load_n(&g_limit, __ATOMIC_RELAXED) == 0 && g_default_from_rlimit) {
+            sd__decoder_msg(d, "image too large for the memory limit: %s needs %lld bytes, the decode budget "
+                               "is %lld bytes (half of the address space left under ulimit -v/-d)",
+                            what, (long long)want, (long long)limit);
+            return SD_ENOMEM;
+        }
+        if (want > limit) {
+            sd__decoder_msg(d, "image too large for the memory limit: %s needs %lld bytes, the decode budget "
+                               "is %lld bytes (sd_set_decode_memory_budget)",
+                            what, (long long)want, (long long)limit);
+            return SD_ENOMEM;
+        }
         sd__decoder_msg(d, "decode memory budget exhausted: %s needs %lld bytes, %lld of the %lld-byte "
                            "budget are in use by decodes in flight (sd_set_decode_memory_budget)",
                         what, (long long)want, (long long)used, (long long)limit);

@@ -106,16 +106,23 @@ struct Decode: ParsableCommand {
         }
         let bitmap = image.bitmap
         if let raw {
+            // straight from the bitmap: no second full-size copy (under a
+            // memory limit that copy is what would not fit)
+            let out: FileHandle?
+            if raw == "-" {
+                out = FileHandle.standardOutput
+            } else if FileManager.default.createFile(atPath: raw, contents: nil) {
+                out = FileHandle(forWritingAtPath: raw)
+            } else {
+                out = nil
+            }
+            guard let out else { fail("cannot write \(raw)") }
             bitmap.withUnsafeBytes { bytes in
-                let data = Data(bytes)
-                if raw == "-" {
-                    do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
-                        fail("cannot write -: \(error.localizedDescription)")
-                    }
-                } else if !FileManager.default.createFile(atPath: raw, contents: data) {
-                    fail("cannot write \(raw)")
+                do { try out.write(contentsOf: bytes) } catch {
+                    fail("cannot write \(raw): \(error.localizedDescription)")
                 }
             }
+            if out !== FileHandle.standardOutput { try? out.close() }
         }
         if let png {
             do {

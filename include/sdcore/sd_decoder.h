@@ -409,7 +409,11 @@ SD_API int sd_decode(const void *data, size_t length, sd_bitmap **out);
  *       kept and simply not kept when the budget is spent. The bitmaps
  *       handed out are the caller's and not charged. `bytes` 0 restores the
  *       default: half of the machine's memory or of the cgroup's limit,
- *       whichever is less, at least 256 MiB. The per-decoder limits
+ *       whichever is less, at least 256 MiB; under an address-space limit
+ *       (RLIMIT_AS, RLIMIT_DATA: ulimit -v, -d) at most half of the room
+ *       left when the first decode starts (since 0.10). A charge larger
+ *       than the whole budget fails with "too large for the memory limit".
+ *       The per-decoder limits
  *       (SD_DEC_MAX_PIXELS, SD_DEC_MAX_MEMORY) still apply to each decode.
  * Returns: SD_OK; SD_EINVAL (negative).
  */
