@@ -77,7 +77,9 @@ public struct ImageServer: Sendable {
     public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
         let router = Router(context: ServeRequestContext.self)
         // the router answers these paths; every other GET is an image
-        let (live, ready, metrics) = ("/health/live", "/health/ready", "/metrics")
+        // `/health` is imgproxy's path (an operator's probes keep working)
+        let (health, live, ready, metrics) = ("/health", "/health/live", "/health/ready", "/metrics")
+        router.get(RouterPath(health)) { _, _ in "ok\n" }
         router.get(RouterPath(live)) { _, _ in "ok\n" }
         let readiness = configuration.readiness
         router.get(RouterPath(ready)) { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
@@ -99,7 +101,7 @@ public struct ImageServer: Sendable {
         // every other GET is an image: answered without the router's trie,
         // which costs more than a memory hit's whole answer on a path of
         // many segments (a plain source URL)
-        let routed: Set<String> = Set([live, ready, metrics] + configuration.files.keys)
+        let routed: Set<String> = Set([health, live, ready, metrics] + configuration.files.keys)
         let app = Application(
             responder: ServeResponder(server: self, router: router.buildResponder(), routed: routed),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),

@@ -1,0 +1,62 @@
+#if Serve
+import Foundation
+import SDWebImage
+
+/// How the image fills the requested box (imgproxy's resizing types).
+public enum ResizingType: String, Sendable, CaseIterable {
+    /// Fit inside the box, keeping the aspect ratio.
+    case fit
+    /// Cover the box and crop the overflow (by the gravity).
+    case fill
+    /// As `fill`, but never enlarged: a smaller source is cropped to the box's aspect ratio instead.
+    case fillDown = "fill-down"
+    /// Stretch to the box.
+    case force
+    /// `fill` when the source and the box are both landscape or both portrait, else `fit`.
+    case auto
+}
+
+/// Where a crop keeps the image (imgproxy's gravity types; `sm`, smart
+/// crop, is refused: no saliency detection here).
+public enum Gravity: String, Sendable, CaseIterable {
+    case ce, no, so, ea, we, noea, nowe, soea, sowe
+}
+
+/// The processing options of one request (imgproxy's names, a subset).
+public struct ProcessingOptions: Sendable, Equatable {
+    public var resizingType = ResizingType.fit
+    /// The box in CSS pixels (0: unbounded on that side).
+    public var width = 0, height = 0
+    /// Device pixels per CSS pixel: the box in pixels is `width * dpr` by `height * dpr`.
+    public var dpr = 1.0
+    public var enlarge = false
+    public var gravity = Gravity.ce
+    /// Gravity offsets in pixels (from the gravity's edge).
+    public var gravityX = 0.0, gravityY = 0.0
+    /// 1...100; nil: the server's default.
+    public var quality: Int?
+    /// nil: from `Accept` (`format:auto`, or no extension).
+    public var format: OutputFormat?
+    /// Under transparent pixels when the output has no alpha (JPEG); nil: white.
+    public var background: (r: UInt8, g: UInt8, b: UInt8)?
+    public var autoRotate = true
+
+    public init() {}
+
+    public static func == (a: Self, b: Self) -> Bool { a.cacheKey == b.cacheKey && a.format == b.format }
+
+    /// The box in pixels.
+    public var pixelWidth: Int { Int((Double(width) * dpr).rounded()) }
+    public var pixelHeight: Int { Int((Double(height) * dpr).rounded()) }
+
+    /// Every option that changes the pixels, canonical (the result cache's
+    /// key, with the source URL and the output format).
+    public var cacheKey: String {
+        var k = "rt:\(resizingType.rawValue)/w:\(pixelWidth)/h:\(pixelHeight)/el:\(enlarge ? 1 : 0)"
+        k += "/g:\(gravity.rawValue):\(gravityX):\(gravityY)/ar:\(autoRotate ? 1 : 0)"
+        if let q = quality { k += "/q:\(q)" }
+        if let bg = background { k += "/bg:\(bg.r):\(bg.g):\(bg.b)" }
+        return k
+    }
+}
+#endif
