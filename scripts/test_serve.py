@@ -648,6 +648,8 @@ def run(base):
     src = f"{ORIGIN}/img/{photo}"
     st, _, body = get(base, "/health/live")
     check("/health/live", st == 200, st)
+    st, _, body = get(base, "/health")
+    check("/health (imgproxy's path): 200", st == 200 and body == b"ok\n", (st, body[:80]))
     st, _, body = get(base, "/health/ready")
     check("/health/ready", st == 200, st)
 
