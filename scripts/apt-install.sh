@@ -9,15 +9,25 @@ missing=$(for p in $PACKAGES; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null
 if [ -n "$missing" ]; then
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   echo "installing ($([ "${NO_SERVICES:-0}" = 1 ] && echo "for the tests, no service started" || echo "to build")):" $missing
-  policy=/usr/sbin/policy-rc.d
+  # POLICY_RC_D: only scripts/test-apt-install.sh points it elsewhere
+  policy=${POLICY_RC_D:-/usr/sbin/policy-rc.d}
   placed=0
+  # Ours goes on every exit path (an interrupted install must not leave a
+  # policy that silently blocks every later service start on the host); one
+  # that was there before is never touched.
+  cleanup() { if [ $placed = 1 ]; then $SUDO rm -f "$policy"; placed=0; fi; }
+  trap cleanup EXIT
+  trap 'cleanup; trap - INT; kill -INT $$' INT
+  trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+  trap 'cleanup; trap - HUP; kill -HUP $$' HUP
   if [ "${NO_SERVICES:-0}" = 1 ] && [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod 755 "$policy" && placed=1
+    placed=1  # before writing: a signal mid-write still removes it
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod 755 "$policy"
   fi
   rc=0
   { $SUDO apt-get update -qq && \
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; } || rc=$?
-  [ $placed = 1 ] && $SUDO rm -f "$policy"
+  cleanup
   [ $rc = 0 ] || exit $rc
 fi
 command -v python3 >/dev/null || { SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo; \

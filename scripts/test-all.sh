@@ -75,6 +75,7 @@ t_all=$SECONDS
 run "layering" layering
 run "patient tests (no default timeouts in Tests/)" patience
 run "package (deps by role, licence, version)" bash scripts/check-package.sh
+run "apt-install (its policy-rc.d gone on every exit path)" bash scripts/test-apt-install.sh
 if [ -n "${SERIAL:-}" ]; then
   lane_c
   lane_swift
