@@ -24,7 +24,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
-        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile clean
+        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded clean
 
 all: build
 
@@ -234,6 +234,13 @@ bench: deps-test build-c
 bench-fetch-cli: deps-test build-c
 	$(SWIFT) build -c release --product sdimage
 	@/usr/bin/python3 scripts/bench-sdimage-fetch.py
+
+# make test from fresh clones of HEAD, RUNS times in a row, with
+# stress-ng --cpu LOAD beside it (docs/testing.md has the runs).
+RUNS ?= 5
+LOAD ?= 4
+test-loaded:
+	@RUNS=$(RUNS) LOAD=$(LOAD) bash scripts/test-loaded.sh
 
 clean:
 	rm -rf $(BUILD) .build
