@@ -22,7 +22,10 @@ let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
 // libheif and libjxl are not linked: the core loads them when the first
 // HEIC or JPEG XL arrives (CSources/common/sd_dl.h), so a program that never
 // meets one does not pay for them at start. Their headers (libheif-dev,
-// libjxl-dev) are on the default include path.
+// libjxl-dev) are on the default include path; they are no system-library
+// targets because SwiftPM links whatever such a target's pkg-config names,
+// so when one is missing the codec's source says which package to install
+// (an #error in CSources/decode/heic/sd_heic.c and decode/jxl/sd_jxl.c).
 
 let package = Package(
     name: "SDWebImage",

@@ -18,6 +18,12 @@ check "CHANGELOG.md has Unreleased and the current version $hv" \
 check "every C library the core links is a system-library target with an apt provider (no bare linkedLibrary but libc's libm and libdl)" \
   '[ -z "$(grep -o "linkedLibrary(\"[a-z0-9]*\")" Package.swift | grep -vE "\"(m|dl)\"")" ] &&
    [ $(ls Sources/CSystemLibraries | wc -l) -eq $(grep -c "^    (\"C[A-Za-z]*\", \"[a-z0-9]*\", \"[a-z0-9-]*-dev\")," Package.swift) ]'
+# libheif and libjxl are loaded, not linked, so no system-library target
+# names their packages: their codecs' sources do, before any include. With
+# no include path at all (-nostdinc) each names its package.
+check "a missing libheif or libjxl header names its Debian package" \
+  'gcc -fsyntax-only -nostdinc -I include -I CSources CSources/decode/heic/sd_heic.c 2>&1 | grep -q "apt-get install libheif-dev" &&
+   gcc -fsyntax-only -nostdinc -I include -I CSources CSources/decode/jxl/sd_jxl.c 2>&1 | grep -q "apt-get install libjxl-dev"'
 check "SECURITY.md says how to report privately" 'grep -qi "private vulnerability report" SECURITY.md'
 echo "package: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -16,6 +16,12 @@
  * full image (the resampler finishes it). An image sequence (msf1) is not
  * exposed by libheif 1.15: its primary (first) image is decoded.
  */
+/* First, before any include. Headers only: libheif is loaded on first use, not linked, so no
+ * system-library target (SwiftPM links what pkg-config names) can say
+ * which package is missing; this does (scripts/check-package.sh). */
+#if !__has_include(<libheif/heif.h>)
+#error "libheif's headers are missing: apt-get install libheif-dev (make deps installs every build dependency)"
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

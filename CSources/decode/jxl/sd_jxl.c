@@ -22,6 +22,12 @@
  * steps on from the frame it made last or restarts and skips
  * (JxlDecoderSkipFrames decodes only what later frames refer to).
  */
+/* First, before any include. Headers only: libjxl is loaded on first use, not linked, so no
+ * system-library target (SwiftPM links what pkg-config names) can say
+ * which package is missing; this does (scripts/check-package.sh). */
+#if !__has_include(<jxl/decode.h>)
+#error "libjxl's headers are missing: apt-get install libjxl-dev (make deps installs every build dependency)"
+#endif
 #include <math.h>
 #include <string.h>
 
