@@ -24,7 +24,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
-        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded clean
+        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release clean
 
 all: build
 
@@ -234,6 +234,12 @@ bench: deps-test build-c
 bench-fetch-cli: deps-test build-c
 	$(SWIFT) build -c release --product sdimage
 	@/usr/bin/python3 scripts/bench-sdimage-fetch.py
+
+# Tag a release: the ABI and Swift API against their baselines, then
+# scripts/release.sh (version, changelog, symbol nodes, sdcore.pc agree).
+#   make release VERSION=0.10.0
+release: test-abi test-swift-api
+	@bash scripts/release.sh "$(VERSION)"
 
 # make test from fresh clones of HEAD, RUNS times in a row, with
 # stress-ng --cpu LOAD beside it (docs/testing.md has the runs).

@@ -28,7 +28,9 @@ let cLibraries: [(target: String, pkgConfig: String, apt: String)] = [
 // (an #error in CSources/decode/heic/sd_heic.c and decode/jxl/sd_jxl.c).
 
 let package = Package(
-    name: "SDWebImage",
+    // The package's identity is the last part of its URL,
+    // https://github.com/sdwebimage-linux/sdwebimage-linux (README, DocC).
+    name: "sdwebimage-linux",
     products: [
         .library(name: "SDCoders", targets: ["SDCoders"]),
         .library(name: "SDDownloader", targets: ["SDDownloader"]),

@@ -76,6 +76,7 @@ run "layering" layering
 run "patient tests (no default timeouts in Tests/)" patience
 run "package (deps by role, licence, version)" bash scripts/check-package.sh
 run "apt-install (its policy-rc.d gone on every exit path)" bash scripts/test-apt-install.sh
+run "release (scripts/release.sh on throwaway clones)" bash scripts/test-release.sh
 if [ -n "${SERIAL:-}" ]; then
   lane_c
   lane_swift

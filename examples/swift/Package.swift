@@ -5,12 +5,12 @@ import PackageDescription
 let package = Package(
     name: "SDWebImageExample",
     dependencies: [
-        .package(name: "SDWebImage", path: "../.."),
+        .package(name: "sdwebimage-linux", path: "../.."),
     ],
     targets: [
         .executableTarget(
             name: "sdwebimage-example",
-            dependencies: [.product(name: "SDWebImage", package: "SDWebImage")]
+            dependencies: [.product(name: "SDWebImage", package: "sdwebimage-linux")]
         ),
     ]
 )

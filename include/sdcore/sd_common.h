@@ -26,7 +26,7 @@ extern "C" {
  * version, soname, sdcore.pc, sdcoreConfigVersion.cmake) and the library's
  * version string is made from them (sd_config.h). */
 #define SD_VERSION_MAJOR 0
-#define SD_VERSION_MINOR 9
+#define SD_VERSION_MINOR 10
 #define SD_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH */
 #define SD_VERSION_NUMBER \
