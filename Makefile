@@ -24,7 +24,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
 .PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
-        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release clean
+        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install clean
 
 all: build
 
@@ -213,8 +213,9 @@ fuzz-smoke: deps-test
 
 # The main job: sample images served by nginx on loopback, fetched cold,
 # warm and hot (URLS=file.txt for a list of yours); no network beyond loopback.
+# sdimage with `serve` (the Serve trait), as make install and the packages build it
 demo: deps-demo
-	$(SWIFT) build -c release --product sdimage
+	$(SWIFT) build -c release $(SWIFT_INDEX) --traits Serve --product sdimage
 	@bash scripts/demo.sh
 
 # Every corpus image through `sdimage decode`, checked against the oracle.
@@ -234,6 +235,14 @@ bench: deps-test build-c
 bench-fetch-cli: deps-test build-c
 	$(SWIFT) build -c release --product sdimage
 	@/usr/bin/python3 scripts/bench-sdimage-fetch.py
+
+# The C library (headers, sdcore.pc, the CMake package) and sdimage, serve
+# included, under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
+install: build-c
+	cmake --install $(BUILD)/release --prefix "$(DESTDIR)$(PREFIX)"
+	$(SWIFT) build -c release $(SWIFT_INDEX) --traits Serve --product sdimage
+	install -D -m 755 "$$($(SWIFT) build -c release --show-bin-path)/sdimage" "$(DESTDIR)$(PREFIX)/bin/sdimage"
 
 # Tag a release: the ABI and Swift API against their baselines, then
 # scripts/release.sh (version, changelog, symbol nodes, sdcore.pc agree).

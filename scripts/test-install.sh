@@ -57,23 +57,32 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
   check "find_package fetch example loads from nginx" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/fetch_image" "$base/img/t.png" | grep -q "^300x200$"'
   rc=0; LD_LIBRARY_PATH="$libdir" "$prefix/fetch_pc" "$base/img/none.png" 2>"$prefix/err" || rc=$?
   check "fetch example reports a 404" '[ $rc -eq 1 ] && grep -q "404" "$prefix/err"'
-  # the README's Swift example, in a package of its own outside the tree that
-  # depends on this checkout by path (the scratch folder is shared with the
-  # next build: the dependency is built once)
-  ex=$prefix/readme-example
-  mkdir -p "$ex/Sources/readme-example"
-  readme_block swift > "$ex/Sources/readme-example/main.swift"
-  printf '%s\n' '// swift-tools-version:6.0' 'import PackageDescription' 'let package = Package(' \
-    '    name: "ReadmeExample",' "    dependencies: [.package(name: \"SDWebImage\", path: \"$PWD\")]," \
-    '    targets: [.executableTarget(name: "readme-example", dependencies: [.product(name: "SDWebImage", package: "SDWebImage")])]' \
-    ')' > "$ex/Package.swift"
-  if [ -s "$ex/Sources/readme-example/main.swift" ] && swift build --disable-index-store --package-path "$ex" --scratch-path "$prefix/swift" >"$prefix/readme.log" 2>&1; then
-    "$prefix/swift/debug/readme-example" "$base/img/t.png" >"$prefix/readme.out" 2>&1
+  # the README's Swift example in a package of its own outside the tree, whose
+  # manifest is the README's exactly as printed: it depends on the package by
+  # its URL and `from:` a version. The URL is served by a bare clone of this
+  # repository's HEAD, tagged with the version (git's insteadOf points the
+  # printed URL at it: no network), and SwiftPM resolves the tag.
+  ex=$prefix/MyApp
+  git clone -q --bare . "$prefix/git/sdwebimage-linux"
+  git -C "$prefix/git/sdwebimage-linux" tag -f "$hv" HEAD >/dev/null
+  mkdir -p "$ex/Sources/MyApp"
+  readme_block swift > "$ex/Sources/MyApp/main.swift"
+  readme_block manifest > "$ex/Package.swift"
+  check "README manifest names the URL and from: $hv" \
+    'grep -qF ".package(url: \"https://github.com/sdwebimage-linux/sdwebimage-linux\", from: \"$hv\")" "$ex/Package.swift"'
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="url.$prefix/git/.insteadOf" \
+         GIT_CONFIG_VALUE_0="https://github.com/sdwebimage-linux/"
+  if swift build --disable-index-store --package-path "$ex" --scratch-path "$prefix/swift-url" \
+       --cache-path "$prefix/swiftpm-cache" >"$prefix/readme.log" 2>&1; then
+    check "README manifest resolved the tag $hv" \
+      'swift package --package-path "$ex" --scratch-path "$prefix/swift-url" show-dependencies 2>/dev/null | grep -q "sdwebimage-linux<.*@$hv>"'
+    "$prefix/swift-url/debug/MyApp" "$base/img/t.png" >"$prefix/readme.out" 2>&1
     check "README Swift example loads from nginx" 'grep -q "^256x171 from " "$prefix/readme.out" || { cat "$prefix/readme.out"; false; }'
   else
     tail -20 "$prefix/readme.log"
-    check "README Swift example builds in a package of its own" 'false'
+    check "README manifest resolves by URL and builds" 'false'
   fi
+  unset GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0
   # a Swift consumer package that depends on this checkout by path
   if swift build --disable-index-store --package-path examples/swift --scratch-path "$prefix/swift" >"$prefix/swift.log" 2>&1; then
     "$prefix/swift/debug/sdwebimage-example" "$base/img/t.png" >"$prefix/swift.out" 2>&1
