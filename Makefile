@@ -15,6 +15,9 @@ SAN_CC ?= clang
 BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev zlib1g-dev \
                   libgif-dev libwebp-dev libavif-dev liblcms2-dev libheif-dev libjxl-dev librsvg2-dev libhiredis-dev libsdl2-dev \
                   libssl-dev
+# Packaging adds these (make deb, and its test in make test): debhelper and
+# lintian; systemd only for systemd-analyze (nothing is started).
+DEB_PACKAGES := debhelper dpkg-dev lintian fakeroot man-db systemd
 # The tests and benchmarks add these: reference tools, checkers and the
 # servers the tests start on loopback with their own config (nginx, Redis,
 # Xvfb). They are installed with a policy-rc.d that forbids starting services,
@@ -23,8 +26,8 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil libvips-dev \
                  liblcms2-utils colord-data libheif-examples libjxl-tools librsvg2-bin
 
-.PHONY: all deps deps-test deps-demo test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
-        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install clean
+.PHONY: all deps deps-test deps-demo deps-deb test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
+        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install deb test-deb clean
 
 all: build
 
@@ -151,11 +154,15 @@ test-swift: deps-test
 	python3 scripts/check-imports.py
 	$(SWIFT) test $(SWIFT_TRAITS)
 
-# API documentation: the DocC archive of the SDWebImage module (articles in
-# Sources/SDWebImage/SDWebImage.docc), with every DocC warning an error.
+# API documentation: a DocC archive of every library module (the articles in
+# Sources/SDWebImage/SDWebImage.docc), with every DocC warning an error; the
+# same modules .spi.yml names.
+DOC_TARGETS := SDWebImage SDCoders SDDownloader SDCache SDWebImageRedis SDWebImageSVGCoder
 docs: deps
-	$(SWIFT) package generate-documentation --target SDWebImage --warnings-as-errors
-	@echo "docs: .build/plugins/Swift-DocC/outputs/SDWebImage.doccarchive"
+	$(SWIFT) package generate-documentation $(foreach t,$(DOC_TARGETS),--target $(t)) --warnings-as-errors
+	@test "$$(sed -n 's/.*documentation_targets: \[\(.*\)\]/\1/p' .spi.yml | tr -d ' ')" = "$$(echo $(DOC_TARGETS) | tr ' ' ',')" \
+	  || { echo "docs: .spi.yml's documentation_targets are not $(DOC_TARGETS)"; exit 1; }
+	@echo "docs: .build/plugins/Swift-DocC/outputs/{$$(echo $(DOC_TARGETS) | tr ' ' ',')}.doccarchive"
 
 # The docs build, then doc coverage: every public Swift symbol documented;
 # and every test the README, SECURITY.md and docs/ name exists and runs.
@@ -243,6 +250,15 @@ install: build-c
 	cmake --install $(BUILD)/release --prefix "$(DESTDIR)$(PREFIX)"
 	$(SWIFT) build -c release $(SWIFT_INDEX) --traits Serve --product sdimage
 	install -D -m 755 "$$($(SWIFT) build -c release --show-bin-path)/sdimage" "$(DESTDIR)$(PREFIX)/bin/sdimage"
+
+# The Debian packages (debian/; build/deb), lintian clean, and their test:
+# installed with dpkg, used, purged (scripts/test-deb.sh; root).
+deb: deps-deb
+	@bash scripts/make-deb.sh
+test-deb: deps-deb deps-test
+	@bash scripts/test-deb.sh
+deps-deb: deps
+	@PACKAGES="$(DEB_PACKAGES)" NO_SERVICES=1 bash scripts/apt-install.sh
 
 # Tag a release: the ABI and Swift API against their baselines, then
 # scripts/release.sh (version, changelog, symbol nodes, sdcore.pc agree).
