@@ -17,7 +17,7 @@ BUILD_PACKAGES := cmake pkg-config libcurl4-openssl-dev libjpeg-dev libpng-dev z
                   libssl-dev
 # Packaging adds these (make deb, and its test in make test): debhelper and
 # lintian; systemd only for systemd-analyze (nothing is started).
-DEB_PACKAGES := debhelper dpkg-dev lintian fakeroot man-db systemd
+DEB_PACKAGES := debhelper dpkg-dev lintian fakeroot man-db systemd rsync patchelf
 # The tests and benchmarks add these: reference tools, checkers and the
 # servers the tests start on loopback with their own config (nginx, Redis,
 # Xvfb). They are installed with a policy-rc.d that forbids starting services,
@@ -91,7 +91,7 @@ bench-serve: deps-test build-c
 	@bash scripts/bench-serve.sh
 
 # Every test; the last line is the summary CI reads.
-test: deps-test
+test: deps-test deps-deb
 	@bash scripts/test-all.sh
 
 test-c: deps-test build-c
