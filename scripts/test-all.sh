@@ -59,9 +59,6 @@ lane_c() {
   # SwiftPM's lock on the build folder would make them wait for it)
   run "serve (sdimage serve, nginx origin, fault server)" make --no-print-directory test-serve
   run "gallery (GTK 4 and SDL2 under Xvfb, screenshots checked)" make --no-print-directory gallery-check
-  # the Debian packages built (lintian), installed with dpkg, used, the
-  # unit checked by systemd-analyze, purged: reuses the Swift debug build
-  run "deb (packages: lintian, dpkg -i, systemd-analyze, purge)" bash scripts/test-deb.sh
 }
 # The suites that mostly wait (on servers, on X) come right after the debug
 # build, while the C lane still keeps a core busy; the sanitizer builds,
@@ -73,6 +70,10 @@ lane_swift() {
   run "swift api (baseline, swift-api-digester)" make --no-print-directory test-swift-api
   run "swift tsan (swift test --sanitize=thread)" make --no-print-directory test-swift-tsan
   run "docs (DocC, warnings as errors; doc coverage; named tests)" make --no-print-directory test-docs
+  # the Debian packages built (lintian), installed with dpkg, used, the
+  # unit checked by systemd-analyze, purged: reuses the Swift debug build
+  # (here, where nothing else holds its folder; the C lane is the longer)
+  run "deb (packages: lintian, dpkg -i, systemd-analyze, purge)" bash scripts/test-deb.sh
 }
 t_all=$SECONDS
 run "layering" layering

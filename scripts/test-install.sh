@@ -72,10 +72,13 @@ if bash Tests/Servers/servers.sh start "$www" $$ >/dev/null 2>&1; then
     'grep -qF ".package(url: \"https://github.com/sdwebimage-linux/sdwebimage-linux\", from: \"$hv\")" "$ex/Package.swift"'
   export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="url.$prefix/git/.insteadOf" \
          GIT_CONFIG_VALUE_0="https://github.com/sdwebimage-linux/"
-  if swift build --disable-index-store --package-path "$ex" --scratch-path "$prefix/swift-url" \
-       --cache-path "$prefix/swiftpm-cache" >"$prefix/readme.log" 2>&1; then
+  # a cache and a trust store of its own: SwiftPM remembers which commit a
+  # version was (trust on first use), and every run tags a new one
+  spm=(--package-path "$ex" --scratch-path "$prefix/swift-url" --cache-path "$prefix/swiftpm-cache"
+       --security-path "$prefix/swiftpm-security")
+  if swift build --disable-index-store "${spm[@]}" >"$prefix/readme.log" 2>&1; then
     check "README manifest resolved the tag $hv" \
-      'swift package --package-path "$ex" --scratch-path "$prefix/swift-url" show-dependencies 2>/dev/null | grep -q "sdwebimage-linux<.*@$hv>"'
+      'swift package "${spm[@]}" show-dependencies 2>/dev/null | grep -q "sdwebimage-linux<.*@$hv>"'
     "$prefix/swift-url/debug/MyApp" "$base/img/t.png" >"$prefix/readme.out" 2>&1
     check "README Swift example loads from nginx" 'grep -q "^256x171 from " "$prefix/readme.out" || { cat "$prefix/readme.out"; false; }'
   else
