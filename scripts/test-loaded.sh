@@ -35,7 +35,7 @@ for i in $(seq 1 "$runs"); do
   t0=$SECONDS
   if (cd "$dir" && make test) > "$out/run$i.log" 2>&1; then how=passed; else how=FAILED; failed=1; fi
   avg=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "?" }' "$out/loadavg.txt")
-  echo "run $i: $how in $((SECONDS - t0)) s, load average $avg; $(tail -1 "$out/run$i.log")"
+  echo "run $i ($(git -C "$dir" rev-parse --short HEAD)): $how in $((SECONDS - t0)) s, load average $avg; $(tail -1 "$out/run$i.log")"
   # the clone's builds are large (Swift scratch folders): keep the log only
   rm -rf "$out/run$i"
 done
