@@ -650,6 +650,10 @@ def run(base):
     check("/health/live", st == 200, st)
     st, _, body = get(base, "/health")
     check("/health (imgproxy's path): 200", st == 200 and body == b"ok\n", (st, body[:80]))
+    # a source host with an encoded CR LF is refused (its access-log line
+    # says source_host=-)
+    st, _, _ = get(base, sign("/rs:fit:64:64/plain/http://127.0.0.1%0D%0Aforged-log-line%0A.example/x.jpg"))
+    check("a source host with an encoded CR LF: refused (4xx)", 400 <= st < 500, st)
     st, _, body = get(base, "/health/ready")
     check("/health/ready", st == 200, st)
 

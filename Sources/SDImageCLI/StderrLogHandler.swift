@@ -33,10 +33,33 @@ struct StderrLogHandler: LogHandler {
             all["error.type"] = "\(String(reflecting: type(of: error)))"
         }
         let pretty = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
-        let line = "\(Self.timestamp()) \(event.level)\(label.isEmpty ? "" : " ")\(label):\(pretty) [\(event.source)] \(event.message)\n"
+        // one event, one line: what a request or an origin sent (a host
+        // decoded from %0A, a header) cannot start a forged line
+        let text = Self.escaped("\(label.isEmpty ? "" : " ")\(label):\(pretty) [\(event.source)] \(event.message)")
+        let line = "\(Self.timestamp()) \(event.level)\(text)\n"
         Self.lock.lock()
         defer { Self.lock.unlock() }
         FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    /// Control characters (CR, LF, ESC, DEL, C1 …) as `\n`, `\r`, `\t` or `\u{XX}`; a backslash doubled.
+    static func escaped(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\\" }) else {
+            return s
+        }
+        var out = String.UnicodeScalarView()
+        for c in s.unicodeScalars {
+            switch c {
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case "\r": out.append(contentsOf: "\\r".unicodeScalars)
+            case "\t": out.append(contentsOf: "\\t".unicodeScalars)
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case _ where c.value < 0x20 || (0x7F...0x9F).contains(c.value):
+                out.append(contentsOf: "\\u{\(String(c.value, radix: 16))}".unicodeScalars)
+            default: out.append(c)
+            }
+        }
+        return String(out)
     }
 
     private static func timestamp() -> String {
