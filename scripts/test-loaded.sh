@@ -33,7 +33,9 @@ for i in $(seq 1 "$runs"); do
   git clone -q "$repo" "$dir"
   : > "$out/loadavg.txt"
   t0=$SECONDS
-  if (cd "$dir" && make test) > "$out/run$i.log" 2>&1; then how=passed; else how=FAILED; failed=1; fi
+  # without this script's settings: gallery-check.sh reads OUT as its own
+  # output folder and empties it (this script's OUT once lost two runs)
+  if (cd "$dir" && env -u OUT -u RUNS -u LOAD make test) > "$out/run$i.log" 2>&1; then how=passed; else how=FAILED; failed=1; fi
   avg=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "?" }' "$out/loadavg.txt")
   echo "run $i ($(git -C "$dir" rev-parse --short HEAD)): $how in $((SECONDS - t0)) s, load average $avg; $(tail -1 "$out/run$i.log")"
   # the clone's builds are large (Swift scratch folders): keep the log only
