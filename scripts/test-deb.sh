@@ -42,14 +42,7 @@ check "man -w sdimage and sdimage.serve" 'man -w sdimage | grep -q "^/usr/share/
 check "bash, zsh and fish completions" '[ -s /usr/share/bash-completion/completions/sdimage ] && [ -s /usr/share/zsh/vendor-completions/_sdimage ] &&
    [ -s /usr/share/fish/vendor_completions.d/sdimage.fish ] && bash -n /usr/share/bash-completion/completions/sdimage'
 # the README's C example against the installed library, by pkg-config alone
-python3 - "$tmp/t.png" <<'PY'
-import struct, sys, zlib
-w, h = 300, 200
-raw = b"".join(b"\0" + bytes(v for x in range(w) for v in (x % 256, y % 256, 128)) for y in range(h))
-def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
-png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-open(sys.argv[1], "wb").write(png)
-PY
+python3 scripts/make-test-png.py "$tmp/t.png"
 python3 scripts/readme-example.py c > "$tmp/thumb.c"
 check "README C example builds against the installed sdcore.pc and runs" \
   'env -u PKG_CONFIG_PATH cc -std=c11 -Wall -Wextra -Werror "$tmp/thumb.c" $(env -u PKG_CONFIG_PATH pkg-config --cflags --libs sdcore) -o "$tmp/thumb" &&

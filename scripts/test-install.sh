@@ -21,14 +21,7 @@ check "version $hv in sdcore.pc, sdcoreConfigVersion.cmake and the soname" \
    grep -q "PACKAGE_VERSION \"$hv\"" "$libdir/cmake/sdcore/sdcoreConfigVersion.cmake" &&
    [ -e "$libdir/libsdcore.so.$hv" ]'
 img=$prefix/t.png  # a 300x200 RGB PNG made here
-python3 - "$img" <<'PY'
-import struct, sys, zlib
-w, h = 300, 200
-raw = b"".join(b"\0" + bytes(v for x in range(w) for v in (x % 256, y % 256, 128)) for y in range(h))
-def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
-png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-open(sys.argv[1], "wb").write(png)
-PY
+python3 scripts/make-test-png.py "$img"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 -Wall -Wextra -Werror examples/c/decode_file.c $(pkg-config --cflags --libs sdcore) -o "$prefix/ex_pc"
 check "pkg-config consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/ex_pc" "$img" | grep -q "^256x171 "'
