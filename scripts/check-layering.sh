@@ -16,6 +16,7 @@ check include '#include <(curl/curl|jpeglib|png)\.h>' '' 'public headers expose 
 check CSources 'curl/curl\.h' '^CSources/loop/' 'curl belongs to loop/'
 check CSources 'jpeglib\.h' '^CSources/(decode/jpeg|encode)/' 'libjpeg belongs to decode/jpeg and encode'
 check CSources '<png\.h>' '^CSources/(decode/png|encode)/' 'libpng belongs to decode/png and encode'
+check CSources '<lcms2(_plugin)?\.h>' '^CSources/color/' 'lcms2 belongs to color/'
 
 # The loop moves bytes: no decoder, no bitmap, no pixels.
 check 'include/sdcore/sd_loop.h include/sdcore/sd_request.h include/sdcore/sd_result.h include/sdcore/sd_sink.h' '#include "sd_(decoder|bitmap|decode_sink|encoder)\.h"' '' 'the loop headers know no images'

@@ -11,13 +11,14 @@
  * an sRGB profile, recognised by its content (colorants and curves, not its
  * name), and untagged images cost nothing. Relative colorimetric intent,
  * no black-point compensation, as browsers. Transforms are built with
- * cmsFLAGS_NOCACHE so threads can share them; LUT-based profiles get
- * lcms2's high-resolution precalculation.
+ * cmsFLAGS_NOCACHE so threads can share them; a LUT-based profile's
+ * opaque pixels go through a table of our own sampled from lcms2's float
+ * evaluation (sd_color_table.c).
  *
  * A CMYK JPEG's CMYK profile is applied by the JPEG codec as it writes
  * its rows (sd__color_cmyk_rows: CMYK cannot wait for resampling, which
- * works on RGB), with lcms2's high-resolution precalculated CLUT; without
- * one the codec's inverted-CMYK conversion stays, as browsers do. HDR
+ * works on RGB), through such a table; without one the codec's
+ * inverted-CMYK conversion stays, as browsers do. HDR
  * transfers (PQ, HLG) are reported (SD_COLOR_HDR), not tone-mapped.
  */
 #include <math.h>
@@ -27,6 +28,7 @@
 #include <lcms2.h>
 
 #include "color/sd_color.h"
+#include "color/sd_color_table.h"
 #include "decode/sd_decoder_int.h"
 #include "bitmap/sd_pixel.h"
 
@@ -61,7 +63,10 @@ struct sd__xform {
      * added (one SSE2 add each), rounded to Q13 and encoded by an
      * 8192-step table (within 1 of lcms2's float transform). */
     int fast;
-    int cmyk;             /* t: CMYK_16 (inverted or not, as the key says) -> RGB_16 */
+    int cmyk;             /* ctab: C, M, Y, K bytes (inverted or not, as the key says) -> sRGB */
+    /* a LUT-based source (CLUT, or a CMYK one): our own table sampled from
+     * lcms2's float evaluation (sd_color_table.c) for opaque pixels */
+    sd__ctab *ctab;
     int32_t tab[3][256][4]; /* [R,G,B in][value] -> B, G, R, 0 out */
     uint8_t enc[SD__ENC_STEPS + 1];
     int refs;             /* users now, plus 1 while cached */
@@ -221,6 +226,18 @@ static int is_srgb(cmsHPROFILE p, cmsHPROFILE srgb)
 #define SD__XFORM_CACHE 8
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static sd__xform *cache[SD__XFORM_CACHE]; /* most recent first */
+
+static void xform_free(sd__xform *x)
+{
+    if (x->t)
+        cmsDeleteTransform(x->t);
+    if (x->t16)
+        cmsDeleteTransform(x->t16);
+    sd__ctab_free(x->ctab);
+    sd__free(x->key);
+    sd__free(x);
+}
+
 void sd__xform_release(sd__xform *x)
 {
     if (x == NULL)
@@ -228,14 +245,8 @@ void sd__xform_release(sd__xform *x)
     pthread_mutex_lock(&cache_lock);
     int last = --x->refs == 0;
     pthread_mutex_unlock(&cache_lock);
-    if (last) {
-        if (x->t)
-            cmsDeleteTransform(x->t);
-        if (x->t16)
-            cmsDeleteTransform(x->t16);
-        sd__free(x->key);
-        sd__free(x);
-    }
+    if (last)
+        xform_free(x);
 }
 
 static sd__xform *cache_find(const uint8_t *key, size_t len)
@@ -262,14 +273,8 @@ void sd__color_cache_drain(void)
         cache[i] = NULL;
     }
     pthread_mutex_unlock(&cache_lock);
-    for (int i = 0; i < n; i++) {
-        if (gone[i]->t)
-            cmsDeleteTransform(gone[i]->t);
-        if (gone[i]->t16)
-            cmsDeleteTransform(gone[i]->t16);
-        sd__free(gone[i]->key);
-        sd__free(gone[i]);
-    }
+    for (int i = 0; i < n; i++)
+        xform_free(gone[i]);
 }
 
 static void cache_put(sd__xform *x)
@@ -278,14 +283,8 @@ static void cache_put(sd__xform *x)
     memmove(cache + 1, cache, sizeof *cache * (SD__XFORM_CACHE - 1));
     cache[0] = x;
     x->refs++; /* the cache's */
-    if (out && --out->refs == 0) {
-        if (out->t)
-            cmsDeleteTransform(out->t);
-        if (out->t16)
-            cmsDeleteTransform(out->t16);
-        sd__free(out->key);
-        sd__free(out);
-    }
+    if (out && --out->refs == 0)
+        xform_free(out);
 }
 
 /* 3x3 inverse (row-major); 0 when singular. */
@@ -416,24 +415,16 @@ static int usable_class(cmsHPROFILE p)
     return c != cmsSigLinkClass && c != cmsSigAbstractClass && c != cmsSigNamedColorClass;
 }
 
-/* A CMYK JPEG's transform. */
-static sd__xform *make_cmyk(cmsHPROFILE src, cmsHPROFILE srgb, int inverted, const char **why)
+/* A CMYK JPEG's transform: our table (lcms2's own precalculated CLUT,
+ * 16-bit and 29 points, erred by up to 23 levels on a saturated ink). */
+static sd__xform *make_cmyk(cmsHPROFILE src, int inverted, const char **why)
 {
     sd__xform *x = sd__calloc(1, sizeof *x);
     if (x == NULL)
         return NULL;
-    /* Adobe's inverted CMYK (0 = full ink) is lcms2's reversed
-     * flavour. A 16-bit precalculated 29-point CLUT: lcms2's
-     * default grid (and 8 bits) errs by 4 levels against its own
-     * float evaluation on a LUT profile, 29 points by 3 (c.color
-     * cmyk), built once per profile (a few tenths of a second)
-     * and cached; a direct evaluation (cmsFLAGS_NOOPTIMIZE) is
-     * exact but runs the whole pipeline for every pixel. */
-    cmsUInt32Number in = inverted ? TYPE_CMYK_16_REV : TYPE_CMYK_16;
-    x->t = cmsCreateTransform(src, in, srgb, TYPE_RGB_16, INTENT_RELATIVE_COLORIMETRIC,
-                              cmsFLAGS_NOCACHE | cmsFLAGS_GRIDPOINTS(29));
     x->cmyk = 1;
-    if (x->t == NULL) {
+    x->ctab = sd__ctab_new(src, inverted);
+    if (x->ctab == NULL) {
         *why = "CMYK profile lcms2 cannot transform ignored";
         sd__free(x);
         x = NULL;
@@ -463,11 +454,15 @@ static sd__xform *make_rgb(cmsHPROFILE src, cmsHPROFILE srgb, const char **why)
                                         cmsFLAGS_NOCACHE);
         }
     } else if (x != NULL) {
-        make_fast(x, src, srgb);
-        cmsUInt32Number flags = cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA;
-        if (!cmsIsMatrixShaper(src))
-            flags |= cmsFLAGS_HIGHRESPRECALC;
-        x->t = cmsCreateTransform(src, SD__CMS_NATIVE, srgb, SD__CMS_NATIVE, INTENT_RELATIVE_COLORIMETRIC, flags);
+        /* lcms2 prefers a profile's AToB tables to its matrix and curves,
+         * so do we: a LUT-based source gets our table (lcms2's 8-bit
+         * precalculated one erred by 11 levels on a Display-P3 LUT) */
+        if (cmsIsTag(src, cmsSigDToB1Tag) || cmsIsTag(src, cmsSigAToB1Tag) || cmsIsTag(src, cmsSigAToB0Tag))
+            x->ctab = sd__ctab_new(src, 0);
+        else
+            make_fast(x, src, srgb);
+        x->t = cmsCreateTransform(src, SD__CMS_NATIVE, srgb, SD__CMS_NATIVE, INTENT_RELATIVE_COLORIMETRIC,
+                                  cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
         x->t16 = cmsCreateTransform(src, TYPE_BGRA_FLT, srgb, TYPE_BGRA_FLT, INTENT_RELATIVE_COLORIMETRIC,
                                     cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
         if (x->t == NULL || x->t16 == NULL) {
@@ -529,7 +524,7 @@ static sd__xform *make(const sd__color *c, int *identity, const char **why)
     }
     sd__xform *x = NULL;
     if (src != NULL && *why == NULL && !*identity)
-        x = c->space == SD_COLOR_CMYK ? make_cmyk(src, srgb, c->cmyk_inverted, why) : make_rgb(src, srgb, why);
+        x = c->space == SD_COLOR_CMYK ? make_cmyk(src, c->cmyk_inverted, why) : make_rgb(src, srgb, why);
     if (src)
         cmsCloseProfile(src);
     cmsCloseProfile(srgb);
@@ -662,23 +657,8 @@ int sd__color_cmyk_begin(sd_decoder *d, int inverted)
 
 int sd__color_cmyk_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width)
 {
-    const sd__xform *x = d->color.xf;
-    /* 16 bits through lcms2's CLUT (8-bit tables err by 4 levels on a
-     * LUT profile); 7 uint16 a pixel: 4 in, then 3 out */
-    uint16_t *buf = sd__malloc((size_t)width * 7 * sizeof *buf), *rgb = buf + (size_t)width * 4;
-    SD__RETURN_IF(buf == NULL, SD_ENOMEM);
-    for (uint32_t y = 0; y < n; y++) {
-        uint32_t *row = (uint32_t *)(void *)rows[y];
-        for (size_t i = 0; i < (size_t)width * 4; i++)
-            buf[i] = (uint16_t)(rows[y][i] * 257); /* C, M, Y, K as libjpeg wrote them */
-        cmsDoTransform(x->t, buf, rgb, width);
-        for (uint32_t i = 0; i < width; i++) {
-            const uint16_t *p = rgb + (size_t)i * 3;
-            row[i] = 0xFF000000u | (uint32_t)((p[0] * 255u + 32767) / 65535) << 16 |
-                     (uint32_t)((p[1] * 255u + 32767) / 65535) << 8 | (uint32_t)((p[2] * 255u + 32767) / 65535);
-        }
-    }
-    sd__free(buf);
+    for (uint32_t y = 0; y < n; y++) /* C, M, Y, K as libjpeg wrote them -> ARGB32 in place */
+        sd__ctab_cmyk(d->color.xf->ctab, rows[y], (uint32_t *)(void *)rows[y], width);
     return SD_OK;
 }
 
@@ -738,6 +718,10 @@ static int convert_rows(const sd__xform *x, uint8_t *const *rows, uint32_t n, ui
             convert_fast(x, row, w);
             continue;
         }
+        if (x->ctab) {
+            sd__ctab_rgb(x->ctab, row, w);
+            continue;
+        }
         if (*tmp == NULL && (*tmp = sd__malloc((size_t)w * 4)) == NULL)
             return SD_ENOMEM;
         if (x->t != NULL) {
@@ -792,5 +776,35 @@ int sd__color_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t wid
     int rc = x == NULL ? SD_OK : convert_rows(x, rows, n, width, opaque, &tmp, &buf16);
     sd__free(tmp);
     sd__free(buf16);
+    return rc;
+}
+
+static int premultiplied_rows; /* tests: sd__color_mutate */
+
+void sd__color_mutate(int which)
+{
+    sd__ctab_coarse(which & SD__COLOR_MUTATE_COARSE);
+    premultiplied_rows = which & SD__COLOR_MUTATE_PREMULTIPLIED;
+    sd__color_cache_drain();
+}
+
+int sd__color_straight_begin(sd_decoder *d)
+{
+    return !premultiplied_rows && sd__color_rows_begin(d);
+}
+
+int sd__color_straight_row(sd_decoder *d, const uint8_t *rgba, uint8_t *out, uint32_t n, uint32_t *words)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *p = rgba + (size_t)i * 4;
+        words[i] = (uint32_t)p[3] << 24 | (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+    }
+    uint8_t *row = (uint8_t *)words;
+    int rc = sd__color_rows(d, &row, 1, n, 1); /* straight colours: every pixel as an opaque one */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = words[i];
+        uint8_t *q = out + (size_t)i * 4;
+        q[0] = (uint8_t)(w >> 16), q[1] = (uint8_t)(w >> 8), q[2] = (uint8_t)w, q[3] = (uint8_t)(w >> 24);
+    }
     return rc;
 }

@@ -53,6 +53,14 @@ SD__HIDDEN int sd__color_pending(struct sd_decoder *d);
  * knows every pixel is, so no row is looked at first). */
 SD__HIDDEN int sd__color_rows_begin(struct sd_decoder *d);
 SD__HIDDEN int sd__color_rows(struct sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width, int opaque);
+/* A codec that has straight RGBA rows (PNG with alpha) converts them
+ * before premultiplying, at full size: sd__color_straight_begin() says
+ * whether (as sd__color_rows_begin), then sd__color_straight_row() turns
+ * `n` pixels of `rgba` into `out` (may be `rgba`), `words` a scratch row
+ * of `n`. */
+SD__HIDDEN int sd__color_straight_begin(struct sd_decoder *d);
+SD__HIDDEN int sd__color_straight_row(struct sd_decoder *d, const uint8_t *rgba, uint8_t *out, uint32_t n,
+                                      uint32_t *words);
 SD__HIDDEN void sd__color_free(sd__color *c);
 /* Give back a transform (the cache frees it once unused and evicted). */
 SD__HIDDEN void sd__xform_release(sd__xform *x);
@@ -72,5 +80,12 @@ SD__HIDDEN int sd__color_cmyk_begin(struct sd_decoder *d, int inverted);
 SD__HIDDEN int sd__color_cmyk_rows(struct sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width);
 /* Tests: the portable loop only (returns the old setting). */
 SD__HIDDEN int sd__color_force_scalar(int on);
+/* Tests: what the colour tests must catch, on (1) or off (0) — coarse
+ * tables (SD__COLOR_MUTATE_COARSE) or translucent PNG rows converted from
+ * premultiplied bytes (SD__COLOR_MUTATE_PREMULTIPLIED); cached transforms
+ * are dropped. */
+#define SD__COLOR_MUTATE_COARSE 1
+#define SD__COLOR_MUTATE_PREMULTIPLIED 2
+SD__HIDDEN void sd__color_mutate(int which);
 
 #endif

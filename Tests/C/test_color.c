@@ -28,6 +28,7 @@
 
 /* the library's test hook (color/sd_color.h) */
 int sd__color_force_scalar(int on);
+void sd__color_mutate(int which); /* 1: coarse tables, 2: PNG alpha rows from premultiplied bytes */
 #include "sd_test_encode.h"
 
 /* ---- profiles ---- */
@@ -202,18 +203,19 @@ static uint8_t *webp_with_icc(const uint8_t *webp, size_t n, const uint8_t *icc,
     return o;
 }
 
+static uint8_t *png_rgba(const uint8_t *rgba, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len,
+                         size_t *out_len);
+
 /* ---- pictures and expectations ---- */
 
-/* Saturated and pale colours, ramps, a gray strip: every gamut edge. */
-static sd_bitmap *picture(uint32_t w, uint32_t h, int alpha, int gray)
+/* Saturated and pale colours, ramps, a gray strip: every gamut edge;
+ * straight RGBA (w*h*4). */
+static uint8_t *picture_rgba(uint32_t w, uint32_t h, int alpha, int gray)
 {
-    sd_bitmap *b;
-    if (sd_bitmap_new(w, h, &b) != SD_OK)
-        return NULL;
-    uint8_t *row = malloc((size_t)w * 4);
+    uint8_t *px = malloc((size_t)w * h * 4);
     for (uint32_t y = 0; y < h; y++) {
         for (uint32_t x = 0; x < w; x++) {
-            uint8_t *p = row + x * 4;
+            uint8_t *p = px + ((size_t)y * w + x) * 4;
             uint32_t r = x * 255 / (w - 1), g = y * 255 / (h - 1), bl = ((x + y) * 7) & 255;
             if (y < h / 8)
                 r = g = bl = x * 255 / (w - 1);
@@ -222,9 +224,26 @@ static sd_bitmap *picture(uint32_t w, uint32_t h, int alpha, int gray)
             p[0] = (uint8_t)r, p[1] = (uint8_t)g, p[2] = (uint8_t)bl;
             p[3] = alpha ? (uint8_t)(128 + (x * 127) / (w - 1)) : 255;
         }
-        sd_premultiply_rgba(row, sd_bitmap_pixels(b) + (size_t)y * sd_bitmap_stride(b), w);
     }
-    free(row);
+    return px;
+}
+
+/* Straight RGBA (w*h*4) as a premultiplied bitmap. */
+static sd_bitmap *premultiplied(const uint8_t *rgba, uint32_t w, uint32_t h)
+{
+    sd_bitmap *b;
+    if (sd_bitmap_new(w, h, &b) != SD_OK)
+        return NULL;
+    for (uint32_t y = 0; y < h; y++)
+        sd_premultiply_rgba(rgba + (size_t)y * w * 4, sd_bitmap_pixels(b) + (size_t)y * sd_bitmap_stride(b), w);
+    return b;
+}
+
+static sd_bitmap *picture(uint32_t w, uint32_t h, int alpha, int gray)
+{
+    uint8_t *px = picture_rgba(w, h, alpha, gray);
+    sd_bitmap *b = premultiplied(px, w, h);
+    free(px);
     return b;
 }
 
@@ -259,10 +278,13 @@ static int decode(const uint8_t *data, size_t n, int manage, int thumb, int chun
 
 /* Largest channel difference between `got` and lcms2's unoptimised float
  * transform of `stored` from `prof` to sRGB, for opaque pixels; *worst_alpha
- * gets the same over semi-transparent ones with alpha >= 128 (fainter
- * ones: their premultiplied bytes carry too few bits to compare). */
+ * gets the same over semi-transparent ones. Their colour is `straight`'s
+ * (RGBA, the file's own values) when given; else it is recovered from the
+ * premultiplied bytes, and only alpha >= 128 counts (fainter ones carry
+ * too few bits to compare). */
 static int worst_alpha;
-static int worst_vs_lcms(const sd_bitmap *stored, const sd_bitmap *got, cmsHPROFILE prof, int *compared)
+static int worst_vs_lcms(const sd_bitmap *stored, const sd_bitmap *got, cmsHPROFILE prof, const uint8_t *straight,
+                         int *compared)
 {
     cmsHPROFILE srgb = cmsCreate_sRGBProfile();
     int gray = cmsGetColorSpace(prof) == cmsSigGrayData;
@@ -270,17 +292,19 @@ static int worst_vs_lcms(const sd_bitmap *stored, const sd_bitmap *got, cmsHPROF
                                          INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
     int worst = 0;
     *compared = 0;
+    uint32_t w = sd_bitmap_width(stored);
     for (uint32_t y = 0; y < sd_bitmap_height(stored); y++)
-        for (uint32_t x = 0; x < sd_bitmap_width(stored); x++) {
+        for (uint32_t x = 0; x < w; x++) {
             uint32_t s, g;
             memcpy(&s, sd_bitmap_pixels(stored) + y * sd_bitmap_stride(stored) + x * 4, 4);
             memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
             uint32_t a = s >> 24;
-            if (a < 128)
+            const uint8_t *sp = straight ? straight + ((size_t)y * w + x) * 4 : NULL;
+            if (a == 0 || (sp == NULL && a < 128))
                 continue;
             double in[3], out[3];
-            for (int c = 0; c < 3; c++) /* straight 0..1 from premultiplied */
-                in[c] = fmin(1.0, ((s >> (16 - 8 * c)) & 255) / (double)a);
+            for (int c = 0; c < 3; c++) /* straight 0..1 */
+                in[c] = sp ? sp[c] / 255.0 : fmin(1.0, ((s >> (16 - 8 * c)) & 255) / (double)a);
             cmsDoTransform(t, gray ? &in[2] : in, out, 1); /* gray: B = G = R */
             for (int c = 0; c < 3; c++) {
                 double want = fmin(255, fmax(0, out[c] * 255)) * a / 255.0;
@@ -323,9 +347,14 @@ static int test_profiles_every_codec(void)
             if (gray && kind == 3)
                 continue; /* a gray ICC in an RGB WebP is not valid */
             sd_bitmap *pic = picture(96, 64, alpha, gray);
+            /* with alpha: a PNG of straight colours made here, the reference's too */
+            uint8_t *straight = alpha ? picture_rgba(96, 64, 1, gray) : NULL;
             uint8_t *plain, *tagged;
             size_t plain_n, tagged_n;
-            if (kind == 0) {
+            if (alpha) {
+                plain = png_rgba(straight, 96, 64, NULL, 0, &plain_n);
+                tagged = png_rgba(straight, 96, 64, icc, icc_len, &tagged_n);
+            } else if (kind == 0) {
                 ASSERT_OK(enc_jpeg(pic, 95, 0, &plain, &plain_n));
                 tagged = jpeg_with_icc(plain, plain_n, icc, icc_len, 0, &tagged_n);
             } else if (kind < 3) {
@@ -363,7 +392,7 @@ static int test_profiles_every_codec(void)
                 } else {
                     if (!sd_under_valgrind()) { /* the reference per pixel: the release and ASan runs */
                         worst_alpha = 0;
-                        int n = 0, worst = worst_vs_lcms(stored, got, prof, &n);
+                        int n = 0, worst = worst_vs_lcms(stored, got, prof, straight, &n);
                         if (worst > 2 || worst_alpha > 2)
                             fprintf(stderr, "  %s kind %d chunked %d: off by %d (%d where translucent)\n", pname[p],
                                     kind, chunked, worst, worst_alpha);
@@ -381,7 +410,7 @@ static int test_profiles_every_codec(void)
             ASSERT_OK(decode(tagged, tagged_n, 1, 40, 0, &tt, NULL, NULL, NULL, NULL));
             if (p != P_SRGB && !png_gray_dropped && !sd_under_valgrind()) {
                 worst_alpha = 0;
-                int n = 0, worst = worst_vs_lcms(st, tt, prof, &n);
+                int n = 0, worst = worst_vs_lcms(st, tt, prof, NULL, &n);
                 ASSERT(worst <= 2 && worst_alpha <= 2 && (n > 0 || alpha));
             }
             sd_bitmap_free(st);
@@ -390,7 +419,11 @@ static int test_profiles_every_codec(void)
             sd_bitmap_free(stored);
             sd_bitmap_free(untagged);
             free(tagged);
-            sd_free(plain);
+            if (alpha)
+                free(plain); /* ours */
+            else
+                sd_free(plain);
+            free(straight);
             sd_bitmap_free(pic);
         }
         cmsCloseProfile(prof);
@@ -495,7 +528,7 @@ static int png_chunks(int anim)
     ASSERT_EQ(space, SD_COLOR_CHRM_GAMA);
     static const double bt709[6] = {0.64, 0.33, 0.30, 0.60, 0.15, 0.06};
     cmsHPROFILE linear = rgb(0.3127, 0.3290, bt709, cmsBuildGamma(NULL, 1.0));
-    int n = 0, worst = worst_vs_lcms(stored, got, linear, &n);
+    int n = 0, worst = worst_vs_lcms(stored, got, linear, NULL, &n);
     ASSERT(worst <= 2 && n > 0);
     ASSERT(!same_pixels(got, untagged));
     cmsCloseProfile(linear);
@@ -620,7 +653,7 @@ static int test_fast_path(void)
         int was = sd__color_force_scalar(1);
         ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &sca, NULL, NULL, NULL, NULL));
         sd__color_force_scalar(was);
-        int n = 0, worst = worst_vs_lcms(pic, vec, prof, &n);
+        int n = 0, worst = worst_vs_lcms(pic, vec, prof, NULL, &n);
         printf("  %s: worst %d over %d pixels\n", pname[rgb_profiles[k]], worst, n);
         ASSERT(same_pixels(vec, sca));
         ASSERT(worst <= 1 && n == (int)(w * h));
@@ -707,7 +740,7 @@ static int test_encode_keeps_profile(void)
         } else {
             ASSERT_EQ(space, SD_COLOR_ICC);
             ASSERT(got_len == icc_len && memcmp(got_icc, icc, icc_len) == 0);
-            int n = 0, worst = worst_vs_lcms(stored, managed, prof, &n);
+            int n = 0, worst = worst_vs_lcms(stored, managed, prof, NULL, &n);
             printf("  %s: profile kept (%zu bytes), converted within %d\n", kinds[k].name, got_len, worst);
             ASSERT(worst <= 2 && n > 0 && !same_pixels(stored, managed));
         }
@@ -762,15 +795,16 @@ static int test_encode_keeps_profile(void)
 
 /* ---- 16-bit sources ---- */
 
-/* A 16-bit RGB PNG (filter 0 rows) of `px` (w*h*3 values), with `icc`. */
-static uint8_t *png16(const uint16_t *px, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len, size_t *out_len)
+/* A PNG of `raw` (h rows of `row_bytes`, filter 0 added here), bit depth
+ * `depth`, colour type `type`, with `icc` (or none). */
+static uint8_t *png_raw(const uint8_t *raw_rows, size_t row_bytes, uint32_t w, uint32_t h, int depth, int type,
+                        const uint8_t *icc, size_t icc_len, size_t *out_len)
 {
-    size_t raw_len = (size_t)h * (1 + (size_t)w * 6);
-    uint8_t *raw = malloc(raw_len), *r = raw;
+    size_t raw_len = (size_t)h * (1 + row_bytes);
+    uint8_t *raw = malloc(raw_len);
     for (uint32_t y = 0; y < h; y++) {
-        *r++ = 0;
-        for (uint32_t i = 0; i < w * 3; i++, r += 2)
-            r[0] = (uint8_t)(px[(size_t)y * w * 3 + i] >> 8), r[1] = (uint8_t)px[(size_t)y * w * 3 + i];
+        raw[(size_t)y * (1 + row_bytes)] = 0;
+        memcpy(raw + (size_t)y * (1 + row_bytes) + 1, raw_rows + (size_t)y * row_bytes, row_bytes);
     }
     uLongf zn = compressBound((uLong)raw_len);
     uint8_t *z = malloc(zn);
@@ -779,7 +813,7 @@ static uint8_t *png16(const uint16_t *px, uint32_t w, uint32_t h, const uint8_t 
     memcpy(w8, "\x89PNG\r\n\x1a\n", 8), w8 += 8;
     uint8_t ihdr[13];
     put32(ihdr, w), put32(ihdr + 4, h);
-    ihdr[8] = 16, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    ihdr[8] = (uint8_t)depth, ihdr[9] = (uint8_t)type, ihdr[10] = ihdr[11] = ihdr[12] = 0;
     const struct { const char *t; const uint8_t *d; size_t n; } ch[3] = {{"IHDR", ihdr, 13}, {"IDAT", z, zn}, {"IEND", NULL, 0}};
     for (int k = 0; k < 3; k++) {
         put32(w8, (uint32_t)ch[k].n), memcpy(w8 + 4, ch[k].t, 4);
@@ -789,11 +823,33 @@ static uint8_t *png16(const uint16_t *px, uint32_t w, uint32_t h, const uint8_t 
         w8 += 12 + ch[k].n;
     }
     size_t n = (size_t)(w8 - o);
-    uint8_t *tagged = png_with_icc(o, n, icc, icc_len, out_len);
-    free(o);
+    uint8_t *tagged = o;
+    *out_len = n;
+    if (icc != NULL) {
+        tagged = png_with_icc(o, n, icc, icc_len, out_len);
+        free(o);
+    }
     free(z);
     free(raw);
     return tagged;
+}
+
+/* An 8-bit RGBA PNG of straight `rgba` (w*h*4), with `icc` (or none). */
+static uint8_t *png_rgba(const uint8_t *rgba, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len,
+                         size_t *out_len)
+{
+    return png_raw(rgba, (size_t)w * 4, w, h, 8, 6, icc, icc_len, out_len);
+}
+
+/* A 16-bit RGB PNG of `px` (w*h*3 values), with `icc`. */
+static uint8_t *png16(const uint16_t *px, uint32_t w, uint32_t h, const uint8_t *icc, size_t icc_len, size_t *out_len)
+{
+    uint8_t *be = malloc((size_t)w * h * 6);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++)
+        be[i * 2] = (uint8_t)(px[i] >> 8), be[i * 2 + 1] = (uint8_t)px[i];
+    uint8_t *png = png_raw(be, (size_t)w * 6, w, h, 16, 2, icc, icc_len, out_len);
+    free(be);
+    return png;
 }
 
 /* A 16-bit PNG tagged with each RGB profile: within 3 of lcms2's float
@@ -861,37 +917,51 @@ static int test_sixteen_bit(void)
 
 /* ---- CMYK ---- */
 
-/* A press-like CMYK output profile made here (none ships in Debian's test
- * packages): AToB0 a 9-point CLUT from ink to Lab, inks with dot gain and
- * a K that is not simply subtracted, so the naive inversion is far off. */
-static cmsHTRANSFORM srgb_to_lab;
+/* A press-like CMYK output profile made here: AToB0 a 9-point CLUT from
+ * ink to Lab (v4, mAB), inks with dot gain and a K that is not simply
+ * subtracted, so the naive inversion is far off; `xyz`: to XYZ in a v2
+ * lut16 (mft2) instead, as PostScript's CMYK profile has it. */
+static cmsHTRANSFORM srgb_to_pcs;
+
+/* A CLUT node: `rgb` through `t` into XYZ or Lab, 16-bit encoded. */
+static cmsInt32Number to_pcs(cmsHTRANSFORM t, int xyz, const double rgb[3], cmsUInt16Number out[3])
+{
+    if (xyz) {
+        cmsCIEXYZ v;
+        cmsDoTransform(t, rgb, &v, 1);
+        cmsFloat2XYZEncoded(out, &v);
+    } else {
+        cmsCIELab lab;
+        cmsDoTransform(t, rgb, &lab, 1);
+        cmsFloat2LabEncoded(out, &lab);
+    }
+    return TRUE;
+}
+
 static cmsInt32Number cmyk_sampler(const cmsUInt16Number in[], cmsUInt16Number out[], void *cargo)
 {
-    (void)cargo;
+    int xyz = *(const int *)cargo;
     double ink[4], rgb[3];
     for (int i = 0; i < 4; i++)
         ink[i] = pow(in[i] / 65535.0, 0.8); /* dot gain */
     for (int i = 0; i < 3; i++)
         rgb[i] = (1 - ink[i] * 0.92) * (1 - ink[3] * 0.85) + 0.02 * ink[(i + 1) % 3];
-    cmsCIELab lab;
-    cmsDoTransform(srgb_to_lab, rgb, &lab, 1);
-    cmsFloat2LabEncoded(out, &lab);
-    return TRUE;
+    return to_pcs(srgb_to_pcs, xyz, rgb, out);
 }
 
-static uint8_t *cmyk_profile(size_t *len)
+static uint8_t *cmyk_profile(int xyz, size_t *len)
 {
-    cmsHPROFILE srgb = cmsCreate_sRGBProfile(), lab = cmsCreateLab4Profile(NULL);
-    srgb_to_lab = cmsCreateTransform(srgb, TYPE_RGB_DBL, lab, TYPE_Lab_DBL, INTENT_RELATIVE_COLORIMETRIC,
-                                     cmsFLAGS_NOOPTIMIZE);
+    cmsHPROFILE srgb = cmsCreate_sRGBProfile(), pcs = xyz ? cmsCreateXYZProfile() : cmsCreateLab4Profile(NULL);
+    srgb_to_pcs = cmsCreateTransform(srgb, TYPE_RGB_DBL, pcs, xyz ? TYPE_XYZ_DBL : TYPE_Lab_DBL,
+                                     INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOOPTIMIZE);
     cmsHPROFILE p = cmsCreateProfilePlaceholder(NULL);
-    cmsSetProfileVersion(p, 4.3);
+    cmsSetProfileVersion(p, xyz ? 2.1 : 4.3);
     cmsSetDeviceClass(p, cmsSigOutputClass);
     cmsSetColorSpace(p, cmsSigCmykData);
-    cmsSetPCS(p, cmsSigLabData);
+    cmsSetPCS(p, xyz ? cmsSigXYZData : cmsSigLabData);
     cmsPipeline *a2b = cmsPipelineAlloc(NULL, 4, 3);
     cmsStage *clut = cmsStageAllocCLut16bit(NULL, 9, 4, 3, NULL);
-    cmsStageSampleCLut16bit(clut, cmyk_sampler, NULL, 0);
+    cmsStageSampleCLut16bit(clut, cmyk_sampler, &xyz, 0);
     /* mAB's shape: A curves, CLUT, B curves (identity curves around it) */
     cmsPipelineInsertStage(a2b, cmsAT_END, cmsStageAllocToneCurves(NULL, 4, NULL));
     cmsPipelineInsertStage(a2b, cmsAT_END, clut);
@@ -901,8 +971,8 @@ static uint8_t *cmyk_profile(size_t *len)
     cmsPipelineFree(a2b);
     uint8_t *out = save(p, len);
     cmsCloseProfile(p);
-    cmsDeleteTransform(srgb_to_lab);
-    cmsCloseProfile(lab);
+    cmsDeleteTransform(srgb_to_pcs);
+    cmsCloseProfile(pcs);
     cmsCloseProfile(srgb);
     return out;
 }
@@ -961,6 +1031,33 @@ static uint8_t *cmyk_stored(const uint8_t *jpg, size_t n, uint32_t w, uint32_t h
     return px;
 }
 
+/* Worst channel difference of `got` against lcms2's float transform `ref`
+ * (CMYK doubles in percent of ink) of the stored inverted bytes; *far:
+ * how many channels of `naive` are more than 10 off it. */
+static int cmyk_worst(const sd_bitmap *got, const uint8_t *stored, uint32_t w, uint32_t h, cmsHTRANSFORM ref,
+                      const sd_bitmap *naive, int *far)
+{
+    int worst = 0;
+    *far = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double in[4], out[3];
+            for (int k = 0; k < 4; k++)
+                in[k] = (255 - stored[((size_t)y * w + x) * 4 + k]) * 100.0 / 255;
+            cmsDoTransform(ref, in, out, 1);
+            uint32_t g, nv;
+            memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
+            memcpy(&nv, sd_bitmap_pixels(naive) + y * sd_bitmap_stride(naive) + x * 4, 4);
+            for (int ch = 0; ch < 3; ch++) {
+                int want = (int)lround(fmin(255, fmax(0, out[ch] * 255)));
+                int d = abs((int)((g >> (16 - 8 * ch)) & 255) - want);
+                worst = d > worst ? d : worst;
+                *far += abs((int)((nv >> (16 - 8 * ch)) & 255) - want) > 10;
+            }
+        }
+    return worst;
+}
+
 /* A CMYK JPEG with a CMYK profile: within 3 of lcms2's unoptimised float
  * transform of its stored values, whole, in pieces and as a thumbnail's
  * load size; without the profile the naive inversion stays; a profile of
@@ -976,7 +1073,7 @@ static int test_cmyk(void)
             p[2] = (uint8_t)((x + y) * 3), p[3] = (uint8_t)(y < h / 4 ? 0 : (x * 2) & 255);
         }
     size_t icc_len, tagged_n, plain_n, rgb_icc_len, wrong_n;
-    uint8_t *icc = cmyk_profile(&icc_len);
+    uint8_t *icc = cmyk_profile(0, &icc_len);
     ASSERT_NOT_NULL(icc);
     uint8_t *tagged = cmyk_jpeg(ink, w, h, icc, icc_len, &tagged_n);
     uint8_t *plain = cmyk_jpeg(ink, w, h, NULL, 0, &plain_n);
@@ -996,23 +1093,7 @@ static int test_cmyk(void)
         ASSERT_OK(decode(tagged, tagged_n, 1, 0, chunked, &got, &space, &warnings, NULL, NULL));
         ASSERT_EQ(space, SD_COLOR_CMYK);
         ASSERT_EQ(warnings, 0);
-        int worst = 0, far = 0;
-        for (uint32_t y = 0; y < h; y++)
-            for (uint32_t x = 0; x < w; x++) {
-                double in[4], out[3]; /* lcms2's CMYK doubles are ink in percent; stored is inverted */
-                for (int k = 0; k < 4; k++)
-                    in[k] = (255 - stored[((size_t)y * w + x) * 4 + k]) * 100.0 / 255;
-                cmsDoTransform(ref, in, out, 1);
-                uint32_t g, nv;
-                memcpy(&g, sd_bitmap_pixels(got) + y * sd_bitmap_stride(got) + x * 4, 4);
-                memcpy(&nv, sd_bitmap_pixels(naive) + y * sd_bitmap_stride(naive) + x * 4, 4);
-                for (int ch = 0; ch < 3; ch++) {
-                    int want = (int)lround(fmin(255, fmax(0, out[ch] * 255)));
-                    int d = abs((int)((g >> (16 - 8 * ch)) & 255) - want);
-                    worst = d > worst ? d : worst;
-                    far += abs((int)((nv >> (16 - 8 * ch)) & 255) - want) > 10;
-                }
-            }
+        int far = 0, worst = cmyk_worst(got, stored, w, h, ref, naive, &far);
         printf("  CMYK profile, chunked %d: worst %d (naive inversion off by > 10 in %d channels)\n", chunked, worst,
                far);
         ASSERT(worst <= 3);
@@ -1042,6 +1123,80 @@ static int test_cmyk(void)
     free(plain);
     free(tagged);
     free(icc);
+    free(ink);
+    return 0;
+}
+
+/* CMYK profiles at their gamut edges: ghostscript's default CMYK (v2, Lab,
+ * mft2 9 points) and PostScript CMYK (v4, XYZ, mft2 5 points), and ours in
+ * XYZ, on ink sweeps — each ink alone 0..100%, then two at a time (the
+ * saturated secondaries), each with K 0 and 50% — and ramps: within 3 of
+ * lcms2's float transform, whole and in pieces; a coarse table is not. */
+static int test_cmyk_edges(void)
+{
+    static const char *const files[] = {"/usr/share/color/icc/ghostscript/default_cmyk.icc",
+                                        "/usr/share/color/icc/ghostscript/ps_cmyk.icc", NULL};
+    const uint32_t w = 256, h = 64;
+    uint8_t *ink = malloc((size_t)w * h * 4);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = ink + ((size_t)y * w + x) * 4;
+            uint32_t band = y / 4; /* 16 bands of 4 rows */
+            memset(p, 0, 4);
+            if (band < 8) { /* C, M, Y, K alone; with K 50% */
+                p[band % 4] = (uint8_t)x;
+                if (band >= 4 && band % 4 != 3)
+                    p[3] = 128;
+            } else if (band < 14) { /* C+M, M+Y, C+Y (blue, red, green); with K 50% */
+                p[(band - 8) % 3] = (uint8_t)x, p[(band - 8 + 1) % 3] = 255;
+                if (band >= 11)
+                    p[3] = 128;
+            } else { /* ramps of everything */
+                p[0] = (uint8_t)x, p[1] = (uint8_t)(y * 4), p[2] = (uint8_t)((x + y) * 3), p[3] = (uint8_t)(x / 2);
+            }
+        }
+    for (int k = 0; k < 3; k++) {
+        if (sd_under_valgrind() && k != 1)
+            continue; /* one table's build is what memcheck looks at: PostScript's */
+        size_t icc_len = 0, tagged_n, plain_n;
+        uint8_t *icc = files[k] ? read_all(files[k], &icc_len) : cmyk_profile(1, &icc_len);
+        if (icc == NULL)
+            fprintf(stderr, "  %s missing: `make deps-test` installs libgs-common\n", files[k]);
+        ASSERT_NOT_NULL(icc);
+        uint8_t *tagged = cmyk_jpeg(ink, w, h, icc, icc_len, &tagged_n), *plain = cmyk_jpeg(ink, w, h, NULL, 0, &plain_n);
+        uint8_t *stored = cmyk_stored(tagged, tagged_n, w, h);
+        cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len), srgb = cmsCreate_sRGBProfile();
+        ASSERT(prof != NULL && cmsGetColorSpace(prof) == cmsSigCmykData);
+        cmsHTRANSFORM ref = cmsCreateTransform(prof, TYPE_CMYK_DBL, srgb, TYPE_RGB_DBL, INTENT_RELATIVE_COLORIMETRIC,
+                                               cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
+        ASSERT_NOT_NULL(ref);
+        sd_bitmap *naive = NULL;
+        ASSERT_OK(decode(plain, plain_n, 1, 0, 0, &naive, NULL, NULL, NULL, NULL));
+        int worst[3], far = 0;
+        for (int mode = 0; mode < 3; mode++) { /* whole, random chunks, a coarse table */
+            sd__color_mutate(mode == 2 ? 1 : 0);
+            sd_bitmap *got = NULL;
+            int64_t space = -1;
+            ASSERT_OK(decode(tagged, tagged_n, 1, 0, mode == 1 ? 2 : 0, &got, &space, NULL, NULL, NULL));
+            ASSERT_EQ(space, SD_COLOR_CMYK);
+            worst[mode] = cmyk_worst(got, stored, w, h, ref, naive, &far);
+            sd_bitmap_free(got);
+        }
+        sd__color_mutate(0);
+        printf("  %s (%s, PCS %s): worst %d whole, %d in pieces; a coarse table %d\n",
+               files[k] ? strrchr(files[k], '/') + 1 : "ours", cmsGetEncodedICCversion(prof) >= 0x4000000 ? "v4" : "v2",
+               cmsGetPCS(prof) == cmsSigXYZData ? "XYZ" : "Lab", worst[0], worst[1], worst[2]);
+        ASSERT(worst[0] <= 3 && worst[1] <= 3);
+        ASSERT(worst[2] > 3);
+        sd_bitmap_free(naive);
+        cmsDeleteTransform(ref);
+        cmsCloseProfile(prof);
+        cmsCloseProfile(srgb);
+        free(stored);
+        free(plain);
+        free(tagged);
+        free(icc);
+    }
     free(ink);
     return 0;
 }
@@ -1081,7 +1236,7 @@ static int test_avif(void)
         ASSERT_OK(decode(avif, an, 0, 0, 0, &stored, NULL, NULL, NULL, NULL));
         ASSERT_OK(decode(avif, an, 1, 0, 0, &got, &space, NULL, NULL, NULL));
         ASSERT_EQ(space, variant == 0 ? SD_COLOR_CICP : SD_COLOR_ICC);
-        int n = 0, worst = worst_vs_lcms(stored, got, p3, &n);
+        int n = 0, worst = worst_vs_lcms(stored, got, p3, NULL, &n);
         printf("  AVIF %s: worst %d over %d pixels\n", variant == 0 ? "nclx P3" : "ICC P3", worst, n);
         ASSERT(worst <= 2 && n > 0);
         sd_bitmap_free(stored);
@@ -1096,6 +1251,183 @@ static int test_avif(void)
     return 0;
 }
 
+/* ---- gamut edges: LUT profiles, saturated inks, translucent colours ---- */
+
+/* Hue sweeps (hue across, bands down: full saturation and value, 3/4 and
+ * 1/4 value, half saturation), straight RGBA, `alpha`: 1..255 across. */
+static uint8_t *sweeps_rgba(uint32_t w, uint32_t h, int alpha)
+{
+    static const double band[4][2] = {{1, 1}, {1, 0.75}, {1, 0.25}, {0.5, 1}}; /* S, V */
+    uint8_t *px = malloc((size_t)w * h * 4);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            const double *sv = band[y * 4 / h];
+            double hue = (alpha ? (double)(y % (h / 4)) / (h / 4) : (double)x / w) * 6, f = hue - floor(hue);
+            double v = sv[1], p = v * (1 - sv[0]), q = v * (1 - sv[0] * f), t = v * (1 - sv[0] * (1 - f)), rgb[3];
+            switch ((int)hue % 6) {
+            case 0: rgb[0] = v, rgb[1] = t, rgb[2] = p; break;
+            case 1: rgb[0] = q, rgb[1] = v, rgb[2] = p; break;
+            case 2: rgb[0] = p, rgb[1] = v, rgb[2] = t; break;
+            case 3: rgb[0] = p, rgb[1] = q, rgb[2] = v; break;
+            case 4: rgb[0] = t, rgb[1] = p, rgb[2] = v; break;
+            default: rgb[0] = v, rgb[1] = p, rgb[2] = q; break;
+            }
+            uint8_t *o = px + ((size_t)y * w + x) * 4;
+            for (int c = 0; c < 3; c++)
+                o[c] = (uint8_t)lround(rgb[c] * 255);
+            o[3] = alpha ? (uint8_t)(1 + x * 254 / (w - 1)) : 255;
+        }
+    return px;
+}
+
+/* Display P3 as a v4 LUT profile, as colour-managed apps write them: AToB0
+ * = the sRGB curve, a 17-point CLUT from linear P3 to Lab, identity output
+ * curves; the matrix and curves tags too (lcms2 prefers the LUT). `xyz`:
+ * a v2 lut16 (mft2) to XYZ instead. */
+static cmsHTRANSFORM lut_sampler_to_pcs;
+static cmsInt32Number lut_sampler(const cmsUInt16Number in[], cmsUInt16Number out[], void *cargo)
+{
+    int xyz = *(const int *)cargo;
+    double rgb[3] = {in[0] / 65535.0, in[1] / 65535.0, in[2] / 65535.0};
+    return to_pcs(lut_sampler_to_pcs, xyz, rgb, out);
+}
+
+static uint8_t *p3_lut_profile(int xyz, size_t *len)
+{
+    static const double p3[6] = {0.680, 0.320, 0.265, 0.690, 0.150, 0.060};
+    cmsHPROFILE linear = rgb(0.3127, 0.3290, p3, cmsBuildGamma(NULL, 1.0));
+    cmsHPROFILE pcs = xyz ? cmsCreateXYZProfile() : cmsCreateLab4Profile(NULL);
+    lut_sampler_to_pcs = cmsCreateTransform(linear, TYPE_RGB_DBL, pcs, xyz ? TYPE_XYZ_DBL : TYPE_Lab_DBL,
+                                            INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOOPTIMIZE);
+    cmsHPROFILE p = rgb(0.3127, 0.3290, p3, srgb_trc()); /* the matrix and curves tags */
+    cmsSetProfileVersion(p, xyz ? 2.1 : 4.3);
+    cmsSetPCS(p, xyz ? cmsSigXYZData : cmsSigLabData);
+    cmsToneCurve *trc = srgb_trc(), *curves[3] = {trc, trc, trc};
+    cmsPipeline *a2b = cmsPipelineAlloc(NULL, 3, 3);
+    cmsStage *clut = cmsStageAllocCLut16bit(NULL, 17, 3, 3, NULL);
+    cmsStageSampleCLut16bit(clut, lut_sampler, &xyz, 0);
+    cmsPipelineInsertStage(a2b, cmsAT_END, cmsStageAllocToneCurves(NULL, 3, curves));
+    cmsPipelineInsertStage(a2b, cmsAT_END, clut);
+    cmsPipelineInsertStage(a2b, cmsAT_END, cmsStageAllocToneCurves(NULL, 3, NULL));
+    cmsWriteTag(p, cmsSigAToB0Tag, a2b);
+    cmsPipelineFree(a2b);
+    cmsFreeToneCurve(trc);
+    uint8_t *out = save(p, len);
+    cmsCloseProfile(p);
+    cmsDeleteTransform(lut_sampler_to_pcs);
+    cmsCloseProfile(pcs);
+    cmsCloseProfile(linear);
+    return out;
+}
+
+/* Worst opaque difference of `tagged` decoded (whole, or in random chunks,
+ * or as a 40-px thumbnail) against lcms2's float transform of its stored
+ * pixels from `prof`. */
+static int rgb_worst(const uint8_t *tagged, size_t n, cmsHPROFILE prof, int chunked, int thumb)
+{
+    sd_bitmap *stored = NULL, *got = NULL;
+    if (decode(tagged, n, 0, thumb, 0, &stored, NULL, NULL, NULL, NULL) != SD_OK ||
+        decode(tagged, n, 1, thumb, chunked, &got, NULL, NULL, NULL, NULL) != SD_OK)
+        return 1000;
+    int compared = 0, worst = worst_vs_lcms(stored, got, prof, NULL, &compared);
+    sd_bitmap_free(stored);
+    sd_bitmap_free(got);
+    return compared > 0 ? worst : 1000;
+}
+
+/* RGB LUT profiles (v4 Lab, v2 XYZ) on hue sweeps and ramps, in PNG and
+ * JPEG: within 2, whole, in pieces and as thumbnails; a coarse table
+ * (7 uniform points) fails that. */
+static int test_lut_profiles(void)
+{
+    const uint32_t w = 192, h = 64;
+    uint8_t *sw = sweeps_rgba(w, h, 0);
+    sd_bitmap *sweeps = premultiplied(sw, w, h), *ramps = picture(96, 64, 0, 0);
+    for (int xyz = 0; xyz < 2; xyz++) {
+        size_t icc_len;
+        uint8_t *icc = p3_lut_profile(xyz, &icc_len);
+        cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+        ASSERT(prof != NULL && cmsIsTag(prof, cmsSigAToB0Tag) && cmsIsMatrixShaper(prof));
+        for (int pic = 0; pic < 2; pic++)
+            for (int kind = 0; kind < 2; kind++) { /* png, jpeg */
+                if (sd_under_valgrind() && (xyz || pic || kind))
+                    continue; /* memcheck: one of each path */
+                const sd_bitmap *b = pic ? ramps : sweeps;
+                uint8_t *plain, *tagged;
+                size_t plain_n, tagged_n;
+                if (kind == 0) {
+                    ASSERT_OK(enc_png(b, 6, &plain, &plain_n));
+                    tagged = png_with_icc(plain, plain_n, icc, icc_len, &tagged_n);
+                } else {
+                    ASSERT_OK(enc_jpeg(b, 95, 0, &plain, &plain_n));
+                    tagged = jpeg_with_icc(plain, plain_n, icc, icc_len, 0, &tagged_n);
+                }
+                int whole = rgb_worst(tagged, tagged_n, prof, 0, 0), pieces = rgb_worst(tagged, tagged_n, prof, 2, 0),
+                    thumb = rgb_worst(tagged, tagged_n, prof, 0, 40);
+                sd__color_mutate(1);
+                int coarse = rgb_worst(tagged, tagged_n, prof, 0, 0);
+                sd__color_mutate(0);
+                printf("  P3 LUT (%s), %s %s: worst %d whole, %d in pieces, %d as a thumbnail; a coarse table %d\n",
+                       xyz ? "v2 XYZ" : "v4 Lab", pic ? "ramps" : "hue sweeps", kind ? "JPEG" : "PNG", whole, pieces,
+                       thumb, coarse);
+                ASSERT(whole <= 2 && pieces <= 2 && thumb <= 2);
+                ASSERT(coarse > 2); /* the check sees a coarser table */
+                free(tagged);
+                sd_free(plain);
+            }
+        cmsCloseProfile(prof);
+        free(icc);
+    }
+    sd_bitmap_free(sweeps);
+    sd_bitmap_free(ramps);
+    free(sw);
+    return 0;
+}
+
+/* A P3 PNG of saturated hues with an alpha ramp (1..255), and greens just
+ * inside sRGB's red edge (R 90..135 of high G: sRGB red near 0) at alpha
+ * 128..255: translucent colours within 2 of lcms2's float transform of the
+ * file's straight values, premultiplied; converted from premultiplied
+ * bytes instead, they are not (the bits lost there are magnified where an
+ * sRGB channel nears 0). */
+static int test_alpha_ramp(void)
+{
+    const uint32_t w = 256, h = 128;
+    uint8_t *px = sweeps_rgba(w, h, 1);
+    for (uint32_t y = h / 2; y < h; y++) /* the red edge, over the sweeps' lower half */
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = px + ((size_t)y * w + x) * 4;
+            p[0] = (uint8_t)(90 + (x * 7 + y) % 46), p[1] = (uint8_t)(200 + (y * 3 + x) % 56);
+            p[2] = (uint8_t)((x * 13 + y * 29) % 256), p[3] = (uint8_t)(128 + (x * 31 + y * 17) % 128);
+        }
+    size_t icc_len, n;
+    uint8_t *icc = profile(P_P3, &icc_len), *png = png_rgba(px, w, h, icc, icc_len, &n);
+    cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
+    int worst[4];
+    for (int mode = 0; mode < 4; mode++) { /* whole, byte by byte, random chunks; premultiplied rows */
+        sd__color_mutate(mode == 3 ? 2 : 0);
+        sd_bitmap *stored = NULL, *got = NULL;
+        ASSERT_OK(decode(png, n, 0, 0, 0, &stored, NULL, NULL, NULL, NULL));
+        ASSERT_OK(decode(png, n, 1, 0, mode == 3 ? 0 : mode, &got, NULL, NULL, NULL, NULL));
+        int compared = 0;
+        worst_alpha = 0;
+        int opaque = worst_vs_lcms(stored, got, prof, px, &compared);
+        worst[mode] = worst_alpha > opaque ? worst_alpha : opaque;
+        sd_bitmap_free(stored);
+        sd_bitmap_free(got);
+    }
+    sd__color_mutate(0);
+    printf("  P3 PNG, alpha ramp: worst %d whole, %d byte by byte, %d in chunks; from premultiplied bytes %d\n",
+           worst[0], worst[1], worst[2], worst[3]);
+    ASSERT(worst[0] <= 2 && worst[1] <= 2 && worst[2] <= 2);
+    ASSERT(worst[3] > 2);
+    cmsCloseProfile(prof);
+    free(png);
+    free(icc);
+    free(px);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const sd_test_case tests[] = {
@@ -1107,7 +1439,10 @@ int main(int argc, char **argv)
         {"fast_path", test_fast_path},
         {"encode_keeps_profile", test_encode_keeps_profile},
         {"cmyk", test_cmyk},
+        {"cmyk_edges", test_cmyk_edges},
         {"sixteen_bit", test_sixteen_bit},
+        {"lut_profiles", test_lut_profiles},
+        {"alpha_ramp", test_alpha_ramp},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

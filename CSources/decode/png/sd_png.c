@@ -52,6 +52,7 @@ typedef struct {
     /* a 16-bit source with colours to convert: rows stay 16-bit (RGBA16)
      * until converted (sd__color_row16), then go on as 8-bit rows */
     int sixteen;
+    int straight;       /* an 8-bit image with alpha, full size: rows converted before premultiplying */
     uint8_t *row8;      /* one converted row, 8-bit straight RGBA */
     float *cm_buf;      /* the conversion's floats, 8 a pixel */
 } sd__png;
@@ -174,6 +175,14 @@ static void p_info(png_structp png, png_infop info)
     d->load_h = s->rh;
     d->load_span_w = (double)w / s->fx; /* a last box of fewer columns holds part of a pixel's span */
     d->load_span_h = (double)h / s->fy;
+    /* translucent colours convert from their straight values while there
+     * are any: recovered from premultiplied bytes they lose bits that a
+     * conversion near the gamut edge magnifies (5 levels on a P3 ramp) */
+    s->straight = !s->sixteen && alpha && sd__color_straight_begin(d);
+    if (s->straight && (s->row8 = sd__malloc((size_t)w * 8)) == NULL) {
+        s->code = SD_ENOMEM;
+        png_longjmp(png, 1);
+    }
     uint64_t acc_rows = s->interlaced ? s->rh : 1;
     rc = sd__decoder_charge(d, (uint64_t)s->rw * s->rh * 4 +
                                    (s->fx > 1 || s->fy > 1 ? (uint64_t)s->rw * acc_rows * 5 * sizeof *s->acc : 0),
@@ -223,6 +232,13 @@ static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
     uint32_t n = x0 < W ? (W - x0 + dx - 1) / dx : 0;
     if (s->sixteen) { /* to sRGB from the 16-bit values, then on as 8-bit */
         sd__color_row16(d, (const uint16_t *)(const void *)row, s->row8, n, s->cm_buf);
+        row = s->row8;
+    } else if (s->straight) {
+        int rc = sd__color_straight_row(d, row, s->row8, n, (uint32_t *)(void *)(s->row8 + (size_t)d->width * 4));
+        if (rc < 0) {
+            s->code = rc;
+            png_error(png, sd_strerror(rc));
+        }
         row = s->row8;
     }
 
