@@ -24,7 +24,13 @@ check CSources/loop '#include "(sdcore\.h|sdcore/sd_(decoder|bitmap|decode_sink|
 check CSources/loop '(sd_decoder|sd_bitmap|sd__bitmap|sd__pixels)_?[a-z_]*\(' '' 'loop/ calls no decoder or bitmap function'
 
 # Lower layers stay below.
-check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work)/' '' 'common/ depends on nothing'
+check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work|color|codec|sink)/' '' 'common/ depends on nothing'
+check "$(echo CSources/common/*.c)" 'sd__(color|ctab|xform|decoder|bitmap|loop|work)_[a-z_]*\(' '' 'common/ calls nothing above it (a cache above registers its drain)'
+# Colour converts what it is handed: its own context, no decoder.
+check CSources/color '#include "(loop|decode|work|encode|codec|sink|orientation)/' '' 'color/ knows no decoder, codec or loop'
+check CSources/color 'sd_decoder \*|struct sd_decoder|sd__decoder_' '' 'color/ takes an sd__color, never the decoder'
+# Encoders take bitmaps: no decoder insides, no loop.
+check CSources/encode '#include "(loop|decode|work|sink|color)/' '' 'encode/ knows no decoder, loop or colour conversion'
 check CSources/work '#include "(loop|decode|bitmap|orientation|encode)/|sdcore\.h"' '' 'the work pool knows no payload'
 check CSources/bitmap '#include "(loop|decode|work)/|curl' '' 'bitmap/ is below decode and loop'
 check CSources/orientation '#include "(loop|decode|work)/' '' 'orientation/ is below decode and loop'

@@ -113,10 +113,11 @@ if [ ! -d "$out/seeds/jxl" ] && command -v cjxl >/dev/null && [ -f "$corpus/MANI
   done
   cjxl "$anim/gif/dispose1_trans.gif" "$out/seeds/jxl/anim.jxl" -d 0 >/dev/null 2>&1 || true
 fi
-# ICC profiles: colord-data's (a test package) and lcms2's own sRGB
+# ICC profiles: colord-data's and ghostscript's (libgs-common: LUT-based
+# CMYK, v4 XYZ) (test packages) and lcms2's own sRGB
 if [ ! -d "$out/seeds/icc" ]; then
   mkdir -p "$out/seeds/icc"
-  for f in /usr/share/color/icc/colord/*.icc; do [ -f "$f" ] && [ $(stat -c %s "$f") -lt 60000 ] && cp "$f" "$out/seeds/icc/"; done
+  for f in /usr/share/color/icc/colord/*.icc /usr/share/color/icc/ghostscript/*.icc; do [ -f "$f" ] && [ $(stat -c %s "$f") -lt 60000 ] && cp "$f" "$out/seeds/icc/$(basename "$(dirname "$f")")-$(basename "$f")"; done
   printf 'not a profile' > "$out/seeds/icc/garbage"
   # a CMYK output profile (none ships in Debian's test packages): a 3-point
   # CLUT from ink to Lab, made with lcms2 as c.color makes its own

@@ -28,8 +28,9 @@
 #include <lcms2.h>
 
 #include "color/sd_color.h"
+#include "color/sd_color_int.h"
 #include "color/sd_color_table.h"
-#include "decode/sd_decoder_int.h"
+#include "sdcore/sd_decoder.h" /* sd_color_space */
 #include "bitmap/sd_pixel.h"
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -38,60 +39,25 @@
 #define SD__CMS_NATIVE TYPE_ARGB_8
 #endif
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-#define SD__ENC_STEPS 8192 /* linear light in Q13 */
-#define SD__TAB_SHIFT 8    /* the tables hold Q21: 8 bits more */
-
-struct sd__xform {
-    uint8_t *key; /* what it was made from: kind byte + data */
-    size_t key_len;
-    cmsHTRANSFORM t; /* native straight ARGB32 -> sRGB, alpha copied; NULL: gray LUT */
-    /* translucent pixels: the straight colour recovered from premultiplied
-     * bytes as floats (8 bits would round it again; lcms2's optimised
-     * 16-bit path errs by up to 6 levels at the gamut edge), B,G,R,A float
-     * -> sRGB; a gray source: gray float -> RGB float */
-    cmsHTRANSFORM t16;
-    uint8_t gray[256][3]; /* a gray source: value -> sRGB R, G, B */
-    int identity;         /* the source is sRGB by content: nothing to do */
-    /* matrix/TRC sources, opaque pixels: our own path (lcms2's 8-bit
-     * transform takes ~30 ns a pixel here). Each source channel value's
-     * share of linear sRGB B, G, R — its curve and matrix column folded
-     * into one table of Q21 integers — so a pixel is three table rows
-     * added (one SSE2 add each), rounded to Q13 and encoded by an
-     * 8192-step table (within 1 of lcms2's float transform). */
-    int fast;
-    int cmyk;             /* ctab: C, M, Y, K bytes (inverted or not, as the key says) -> sRGB */
-    /* a LUT-based source (CLUT, or a CMYK one): our own table sampled from
-     * lcms2's float evaluation (sd_color_table.c) for opaque pixels */
-    sd__ctab *ctab;
-    int32_t tab[3][256][4]; /* [R,G,B in][value] -> B, G, R, 0 out */
-    uint8_t enc[SD__ENC_STEPS + 1];
-    int refs;             /* users now, plus 1 while cached */
-};
 
 /* ---- what codecs report ---- */
 
-static void warn(sd_decoder *d, const char *why)
+static void warn(sd__color *c, const char *why)
 {
-    if (d->warnings++ == 0)
-        sd__decoder_msg(d, "colour: %s; decoded as sRGB", why);
-    sd__log(SD_LOG_DEBUG, "decoder (%s): colour: %s; decoded as sRGB", sd_format_name(d->format), why);
+    if (c->warn != NULL)
+        c->warn(c->warn_ctx, why);
 }
 
-void sd__color_set_icc(sd_decoder *d, const uint8_t *icc, size_t len)
+void sd__color_set_icc(sd__color *c, const uint8_t *icc, size_t len)
 {
-    sd__color *c = &d->color;
     if (c->space != SD_COLOR_SRGB || c->icc != NULL || c->decided)
         return; /* a higher-precedence source was set */
     if (len > SD__ICC_MAX) {
-        warn(d, "ICC profile larger than 4 MiB ignored");
+        warn(c, "ICC profile larger than 4 MiB ignored");
         return;
     }
     if (len < 132) { /* the header and the tag count */
-        warn(d, "truncated ICC profile ignored");
+        warn(c, "truncated ICC profile ignored");
         return;
     }
     c->icc = sd__malloc(len);
@@ -102,15 +68,14 @@ void sd__color_set_icc(sd_decoder *d, const uint8_t *icc, size_t len)
     c->space = SD_COLOR_ICC;
 }
 
-void sd__color_set_srgb(sd_decoder *d)
+void sd__color_set_srgb(sd__color *c)
 {
-    if (d->color.space == SD_COLOR_SRGB)
-        d->color.decided = 1; /* sRGB is what untagged means; weaker sources now lose */
+    if (c->space == SD_COLOR_SRGB)
+        c->decided = 1; /* sRGB is what untagged means; weaker sources now lose */
 }
 
-void sd__color_set_chrm_gama(sd_decoder *d, const double chrm[8], double gamma)
+void sd__color_set_chrm_gama(sd__color *c, const double chrm[8], double gamma)
 {
-    sd__color *c = &d->color;
     if (c->space != SD_COLOR_SRGB || c->decided)
         return;
     if (chrm != NULL)
@@ -119,9 +84,8 @@ void sd__color_set_chrm_gama(sd_decoder *d, const double chrm[8], double gamma)
     c->space = SD_COLOR_CHRM_GAMA;
 }
 
-void sd__color_set_cicp(sd_decoder *d, int primaries, int transfer)
+void sd__color_set_cicp(sd__color *c, int primaries, int transfer)
 {
-    sd__color *c = &d->color;
     if (c->space != SD_COLOR_SRGB || c->decided)
         return;
     if (transfer == 16 || transfer == 18) { /* PQ, HLG: reported, not tone-mapped */
@@ -277,134 +241,18 @@ void sd__color_cache_drain(void)
         xform_free(gone[i]);
 }
 
+static pthread_once_t drain_once = PTHREAD_ONCE_INIT;
+static void register_drain(void) { sd__register_drain(sd__color_cache_drain); }
+
 static void cache_put(sd__xform *x)
 {
+    pthread_once(&drain_once, register_drain);
     sd__xform *out = cache[SD__XFORM_CACHE - 1];
     memmove(cache + 1, cache, sizeof *cache * (SD__XFORM_CACHE - 1));
     cache[0] = x;
     x->refs++; /* the cache's */
     if (out && --out->refs == 0)
         xform_free(out);
-}
-
-/* 3x3 inverse (row-major); 0 when singular. */
-static int invert3(const double a[9], double out[9])
-{
-    double d = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) + a[2] * (a[3] * a[7] - a[4] * a[6]);
-    if (fabs(d) < 1e-12)
-        return 0;
-    out[0] = (a[4] * a[8] - a[5] * a[7]) / d, out[1] = (a[2] * a[7] - a[1] * a[8]) / d, out[2] = (a[1] * a[5] - a[2] * a[4]) / d;
-    out[3] = (a[5] * a[6] - a[3] * a[8]) / d, out[4] = (a[0] * a[8] - a[2] * a[6]) / d, out[5] = (a[2] * a[3] - a[0] * a[5]) / d;
-    out[6] = (a[3] * a[7] - a[4] * a[6]) / d, out[7] = (a[1] * a[6] - a[0] * a[7]) / d, out[8] = (a[0] * a[4] - a[1] * a[3]) / d;
-    return 1;
-}
-
-/* The colorants of a matrix/TRC profile as a matrix RGB -> XYZ (D50). */
-static int colorants(cmsHPROFILE p, double m[9])
-{
-    static const cmsTagSignature col[3] = {cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag};
-    for (int c = 0; c < 3; c++) {
-        const cmsCIEXYZ *v = cmsReadTag(p, col[c]);
-        if (v == NULL)
-            return 0;
-        m[c] = v->X, m[3 + c] = v->Y, m[6 + c] = v->Z;
-    }
-    return 1;
-}
-
-/* Our own path for an RGB matrix/TRC source (x->fast), if it has one. */
-static void make_fast(sd__xform *x, cmsHPROFILE src, cmsHPROFILE srgb)
-{
-    static const cmsTagSignature trc[3] = {cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag};
-    double s[9], d[9], di[9];
-    if (cmsGetColorSpace(src) != cmsSigRgbData || !cmsIsMatrixShaper(src) || !colorants(src, s) ||
-        !colorants(srgb, d) || !invert3(d, di))
-        return;
-    double m[9]; /* source linear RGB -> linear sRGB */
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            m[r * 3 + c] = di[r * 3] * s[c] + di[r * 3 + 1] * s[3 + c] + di[r * 3 + 2] * s[6 + c];
-    for (int c = 0; c < 3; c++) {
-        const cmsToneCurve *t = cmsReadTag(src, trc[c]);
-        if (t == NULL)
-            return;
-        for (int i = 0; i < 256; i++) {
-            double lin = cmsEvalToneCurveFloat(t, (cmsFloat32Number)i / 255);
-            for (int o = 0; o < 3; o++) { /* out B, G, R: sRGB rows 2, 1, 0 */
-                double v = m[(2 - o) * 3 + c] * lin * (SD__ENC_STEPS << SD__TAB_SHIFT);
-                /* three entries and the rounding must sum within int32: a profile
-                 * whose colorants or curves go past that (real ones stay near 1)
-                 * is left to lcms2 (fuzz_icc found one overflowing) */
-                if (!isfinite(v) || fabs(v) > (double)(1 << 29))
-                    return;
-                x->tab[c][i][o] = (int32_t)lround(v);
-            }
-            x->tab[c][i][3] = 0;
-        }
-    }
-    for (int i = 0; i <= SD__ENC_STEPS; i++) {
-        double l = (double)i / SD__ENC_STEPS, v = l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055;
-        x->enc[i] = (uint8_t)lround(v * 255);
-    }
-    x->fast = 1;
-}
-
-/* Opaque native ARGB32 pixels through the fast path, in place. The
- * scalar and SSE2 loops do the same integer sums (the SSE2 pack's int16
- * saturation never binds: the clamp to [0, 8192] is inside it), so they
- * write the same bytes; sd__color_force_scalar lets the tests check. */
-static int force_scalar;
-
-int sd__color_force_scalar(int on)
-{
-    int was = force_scalar;
-    force_scalar = on;
-    return was;
-}
-
-static inline uint32_t enc_scalar(const sd__xform *x, const int32_t *r, const int32_t *g, const int32_t *b, int o)
-{
-    int32_t v = (r[o] + g[o] + b[o] + (1 << (SD__TAB_SHIFT - 1))) >> SD__TAB_SHIFT;
-    v = v < 0 ? 0 : (v > SD__ENC_STEPS ? SD__ENC_STEPS : v);
-    return x->enc[v];
-}
-
-static void convert_fast(const sd__xform *x, uint32_t *row, uint32_t w)
-{
-    uint32_t i = 0;
-#if defined(__SSE2__)
-    if (!force_scalar) {
-        const __m128i half = _mm_set1_epi32(1 << (SD__TAB_SHIFT - 1)), lo = _mm_setzero_si128(),
-                      hi = _mm_set1_epi16(SD__ENC_STEPS);
-#define SD__SUM(p)                                                                                            \
-    _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(_mm_add_epi32(                                                     \
-                                                   _mm_loadu_si128((const __m128i *)x->tab[0][((p) >> 16) & 0xFF]), \
-                                                   _mm_loadu_si128((const __m128i *)x->tab[1][((p) >> 8) & 0xFF])), \
-                                               _mm_loadu_si128((const __m128i *)x->tab[2][(p) & 0xFF])),            \
-                                 half),                                                                           \
-                   SD__TAB_SHIFT)
-        uint16_t ix[16];
-        const uint8_t *e = x->enc;
-        for (; i + 4 <= w; i += 4) {
-            uint32_t p0 = row[i], p1 = row[i + 1], p2 = row[i + 2], p3 = row[i + 3];
-            __m128i v0 = _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(SD__SUM(p0), SD__SUM(p1)), lo), hi);
-            __m128i v1 = _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(SD__SUM(p2), SD__SUM(p3)), lo), hi);
-            _mm_storeu_si128((__m128i *)ix, v0);
-            _mm_storeu_si128((__m128i *)(ix + 8), v1);
-            row[i] = (p0 & 0xFF000000u) | (uint32_t)e[ix[2]] << 16 | (uint32_t)e[ix[1]] << 8 | e[ix[0]];
-            row[i + 1] = (p1 & 0xFF000000u) | (uint32_t)e[ix[6]] << 16 | (uint32_t)e[ix[5]] << 8 | e[ix[4]];
-            row[i + 2] = (p2 & 0xFF000000u) | (uint32_t)e[ix[10]] << 16 | (uint32_t)e[ix[9]] << 8 | e[ix[8]];
-            row[i + 3] = (p3 & 0xFF000000u) | (uint32_t)e[ix[14]] << 16 | (uint32_t)e[ix[13]] << 8 | e[ix[12]];
-        }
-#undef SD__SUM
-    }
-#endif
-    for (; i < w; i++) {
-        uint32_t p = row[i];
-        const int32_t *r = x->tab[0][(p >> 16) & 0xFF], *g = x->tab[1][(p >> 8) & 0xFF], *b = x->tab[2][p & 0xFF];
-        row[i] = (p & 0xFF000000u) | enc_scalar(x, r, g, b, 2) << 16 | enc_scalar(x, r, g, b, 1) << 8 |
-                 enc_scalar(x, r, g, b, 0);
-    }
 }
 
 /* A device, input, output or colour-space profile: one that transforms an
@@ -460,7 +308,7 @@ static sd__xform *make_rgb(cmsHPROFILE src, cmsHPROFILE srgb, const char **why)
         if (cmsIsTag(src, cmsSigDToB1Tag) || cmsIsTag(src, cmsSigAToB1Tag) || cmsIsTag(src, cmsSigAToB0Tag))
             x->ctab = sd__ctab_new(src, 0);
         else
-            make_fast(x, src, srgb);
+            sd__color_make_fast(x, src, srgb);
         x->t = cmsCreateTransform(src, SD__CMS_NATIVE, srgb, SD__CMS_NATIVE, INTENT_RELATIVE_COLORIMETRIC,
                                   cmsFLAGS_NOCACHE | cmsFLAGS_COPY_ALPHA);
         x->t16 = cmsCreateTransform(src, TYPE_BGRA_FLT, srgb, TYPE_BGRA_FLT, INTENT_RELATIVE_COLORIMETRIC,
@@ -553,14 +401,13 @@ static uint8_t *make_key(const sd__color *c, size_t *len)
     return k;
 }
 
-/* Look the decoder's source up once: d->color.xf, or NULL for nothing to do. */
-static void resolve(sd_decoder *d)
+/* Look the source up once: c->xf, or NULL for nothing to do. */
+static void resolve(sd__color *c)
 {
-    sd__color *c = &d->color;
     if (c->resolved)
         return;
     c->resolved = 1;
-    if (!d->color_manage || c->space == SD_COLOR_SRGB || c->space == SD_COLOR_HDR ||
+    if (!c->manage || c->space == SD_COLOR_SRGB || c->space == SD_COLOR_HDR ||
         (c->space == SD_COLOR_CMYK && c->icc == NULL))
         return;
     size_t len;
@@ -583,7 +430,7 @@ static void resolve(sd_decoder *d)
     x = make(c, &identity, &why); /* outside the lock: lcms2's work */
     if (why != NULL || (x == NULL && !identity)) {
         if (why != NULL)
-            warn(d, why);
+            warn(c, why);
         sd__free(key);
         return;
     }
@@ -603,23 +450,23 @@ static void resolve(sd_decoder *d)
     c->xf = identity ? NULL : x;
 }
 
-int sd__color_needed(sd_decoder *d)
+int sd__color_needed(sd__color *c)
 {
-    resolve(d);
-    return d->color.xf != NULL && !d->color.xf->cmyk; /* CMYK: the codec's rows */
+    resolve(c);
+    return c->xf != NULL && !c->xf->cmyk; /* CMYK: the codec's rows */
 }
 
-int sd__color_rows16_begin(sd_decoder *d)
+int sd__color_rows16_begin(sd__color *c)
 {
-    if (!sd__color_needed(d))
+    if (!sd__color_needed(c))
         return 0;
-    d->color.rows_done = 1;
+    c->rows_done = 1;
     return 1;
 }
 
-void sd__color_row16(sd_decoder *d, const uint16_t *rgba, uint8_t *out, uint32_t n, float *buf)
+void sd__color_row16(sd__color *c, const uint16_t *rgba, uint8_t *out, uint32_t n, float *buf)
 {
-    const sd__xform *x = d->color.xf;
+    const sd__xform *x = c->xf;
     float *in = buf, *res = buf + (size_t)n * 4;
     for (uint32_t i = 0; i < n; i++) { /* straight R, G, B, A -> B, G, R, A floats */
         const uint16_t *p = rgba + (size_t)i * 4;
@@ -648,17 +495,17 @@ void sd__color_row16(sd_decoder *d, const uint16_t *rgba, uint8_t *out, uint32_t
     }
 }
 
-int sd__color_cmyk_begin(sd_decoder *d, int inverted)
+int sd__color_cmyk_begin(sd__color *c, int inverted)
 {
-    d->color.cmyk_inverted = inverted;
-    resolve(d);
-    return d->color.xf != NULL && d->color.xf->cmyk;
+    c->cmyk_inverted = inverted;
+    resolve(c);
+    return c->xf != NULL && c->xf->cmyk;
 }
 
-int sd__color_cmyk_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width)
+int sd__color_cmyk_rows(sd__color *c, uint8_t *const *rows, uint32_t n, uint32_t width)
 {
     for (uint32_t y = 0; y < n; y++) /* C, M, Y, K as libjpeg wrote them -> ARGB32 in place */
-        sd__ctab_cmyk(d->color.xf->ctab, rows[y], (uint32_t *)(void *)rows[y], width);
+        sd__ctab_cmyk(c->xf->ctab, rows[y], (uint32_t *)(void *)rows[y], width);
     return SD_OK;
 }
 
@@ -715,7 +562,7 @@ static int convert_rows(const sd__xform *x, uint8_t *const *rows, uint32_t n, ui
             continue;
         }
         if (x->fast) {
-            convert_fast(x, row, w);
+            sd__color_convert_fast(x, row, w);
             continue;
         }
         if (x->ctab) {
@@ -737,10 +584,10 @@ static int convert_rows(const sd__xform *x, uint8_t *const *rows, uint32_t n, ui
     return SD_OK;
 }
 
-int sd__color_convert(sd_decoder *d, sd_bitmap *b)
+int sd__color_convert(sd__color *c, sd_bitmap *b)
 {
-    resolve(d);
-    const sd__xform *x = d->color.xf;
+    resolve(c);
+    const sd__xform *x = c->xf;
     if (x == NULL)
         return SD_OK;
     uint32_t *tmp = NULL;
@@ -755,22 +602,22 @@ int sd__color_convert(sd_decoder *d, sd_bitmap *b)
     return rc;
 }
 
-int sd__color_pending(sd_decoder *d)
+int sd__color_pending(sd__color *c)
 {
-    return sd__color_needed(d) && !d->color.rows_done;
+    return sd__color_needed(c) && !c->rows_done;
 }
 
-int sd__color_rows_begin(sd_decoder *d)
+int sd__color_rows_begin(sd__color *c, int full_size)
 {
-    if (d->load_w != d->decode_w || d->load_h != d->decode_h || !sd__color_needed(d))
+    if (!full_size || !sd__color_needed(c))
         return 0;
-    d->color.rows_done = 1;
+    c->rows_done = 1;
     return 1;
 }
 
-int sd__color_rows(sd_decoder *d, uint8_t *const *rows, uint32_t n, uint32_t width, int opaque)
+int sd__color_rows(sd__color *c, uint8_t *const *rows, uint32_t n, uint32_t width, int opaque)
 {
-    const sd__xform *x = d->color.xf;
+    const sd__xform *x = c->xf;
     uint32_t *tmp = NULL;
     float *buf16 = NULL;
     int rc = x == NULL ? SD_OK : convert_rows(x, rows, n, width, opaque, &tmp, &buf16);
@@ -788,19 +635,19 @@ void sd__color_mutate(int which)
     sd__color_cache_drain();
 }
 
-int sd__color_straight_begin(sd_decoder *d)
+int sd__color_straight_begin(sd__color *c, int full_size)
 {
-    return !premultiplied_rows && sd__color_rows_begin(d);
+    return !premultiplied_rows && sd__color_rows_begin(c, full_size);
 }
 
-int sd__color_straight_row(sd_decoder *d, const uint8_t *rgba, uint8_t *out, uint32_t n, uint32_t *words)
+int sd__color_straight_row(sd__color *c, const uint8_t *rgba, uint8_t *out, uint32_t n, uint32_t *words)
 {
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *p = rgba + (size_t)i * 4;
         words[i] = (uint32_t)p[3] << 24 | (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
     }
     uint8_t *row = (uint8_t *)words;
-    int rc = sd__color_rows(d, &row, 1, n, 1); /* straight colours: every pixel as an opaque one */
+    int rc = sd__color_rows(c, &row, 1, n, 1); /* straight colours: every pixel as an opaque one */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t w = words[i];
         uint8_t *q = out + (size_t)i * 4;

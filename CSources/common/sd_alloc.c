@@ -2,6 +2,7 @@
  * so a program (or a test) can supply its own allocator: sd_set_allocator,
  * libspng's spng_alloc / curl_global_init_mem shape. The libraries under us
  * (libcurl, libjpeg, libpng, giflib, libwebp, libavif) keep their own. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -22,6 +23,26 @@ static void *counted(void *p)
     return p;
 }
 
+/* What layers above cache from this allocator, and how they give it back
+ * (common/ calls nothing above it: they register). */
+#define SD__DRAINS 4
+static void (*g_drain[SD__DRAINS])(void);
+static atomic_int g_drains;
+static pthread_mutex_t g_drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sd__register_drain(void (*drain)(void))
+{
+    pthread_mutex_lock(&g_drain_lock);
+    int n = atomic_load_explicit(&g_drains, memory_order_relaxed), known = 0;
+    for (int i = 0; i < n; i++)
+        known |= g_drain[i] == drain;
+    if (!known && n < SD__DRAINS) {
+        g_drain[n] = drain;
+        atomic_store_explicit(&g_drains, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_drain_lock);
+}
+
 void sd__alloc_track(long delta) { atomic_fetch_add_explicit(&g_live, delta, memory_order_release); }
 
 int sd_set_allocator(const sd_allocator *a)
@@ -33,7 +54,9 @@ int sd_set_allocator(const sd_allocator *a)
         SD__RETURN_IF(copy.malloc_fn == NULL || copy.realloc_fn == NULL || copy.free_fn == NULL, SD_EINVAL);
     }
     sd__pool_drain(); /* recycled blocks came from the allocator before */
-    sd__color_cache_drain(); /* and the cached colour transforms */
+    int n = atomic_load_explicit(&g_drains, memory_order_acquire);
+    for (int i = 0; i < n; i++) /* and what the layers above cache (colour transforms) */
+        g_drain[i]();
     SD__RETURN_IF(atomic_load_explicit(&g_live, memory_order_acquire) != 0, SD_EBADSTATE);
     g_alloc = copy;
     g_custom = a != NULL;

@@ -69,8 +69,10 @@ SD__HIDDEN int sd__alloc_is_custom(void);
 SD__HIDDEN void sd__alloc_track(long delta);
 /* Drop the pool's recycled blocks (before the allocator changes). */
 SD__HIDDEN void sd__pool_drain(void);
-/* Drop the cached colour transforms no decoder uses (color/sd_color.c). */
-SD__HIDDEN void sd__color_cache_drain(void);
+/* A layer above that caches blocks of this allocator (color/'s transforms)
+ * registers how to give them back: sd_set_allocator calls it first. At
+ * most four; registering twice is once. */
+SD__HIDDEN void sd__register_drain(void (*drain)(void));
 
 /* Diagnostics to the program's log callback (common/sd_log.c); nothing is
  * formatted unless a callback wants `level`. */

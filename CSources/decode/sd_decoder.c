@@ -16,6 +16,15 @@ void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
     sd__log(SD_LOG_DEBUG, "decoder (%s): %s", sd_format_name(dec->format), dec->message);
 }
 
+/* A colour source that cannot be honoured: one message, every one counted. */
+static void color_warn(void *ctx, const char *why)
+{
+    sd_decoder *d = ctx;
+    if (d->warnings++ == 0)
+        sd__decoder_msg(d, "colour: %s; decoded as sRGB", why);
+    sd__log(SD_LOG_DEBUG, "decoder (%s): colour: %s; decoded as sRGB", sd_format_name(d->format), why);
+}
+
 int sd_decoder_new(sd_decoder **out)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
@@ -32,7 +41,9 @@ int sd_decoder_new(sd_decoder **out)
     d->frame_cache_bytes = SD_DEFAULT_FRAME_CACHE_BYTES;
     d->filter = SD_FILTER_LANCZOS3;
     d->shrink_margin = 2;
-    d->color_manage = 1;
+    d->color.manage = 1;
+    d->color.warn = color_warn;
+    d->color.warn_ctx = d;
     d->render_deadline_ms = SD_DEFAULT_RENDER_DEADLINE_MS;
     d->orientation = 1;
     d->loop_count = 1;
@@ -102,7 +113,7 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_RESAMPLE_FILTER: SD__RETURN_IF(v > SD_FILTER_BOX, SD_EINVAL); dec->filter = (int)v; break;
     case SD_DEC_RESAMPLE_LINEAR: dec->resample_linear = v != 0; break;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: SD__RETURN_IF(v < 1 || v > 8, SD_EINVAL); dec->shrink_margin = (uint32_t)v; break;
-    case SD_DEC_COLOR_MANAGE: dec->color_manage = v != 0; break;
+    case SD_DEC_COLOR_MANAGE: dec->color.manage = v != 0; break;
     case SD_DEC_RENDER_DEADLINE_MS: SD__RETURN_IF(v < 0, SD_EINVAL); dec->render_deadline_ms = v; break;
     case SD_DEC_PREVIEW_FRAME_BYTES: dec->preview_frame_bytes = v; break;
     default: return SD_EINVAL;
@@ -132,7 +143,7 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_RESAMPLE_FILTER: *v = dec->filter; return SD_OK;
     case SD_DEC_RESAMPLE_LINEAR: *v = dec->resample_linear; return SD_OK;
     case SD_DEC_SHRINK_ON_LOAD_MARGIN: *v = dec->shrink_margin; return SD_OK;
-    case SD_DEC_COLOR_MANAGE: *v = dec->color_manage; return SD_OK;
+    case SD_DEC_COLOR_MANAGE: *v = dec->color.manage; return SD_OK;
     case SD_DEC_RENDER_DEADLINE_MS: *v = dec->render_deadline_ms; return SD_OK;
     case SD_DEC_PREVIEW_FRAME_BYTES: *v = dec->preview_frame_bytes; return SD_OK;
     case SD_DEC_INFO_DECLINED:
@@ -372,12 +383,12 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
     }
     /* to sRGB, on the smallest bitmap (a codec may have converted its rows
      * as they came: rows_done) */
-    if (sd__color_pending(d)) {
+    if (sd__color_pending(&d->color)) {
         if (!owned) {
             rc = sd__bitmap_copy(cur, &t);
             SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
         }
-        rc = sd__color_convert(d, cur);
+        rc = sd__color_convert(&d->color, cur);
         if (rc < 0) {
             sd_bitmap_free(cur);
             return rc;
@@ -469,7 +480,7 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
 static int presentable(sd_decoder *d, const sd_bitmap *c)
 {
     return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1) &&
-           !sd__color_pending(d);
+           !sd__color_pending(&d->color);
 }
 
 /* Frame i into *out: a new bitmap for the caller, or lent (`lend`): the

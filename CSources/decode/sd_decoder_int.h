@@ -33,7 +33,6 @@ struct sd_decoder {
     int filter;             /* sd_filter to the output size */
     int resample_linear;    /* SD_DEC_RESAMPLE_LINEAR */
     uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
-    int color_manage;       /* SD_DEC_COLOR_MANAGE */
     int64_t render_deadline_ms; /* SD_DEC_RENDER_DEADLINE_MS */
     int64_t preview_frame_bytes; /* SD_DEC_PREVIEW_FRAME_BYTES: the decode sink's */
 
@@ -117,6 +116,11 @@ SD__HIDDEN int sd__whole_init(sd_decoder *d, size_t size);
 SD__HIDDEN int sd__whole_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned);
 SD__HIDDEN void sd__whole_destroy(sd_decoder *d);
 
+/* The codec's canvas is the output's size: nothing left to resample. */
+static inline int sd__decoder_full_size(const sd_decoder *d)
+{
+    return d->load_w == d->decode_w && d->load_h == d->decode_h;
+}
 SD__HIDDEN void sd__decoder_msg(sd_decoder *dec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

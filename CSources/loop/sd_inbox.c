@@ -1,6 +1,7 @@
 /*
  * sd_inbox.c — what body sinks post back to the loop thread (partials,
- * resumes, dones) through their ports, and its delivery there. Posting
+ * resumes, dones) through their ports; the loop thread takes it in
+ * (sd_loop.c: deliver_inbox), so ports know no transfer. Posting
  * never blocks the poster for long (one mutex, one coalesced wakeup), and a
  * done never fails: its memory is the port itself, queued intrusively.
  */
@@ -207,50 +208,3 @@ void sd_sink_port_done(sd_sink_port *p, int status, const char *message, void *o
 }
 
 void sd_sink_port_release(sd_sink_port *p) { sd__port_unref(p); }
-
-/* ---- delivery (loop thread) ---- */
-
-void sd__inbox_dispatch(sd_loop *l)
-{
-    sd__inbox *in = l->inbox;
-    pthread_mutex_lock(&in->mu);
-    in->wake_pending = 0;
-    sd__partial *pv = in->pv_head;
-    sd_sink_port *dn = in->dn_head, *rs = in->rs_head;
-    in->pv_head = in->pv_tail = NULL;
-    in->dn_head = in->dn_tail = in->rs_head = in->rs_tail = NULL;
-    for (sd_sink_port *p = rs; p; p = p->next_resume)
-        p->resume_queued = 0;
-    pthread_mutex_unlock(&in->mu);
-
-    for (sd__partial *n; pv; pv = n) {
-        n = pv->next;
-        sd__xfer *x = sd__table_get(l, pv->id);
-        if (x && x->ev.partial && (x->state == XF_RUNNING || x->state == XF_SINKING)) {
-            if (x->relay)
-                sd__relay_partial(x->relay, x->id, pv->item, pv->item_free);
-            else
-                x->ev.partial(x->id, pv->item, x->user);
-        } else if (pv->item_free) {
-            pv->item_free(pv->item); /* completed or cancelled meanwhile */
-        }
-        sd__free(pv);
-    }
-    for (sd_sink_port *n; rs; rs = n) {
-        n = rs->next_resume;
-        sd__xfer *x = sd__table_get(l, rs->id);
-        if (x && x->port == rs && x->paused && x->easy) {
-            x->paused = 0;
-            x->last_byte_ms = sd__now_ms();
-            curl_easy_pause(x->easy, CURLPAUSE_CONT); /* may deliver the held bytes now */
-        }
-        sd__port_unref(rs);
-    }
-    for (sd_sink_port *n; dn; dn = n) {
-        n = dn->next_done;
-        sd__xfer *x = sd__table_get(l, dn->id);
-        if (x && x->port == dn) /* the sink's end is the transfer's (an early one stops the download too) */
-            sd__complete(l, x, dn->status, dn->message, dn);
-        sd__port_unref(dn);
-    }
-}

@@ -2,7 +2,7 @@
  * sd_loop.c — one thread owns the CURLM and every easy handle (curl's rule).
  * Other threads talk to it through a mutex-protected command queue plus
  * curl_multi_wakeup(); body sinks hand their results back through the
- * inbox the same way (sd_inbox.c). The loop: commands -> sink messages ->
+ * inbox the same way (sd_inbox.c), delivered here to their transfers. The loop: commands -> sink messages ->
  * start queued transfers -> perform -> info_read -> poll. It never sleeps
  * while work is ready: a finished transfer that frees a slot loops again
  * without polling.
@@ -18,6 +18,53 @@
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* ---- what the sinks posted, to the transfers (loop thread) ---- */
+
+static void deliver_inbox(sd_loop *l)
+{
+    sd__inbox *in = l->inbox;
+    pthread_mutex_lock(&in->mu);
+    in->wake_pending = 0;
+    sd__partial *pv = in->pv_head;
+    sd_sink_port *dn = in->dn_head, *rs = in->rs_head;
+    in->pv_head = in->pv_tail = NULL;
+    in->dn_head = in->dn_tail = in->rs_head = in->rs_tail = NULL;
+    for (sd_sink_port *p = rs; p; p = p->next_resume)
+        p->resume_queued = 0;
+    pthread_mutex_unlock(&in->mu);
+
+    for (sd__partial *n; pv; pv = n) {
+        n = pv->next;
+        sd__xfer *x = sd__table_get(l, pv->id);
+        if (x && x->ev.partial && (x->state == XF_RUNNING || x->state == XF_SINKING)) {
+            if (x->relay)
+                sd__relay_partial(x->relay, x->id, pv->item, pv->item_free);
+            else
+                x->ev.partial(x->id, pv->item, x->user);
+        } else if (pv->item_free) {
+            pv->item_free(pv->item); /* completed or cancelled meanwhile */
+        }
+        sd__free(pv);
+    }
+    for (sd_sink_port *n; rs; rs = n) {
+        n = rs->next_resume;
+        sd__xfer *x = sd__table_get(l, rs->id);
+        if (x && x->port == rs && x->paused && x->easy) {
+            x->paused = 0;
+            x->last_byte_ms = sd__now_ms();
+            curl_easy_pause(x->easy, CURLPAUSE_CONT); /* may deliver the held bytes now */
+        }
+        sd__port_unref(rs);
+    }
+    for (sd_sink_port *n; dn; dn = n) {
+        n = dn->next_done;
+        sd__xfer *x = sd__table_get(l, dn->id);
+        if (x && x->port == dn) /* the sink's end is the transfer's (an early one stops the download too) */
+            sd__complete(l, x, dn->status, dn->message, dn);
+        sd__port_unref(dn);
+    }
+}
 
 /* ---- commands (loop thread) ---- */
 
@@ -95,7 +142,7 @@ static void *loop_main(void *arg)
 
         for (int i = 0; i < n; i++)
             handle_command(l, &batch[i]);
-        sd__inbox_dispatch(l);
+        deliver_inbox(l);
         if (stopping) {
             pthread_mutex_lock(&l->mu);
             int more = l->ncmds > 0;

@@ -262,8 +262,6 @@ SD__HIDDEN void sd__inbox_close(sd__inbox *in);
 /* A port for transfer `x` (two references: the loop's and the sink's). */
 SD__HIDDEN sd_sink_port *sd__port_new(sd__inbox *in, sd_transfer_id id, int wants_partials);
 SD__HIDDEN void sd__port_unref(sd_sink_port *port);
-/* Deliver what the sinks posted (loop thread). Returns 1 if it did anything. */
-SD__HIDDEN void sd__inbox_dispatch(sd_loop *l);
 /* Called with the lock of a queue held after queueing: one wakeup per batch. */
 SD__HIDDEN int sd__needs_wake(int *wake_pending);
 

@@ -10,7 +10,11 @@
  * thumbnails; transicc (lcms2's own tool) agrees on a sample; an sRGB
  * profile (by content) and untagged images are left exactly alone;
  * SD_DEC_COLOR_MANAGE 0 returns the stored pixels and the exact profile
- * bytes; bad profiles are a warning and sRGB, never a failure.
+ * bytes; bad profiles are a warning and sRGB, never a failure. At the
+ * gamut edges (hue sweeps, saturated inks): v4 Lab and v2 XYZ LUT profiles
+ * made here, ghostscript's CMYK profiles (libgs-common), a P3 alpha ramp
+ * against the file's straight values — each with the mutation it must
+ * catch (a coarse table; colour recovered from premultiplied bytes).
  */
 #include <stdint.h>
 #include <stdio.h>

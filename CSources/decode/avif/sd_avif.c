@@ -86,8 +86,8 @@ static int parse(sd__avif *s)
     /* colr: an ICC profile, else nclx primaries and transfer (the decoder
      * converts the YUV with the matrix; the rest is colour management's) */
     if (im->icc.size > 0)
-        sd__color_set_icc(s->a.w.dec, im->icc.data, im->icc.size);
-    sd__color_set_cicp(s->a.w.dec, (int)im->colorPrimaries, (int)im->transferCharacteristics);
+        sd__color_set_icc(&s->a.w.dec->color, im->icc.data, im->icc.size);
+    sd__color_set_cicp(&s->a.w.dec->color, (int)im->colorPrimaries, (int)im->transferCharacteristics);
     return sd__decoder_set_header(s->a.w.dec, im->width, im->height, orientation(im), 0, s->avif->alphaPresent);
 }
 

@@ -279,14 +279,14 @@ static void colour(sd_decoder *d, const struct heif_image_handle *h)
     if (n > 0 && n <= SD__ICC_MAX) {
         uint8_t *icc = sd__malloc(n);
         if (icc != NULL && heif_image_handle_get_raw_color_profile(h, icc).code == heif_error_Ok)
-            sd__color_set_icc(d, icc, n);
+            sd__color_set_icc(&d->color, icc, n);
         sd__free(icc);
     } else if (n > SD__ICC_MAX) {
-        sd__color_set_icc(d, NULL, n); /* the warning, without copying it */
+        sd__color_set_icc(&d->color, NULL, n); /* the warning, without copying it */
     }
     struct heif_color_profile_nclx *nclx = NULL;
     if (heif_image_handle_get_nclx_color_profile(h, &nclx).code == heif_error_Ok && nclx != NULL) {
-        sd__color_set_cicp(d, (int)nclx->color_primaries, (int)nclx->transfer_characteristics);
+        sd__color_set_cicp(&d->color, (int)nclx->color_primaries, (int)nclx->transfer_characteristics);
         heif_nclx_color_profile_free(nclx);
     }
 }

@@ -219,7 +219,7 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     JOCTET *icc = NULL;
     unsigned int icc_len = 0;
     if (jpeg_read_icc_profile(c, &icc, &icc_len) && icc != NULL)
-        sd__color_set_icc(d, icc, icc_len);
+        sd__color_set_icc(&d->color, icc, icc_len);
     free(icc); /* libjpeg's malloc */
     if (j->cmyk) /* its CMYK profile, if any, is applied to the rows (cmyk_rows) */
         d->color.space = SD_COLOR_CMYK;
@@ -265,9 +265,9 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     SD__RETURN_IF(j->rows == NULL, SD_ENOMEM);
     for (JDIMENSION y = 0; y < c->output_height; y++)
         j->rows[y] = j->canvas->pixels + (size_t)y * j->canvas->stride;
-    j->convert_rows = !j->cmyk && sd__color_rows_begin(d);
+    j->convert_rows = !j->cmyk && sd__color_rows_begin(&d->color, sd__decoder_full_size(d));
     /* jpgicc's reading: Adobe's APP14 means the values are stored inverted */
-    j->cmyk_profile = j->cmyk && sd__color_cmyk_begin(d, c->saw_Adobe_marker);
+    j->cmyk_profile = j->cmyk && sd__color_cmyk_begin(&d->color, c->saw_Adobe_marker);
     return SD_OK;
 }
 
@@ -295,7 +295,7 @@ static int read_rows(sd_decoder *d, sd__jpeg *j)
         if (n == 0)
             return 0;
         if (j->cmyk_profile) {
-            int rc = sd__color_cmyk_rows(d, j->rows + y, n, c->output_width);
+            int rc = sd__color_cmyk_rows(&d->color, j->rows + y, n, c->output_width);
             if (rc < 0) {
                 j->err.code = rc;
                 longjmp(j->err.jb, 1);
@@ -304,7 +304,7 @@ static int read_rows(sd_decoder *d, sd__jpeg *j)
             cmyk_rows(j, y, n);
         }
         if (j->convert_rows) { /* while the rows are in the cache */
-            int rc = sd__color_rows(d, j->rows + y, n, c->output_width, 1);
+            int rc = sd__color_rows(&d->color, j->rows + y, n, c->output_width, 1);
             if (rc < 0) { /* out of memory: thrown as libjpeg's errors are */
                 j->err.code = rc;
                 longjmp(j->err.jb, 1);

@@ -194,7 +194,7 @@ static void colour(sd__jxl *s)
     if (JxlDecoderGetColorAsEncodedProfile(s->jxl, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &ce) == JXL_DEC_SUCCESS) {
         if (ce.transfer_function == JXL_TRANSFER_FUNCTION_PQ || ce.transfer_function == JXL_TRANSFER_FUNCTION_HLG) {
             int prim = ce.primaries == JXL_PRIMARIES_2100 ? 9 : ce.primaries == JXL_PRIMARIES_P3 ? 12 : 1;
-            sd__color_set_cicp(d, prim, (int)ce.transfer_function); /* reported, not tone-mapped */
+            sd__color_set_cicp(&d->color, prim, (int)ce.transfer_function); /* reported, not tone-mapped */
             return;
         }
         if (ce.white_point == JXL_WHITE_POINT_D65 && ce.transfer_function == JXL_TRANSFER_FUNCTION_SRGB &&
@@ -207,13 +207,13 @@ static void colour(sd__jxl *s)
     if (JxlDecoderGetICCProfileSize(s->jxl, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &n) != JXL_DEC_SUCCESS || n == 0)
         return;
     if (n > SD__ICC_MAX) {
-        sd__color_set_icc(d, NULL, n); /* the warning */
+        sd__color_set_icc(&d->color, NULL, n); /* the warning */
         return;
     }
     uint8_t *icc = sd__malloc(n);
     if (icc != NULL && JxlDecoderGetColorAsICCProfile(s->jxl, NULL, JXL_COLOR_PROFILE_TARGET_DATA, icc, n) ==
                            JXL_DEC_SUCCESS)
-        sd__color_set_icc(d, icc, n);
+        sd__color_set_icc(&d->color, icc, n);
     sd__free(icc);
 }
 

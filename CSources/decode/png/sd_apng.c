@@ -185,7 +185,7 @@ static void apply_colour(sd__apng *a)
     sd_decoder *d = a->dec;
     const uint8_t *b = a->in.data;
     if (a->cicp_off && b[a->cicp_off + 2] == 0) /* RGB (matrix 0) only */
-        sd__color_set_cicp(d, b[a->cicp_off], b[a->cicp_off + 1]);
+        sd__color_set_cicp(&d->color, b[a->cicp_off], b[a->cicp_off + 1]);
     if (a->iccp_off) { /* keyword (1-79), NUL, method 0, zlib data */
         const uint8_t *p = b + a->iccp_off, *nul = memchr(p, 0, SD__MIN(a->iccp_len, (size_t)80));
         size_t zoff = nul ? (size_t)(nul - p) + 2 : 0;
@@ -198,18 +198,18 @@ static void apply_colour(sd__apng *a)
                 n = 0;
         }
         if (n > 0)
-            sd__color_set_icc(d, icc, n);
+            sd__color_set_icc(&d->color, icc, n);
         else if (d->warnings++ == 0)
             sd__decoder_msg(d, "colour: APNG iCCP chunk that does not inflate ignored; decoded as sRGB");
         sd__free(icc);
     }
     if (a->srgb) {
-        sd__color_set_srgb(d);
+        sd__color_set_srgb(&d->color);
     } else if (d->color.space == SD_COLOR_SRGB && (a->chrm_off || a->gama_off)) {
         double xy[8] = {0};
         for (int i = 0; i < 8 && a->chrm_off; i++)
             xy[i] = be32(b + a->chrm_off + 4 * i) / 100000.0;
-        sd__color_set_chrm_gama(d, a->chrm_off ? xy : NULL, a->gama_off ? be32(b + a->gama_off) / 100000.0 : 0);
+        sd__color_set_chrm_gama(&d->color, a->chrm_off ? xy : NULL, a->gama_off ? be32(b + a->gama_off) / 100000.0 : 0);
     }
 }
 

@@ -104,7 +104,7 @@ static void p_info(png_structp png, png_infop info)
         if (memcmp(chunks[i].name, "eXIf", 4) == 0) /* before IDAT, as the extension says */
             orientation = sd_exif_orientation(chunks[i].data, chunks[i].size);
         if (memcmp(chunks[i].name, "cICP", 4) == 0 && chunks[i].size == 4 && chunks[i].data[2] == 0)
-            sd__color_set_cicp(d, chunks[i].data[0], chunks[i].data[1]); /* RGB (matrix 0) only */
+            sd__color_set_cicp(&d->color, chunks[i].data[0], chunks[i].data[1]); /* RGB (matrix 0) only */
     }
     /* colour, in the spec's precedence: cICP > iCCP > sRGB > cHRM/gAMA
      * (each setter ignores what comes after a stronger source) */
@@ -113,16 +113,16 @@ static void p_info(png_structp png, png_infop info)
     png_bytep icc;
     png_uint_32 icc_len;
     if (png_get_iCCP(png, info, &icc_name, &icc_comp, &icc, &icc_len) & PNG_INFO_iCCP)
-        sd__color_set_icc(d, icc, icc_len);
+        sd__color_set_icc(&d->color, icc, icc_len);
     if (png_get_valid(png, info, PNG_INFO_sRGB)) {
-        sd__color_set_srgb(d);
+        sd__color_set_srgb(&d->color);
     } else if (d->color.space == SD_COLOR_SRGB &&
                png_get_valid(png, info, PNG_INFO_cHRM | PNG_INFO_gAMA)) {
         double xy[8] = {0}, g = 0;
         int has_chrm = png_get_cHRM(png, info, &xy[0], &xy[1], &xy[2], &xy[3], &xy[4], &xy[5], &xy[6], &xy[7]) != 0;
         png_get_gAMA(png, info, &g);
         if (g > 0 || has_chrm)
-            sd__color_set_chrm_gama(d, has_chrm ? xy : NULL, g);
+            sd__color_set_chrm_gama(&d->color, has_chrm ? xy : NULL, g);
     }
 #ifdef PNG_eXIf_SUPPORTED
     png_uint_32 exif_len = 0;
@@ -142,7 +142,7 @@ static void p_info(png_structp png, png_infop info)
      * no gamma. No png_set_interlace_handling: we place Adam7 pixels. A
      * 16-bit image with colours to convert keeps its 16 bits until then
      * (reduced first, colours near the gamut edge err by up to 9 levels). */
-    s->sixteen = depth == 16 && sd__color_rows16_begin(d);
+    s->sixteen = depth == 16 && sd__color_rows16_begin(&d->color);
     png_set_expand(png);
     if (s->sixteen) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -178,7 +178,7 @@ static void p_info(png_structp png, png_infop info)
     /* translucent colours convert from their straight values while there
      * are any: recovered from premultiplied bytes they lose bits that a
      * conversion near the gamut edge magnifies (5 levels on a P3 ramp) */
-    s->straight = !s->sixteen && alpha && sd__color_straight_begin(d);
+    s->straight = !s->sixteen && alpha && sd__color_straight_begin(&d->color, sd__decoder_full_size(d));
     if (s->straight && (s->row8 = sd__malloc((size_t)w * 8)) == NULL) {
         s->code = SD_ENOMEM;
         png_longjmp(png, 1);
@@ -231,10 +231,10 @@ static void p_row(png_structp png, png_bytep row, png_uint_32 row_num, int pass)
         return;
     uint32_t n = x0 < W ? (W - x0 + dx - 1) / dx : 0;
     if (s->sixteen) { /* to sRGB from the 16-bit values, then on as 8-bit */
-        sd__color_row16(d, (const uint16_t *)(const void *)row, s->row8, n, s->cm_buf);
+        sd__color_row16(&d->color, (const uint16_t *)(const void *)row, s->row8, n, s->cm_buf);
         row = s->row8;
     } else if (s->straight) {
-        int rc = sd__color_straight_row(d, row, s->row8, n, (uint32_t *)(void *)(s->row8 + (size_t)d->width * 4));
+        int rc = sd__color_straight_row(&d->color, row, s->row8, n, (uint32_t *)(void *)(s->row8 + (size_t)d->width * 4));
         if (rc < 0) {
             s->code = rc;
             png_error(png, sd_strerror(rc));

@@ -28,41 +28,7 @@
 #include <emmintrin.h>
 #endif
 
-#include <webp/decode.h>
-#include <webp/demux.h>
-
-#include "decode/anim/sd_anim_int.h"
-
-typedef struct {
-    size_t off, len; /* the frame's bitstream (ALPH + VP8, or VP8L) in `in` */
-    uint32_t x, y, w, h, duration;
-    uint8_t dispose_bg, blend, has_alpha;
-    uint8_t opaque; /* lossy without ALPH: every pixel's alpha is 255 */
-} wp_frame;
-
-typedef struct {
-    sd__anim_state a; /* first; its bytes: until the still decoder has them, an animation keeps them */
-    int have_header, anim;
-    /* still */
-    WebPIDecoder *idec;
-    WebPDecoderConfig cfg; /* the decoder keeps pointers into it */
-    /* (the still's canvas, a.w.canvas: straight BGRA until finish, then premultiplied) */
-    int still_done, taken;
-    /* animation */
-    size_t at, riff_end; /* chunk walker */
-    size_t scanned;      /* bytes the last demux scan saw */
-    size_t frame_at;     /* our own frame walk: the next top-level chunk */
-    int demux_done, iterate; /* iterate: list with libwebp's iterator */
-    wp_frame *frames;
-    uint32_t nframes, cap;
-    uint8_t *C;         /* straight canvas, W*H*4 */
-    uint8_t *F;         /* one decoded frame */
-    size_t F_cap;
-    sd_bitmap *out;     /* C premultiplied: what frame() shows by a copy */
-    int out_stale;      /* `out` was not made from C's last frame */
-    int64_t cur;        /* frame on C (before its disposal), -1 none */
-    uint32_t dx0, dy0, dx1, dy1; /* what changed on C since `out` was made from it */
-} sd__webp;
+#include "decode/webp/sd_webp_int.h"
 
 static const char *vp8_status(VP8StatusCode st)
 {
@@ -84,11 +50,6 @@ static int wp_fail(sd_decoder *d, VP8StatusCode st, const char *what)
     return st == VP8_STATUS_OUT_OF_MEMORY ? SD_ENOMEM
          : st == VP8_STATUS_UNSUPPORTED_FEATURE ? SD_EUNSUPPORTED
          : st == VP8_STATUS_NOT_ENOUGH_DATA ? SD_ETRUNCATED : SD_ECORRUPT;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* ---- still ---- */
@@ -156,232 +117,7 @@ static int still_rows(const sd__webp *s)
     return last_y;
 }
 
-/* ---- animation ---- */
-
-static int covers(const sd_decoder *d, const wp_frame *f)
-{
-    return f->w == d->width && f->h == d->height; /* frames lie inside the canvas */
-}
-
-static int reserve_frame(sd__webp *s, uint32_t count)
-{
-    SD__RESERVE(s->frames, count, s->cap);
-    return SD_OK;
-}
-
-static uint32_t le24(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16; }
-
-/* The padded end of the chunk at `at` when all of it lies before `end`;
- * 0 when it does not (yet). The one chunk step of every walk below. */
-static size_t chunk_end(const uint8_t *buf, size_t at, size_t end)
-{
-    if (at > end || end - at < 8)
-        return 0;
-    uint64_t size = le32(buf + at + 4), next = (uint64_t)at + 8 + size + (size & 1);
-    return next <= end ? (size_t)next : 0;
-}
-
-/* The ANMF chunk at `off` (whole in the buffer up to `end`, its padded
- * end), read as libwebpdemux reads it (demux.c: ParseAnimationFrame,
- * StoreFrame, GetFramePayload): an optional ALPH, then VP8 or VP8L, whose
- * bitstream gives the frame's size. 1: a frame; 0: any other layout (no
- * image, chunks after it, ...: libwebp reads those differently, so the
- * caller lists with libwebp's iterator instead). */
-static int anmf_frame(const uint8_t *buf, size_t off, size_t end, wp_frame *f)
-{
-    const uint8_t *h = buf + off + 8;
-    if (end - off < 8 + 16)
-        return 0;
-    f->x = 2 * le24(h);
-    f->y = 2 * le24(h + 3);
-    f->duration = le24(h + 12);
-    f->dispose_bg = h[15] & 1;
-    f->blend = !(h[15] & 2);
-    size_t at = off + 8 + 16, alpha = 0, next;
-    int have_alpha = 0;
-    while ((next = chunk_end(buf, at, end)) != 0) {
-        const uint8_t *c = buf + at;
-        if (!memcmp(c, "ALPH", 4) && !have_alpha) {
-            have_alpha = 1;
-            alpha = at;
-        } else if (!memcmp(c, "VP8 ", 4) || (!memcmp(c, "VP8L", 4) && !have_alpha)) {
-            WebPBitstreamFeatures ft;
-            if (WebPGetFeatures(c, next - at, &ft) != VP8_STATUS_OK)
-                return 0;
-            f->w = (uint32_t)ft.width;
-            f->h = (uint32_t)ft.height;
-            f->has_alpha = (uint8_t)(have_alpha || ft.has_alpha);
-            f->opaque = (uint8_t)(!have_alpha && c[3] == ' ');
-            f->off = have_alpha ? alpha : at;
-            f->len = next - f->off;
-            return next == end; /* anything after the image: libwebp reads it as top level */
-        } else {
-            return 0;
-        }
-        at = next;
-    }
-    return 0;
-}
-
-static int same_frame(const wp_frame *f, const WebPIterator *it, const uint8_t *buf)
-{
-    return it->complete && f->off == (size_t)(it->fragment.bytes - buf) && f->len == it->fragment.size &&
-           f->x == (uint32_t)it->x_offset && f->y == (uint32_t)it->y_offset && f->w == (uint32_t)it->width &&
-           f->h == (uint32_t)it->height && f->duration == (uint32_t)it->duration &&
-           f->dispose_bg == (it->dispose_method == WEBP_MUX_DISPOSE_BACKGROUND) &&
-           f->blend == (it->blend_method == WEBP_MUX_BLEND) && f->has_alpha == (it->has_alpha != 0);
-}
-
-#define WP_OTHER_LAYOUT 1
-
-/* New frames from our own walk over whole top-level chunks, up to libwebp's
- * count `n`, into s->frames[s->nframes...], *found of them; SD_OK, an
- * error, or WP_OTHER_LAYOUT when libwebp reads them differently (its last
- * frame is the check). */
-static int walk_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t n, uint32_t *found_out)
-{
-    const uint8_t *buf = s->a.w.in.data;
-    size_t end = SD__MIN(s->a.w.in.len, s->riff_end), at = s->frame_at ? s->frame_at : 12;
-    uint32_t found = 0;
-    size_t next;
-    while (s->nframes + found < n && (next = chunk_end(buf, at, end)) != 0) {
-        if (!memcmp(buf + at, "ANMF", 4)) {
-            uint32_t count = s->nframes + found;
-            SD__RESERVE(s->frames, count, s->cap);
-            const wp_frame *f = &s->frames[count];
-            /* libwebp checked every frame's bounds with its own reading; ours
-             * must agree before draw() trusts them */
-            if (!anmf_frame(buf, at, next, &s->frames[count]) || f->w == 0 || f->h == 0 ||
-                f->x > s->a.w.dec->width || f->w > s->a.w.dec->width - f->x || f->y > s->a.w.dec->height ||
-                f->h > s->a.w.dec->height - f->y)
-                return WP_OTHER_LAYOUT;
-            found++;
-        }
-        at = next;
-    }
-    if (found) {
-        WebPIterator it;
-        if (!WebPDemuxGetFrame(dmx, (int)(s->nframes + found), &it))
-            return WP_OTHER_LAYOUT;
-        int same = same_frame(&s->frames[s->nframes + found - 1], &it, buf);
-        WebPDemuxReleaseIterator(&it);
-        if (!same)
-            return WP_OTHER_LAYOUT;
-    }
-    s->frame_at = at;
-    *found_out = found;
-    return SD_OK;
-}
-
-/* The same frames through libwebp's iterator: O(index) per step. */
-static int iterate_frames(sd__webp *s, WebPDemuxer *dmx, uint32_t *found_out)
-{
-    WebPIterator it;
-    uint32_t found = 0;
-    *found_out = 0;
-    if (!WebPDemuxGetFrame(dmx, (int)s->nframes + 1, &it))
-        return SD_OK;
-    do {
-        if (!it.complete)
-            break;
-        uint32_t count = s->nframes + found;
-        if (count >= s->cap) {
-            int rc = reserve_frame(s, count);
-            if (rc < 0) {
-                WebPDemuxReleaseIterator(&it);
-                *found_out = found;
-                return rc;
-            }
-        }
-        s->frames[count] = (wp_frame){
-            .off = (size_t)(it.fragment.bytes - s->a.w.in.data), .len = it.fragment.size,
-            .x = (uint32_t)it.x_offset, .y = (uint32_t)it.y_offset,
-            .w = (uint32_t)it.width, .h = (uint32_t)it.height, .duration = (uint32_t)it.duration,
-            .dispose_bg = it.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND,
-            .blend = it.blend_method == WEBP_MUX_BLEND, .has_alpha = (uint8_t)(it.has_alpha != 0),
-        };
-        found++;
-    } while (WebPDemuxNextFrame(&it));
-    WebPDemuxReleaseIterator(&it);
-    *found_out = found;
-    return SD_OK;
-}
-
-/* Frames libwebpdemux finds complete in the bytes so far. */
-static int demux_scan(sd__webp *s)
-{
-    sd_decoder *d = s->a.w.dec;
-    WebPData data = {s->a.w.in.data, s->a.w.in.len};
-    WebPDemuxState state;
-    WebPDemuxer *dmx = WebPDemuxPartial(&data, &state);
-    if (dmx == NULL) {
-        if (state == WEBP_DEMUX_PARSE_ERROR) {
-            sd__decoder_msg(d, "WebP: the container is invalid");
-            return SD_ECORRUPT;
-        }
-        return SD_OK; /* not enough for the header yet */
-    }
-    int rc = SD_OK;
-    if (state == WEBP_DEMUX_PARSE_ERROR) {
-        sd__decoder_msg(d, "WebP: the container is invalid");
-        rc = SD_ECORRUPT;
-    }
-    d->loop_count = WebPDemuxGetI(dmx, WEBP_FF_LOOP_COUNT);
-    uint32_t n = WebPDemuxGetI(dmx, WEBP_FF_FRAME_COUNT);
-    uint32_t found = 0;
-    if (rc == SD_OK && s->nframes < n && s->a.bad_from == UINT32_MAX) {
-        rc = s->iterate ? WP_OTHER_LAYOUT : walk_frames(s, dmx, n, &found);
-        if (rc == WP_OTHER_LAYOUT) {
-            s->iterate = 1; /* a layout our reader does not follow: libwebp's word, from now on */
-            rc = iterate_frames(s, dmx, &found);
-        }
-    }
-    for (uint32_t i = 0; i < found && rc == SD_OK; i++) {
-        const wp_frame *f = &s->frames[s->nframes];
-        /* WebPAnimDecoder's key frame rule (anim_decode.c IsKeyFrame) */
-        int key = s->nframes == 0 || ((!f->has_alpha || !f->blend) && covers(d, f));
-        if (!key) {
-            const wp_frame *p = &s->frames[s->nframes - 1];
-            key = p->dispose_bg && (covers(d, p) || d->frames[s->nframes - 1].key);
-        }
-        rc = sd__decoder_add_frame(d, f->duration, key);
-        if (rc < 0)
-            break;
-        s->nframes++;
-    }
-    s->scanned = s->a.w.in.len;
-    if (state == WEBP_DEMUX_DONE && rc == SD_OK) {
-        s->demux_done = 1;
-        d->end_reached = 1;
-    }
-    WebPDemuxDelete(dmx);
-    return rc;
-}
-
-/* Scan again whenever a RIFF chunk has come in whole. */
-static int anim_walk(sd__webp *s)
-{
-    const uint8_t *p = s->a.w.in.data;
-    size_t n = s->a.w.in.len;
-    if (s->at == 0) {
-        if (n < 12)
-            return SD_OK;
-        s->riff_end = 8 + (size_t)le32(p + 4);
-        s->at = 12;
-    }
-    int grew = 0;
-    size_t end = SD__MIN(n, s->riff_end), next;
-    while ((next = chunk_end(p, s->at, end)) != 0) {
-        s->at = next;
-        grew = 1;
-    }
-    /* a scan parses the whole file: scan again once the bytes grew by an
-     * eighth (and for the first frames), so a long animation arriving
-     * chunk by chunk costs O(n log n), not O(n^2) */
-    if (grew && (s->nframes < 16 || s->a.w.in.len - s->scanned >= s->scanned / 8 || s->at >= s->riff_end))
-        return demux_scan(s);
-    return SD_OK;
-}
+/* ---- animation: drawing (the frame list: sd_webp_scan.c) ---- */
 
 /* (1 << 24) / a, libwebp's per-pixel division, looked up */
 #define BS1(a) ((1u << 24) / ((a) + !(a))) /* [0] unused */
@@ -677,7 +413,7 @@ static int still_orientation(const sd__webp *s, int at_end)
     if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x08))
         return 1;
     size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
-    while ((next = chunk_end(p, at, end)) != 0) {
+    while ((next = sd__webp_chunk_end(p, at, end)) != 0) {
         if (memcmp(p + at, "EXIF", 4) == 0)
             return sd_exif_orientation(p + at + 8, le32(p + at + 4));
         at = next;
@@ -695,9 +431,9 @@ static int webp_icc(sd__webp *s, int at_end)
     if (n < 30 || memcmp(p + 12, "VP8X", 4) != 0 || !(p[20] & 0x20))
         return 1;
     size_t riff_end = 8 + (size_t)le32(p + 4), end = SD__MIN(n, riff_end), at = 12, next;
-    while ((next = chunk_end(p, at, end)) != 0) {
+    while ((next = sd__webp_chunk_end(p, at, end)) != 0) {
         if (memcmp(p + at, "ICCP", 4) == 0) {
-            sd__color_set_icc(s->a.w.dec, p + at + 8, le32(p + at + 4));
+            sd__color_set_icc(&s->a.w.dec->color, p + at + 8, le32(p + at + 4));
             return 1;
         }
         if (memcmp(p + at, "VP8 ", 4) == 0 || memcmp(p + at, "VP8L", 4) == 0 || memcmp(p + at, "ANMF", 4) == 0)
@@ -738,7 +474,7 @@ static int sdw_push(sd_decoder *d, const uint8_t *p, size_t n)
         if (!s->have_header || !s->anim)
             return SD_OK;
     }
-    return anim_walk(s);
+    return sd__webp_anim_walk(s);
 }
 
 static int sdw_finish(sd_decoder *d)
@@ -768,7 +504,7 @@ static int sdw_finish(sd_decoder *d)
         return SD_OK;
     }
     if (!s->demux_done)
-        SD__FORWARD_IF_ERROR(demux_scan(s));
+        SD__FORWARD_IF_ERROR(sd__webp_demux_scan(s));
     if (s->nframes == 0) {
         sd__decoder_msg(d, "WebP: no complete frame in the file");
         return SD_ETRUNCATED;
