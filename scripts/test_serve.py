@@ -747,6 +747,35 @@ def run(base):
         check(f"fill g:{g}: {own:.1f} dB against Pillow's Lanczos-3 crop (>= 35), nearer than the other gravity's "
               f"({other:.1f})", own >= 35 and own > other + 3)
 
+    # gravity offsets as imgproxy's: 1 or more are CSS pixels (times dpr),
+    # below 1 a fraction of the scaled image's side; each render nearest its
+    # own crop of Pillow's (and not the crop without the offset)
+    bw = max(20, round(full[0] * 120 / full[1]) - 60)  # a box the scaled source overflows sideways by 60
+    sw2, sh2 = max(bw, round(full[0] * 120 / full[1])), 120
+    scaled2 = source.resize((sw2, sh2), Image.LANCZOS)
+    scaled4 = source.resize((sw2 * 2, sh2 * 2), Image.LANCZOS) if sh2 * 2 <= full[1] else None
+
+    def crop_at(img, x, y, w, h):
+        x, y = max(0, min(img.size[0] - w, x)), max(0, min(img.size[1] - h, y))
+        return img.crop((x, y, x + w, y + h))
+    offset_cases = [("g:nowe:0.25:0 (a quarter of the width)", f"/rs:fill:{bw}:120/g:nowe:0.25:0", (bw, 120),
+                     crop_at(scaled2, round(0.25 * sw2), 0, bw, 120), crop_at(scaled2, 0, 0, bw, 120)),
+                    ("g:nowe:30:0 (pixels)", f"/rs:fill:{bw}:120/g:nowe:30:0", (bw, 120),
+                     crop_at(scaled2, 30, 0, bw, 120), crop_at(scaled2, 0, 0, bw, 120))]
+    if scaled4 is not None:
+        offset_cases.append(("g:nowe:30:0 dpr:2 (60 device pixels)", f"/rs:fill:{bw}:120/dpr:2/g:nowe:30:0",
+                             (bw * 2, 240), crop_at(scaled4, 60, 0, bw * 2, 240), crop_at(scaled4, 30, 0, bw * 2, 240)))
+    check("the offset cases' source leaves room to move (60 px)", sw2 - bw >= 60, (sw2, bw))
+    for name, opts, size, want, other in offset_cases:
+        st, _, body = get(base, sign(f"{opts}/plain/{src}@png"))
+        d = decode(body) if st == 200 else None
+        if d is None or d[:2] != size:
+            check(f"{name}: pixels", False, (st, d and d[:2]))
+            continue
+        got = rgb(size[0], size[1], d[2])
+        own, wrong = psnr(got, want), psnr(got, other)
+        check(f"{name}: {own:.1f} dB against its crop (>= 33), nearer than {wrong:.1f}", own >= 33 and own > wrong + 3)
+
     # EXIF orientation applied (ar on by default): upright, as sdimage decode gives it
     rsrc = f"{ORIGIN}/img/{rotated}"
     st, _, body = get(base, sign(f"/rs:fit:256:256/plain/{rsrc}@png"))
@@ -778,6 +807,33 @@ def run(base):
     check("alpha, neither AVIF nor WebP accepted -> PNG", st == 200 and h.get("content-type") == "image/png", h)
     st, h, _ = get(base, sign(f"/rs:fit:128:128/plain/{src}@webp"), {"Accept": "image/avif"})
     check("an explicit format wins, no Vary", st == 200 and h.get("content-type") == "image/webp" and "vary" not in h, h)
+
+    # no format asked and neither AVIF nor WebP accepted: the source's own
+    # (imgproxy's rule), PNG stays PNG and GIF stays GIF; a JPEG stays JPEG
+    from PIL import Image as PILImage
+    for ext, ctype in (("png", "image/png"), ("gif", "image/gif")):
+        name = f"kept-format.{ext}"
+        PILImage.open(os.path.join(WORK, "www", "img", photo)).convert("RGB").resize((120, 90)).save(
+            os.path.join(WORK, "www", "img", name))
+        st, h, body = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{name}"), {"Accept": "image/jpeg,*/*"})
+        check(f"an opaque {ext.upper()} source, no format asked, Accept */*: {ctype}",
+              st == 200 and h.get("content-type") == ctype and decode(body) is not None, (st, h.get("content-type")))
+    # Content-Disposition: inline, the source's file name with the result's extension
+    st, h, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@png"))
+    want = f'inline; filename="{os.path.splitext(photo)[0]}.png"'
+    check("Content-Disposition: inline, the source's name, the result's extension", h.get("content-disposition") == want,
+          (h.get("content-disposition"), want))
+    st, h, _ = get(base, sign(f"/rs:fit:64:64/plain/{src}@jpg"))
+    check("Content-Disposition of a JPEG result: .jpg", h.get("content-disposition") == f'inline; filename="{os.path.splitext(photo)[0]}.jpg"',
+          h.get("content-disposition"))
+    # default quality per format, imgproxy's: JPEG 80, WebP 79, AVIF 63 (the
+    # encoders are deterministic: the same bytes as asking for it)
+    for ext, q in (("jpg", 80), ("webp", 79), ("avif", 63)):
+        _, _, plain_q = get(base, sign(f"/rs:fit:96:96/plain/{src}@{ext}"))
+        _, _, asked = get(base, sign(f"/rs:fit:96:96/q:{q}/plain/{src}@{ext}"))
+        _, _, other_q = get(base, sign(f"/rs:fit:96:96/q:{q + 10}/plain/{src}@{ext}"))
+        check(f"{ext}: the default quality is {q}", len(plain_q) > 0 and plain_q == asked and plain_q != other_q,
+              (len(plain_q), len(asked), len(other_q)))
 
     # errors, while a load of ordinary renders runs: none of it may fail
     stop_load = threading.Event()

@@ -40,7 +40,7 @@ struct Serve: ParsableCommand {
     var allowSourceHost: [String] = []
     @Option(help: "Cache-Control max-age of results, seconds (default 31536000).")
     var maxAge: Int?
-    @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default 80).")
+    @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default: imgproxy's, JPEG 80, WebP 79, AVIF 63).")
     var quality: Int?
     @Option(help: "Shrink sources on load only down to N times the output, then Lanczos-3, 1...8 (default 2: fine detail does not alias; 1: as imgproxy and thumbor, fewer pixels decoded).")
     var shrinkMargin: Int?
@@ -194,6 +194,7 @@ struct Serve: ParsableCommand {
         }
         var limits = Renderer.Limits()
         limits.defaultQuality = try number(quality, "QUALITY", 80, 1...100)
+        limits.qualitySetForAllFormats = settings.value(quality.map(String.init), "QUALITY") != nil
         limits.shrinkOnLoadMargin = try number(shrinkMargin, "SHRINK_MARGIN", 2, 1...8)
         limits.resultCacheBytes = try number(resultCacheMb, "RESULT_CACHE_MB", 64, 0...1 << 20) << 20
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20

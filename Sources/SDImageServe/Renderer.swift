@@ -96,10 +96,14 @@ public struct Accepts: Sendable, Hashable {
         }
     }
 
-    /// AVIF, then WebP, then JPEG — PNG for an image with alpha when neither
-    /// AVIF nor WebP is accepted.
-    public func pick(hasAlpha: Bool) -> OutputFormat {
-        avif ? .avif : webp ? .webp : hasAlpha ? .png : .jpeg
+    /// AVIF, then WebP; when neither is accepted the source's own format
+    /// (imgproxy's rule: PNG stays PNG, GIF stays GIF), and for a source
+    /// whose format results are not written in, JPEG — PNG with alpha.
+    public func pick(hasAlpha: Bool, source: SDImageFormat = .undefined) -> OutputFormat {
+        if avif { return .avif }
+        if webp { return .webp }
+        if let own = OutputFormat(source: source), own != .avif, own != .webp { return own }
+        return hasAlpha ? .png : .jpeg
     }
 }
 
@@ -116,8 +120,11 @@ public final class Renderer: Sendable {
         public var queueDepth = 64
         /// Memory for encoded results.
         public var resultCacheBytes = 64 << 20
-        /// Default quality of lossy results (1...100).
+        /// Default quality of JPEG results (1...100); WebP's and AVIF's are
+        /// imgproxy's own defaults for them (79, 63) unless it is set
+        /// (`--quality`: all three).
         public var defaultQuality = 80
+        public var qualitySetForAllFormats = false
         /// Shrink on load (JPEG's DCT scaling, WebP's and PNG's own) only down
         /// to this many times the output before Lanczos-3 takes it the rest
         /// of the way, 1...8: 2 (the library's and libvips' thumbnail
@@ -149,7 +156,7 @@ public final class Renderer: Sendable {
     let resultDisk: DiskCache?
     let fleet: FleetResults?
     let gate: RenderGate
-    let defaultQuality: Int
+    let defaultQuality: Int, qualitySetForAllFormats: Bool
     /// nil: the library's default resampling (margin 2).
     let resampling: Resampling?
     let resultDiskBytes: Int
@@ -183,6 +190,7 @@ public final class Renderer: Sendable {
             queued.record(waiting)
         }
         defaultQuality = limits.defaultQuality
+        qualitySetForAllFormats = limits.qualitySetForAllFormats
         let asked = Resampling(shrinkOnLoadMargin: limits.shrinkOnLoadMargin)  // clamps to 1...8
         resampling = asked == .default ? nil : asked
         resultDiskBytes = limits.resultDiskBytes
@@ -346,6 +354,7 @@ public final class Renderer: Sendable {
         } : response.current.flatMap { SDWebImageHTTPValidators(response: $0).lastModified }
         // the geometry, here rather than as the load's transformer: a result
         // past the limits is refused (422) before a pixel of it is allocated
+        let sourceFormat = image.format
         let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
         let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
         guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
@@ -356,9 +365,10 @@ public final class Renderer: Sendable {
               image.width == rw, image.height == rh else {
             throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
         }
-        let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha)
+        let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
         var coderOptions: SDImageCoderOptions = [:]
-        if format != .png { coderOptions[.encodeCompressionQuality] = Double(o.quality ?? defaultQuality) / 100 }
+        let quality = o.quality ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
+        if format != .png { coderOptions[.encodeCompressionQuality] = Double(quality) / 100 }
         coderOptions[.encodeFirstFrameOnly] = true
         // what thumbnail services write (libvips' optimize_coding, thumbor's
         // optimize): make bench-serve's q80 thumbnails, median 2.3 KiB
@@ -458,15 +468,21 @@ enum ServeGeometry {
     }
 
     /// Where the crop starts for the gravity (offsets from its edge, clamped).
+    /// As imgproxy's: an offset of 1 or more is in CSS pixels (times dpr),
+    /// one below 1 a fraction of the scaled image's side.
     static func offset(scaled: (Int, Int), crop: (Int, Int), _ o: ProcessingOptions) -> (Int, Int) {
         let fx = Double(scaled.0 - crop.0), fy = Double(scaled.1 - crop.1)
+        func pixels(_ v: Double, _ side: Int) -> Double {
+            (abs(v) >= 1 ? v * o.dpr : v * Double(side)).rounded(.toNearestOrEven)
+        }
+        let ox = pixels(o.gravityX, scaled.0), oy = pixels(o.gravityY, scaled.1)
         let g = o.gravity.rawValue
         var x = fx / 2, y = fy / 2
-        if g.hasPrefix("no") { y = o.gravityY }
-        if g.hasPrefix("so") { y = fy - o.gravityY }
-        if g.hasSuffix("we") { x = o.gravityX }
-        if g.hasSuffix("ea") { x = fx - o.gravityX }
-        if g == "ce" { x += o.gravityX; y += o.gravityY }
+        if g.hasPrefix("no") { y = oy }
+        if g.hasPrefix("so") { y = fy - oy }
+        if g.hasSuffix("we") { x = ox }
+        if g.hasSuffix("ea") { x = fx - ox }
+        if g == "ce" { x += ox; y += oy }
         return (Int(max(0, min(fx, x)).rounded(.down)), Int(max(0, min(fy, y)).rounded(.down)))
     }
 }

@@ -193,6 +193,7 @@ public struct ImageServer: Sendable {
             }
             var headers = HTTPFields()
             headers[.contentType] = r.format.contentType
+            headers[.contentDisposition] = Self.disposition(source: parsed.source, format: r.format)
             headers[.eTag] = r.etag
             if let lm = r.lastModified { headers[.lastModified] = lm }
             headers[.cacheControl] = "public, max-age=\(configuration.maxAge)"
@@ -207,6 +208,22 @@ public struct ImageServer: Sendable {
             if let after = error.retryAfter { r.headers[.retryAfter] = "\(after)" }
             return r
         }
+    }
+
+    /// imgproxy's `Content-Disposition`: inline, the source's file name
+    /// (its last path segment without extension; "image" when it has none)
+    /// with the result's extension; characters outside [A-Za-z0-9._-]
+    /// become "_", so no quote or control character reaches the header.
+    static func disposition(source: String, format: OutputFormat) -> String {
+        let path = source.split(separator: "?", maxSplits: 1).first.map(String.init) ?? source
+        var name = path.split(separator: "/").last.map(String.init) ?? ""
+        if path.hasSuffix("/") || !path.contains("/") { name = "" }
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
+        name = (name.removingPercentEncoding ?? name).map { c -> Character in
+            c.isASCII && (c.isLetter || c.isNumber || c == "." || c == "_" || c == "-") ? c : "_"
+        }.reduce(into: "") { $0.append($1) }
+        if name.isEmpty { name = "image" }
+        return "inline; filename=\"\(name).\(format.fileExtension)\""
     }
 
     /// RFC 9110's order: `If-None-Match` decides when present; else
