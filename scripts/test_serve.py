@@ -776,6 +776,46 @@ def run(base):
         own, wrong = psnr(got, want), psnr(got, other)
         check(f"{name}: {own:.1f} dB against its crop (>= 33), nearer than {wrong:.1f}", own >= 33 and own > wrong + 3)
 
+    # rot (clockwise), fl (after the rotation), bl (Gaussian sigma, last):
+    # each nearest Pillow's own version of it, and not the other way round
+    from PIL import ImageFilter
+    T = Image.Transpose
+
+    def fitted(img, w, h):
+        return img.resize((w, h), Image.LANCZOS)
+    effect_cases = [
+        ("rot:90 (clockwise)", "/rs:fit:120:120/rot:90", lambda w, h: fitted(source.transpose(T.ROTATE_270), w, h),
+         lambda w, h: fitted(source.transpose(T.ROTATE_90), w, h)),
+        ("rot:180", "/rs:fit:120:120/rot:180", lambda w, h: fitted(source.transpose(T.ROTATE_180), w, h),
+         lambda w, h: fitted(source, w, h)),
+        ("fl:1 (left to right)", "/rs:fit:120:120/fl:1", lambda w, h: fitted(source, w, h).transpose(T.FLIP_LEFT_RIGHT),
+         lambda w, h: fitted(source, w, h)),
+        ("fl:0:1 (top to bottom)", "/rs:fit:120:120/fl:0:1", lambda w, h: fitted(source, w, h).transpose(T.FLIP_TOP_BOTTOM),
+         lambda w, h: fitted(source, w, h)),
+        ("rot:90/fl:1 (turned, then mirrored)", "/rs:fit:120:120/rot:90/fl:1",
+         lambda w, h: fitted(source.transpose(T.ROTATE_270), w, h).transpose(T.FLIP_LEFT_RIGHT),
+         lambda w, h: fitted(source.transpose(T.ROTATE_270), w, h)),
+        ("bl:2 (Gaussian, sigma 2)", "/rs:fit:120:120/bl:2", lambda w, h: fitted(source, w, h).filter(ImageFilter.GaussianBlur(2)),
+         lambda w, h: fitted(source, w, h)),
+    ]
+    for name, opts, want, other in effect_cases:
+        st, _, body = get(base, sign(f"{opts}/plain/{src}@png"))
+        d = decode(body) if st == 200 else None
+        if d is None:
+            check(f"{name}: an image", False, st)
+            continue
+        got = rgb(d[0], d[1], d[2])
+        own, wrong = psnr(got, want(d[0], d[1])), psnr(got, other(d[0], d[1]))
+        check(f"{name}: {own:.1f} dB against Pillow's (>= 30), nearer than {wrong:.1f}", own >= 30 and own > wrong + 3,
+              d[:2])
+    st, _, body = get(base, sign(f"/rs:fit:120:60/rot:90/plain/{src}@png"))
+    d = decode(body) if st == 200 else None
+    check("rot:90 fits the turned image in the box", d is not None and d[0] <= 120 and d[1] <= 60
+          and (d[0] == 120 or d[1] == 60), d and d[:2])
+    for bad in ("rot:45", "bl:-1", "fl:x"):
+        st, _, _ = get(base, sign(f"/rs:fit:64:64/{bad}/plain/{src}@png"))
+        check(f"{bad}: 400", st == 400, st)
+
     # EXIF orientation applied (ar on by default): upright, as sdimage decode gives it
     rsrc = f"{ORIGIN}/img/{rotated}"
     st, _, body = get(base, sign(f"/rs:fit:256:256/plain/{rsrc}@png"))

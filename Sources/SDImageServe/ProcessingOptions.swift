@@ -40,6 +40,12 @@ public struct ProcessingOptions: Sendable, Equatable {
     /// Under transparent pixels when the output has no alpha (JPEG); nil: white.
     public var background: (r: UInt8, g: UInt8, b: UInt8)?
     public var autoRotate = true
+    /// Clockwise quarter turns after the EXIF orientation (imgproxy's `rot`: 0, 90, 180, 270 degrees).
+    public var rotate = 0
+    /// Mirrored left to right, top to bottom (imgproxy's `fl`), after the rotation.
+    public var flipHorizontal = false, flipVertical = false
+    /// Gaussian blur of this sigma on the result (imgproxy's `bl`); 0: none.
+    public var blurSigma = 0.0
 
     public init() {}
 
@@ -53,7 +59,12 @@ public struct ProcessingOptions: Sendable, Equatable {
     /// key, with the source URL and the output format).
     public var cacheKey: String {
         var k = "rt:\(resizingType.rawValue)/w:\(pixelWidth)/h:\(pixelHeight)/el:\(enlarge ? 1 : 0)"
-        k += "/g:\(gravity.rawValue):\(gravityX):\(gravityY)/ar:\(autoRotate ? 1 : 0)"
+        // offsets as they act: pixels scaled by dpr, fractions as they are
+        func offset(_ v: Double) -> Double { abs(v) >= 1 ? v * dpr : v }
+        k += "/g:\(gravity.rawValue):\(offset(gravityX)):\(offset(gravityY))/ar:\(autoRotate ? 1 : 0)"
+        if rotate != 0 { k += "/rot:\(rotate)" }
+        if flipHorizontal || flipVertical { k += "/fl:\(flipHorizontal ? 1 : 0):\(flipVertical ? 1 : 0)" }
+        if blurSigma > 0 { k += "/bl:\(blurSigma)" }
         if let q = quality { k += "/q:\(q)" }
         if let bg = background { k += "/bg:\(bg.r):\(bg.g):\(bg.b)" }
         return k

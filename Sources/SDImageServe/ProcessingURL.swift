@@ -201,6 +201,15 @@ public struct ProcessingRequest: Sendable, Equatable {
             }
         case "auto_rotate", "ar":
             o.autoRotate = try bool(0) ?? true
+        case "rotate", "rot":
+            guard let s = args.first, let a = Int(s), a % 90 == 0 else { throw .bad("rotate: 0, 90, 180 or 270 degrees") }
+            o.rotate = ((a % 360) + 360) % 360
+        case "flip", "fl":
+            o.flipHorizontal = try bool(0) ?? false
+            o.flipVertical = try bool(1) ?? false
+        case "blur", "bl":
+            guard let s = args.first, let sigma = Double(s), sigma >= 0, sigma <= 100 else { throw .bad("blur: a sigma in 0...100") }
+            o.blurSigma = sigma
         default:
             throw .bad("unknown processing option \"\(name)\"")
         }

@@ -304,8 +304,9 @@ public final class Renderer: Sendable {
         // shrink on load: a fit never needs more than its box (never enlarged at decode)
         if Self.shrinksOnLoad(o) {
             let unbounded = 1 << 20
-            context[.imageThumbnailPixelSize] = CGSize(width: o.pixelWidth > 0 ? o.pixelWidth : unbounded,
-                                                       height: o.pixelHeight > 0 ? o.pixelHeight : unbounded)
+            // a quarter turn comes after the decode: the box turned the other way
+            let (bw, bh) = o.rotate % 180 == 0 ? (o.pixelWidth, o.pixelHeight) : (o.pixelHeight, o.pixelWidth)
+            context[.imageThumbnailPixelSize] = CGSize(width: bw > 0 ? bw : unbounded, height: bh > 0 ? bh : unbounded)
             if let resampling { context[.imageResampling] = resampling }
         }
         if !o.autoRotate {
@@ -331,7 +332,7 @@ public final class Renderer: Sendable {
                 return r
             }
         }
-        let image: SDImage
+        var image: SDImage
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
             guard let got = try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache]
@@ -355,15 +356,28 @@ public final class Renderer: Sendable {
         // the geometry, here rather than as the load's transformer: a result
         // past the limits is refused (422) before a pixel of it is allocated
         let sourceFormat = image.format
+        // imgproxy's order: rotated and flipped, then cropped, then filtered
+        if o.rotate != 0 || o.flipHorizontal || o.flipVertical {
+            let key = ""
+            if o.rotate != 0, let r = SDImageRotationTransformer(angle: -Double(o.rotate) * .pi / 180)
+                .transformedImage(with: image, forKey: key) { image = r }
+            if o.flipHorizontal || o.flipVertical, let f = SDImageFlippingTransformer(horizontal: o.flipHorizontal,
+                                                                                          vertical: o.flipVertical)
+                .transformedImage(with: image, forKey: key) { image = f }
+        }
         let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
         let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
         guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
             throw RenderError(status: 422, reason: "the result would be \(plan.scaled.0)x\(plan.scaled.1) pixels; "
                               + "the limit is \(maxResultPixels) pixels, \(maxResultSide) a side")
         }
-        guard let image = ServeGeometry.apply(plan, to: image),
+        guard var image = ServeGeometry.apply(plan, to: image),
               image.width == rw, image.height == rh else {
             throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
+        }
+        // our blur's radius is twice its Gaussian's sigma
+        if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
+            image = b
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
         var coderOptions: SDImageCoderOptions = [:]
