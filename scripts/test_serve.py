@@ -875,6 +875,37 @@ def run(base):
         check(f"{ext}: the default quality is {q}", len(plain_q) > 0 and plain_q == asked and plain_q != other_q,
               (len(plain_q), len(asked), len(other_q)))
 
+    # cb, exp, fn, att, sm, kcr, mb, fq as imgproxy's
+    _, _, plain_png = get(base, sign(f"/rs:fit:96:96/plain/{src}@png"))
+    st, _, body = get(base, sign(f"/rs:fit:96:96/cb:abc123/plain/{src}@png"))
+    check("cb: the same image", st == 200 and body == plain_png, st)
+    st, _, _ = get(base, sign(f"/rs:fit:96:96/exp:1000000000/plain/{src}@png"))
+    check("exp in the past (2001): 404", st == 404, st)
+    st, _, body = get(base, sign(f"/rs:fit:96:96/exp:4000000000/plain/{src}@png"))
+    check("exp in the future (2096): the image", st == 200 and body == plain_png, st)
+    st, h, _ = get(base, sign(f"/rs:fit:96:96/fn:holiday%20photo/plain/{src}@png"))
+    check("fn: the file name given (unsafe characters as _)", h.get("content-disposition") == 'inline; filename="holiday_photo.png"',
+          h.get("content-disposition"))
+    enc = base64.urlsafe_b64encode('say "hi"'.encode()).rstrip(b"=").decode()
+    st, h, _ = get(base, sign(f"/rs:fit:96:96/fn:{enc}:1/att:1/plain/{src}@jpg"))
+    check("fn encoded, att:1: attachment, no quote gets through", h.get("content-disposition") == 'attachment; filename="say__hi_.jpg"',
+          h.get("content-disposition"))
+    st, _, body = get(base, sign(f"/rs:fit:96:96/sm:1/kcr:0/plain/{src}@png"))
+    check("sm:1, kcr:0: what results are anyway", st == 200 and body == plain_png, st)
+    for opt in ("sm:0", "kcr:1"):
+        st, _, body = get(base, sign(f"/rs:fit:96:96/{opt}/plain/{src}@png"))
+        check(f"{opt}: 400 with its reason", st == 400 and b"metadata" in body, (st, body[:80]))
+    _, _, big = get(base, sign(f"/rs:fit:256:256/q:95/plain/{src}@jpg"))
+    st, _, small = get(base, sign(f"/rs:fit:256:256/q:95/mb:{len(big) // 2}/plain/{src}@jpg"))
+    check(f"mb:{len(big) // 2}: a JPEG within it ({len(small)} bytes; {len(big)} without)",
+          st == 200 and 0 < len(small) <= len(big) // 2 and decode(small) is not None, (st, len(small), len(big)))
+    _, _, q50 = get(base, sign(f"/rs:fit:96:96/q:50/plain/{src}@webp"))
+    _, _, fq50 = get(base, sign(f"/rs:fit:96:96/fq:webp:50:avif:40/plain/{src}@webp"))
+    _, _, jpg_default = get(base, sign(f"/rs:fit:96:96/plain/{src}@jpg"))
+    _, _, jpg_fq = get(base, sign(f"/rs:fit:96:96/fq:webp:50/plain/{src}@jpg"))
+    check("fq:webp:50: WebP at 50, JPEG at its default", len(q50) > 0 and fq50 == q50 and jpg_fq == jpg_default,
+          (len(q50), len(fq50), len(jpg_default), len(jpg_fq)))
+
     # errors, while a load of ordinary renders runs: none of it may fail
     stop_load = threading.Event()
     load_results = []

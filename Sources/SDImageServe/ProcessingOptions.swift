@@ -46,6 +46,16 @@ public struct ProcessingOptions: Sendable, Equatable {
     public var flipHorizontal = false, flipVertical = false
     /// Gaussian blur of this sigma on the result (imgproxy's `bl`); 0: none.
     public var blurSigma = 0.0
+    /// The result's largest size in bytes: lossy formats lower their quality to fit (imgproxy's `mb`); nil: none.
+    public var maxBytes: Int?
+    /// Quality per format (imgproxy's `fq`), before the server's defaults.
+    public var formatQuality: [OutputFormat: Int] = [:]
+    /// The URL is refused (404) from this Unix time on (imgproxy's `exp`).
+    public var expires: Int64?
+    /// `Content-Disposition`'s file name, without extension (imgproxy's `fn`); nil: the source's.
+    public var filename: String?
+    /// `Content-Disposition: attachment` instead of inline (imgproxy's `att`).
+    public var attachment = false
 
     public init() {}
 
@@ -65,6 +75,8 @@ public struct ProcessingOptions: Sendable, Equatable {
         if rotate != 0 { k += "/rot:\(rotate)" }
         if flipHorizontal || flipVertical { k += "/fl:\(flipHorizontal ? 1 : 0):\(flipVertical ? 1 : 0)" }
         if blurSigma > 0 { k += "/bl:\(blurSigma)" }
+        if let mb = maxBytes { k += "/mb:\(mb)" }
+        for f in OutputFormat.allCases { if let q = formatQuality[f] { k += "/fq:\(f.rawValue):\(q)" } }
         if let q = quality { k += "/q:\(q)" }
         if let bg = background { k += "/bg:\(bg.r):\(bg.g):\(bg.b)" }
         return k

@@ -207,6 +207,40 @@ public struct ProcessingRequest: Sendable, Equatable {
         case "flip", "fl":
             o.flipHorizontal = try bool(0) ?? false
             o.flipVertical = try bool(1) ?? false
+        case "cachebuster", "cb":
+            break  // changes the URL, not the image (imgproxy's rule)
+        case "expires", "exp":
+            guard let s = args.first, let t = Int64(s) else { throw .bad("expires: a Unix timestamp") }
+            o.expires = t
+        case "filename", "fn":
+            guard let s = args.first, !s.isEmpty else { throw .bad("filename: a name is required") }
+            if try bool(1) == true {
+                var b64 = String(s).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                b64 += String(repeating: "=", count: (4 - b64.count % 4) % 4)
+                guard let d = Data(base64Encoded: b64), let name = String(data: d, encoding: .utf8) else {
+                    throw .bad("filename: not URL-safe base64 of UTF-8")
+                }
+                o.filename = name
+            } else {
+                o.filename = String(s).removingPercentEncoding ?? String(s)
+            }
+        case "return_attachment", "att":
+            o.attachment = try bool(0) ?? false
+        case "strip_metadata", "sm":
+            if try bool(0) == false { throw .bad("strip_metadata:0 cannot be honoured: results never carry the source's metadata") }
+        case "keep_copyright", "kcr":
+            if try bool(0) == true { throw .bad("keep_copyright:1 cannot be honoured: results never carry the source's metadata") }
+        case "max_bytes", "mb":
+            guard let s = args.first, let n = Int(s), n >= 0 else { throw .bad("max_bytes: a number of bytes") }
+            o.maxBytes = n == 0 ? nil : n
+        case "format_quality", "fq":
+            guard !args.isEmpty, args.count % 2 == 0 else { throw .bad("format_quality: format:quality pairs") }
+            for i in stride(from: 0, to: args.count, by: 2) {
+                guard let f = OutputFormat(name: String(args[i])), let q = Int(args[i + 1]), (0...100).contains(q) else {
+                    throw .bad("format_quality: \"\(args[i]):\(args[i + 1])\" is not a format and a quality 0...100")
+                }
+                o.formatQuality[f] = q == 0 ? nil : q
+            }
         case "blur", "bl":
             guard let s = args.first, let sigma = Double(s), sigma >= 0, sigma <= 100 else { throw .bad("blur: a sigma in 0...100") }
             o.blurSigma = sigma

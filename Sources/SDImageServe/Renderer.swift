@@ -381,9 +381,11 @@ public final class Renderer: Sendable {
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
         var coderOptions: SDImageCoderOptions = [:]
-        let quality = o.quality ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
+        let quality = o.quality ?? o.formatQuality[format]
+            ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
         if format != .png { coderOptions[.encodeCompressionQuality] = Double(quality) / 100 }
         coderOptions[.encodeFirstFrameOnly] = true
+        if let mb = o.maxBytes { coderOptions[.encodeMaxFileSize] = mb }
         // what thumbnail services write (libvips' optimize_coding, thumbor's
         // optimize): make bench-serve's q80 thumbnails, median 2.3 KiB
         // against 3.0 with the default tables, the same pixels

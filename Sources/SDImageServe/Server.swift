@@ -169,6 +169,10 @@ public struct ImageServer: Sendable {
 
     private func answer(_ parsed: ProcessingRequest, _ request: Request, closes: inout Bool) async -> Response {
         do throws(RenderError) {
+            // imgproxy's `exp`: past it the URL is gone, cached or not
+            if let exp = parsed.options.expires, Int64(Date().timeIntervalSince1970) >= exp {
+                throw RenderError(status: 404, reason: "the URL expired")
+            }
             let accepts = Accepts(header: request.headers[.accept])
             let r: Rendered
             if let hit = renderer.inMemory(parsed, accepts: accepts) {
@@ -193,7 +197,9 @@ public struct ImageServer: Sendable {
             }
             var headers = HTTPFields()
             headers[.contentType] = r.format.contentType
-            headers[.contentDisposition] = Self.disposition(source: parsed.source, format: r.format)
+            headers[.contentDisposition] = Self.disposition(source: parsed.source, format: r.format,
+                                                            filename: parsed.options.filename,
+                                                            attachment: parsed.options.attachment)
             headers[.eTag] = r.etag
             if let lm = r.lastModified { headers[.lastModified] = lm }
             headers[.cacheControl] = "public, max-age=\(configuration.maxAge)"
@@ -214,16 +220,17 @@ public struct ImageServer: Sendable {
     /// (its last path segment without extension; "image" when it has none)
     /// with the result's extension; characters outside [A-Za-z0-9._-]
     /// become "_", so no quote or control character reaches the header.
-    static func disposition(source: String, format: OutputFormat) -> String {
+    static func disposition(source: String, format: OutputFormat, filename: String? = nil, attachment: Bool = false) -> String {
         let path = source.split(separator: "?", maxSplits: 1).first.map(String.init) ?? source
         var name = path.split(separator: "/").last.map(String.init) ?? ""
         if path.hasSuffix("/") || !path.contains("/") { name = "" }
         if let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
-        name = (name.removingPercentEncoding ?? name).map { c -> Character in
+        name = filename ?? (name.removingPercentEncoding ?? name)
+        name = name.map { c -> Character in
             c.isASCII && (c.isLetter || c.isNumber || c == "." || c == "_" || c == "-") ? c : "_"
         }.reduce(into: "") { $0.append($1) }
         if name.isEmpty { name = "image" }
-        return "inline; filename=\"\(name).\(format.fileExtension)\""
+        return "\(attachment ? "attachment" : "inline"); filename=\"\(name).\(format.fileExtension)\""
     }
 
     /// RFC 9110's order: `If-None-Match` decides when present; else
