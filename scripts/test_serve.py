@@ -808,6 +808,26 @@ def run(base):
         own, wrong = psnr(got, want(d[0], d[1])), psnr(got, other(d[0], d[1]))
         check(f"{name}: {own:.1f} dB against Pillow's (>= 30), nearer than {wrong:.1f}", own >= 30 and own > wrong + 3,
               d[:2])
+    # c (crop before resize): absolute with its own gravity (the source's own
+    # pixels, exactly), relative at the centre, then fitted
+    W, H = full[0], full[1]
+    crop_cases = [("c:200:150:nowe:20:10", "/c:200:150:nowe:20:10", lambda w, h: source.crop((20, 10, 220, 160)),
+                   lambda w, h: source.crop((0, 0, 200, 150)), (200, 150)),
+                  ("c:0.5:0.5 then rs:fit:100:100", "/c:0.5:0.5/rs:fit:100:100",
+                   lambda w, h: fitted(source.crop((W // 4, H // 4, W // 4 + round(W / 2), H // 4 + round(H / 2))), w, h),
+                   lambda w, h: fitted(source, w, h), None),
+                  ("c:0:100:so (all the width, the bottom 100 rows)", "/c:0:100:so",
+                   lambda w, h: source.crop((0, H - 100, W, H)), lambda w, h: source.crop((0, (H - 100) // 2, W, (H - 100) // 2 + 100)),
+                   (W, 100))]
+    for name, opts, want, other, size in crop_cases:
+        st, _, body = get(base, sign(f"{opts}/plain/{src}@png"))
+        d = decode(body) if st == 200 else None
+        if d is None or (size is not None and d[:2] != size):
+            check(f"{name}: size", False, (st, d and d[:2], size))
+            continue
+        got = rgb(d[0], d[1], d[2])
+        own, wrong = psnr(got, want(d[0], d[1])), psnr(got, other(d[0], d[1]))
+        check(f"{name}: {own:.1f} dB against Pillow's (>= 30), nearer than {wrong:.1f}", own >= 30 and own > wrong + 3, d[:2])
     st, _, body = get(base, sign(f"/rs:fit:120:60/rot:90/plain/{src}@png"))
     d = decode(body) if st == 200 else None
     check("rot:90 fits the turned image in the box", d is not None and d[0] <= 120 and d[1] <= 60

@@ -46,6 +46,11 @@ public struct ProcessingOptions: Sendable, Equatable {
     public var flipHorizontal = false, flipVertical = false
     /// Gaussian blur of this sigma on the result (imgproxy's `bl`); 0: none.
     public var blurSigma = 0.0
+    /// The area of the source kept before resizing (imgproxy's `c`): each
+    /// side 1 or more in source pixels, below 1 a fraction of the source's,
+    /// 0 all of it; where, by its own gravity and offsets (source pixels),
+    /// else by `gravity`'s.
+    public var crop: (width: Double, height: Double, gravity: Gravity?, x: Double, y: Double)?
     /// The result's largest size in bytes: lossy formats lower their quality to fit (imgproxy's `mb`); nil: none.
     public var maxBytes: Int?
     /// Quality per format (imgproxy's `fq`), before the server's defaults.
@@ -75,6 +80,7 @@ public struct ProcessingOptions: Sendable, Equatable {
         if rotate != 0 { k += "/rot:\(rotate)" }
         if flipHorizontal || flipVertical { k += "/fl:\(flipHorizontal ? 1 : 0):\(flipVertical ? 1 : 0)" }
         if blurSigma > 0 { k += "/bl:\(blurSigma)" }
+        if let c = crop { k += "/c:\(c.width):\(c.height):\(c.gravity?.rawValue ?? "-"):\(c.x):\(c.y)" }
         if let mb = maxBytes { k += "/mb:\(mb)" }
         for f in OutputFormat.allCases { if let q = formatQuality[f] { k += "/fq:\(f.rawValue):\(q)" } }
         if let q = quality { k += "/q:\(q)" }

@@ -207,6 +207,21 @@ public struct ProcessingRequest: Sendable, Equatable {
         case "flip", "fl":
             o.flipHorizontal = try bool(0) ?? false
             o.flipVertical = try bool(1) ?? false
+        case "crop", "c":
+            func side(_ i: Int) throws(ProcessingURLError) -> Double {
+                guard i < args.count, !args[i].isEmpty else { return 0 }
+                guard let v = Double(args[i]), v >= 0, v <= 65536 else { throw .bad("crop: a side must be 0...65536") }
+                return v
+            }
+            var c = (width: try side(0), height: try side(1), gravity: Gravity?.none, x: 0.0, y: 0.0)
+            if args.count > 2, !args[2].isEmpty {
+                if args[2] == "sm" || args[2] == "fp" { throw .bad("crop: gravity \(args[2]) is not supported") }
+                guard let g = Gravity(rawValue: String(args[2])) else { throw .bad("crop: unknown gravity \"\(args[2])\"") }
+                c.gravity = g
+                if args.count > 3 { guard let x = Double(args[3]) else { throw .bad("crop: bad x offset") }; c.x = x }
+                if args.count > 4 { guard let y = Double(args[4]) else { throw .bad("crop: bad y offset") }; c.y = y }
+            }
+            o.crop = c
         case "cachebuster", "cb":
             break  // changes the URL, not the image (imgproxy's rule)
         case "expires", "exp":

@@ -214,7 +214,7 @@ public final class Renderer: Sendable {
     /// Whether `options` shrink on load: a fit into a box (never enlarged
     /// at decode); every other resizing type decodes the whole source.
     static func shrinksOnLoad(_ options: ProcessingOptions) -> Bool {
-        options.resizingType == .fit && (options.pixelWidth > 0 || options.pixelHeight > 0)
+        options.resizingType == .fit && options.crop == nil && (options.pixelWidth > 0 || options.pixelHeight > 0)
     }
 
     /// The result cache's key of `request` for a client that accepts `accepts`
@@ -365,6 +365,16 @@ public final class Renderer: Sendable {
                                                                                           vertical: o.flipVertical)
                 .transformedImage(with: image, forKey: key) { image = f }
         }
+        if let c = o.crop {  // the area kept, in the turned source, before resizing
+            let r = ServeGeometry.cropArea(c, of: (image.width, image.height), options: o)
+            if (r.w, r.h) != (image.width, image.height) {
+                guard let cropped = SDImageCroppingTransformer(rect: CGRect(x: r.x, y: r.y, width: r.w, height: r.h))
+                    .transformedImage(with: image, forKey: "") else {
+                    throw RenderError(status: 500, reason: "could not crop to \(r.w)x\(r.h)")
+                }
+                image = cropped
+            }
+        }
         let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
         let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
         guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
@@ -481,6 +491,20 @@ enum ServeGeometry {
             let (x, y) = offset(scaled: scaled, crop: (w, h), o)
             return (scaled, (x, y, w, h))
         }
+    }
+
+    /// imgproxy's `c`: the area of a source of `size` it keeps.
+    static func cropArea(_ c: (width: Double, height: Double, gravity: Gravity?, x: Double, y: Double),
+                         of size: (Int, Int), options o: ProcessingOptions) -> (x: Int, y: Int, w: Int, h: Int) {
+        func side(_ v: Double, _ full: Int) -> Int {
+            v == 0 ? full : max(1, min(full, Int((v < 1 ? v * Double(full) : v).rounded())))
+        }
+        let (w, h) = (side(c.width, size.0), side(c.height, size.1))
+        var g = o
+        g.dpr = 1  // source pixels
+        if let own = c.gravity { (g.gravity, g.gravityX, g.gravityY) = (own, c.x, c.y) }
+        let (x, y) = offset(scaled: size, crop: (w, h), g)
+        return (x, y, w, h)
     }
 
     /// Where the crop starts for the gravity (offsets from its edge, clamped).
