@@ -281,7 +281,7 @@ def run_limits():
         proc.kill()
         proc.wait()
     r = subprocess.run([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT, "--shrink-margin", "9"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=600)
     check("--shrink-margin 9: refused at start, with the range", r.returncode != 0
           and "--shrink-margin must be in 1...8" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:]))
     # --source-disk-mb 0: sources are not kept (imgproxy's way, thumbor's with
@@ -354,7 +354,7 @@ def run_limits():
         proc.wait()
     r = subprocess.run([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
                         "--source-disk-mb", "0", "--redis", "redis://127.0.0.1:1/0"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=600)
     check("--source-disk-mb 0 with --redis: refused at start", r.returncode != 0
           and "--source-disk-mb 0 with --redis" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:]))
     # settings: the flag, else SDIMAGE_SERVE_<NAME>, else the --config file
@@ -541,6 +541,7 @@ def main():
     log = open(os.path.join(WORK, "serve.log"), "w")
     proc = subprocess.Popen([SDIMAGE, "serve", "--listen", "127.0.0.1:0", "--key", KEY, "--salt", SALT,
                              "--allow-source-host", "127.0.0.1", "--max-age", "3600",
+                             "--preset", "thumb=rs:fill:64:48/g:nowe", "--preset", "narrow=w:32",
                              "--source-timeout", "600",  # drain_under_load holds a render for as long as it takes
                              "--cache-dir", os.path.join(WORK, "serve-cache")],
                             stdout=subprocess.PIPE, stderr=log, text=True, env=dict(os.environ, SDIMAGE_LOG_LEVEL="info"))
@@ -925,6 +926,34 @@ def run(base):
     _, _, jpg_fq = get(base, sign(f"/rs:fit:96:96/fq:webp:50/plain/{src}@jpg"))
     check("fq:webp:50: WebP at 50, JPEG at its default", len(q50) > 0 and fq50 == q50 and jpg_fq == jpg_default,
           (len(q50), len(fq50), len(jpg_default), len(jpg_fq)))
+
+    # presets: pr:NAME where it stands, later options win; `default` before every URL
+    _, _, by_hand = get(base, sign(f"/rs:fill:64:48/g:nowe/plain/{src}@png"))
+    st, _, body = get(base, sign(f"/pr:thumb/plain/{src}@png"))
+    check("pr:thumb: its options' image", st == 200 and body == by_hand, st)
+    st, _, body = get(base, sign(f"/pr:thumb:narrow/plain/{src}@png"))
+    d = decode(body) if st == 200 else None
+    check("pr:thumb:narrow: the later preset's width wins (32x48)", d is not None and d[:2] == (32, 48), d and d[:2])
+    st, _, body = get(base, sign(f"/pr:thumb/w:40/plain/{src}@png"))
+    d = decode(body) if st == 200 else None
+    check("pr:thumb then w:40: the URL's later option wins", d is not None and d[:2] == (40, 48), d and d[:2])
+    st, _, body = get(base, sign(f"/pr:nosuch/plain/{src}@png"))
+    check("an unknown preset: 400 naming it", st == 400 and b"nosuch" in body, (st, body[:80]))
+    p2, b2, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--preset", "default=q:40")
+    try:
+        _, _, q40 = get(base, sign(f"/rs:fit:96:96/q:40/plain/{src}@jpg"))
+        st, _, body = get(b2, sign(f"/rs:fit:96:96/plain/{src}@jpg")) if b2 else (0, None, b"")
+        check("the default preset comes before every URL (q:40)", st == 200 and body == q40, st)
+        st, _, body = get(b2, sign(f"/rs:fit:96:96/q:80/plain/{src}@jpg")) if b2 else (0, None, b"")
+        _, _, q80 = get(base, sign(f"/rs:fit:96:96/q:80/plain/{src}@jpg"))
+        check("... and the URL's own options after it (q:80)", st == 200 and body == q80, st)
+    finally:
+        p2.terminate()
+        p2.wait(60)
+    bad = subprocess.run([SDIMAGE, "serve", "--key", KEY, "--salt", SALT, "--preset", "x=rs:nonsense"],
+                         capture_output=True, text=True, timeout=600)
+    check("a bad preset stops the server from starting, with its reason", bad.returncode != 0 and "nonsense" in bad.stderr,
+          (bad.returncode, bad.stderr[-200:]))
 
     # errors, while a load of ordinary renders runs: none of it may fail
     stop_load = threading.Event()

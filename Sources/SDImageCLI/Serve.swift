@@ -40,6 +40,8 @@ struct Serve: ParsableCommand {
     var allowSourceHost: [String] = []
     @Option(help: "Cache-Control max-age of results, seconds (default 31536000).")
     var maxAge: Int?
+    @Option(help: "A preset, NAME=OPTIONS (as in a URL, '/' between them), for pr:NAME; one named 'default' comes before every URL's options. Repeatable; SDIMAGE_SERVE_PRESETS (or IMGPROXY_PRESETS) holds them comma-separated.")
+    var preset: [String] = []
     @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default: imgproxy's, JPEG 80, WebP 79, AVIF 63).")
     var quality: Int?
     @Option(help: "Shrink sources on load only down to N times the output, then Lanczos-3, 1...8 (default 2: fine detail does not alias; 1: as imgproxy and thumbor, fewer pixels decoded).")
@@ -166,6 +168,11 @@ struct Serve: ParsableCommand {
         }
         var config = ServeConfiguration()
         config.signer = unsigned && !dev ? nil : signer
+        let presetList = preset.isEmpty ? (settings.value(nil, "PRESETS") ?? ProcessInfo.processInfo.environment["IMGPROXY_PRESETS"])
+            .map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? [] : preset
+        for p in presetList where !p.isEmpty {
+            do throws(ProcessingURLError) { try config.presets.add(p) } catch { throw ValidationError("--preset: \(error.reason)") }
+        }
         let listenAt = settings.value(listen, "LISTEN") ?? (dev ? "127.0.0.1:0" : "127.0.0.1:8080")
         guard let colon = listenAt.lastIndex(of: ":"), let port = Int(listenAt[listenAt.index(after: colon)...]),
               (0...65535).contains(port) else { throw ValidationError("--listen must be HOST:PORT, not \(listenAt)") }

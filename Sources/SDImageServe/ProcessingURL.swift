@@ -13,6 +13,41 @@ public struct ProcessingURLError: Error, Sendable, Equatable, CustomStringConver
 
 /// One processing URL, parsed: `/%signature/%options/plain/%url@%ext` or
 /// `/%signature/%options/%base64url_url.%ext` (imgproxy's formats).
+/// imgproxy's presets: named lists of processing options (`IMGPROXY_PRESETS`,
+/// `--preset name=opt:arg/opt:arg`); `pr:name:name` applies them where it
+/// stands, and the one named `default` comes before every URL's options.
+public struct Presets: Sendable {
+    var options: [String: [Substring]] = [:]
+
+    public init() {}
+
+    /// `name=options` (options as in a URL, `/`-separated); each option is
+    /// checked now, so a bad preset stops the server from starting.
+    public mutating func add(_ definition: String) throws(ProcessingURLError) {
+        guard let eq = definition.firstIndex(of: "="), eq != definition.startIndex else {
+            throw .bad("a preset is name=options, not \"\(definition)\"")
+        }
+        let name = String(definition[..<eq]).trimmingCharacters(in: .whitespaces)
+        let segments = definition[definition.index(after: eq)...].split(separator: "/")
+        var probe = ProcessingOptions()
+        for seg in segments where !seg.isEmpty {
+            guard !seg.hasPrefix("pr:"), !seg.hasPrefix("preset:") else { throw .bad("preset \(name): presets do not nest") }
+            try ProcessingRequest.apply(seg, to: &probe)
+        }
+        options[name] = segments.filter { !$0.isEmpty }
+    }
+
+    func apply(_ names: [String], to o: inout ProcessingOptions, skipMissing: Bool = false) throws(ProcessingURLError) {
+        for name in names where !name.isEmpty {
+            guard let segments = options[name] else {
+                if skipMissing { continue }
+                throw .bad("unknown preset \"\(name)\"")
+            }
+            for seg in segments { try ProcessingRequest.apply(seg, to: &o) }
+        }
+    }
+}
+
 public struct ProcessingRequest: Sendable, Equatable {
     public var options: ProcessingOptions
     /// The source image's URL.
@@ -21,7 +56,7 @@ public struct ProcessingRequest: Sendable, Equatable {
     /// Parse `path` (the request's path, percent-encoded as it came). With
     /// a `signer`, the first segment must be the path's signature (else
     /// `.forbidden`); without, it is not checked ("insecure" by custom).
-    public init(path: Substring, signer: URLSigner?) throws(ProcessingURLError) {
+    public init(path: Substring, signer: URLSigner?, presets: Presets = Presets()) throws(ProcessingURLError) {
         guard path.hasPrefix("/") else { throw .bad("the path must start with /") }
         let afterRoot = path.dropFirst()
         guard let slash = afterRoot.firstIndex(of: "/") else { throw .bad("no processing options or source after the signature") }
@@ -31,6 +66,7 @@ public struct ProcessingRequest: Sendable, Equatable {
             throw ProcessingURLError(kind: .forbidden, reason: "invalid signature")
         }
         var options = ProcessingOptions()
+        try presets.apply(["default"], to: &options, skipMissing: true)  // imgproxy's default preset, first
         // Walked in place, segment by segment (no split and join: a hit's
         // whole answer costs less than parsing did that way).
         var rest = signed.dropFirst()
@@ -40,7 +76,12 @@ public struct ProcessingRequest: Sendable, Equatable {
         }
         // options until "plain" or a segment without ":" (the base64 source)
         while case let (seg, after) = segment(), seg != "plain", seg.contains(":") {
-            try Self.apply(seg, to: &options)
+            if seg.hasPrefix("pr:") || seg.hasPrefix("preset:") {
+                try presets.apply(seg.split(separator: ":", omittingEmptySubsequences: false).dropFirst().map(String.init),
+                                  to: &options)
+            } else {
+                try Self.apply(seg, to: &options)
+            }
             rest = after
         }
         let (first, afterFirst) = segment()
@@ -122,7 +163,7 @@ public struct ProcessingRequest: Sendable, Equatable {
         return !host.isEmpty
     }
 
-    /// One `name:arg:arg` option.
+    /// One `name:arg:arg` option (a preset's too).
     static func apply(_ seg: Substring, to o: inout ProcessingOptions) throws(ProcessingURLError) {
         let parts = seg.split(separator: ":", omittingEmptySubsequences: false)
         let name = parts[0], args = Array(parts.dropFirst())

@@ -30,6 +30,8 @@ public struct ServeConfiguration: Sendable {
     public var maxClientRequests = 0
     /// Files served as they are, by path (`--dev`'s sample): bytes and Content-Type.
     public var files: [String: (data: Data, type: String)] = [:]
+    /// imgproxy's presets (`pr:`, and `default` before every URL's options).
+    public var presets = Presets()
     public init() {}
 }
 
@@ -133,7 +135,8 @@ public struct ImageServer: Sendable {
                 }
             }
             do throws(ProcessingURLError) {
-                let parsed = try ProcessingRequest(path: Substring(request.uri.path), signer: configuration.signer)
+                let parsed = try ProcessingRequest(path: Substring(request.uri.path), signer: configuration.signer,
+                                                   presets: configuration.presets)
                 host = URL(string: parsed.source)?.host ?? "-"
                 response = await render(parsed, request)
             } catch {
