@@ -531,6 +531,71 @@ def run_fleet():
             proc.wait()
 
 
+def run_imgproxy_env(src):
+    """imgproxy's environment read as ours: IMGPROXY_BIND, two key/salt pairs
+    (rotation), IMGPROXY_SIGNATURE_SIZE, QUALITY, FORMAT_QUALITY, TTL,
+    ALLOWED_SOURCES, MAX_SRC_FILE_SIZE, MAX_SRC_RESOLUTION."""
+    key2, salt2 = "aa" * 32, "bb" * 16
+    tmp = os.path.join(WORK, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+
+    def server(env, *args):
+        log = open(os.path.join(WORK, f"serve-env-{time.monotonic_ns()}.log"), "w")
+        p = subprocess.Popen([SDIMAGE, "serve", "--allow-source-host", "127.0.0.1", *args], stdout=subprocess.PIPE,
+                             stderr=log, text=True, env={**os.environ, "TMPDIR": tmp, **env})
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", p.stdout.readline())
+        return p, (f"http://127.0.0.1:{m.group(1)}" if m else None)
+
+    def short_sign(path, key, salt, n):
+        mac = hmac.new(bytes.fromhex(key), bytes.fromhex(salt) + path.encode(), hashlib.sha256).digest()[:n]
+        return "/" + base64.urlsafe_b64encode(mac).rstrip(b"=").decode() + path
+    env = {"IMGPROXY_BIND": "127.0.0.1:0", "IMGPROXY_KEY": f"{KEY},{key2}", "IMGPROXY_SALT": f"{SALT},{salt2}",
+           "IMGPROXY_QUALITY": "40", "IMGPROXY_FORMAT_QUALITY": "webp=55", "IMGPROXY_TTL": "77",
+           "IMGPROXY_ALLOWED_SOURCES": f"{ORIGIN}/img/"}
+    p, b = server(env)
+    check("IMGPROXY_BIND: listens there", b is not None)
+    if b is None:
+        p.kill()
+        return
+    try:
+        path = f"/rs:fit:96:96/plain/{src}@jpg"
+        st1, h1, body1 = get(b, sign(path))
+        st2, _, body2 = get(b, sign(path, key2, salt2))
+        st3, _, _ = get(b, sign(path, "cc" * 32, "dd" * 16))
+        check("two key/salt pairs: either signs, another does not", (st1, st2, st3) == (200, 200, 403), (st1, st2, st3))
+        _, _, q40 = get(b, sign(f"/rs:fit:96:96/q:40/plain/{src}@jpg"))
+        check("IMGPROXY_QUALITY=40: JPEG's default", body1 == q40 and body2 == q40, (len(body1), len(q40)))
+        _, _, w_default = get(b, sign(f"/rs:fit:96:96/plain/{src}@webp"))
+        _, _, w55 = get(b, sign(f"/rs:fit:96:96/q:55/plain/{src}@webp"))
+        check("IMGPROXY_FORMAT_QUALITY=webp=55: WebP's default", len(w55) > 0 and w_default == w55, (len(w_default), len(w55)))
+        check("IMGPROXY_TTL=77: Cache-Control max-age", h1.get("cache-control") == "public, max-age=77", h1.get("cache-control"))
+        st, _, body = get(b, sign(f"/rs:fit:96:96/plain/http://127.0.0.1:9/elsewhere.jpg@jpg"))
+        check("IMGPROXY_ALLOWED_SOURCES: another prefix is 404", st == 404 and b"allowed" in body, (st, body[:80]))
+    finally:
+        p.terminate()
+        p.wait(600)
+    p, b = server({"IMGPROXY_BIND": "127.0.0.1:0", "IMGPROXY_KEY": KEY, "IMGPROXY_SALT": SALT,
+                   "IMGPROXY_SIGNATURE_SIZE": "8", "IMGPROXY_MAX_SRC_FILE_SIZE": "1000"})
+    try:
+        path = f"/rs:fit:96:96/plain/{src}@jpg"
+        st_short, _, _ = get(b, short_sign(path, KEY, SALT, 8)) if b else (0, None, b"")
+        st_full, _, _ = get(b, sign(path)) if b else (0, None, b"")
+        check("IMGPROXY_SIGNATURE_SIZE=8: the 8-byte signature, not the whole one", st_short != 403 and st_full == 403,
+              (st_short, st_full))
+        check("IMGPROXY_MAX_SRC_FILE_SIZE=1000: a larger source is refused (4xx)", 400 <= st_short < 500, st_short)
+    finally:
+        p.terminate()
+        p.wait(600)
+    p, b = server({"IMGPROXY_BIND": "127.0.0.1:0", "IMGPROXY_KEY": KEY, "IMGPROXY_SALT": SALT,
+                   "IMGPROXY_MAX_SRC_RESOLUTION": "0.01"})
+    try:
+        st, _, body = get(b, sign(f"/rs:fit:96:96/plain/{src}@jpg")) if b else (0, None, b"")
+        check("IMGPROXY_MAX_SRC_RESOLUTION=0.01: a larger source is refused (4xx)", 400 <= st < 500, (st, body[:80]))
+    finally:
+        p.terminate()
+        p.wait(600)
+
+
 def main():
     # the documented example of imgproxy's signing guide (key "secret", salt "hello")
     doc = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
@@ -554,6 +619,7 @@ def main():
     base = f"http://127.0.0.1:{m.group(1)}"
     try:
         run(base)
+        run_imgproxy_env(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()
         run_gate_cancel()
         run_fleet()

@@ -40,6 +40,8 @@ struct Serve: ParsableCommand {
     var allowSourceHost: [String] = []
     @Option(help: "Cache-Control max-age of results, seconds (default 31536000).")
     var maxAge: Int?
+    @Option(help: "Only sources whose URL starts with this prefix are rendered, others 404 (imgproxy's IMGPROXY_ALLOWED_SOURCES). Repeatable; default: any. It never opens a private address (--allow-source-host does).")
+    var allowedSource: [String] = []
     @Option(help: "A preset, NAME=OPTIONS (as in a URL, '/' between them), for pr:NAME; one named 'default' comes before every URL's options. Repeatable; SDIMAGE_SERVE_PRESETS (or IMGPROXY_PRESETS) holds them comma-separated.")
     var preset: [String] = []
     @Option(help: "Default quality of JPEG, WebP and AVIF results, 1...100 (default: imgproxy's, JPEG 80, WebP 79, AVIF 63).")
@@ -110,6 +112,7 @@ struct Serve: ParsableCommand {
         func value(_ flag: String?, _ name: String) -> String? {
             if let flag { return flag }
             if let v = ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name], !v.isEmpty { return v }
+            if let v = Self.imgproxy(name) { return v }
             guard let file else { return nil }
             let key = ConfigKey(name.lowercased().replacingOccurrences(of: "_", with: "-"))
             if let s = file.string(forKey: key) { return s }
@@ -119,9 +122,27 @@ struct Serve: ParsableCommand {
             return nil
         }
 
+        /// imgproxy's environment, read as ours (after SDIMAGE_SERVE_*), in our units.
+        static func imgproxy(_ name: String) -> String? {
+            let env = ProcessInfo.processInfo.environment
+            func v(_ k: String) -> String? { env[k].flatMap { $0.isEmpty ? nil : $0 } }
+            switch name {
+            case "KEY", "SALT", "QUALITY", "FORMAT_QUALITY", "SIGNATURE_SIZE", "PRESETS": return v("IMGPROXY_" + name)
+            case "MAX_AGE": return v("IMGPROXY_TTL")
+            case "LISTEN":  // ":8080" is every interface, as imgproxy binds it
+                return v("IMGPROXY_BIND").map { $0.hasPrefix(":") ? "0.0.0.0" + $0 : $0 }
+            case "MAX_MEGAPIXELS":  // whole megapixels here, up; the exact pixels: imgproxyPixels
+                return v("IMGPROXY_MAX_SRC_RESOLUTION").flatMap(Double.init).map { String(min(1000, max(1, Int($0.rounded(.up))))) }
+            case "MAX_SOURCE_MB":  // whole MiB here, up (0: no limit); the exact bytes: imgproxyBytes
+                return v("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap(Int.init).map { $0 <= 0 ? "4096" : String(min(4096, ($0 + (1 << 20) - 1) >> 20)) }
+            case "ALLOWED_SOURCE": return v("IMGPROXY_ALLOWED_SOURCES")
+            default: return nil
+            }
+        }
+
         func list(_ flag: [String], _ name: String) -> [String] {
             if !flag.isEmpty { return flag }
-            if let v = ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name], !v.isEmpty {
+            if let v = ProcessInfo.processInfo.environment["SDIMAGE_SERVE_" + name] ?? Self.imgproxy(name), !v.isEmpty {
                 return v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             }
             let key = ConfigKey(name.lowercased().replacingOccurrences(of: "_", with: "-"))
@@ -150,9 +171,17 @@ struct Serve: ParsableCommand {
             saltHex = Self.randomHex(16)
         }
         var signer: URLSigner?
-        if let keyHex {
-            guard let s = URLSigner(keyHex: keyHex, saltHex: saltHex ?? "") else {
-                throw ValidationError("--key and --salt must be hex (an even number of 0-9a-f), the key not empty")
+        if let keyHex {  // comma-separated: several pairs (key rotation), as imgproxy
+            let keys = keyHex.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            var salts = (saltHex ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            if salts.count == 1 && keys.count > 1 && salts[0].isEmpty { salts = Array(repeating: "", count: keys.count) }
+            let sizeText = settings.value(nil, "SIGNATURE_SIZE") ?? "32"
+            guard let size = Int(sizeText), (1...32).contains(size) else {
+                throw ValidationError("the signature size must be 1...32 bytes, not \(sizeText)")
+            }
+            guard let s = URLSigner(keysHex: keys, saltsHex: salts, signatureSize: size) else {
+                throw ValidationError("--key and --salt must be hex (an even number of 0-9a-f), the key not empty, "
+                                      + "as many salts as keys")
             }
             signer = s
         }
@@ -170,6 +199,7 @@ struct Serve: ParsableCommand {
         config.signer = unsigned && !dev ? nil : signer
         let presetList = preset.isEmpty ? (settings.value(nil, "PRESETS") ?? ProcessInfo.processInfo.environment["IMGPROXY_PRESETS"])
             .map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? [] : preset
+        config.allowedSources = settings.list(allowedSource, "ALLOWED_SOURCE").filter { !$0.isEmpty }
         for p in presetList where !p.isEmpty {
             do throws(ProcessingURLError) { try config.presets.add(p) } catch { throw ValidationError("--preset: \(error.reason)") }
         }
@@ -202,6 +232,14 @@ struct Serve: ParsableCommand {
         var limits = Renderer.Limits()
         limits.defaultQuality = try number(quality, "QUALITY", 80, 1...100)
         limits.qualitySetForAllFormats = settings.value(quality.map(String.init), "QUALITY") != nil
+        for item in (settings.value(nil, "FORMAT_QUALITY") ?? "").split(separator: ",") {  // webp=79,avif=63
+            let kv = item.split(separator: "=")
+            guard kv.count == 2, let f = OutputFormat(name: kv[0].trimmingCharacters(in: .whitespaces)),
+                  let q = Int(kv[1].trimmingCharacters(in: .whitespaces)), (1...100).contains(q) else {
+                throw ValidationError("format quality: FORMAT=QUALITY pairs (webp=79,avif=63), not \(item)")
+            }
+            limits.formatQuality[f] = q
+        }
         limits.shrinkOnLoadMargin = try number(shrinkMargin, "SHRINK_MARGIN", 2, 1...8)
         limits.resultCacheBytes = try number(resultCacheMb, "RESULT_CACHE_MB", 64, 0...1 << 20) << 20
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
@@ -209,8 +247,16 @@ struct Serve: ParsableCommand {
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
         config.maxClientRequests = try number(maxClientRequests, "MAX_CLIENT_REQUESTS", 0, 0...1 << 20)
-        let sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
+        var sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)
+        var sourcePixels = megapixels * 1_000_000
+        // imgproxy's own units, exactly, when they are what set these
+        if maxSourceMb == nil, env["SDIMAGE_SERVE_MAX_SOURCE_MB"] == nil,
+           let b = env["IMGPROXY_MAX_SRC_FILE_SIZE"].flatMap(Int.init), b > 0 { sourceBytes = min(sourceBytes, b) }
+        if maxMegapixels == nil, env["SDIMAGE_SERVE_MAX_MEGAPIXELS"] == nil,
+           let mp = env["IMGPROXY_MAX_SRC_RESOLUTION"].flatMap(Double.init), mp > 0 {
+            sourcePixels = min(sourcePixels, max(1, Int(mp * 1_000_000)))
+        }
         limits.maxResultPixels = megapixels * 1_000_000  // a result no larger than a source may be
         let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
         limits.fleetMaxWait = try seconds(fleetWait, "FLEET_WAIT", 30)
@@ -230,7 +276,7 @@ struct Serve: ParsableCommand {
         loaderConfig.maxResponseBytes = sourceBytes
         loaderConfig.downloadTimeout = idle
         var decodeLimits = loaderConfig.decodeLimits
-        decodeLimits.maxPixels = megapixels * 1_000_000
+        decodeLimits.maxPixels = sourcePixels
         loaderConfig.decodeLimits = decodeLimits
         let configuredDir = settings.value(cacheDir, "CACHE_DIR")
         let dir = configuredDir ?? NSTemporaryDirectory() + "/sdimage-serve-\(getpid())"

@@ -7,7 +7,7 @@ public enum OutputFormat: String, Sendable, CaseIterable {
     case jpeg, png, webp, avif, gif
 
     /// From an extension or a `format:` argument ("jpg" too); nil: unknown.
-    init?(name: String) {
+    public init?(name: String) {
         switch name.lowercased() {
         case "jpg", "jpeg": self = .jpeg
         case "png": self = .png

@@ -125,6 +125,8 @@ public final class Renderer: Sendable {
         /// (`--quality`: all three).
         public var defaultQuality = 80
         public var qualitySetForAllFormats = false
+        /// Quality per format (`IMGPROXY_FORMAT_QUALITY`), before the defaults above.
+        public var formatQuality: [OutputFormat: Int] = [:]
         /// Shrink on load (JPEG's DCT scaling, WebP's and PNG's own) only down
         /// to this many times the output before Lanczos-3 takes it the rest
         /// of the way, 1...8: 2 (the library's and libvips' thumbnail
@@ -156,7 +158,7 @@ public final class Renderer: Sendable {
     let resultDisk: DiskCache?
     let fleet: FleetResults?
     let gate: RenderGate
-    let defaultQuality: Int, qualitySetForAllFormats: Bool
+    let defaultQuality: Int, qualitySetForAllFormats: Bool, formatQuality: [OutputFormat: Int]
     /// nil: the library's default resampling (margin 2).
     let resampling: Resampling?
     let resultDiskBytes: Int
@@ -191,6 +193,7 @@ public final class Renderer: Sendable {
         }
         defaultQuality = limits.defaultQuality
         qualitySetForAllFormats = limits.qualitySetForAllFormats
+        formatQuality = limits.formatQuality
         let asked = Resampling(shrinkOnLoadMargin: limits.shrinkOnLoadMargin)  // clamps to 1...8
         resampling = asked == .default ? nil : asked
         resultDiskBytes = limits.resultDiskBytes
@@ -391,7 +394,7 @@ public final class Renderer: Sendable {
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
         var coderOptions: SDImageCoderOptions = [:]
-        let quality = o.quality ?? o.formatQuality[format]
+        let quality = o.quality ?? o.formatQuality[format] ?? formatQuality[format]
             ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
         if format != .png { coderOptions[.encodeCompressionQuality] = Double(quality) / 100 }
         coderOptions[.encodeFirstFrameOnly] = true

@@ -32,6 +32,8 @@ public struct ServeConfiguration: Sendable {
     public var files: [String: (data: Data, type: String)] = [:]
     /// imgproxy's presets (`pr:`, and `default` before every URL's options).
     public var presets = Presets()
+    /// Source URL prefixes rendered (imgproxy's `IMGPROXY_ALLOWED_SOURCES`); empty: any.
+    public var allowedSources: [String] = []
     public init() {}
 }
 
@@ -172,6 +174,9 @@ public struct ImageServer: Sendable {
 
     private func answer(_ parsed: ProcessingRequest, _ request: Request, closes: inout Bool) async -> Response {
         do throws(RenderError) {
+            if !configuration.allowedSources.isEmpty, !configuration.allowedSources.contains(where: { parsed.source.hasPrefix($0) }) {
+                throw RenderError(status: 404, reason: "the source is not among the allowed sources")
+            }
             // imgproxy's `exp`: past it the URL is gone, cached or not
             if let exp = parsed.options.expires, Int64(Date().timeIntervalSince1970) >= exp {
                 throw RenderError(status: 404, reason: "the URL expired")

@@ -3,21 +3,39 @@ import CLibCrypto
 import Foundation
 
 /// imgproxy's signature: URL-safe base64 (no padding) of
-/// HMAC-SHA256(key, salt + path), key and salt given in hex.
+/// HMAC-SHA256(key, salt + path), key and salt given in hex; shortened to
+/// its first `signatureSize` bytes (`IMGPROXY_SIGNATURE_SIZE`), and with
+/// several key/salt pairs (key rotation) any of them signs.
 public struct URLSigner: Sendable {
-    let key: [UInt8]
-    let salt: [UInt8]
+    let pairs: [(key: [UInt8], salt: [UInt8])]
+    let signatureSize: Int
 
     /// nil when either is not even-length hex or the key is empty.
     public init?(keyHex: String, saltHex: String) {
-        guard let k = Self.hex(keyHex), !k.isEmpty, let s = Self.hex(saltHex) else { return nil }
-        key = k
-        salt = s
+        self.init(keysHex: [keyHex], saltsHex: [saltHex])
     }
 
-    /// The signature of `path` (everything after the signature segment, with its leading "/").
+    /// Pairs by position (imgproxy's comma-separated IMGPROXY_KEY and
+    /// IMGPROXY_SALT); nil when the counts differ, any is not hex, a key is
+    /// empty, or the size is not 1...32.
+    public init?(keysHex: [String], saltsHex: [String], signatureSize: Int = 32) {
+        guard !keysHex.isEmpty, keysHex.count == saltsHex.count, (1...32).contains(signatureSize) else { return nil }
+        var pairs: [(key: [UInt8], salt: [UInt8])] = []
+        for (k, s) in zip(keysHex, saltsHex) {
+            guard let key = Self.hex(k), !key.isEmpty, let salt = Self.hex(s) else { return nil }
+            pairs.append((key, salt))
+        }
+        self.pairs = pairs
+        self.signatureSize = signatureSize
+    }
+
+    /// The signature of `path` (everything after the signature segment, with its leading "/"), by the first pair.
     public func signature(of path: Substring) -> String {
-        Self.base64URL(Data(Self.hmacSHA256(key: key, salt + Array(path.utf8))))
+        signature(of: path, pair: pairs[0])
+    }
+
+    func signature(of path: Substring, pair: (key: [UInt8], salt: [UInt8])) -> String {
+        Self.base64URL(Data(Self.hmacSHA256(key: pair.key, pair.salt + Array(path.utf8)).prefix(signatureSize)))
     }
 
     /// HMAC-SHA256 (RFC 2104) of `message` under `key`, by libcrypto.
@@ -47,11 +65,15 @@ public struct URLSigner: Sendable {
         return out
     }
 
-    /// Whether `signature` signs `path` (compared in constant time).
+    /// Whether `signature` signs `path` under any pair (each compared in constant time).
     public func verify(_ signature: Substring, path: Substring) -> Bool {
-        let want = Array(self.signature(of: path).utf8), got = Array(signature.utf8)
-        guard want.count == got.count else { return false }
-        return zip(want, got).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        let got = Array(signature.utf8)
+        var ok = false
+        for pair in pairs {
+            let want = Array(self.signature(of: path, pair: pair).utf8)
+            if want.count == got.count && zip(want, got).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 { ok = true }
+        }
+        return ok
     }
 
     static func base64URL(_ data: Data) -> String {
