@@ -993,6 +993,14 @@ def run(base):
     check("fq:webp:50: WebP at 50, JPEG at its default", len(q50) > 0 and fq50 == q50 and jpg_fq == jpg_default,
           (len(q50), len(fq50), len(jpg_default), len(jpg_fq)))
 
+    # the options docs/serve.md lists as refused: 400 naming the option
+    for opt, name in (("pd:10", "pd"), ("ex:1", "ex"), ("exar:1", "exar"), ("mw:100", "mw"), ("mh:100", "mh"),
+                      ("z:2", "z"), ("g:fp:0.5:0.5", "fp"), ("t:10", "t"), ("sh:1", "sh"), ("pix:5", "pix"),
+                      ("wm:1", "wm"), ("scp:1", "scp"), ("eth:1", "eth"), ("skp:jpg", "skp"), ("raw:1", "raw"),
+                      ("rs:fit:64:64:0:1", "extend")):
+        st, _, body = get(base, sign(f"/{opt}/plain/{src}@png"))
+        check(f"{opt}: 400 naming {name}", st == 400 and name.encode() in body, (st, body[:80]))
+
     # presets: pr:NAME where it stands, later options win; `default` before every URL
     _, _, by_hand = get(base, sign(f"/rs:fill:64:48/g:nowe/plain/{src}@png"))
     st, _, body = get(base, sign(f"/pr:thumb/plain/{src}@png"))
