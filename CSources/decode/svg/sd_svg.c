@@ -125,6 +125,90 @@ static int ieq(const uint8_t *p, const uint8_t *end, const char *s)
     return 1;
 }
 
+#define SD__SVG_ENTITY 0x01 /* where a document's own entity stood (its text is unknown here) */
+
+/* XML's references in p..end decoded into out (never longer): character
+ * references (&#100; &#x64;; those past ASCII as '?'), the predefined
+ * entities, and any other entity as SD__SVG_ENTITY. Returns the length. */
+static size_t xml_decoded(const uint8_t *p, const uint8_t *end, uint8_t *out)
+{
+    uint8_t *o = out;
+    while (p < end) {
+        const uint8_t *semi = *p == '&' ? memchr(p, ';', (size_t)SD__MIN(end - p, 12)) : NULL;
+        if (semi == NULL) {
+            *o++ = *p++;
+            continue;
+        }
+        size_t n = (size_t)(semi - p - 1);
+        int c = SD__SVG_ENTITY;
+        if (n >= 2 && p[1] == '#') {
+            int hex = (p[2] | 0x20) == 'x';
+            long v = 0;
+            for (const uint8_t *d = p + 2 + hex; d < semi && v <= 0x10FFFF; d++)
+                v = isxdigit(*d) && (hex || isdigit(*d)) ? v * (hex ? 16 : 10) + (isdigit(*d) ? *d - '0' : (*d | 0x20) - 'a' + 10)
+                                                         : 0x110000;
+            c = v > 0 && v < 0x80 ? (int)v : '?';
+        } else if (n == 3 && memcmp(p + 1, "amp", 3) == 0) {
+            c = '&';
+        } else if (n == 2 && (memcmp(p + 1, "lt", 2) == 0 || memcmp(p + 1, "gt", 2) == 0)) {
+            c = p[1] == 'l' ? '<' : '>';
+        } else if (n == 4 && (memcmp(p + 1, "quot", 4) == 0 || memcmp(p + 1, "apos", 4) == 0)) {
+            c = p[1] == 'q' ? '"' : '\'';
+        }
+        *o++ = (uint8_t)c;
+        p = semi + 1;
+    }
+    return (size_t)(o - out);
+}
+
+/* One character as the CSS parser reads it (\64 , \d decoded); *p moves
+ * past it. */
+static int css_char(const uint8_t **p, const uint8_t *end)
+{
+    const uint8_t *q = *p;
+    if (*q == '\\' && q + 1 < end) { /* up to six hex digits and one space, or the next character */
+        const uint8_t *d = q + 1;
+        long v = 0;
+        int n = 0;
+        while (d < end && n < 6 && isxdigit(*d)) {
+            v = v * 16 + (isdigit(*d) ? *d - '0' : (*d | 0x20) - 'a' + 10);
+            d++, n++;
+        }
+        if (n == 0) {
+            *p = q + 2;
+            return q[1];
+        }
+        if (d < end && isspace(*d))
+            d++;
+        *p = d;
+        return (int)SD__MIN(v, 0x10FFFF);
+    }
+    *p = q + 1;
+    return *q;
+}
+
+/* Does a reference's value start with "data:" as the parsers will read it
+ * (escapes decoded; leading spaces and quotes skipped)? A document's own
+ * entity there counts as one: what it says is not known here. */
+static int starts_data(const uint8_t *v, const uint8_t *end)
+{
+    static const char want[] = "data:";
+    size_t got = 0;
+    while (v < end && got < 5) {
+        int c = css_char(&v, end);
+        if (c == SD__SVG_ENTITY)
+            return 1;
+        if (got == 0 && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '"' || c == '\''))
+            continue;
+        if (c >= 'A' && c <= 'Z')
+            c |= 0x20;
+        if (c != want[got])
+            return 0;
+        got++;
+    }
+    return got == 5;
+}
+
 /* Is there a data: URL where it could be a reference — after "href=" (an
  * attribute; not in CSS), "url(" or "@import" — between p and end? */
 static int data_reference(const uint8_t *p, const uint8_t *end, int css)
@@ -149,10 +233,25 @@ static int data_reference(const uint8_t *p, const uint8_t *end, int css)
         }
         while (v < end && (isspace(*v) || *v == '"' || *v == '\'' || (*v == 'u' && ieq(v, end, "url("))))
             v += *v == 'u' ? 4 : 1;
-        if (ieq(v, end, "data:"))
+        if (starts_data(v, end))
             return 1;
     }
     return 0;
+}
+
+/* data_reference on the text as XML will read it (references decoded);
+ * SD_ENOMEM. */
+static int data_reference_xml(const uint8_t *p, const uint8_t *end, int css)
+{
+    if (memchr(p, '&', (size_t)(end - p)) == NULL)
+        return data_reference(p, end, css);
+    uint8_t *buf = sd__malloc((size_t)(end - p));
+    if (buf == NULL)
+        return SD_ENOMEM;
+    size_t n = xml_decoded(p, end, buf);
+    int r = data_reference(buf, buf + n, css);
+    sd__free(buf);
+    return r;
 }
 
 /* Count the elements (a '<' and a name) and find data: references outside
@@ -166,7 +265,10 @@ static int scan(sd_decoder *d, const uint8_t *p, size_t n)
     while (q < end) {
         const uint8_t *lt = memchr(q, '<', (size_t)(end - q));
         const uint8_t *stop = lt ? lt : end;
-        if (in_style && data_reference(q, stop, 1)) { /* a <style> sheet's text */
+        int r = in_style ? data_reference_xml(q, stop, 1) : 0;
+        if (r < 0)
+            return r;
+        if (r) { /* a <style> sheet's text */
             sd__decoder_msg(d, "SVG: a data: URL outside an <image> (only inline images may be data: URLs)");
             return SD_EUNSUPPORTED;
         }
@@ -194,7 +296,10 @@ static int scan(sd_decoder *d, const uint8_t *p, size_t n)
                     quote = quote ? 0 : *t;
                 t++;
             }
-            if (!image && data_reference(q, t, 0)) {
+            r = image ? 0 : data_reference_xml(q, t, 0);
+            if (r < 0)
+                return r;
+            if (r) {
                 sd__decoder_msg(d, "SVG: a data: URL outside an <image> (only inline images may be data: URLs)");
                 return SD_EUNSUPPORTED;
             }
