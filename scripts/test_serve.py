@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 SDIMAGE, WORK, ORIGIN, FAULT = sys.argv[1:5]
@@ -42,6 +43,19 @@ def check(name, ok, detail=""):
 def sign(path, key=KEY, salt=SALT):
     mac = hmac.new(bytes.fromhex(key), bytes.fromhex(salt) + path.encode(), hashlib.sha256).digest()
     return "/" + base64.urlsafe_b64encode(mac).rstrip(b"=").decode() + path
+
+
+def request(base, method, path, headers=None):
+    """(status, headers, body) of any method (urllib follows no HEAD or POST as we need)."""
+    import http.client
+    u = urllib.parse.urlsplit(base)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    try:
+        c.request(method, path, body=b"" if method == "POST" else None, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
 
 
 def get(base, path, headers=None):
@@ -992,6 +1006,37 @@ def run(base):
     _, _, jpg_fq = get(base, sign(f"/rs:fit:96:96/fq:webp:50/plain/{src}@jpg"))
     check("fq:webp:50: WebP at 50, JPEG at its default", len(q50) > 0 and fq50 == q50 and jpg_fq == jpg_default,
           (len(q50), len(fq50), len(jpg_default), len(jpg_fq)))
+
+    # HEAD is GET without the body; other methods 405; a weak If-None-Match matches
+    path = sign(f"/rs:fit:96:96/plain/{src}@png")
+    sg, hg, bg = get(base, path)
+    sh, hh, bh = request(base, "HEAD", path)
+    check("HEAD: the GET's status and headers, no body", (sh, bh) == (200, b"") and hh.get("etag") == hg.get("etag")
+          and hh.get("content-type") == "image/png" and hh.get("content-length") == str(len(bg)),
+          (sh, len(bh), hh.get("content-length"), len(bg)))
+    sh, _, bh = request(base, "HEAD", "/health")
+    check("HEAD /health: 200, no body", (sh, bh) == (200, b""), sh)
+    sp, hp, _ = request(base, "POST", path)
+    check("POST: 405, Allow: GET, HEAD", sp == 405 and hp.get("allow") == "GET, HEAD", (sp, hp.get("allow")))
+    sw, _, bw = get(base, path, {"If-None-Match": "W/" + hg.get("etag", "")})
+    check("If-None-Match with the weak form of the ETag: 304", (sw, bw) == (304, b""), sw)
+    # the origin's Last-Modified: re-sent canonical, or not at all
+    for value, want in (("%3Cscript%3Ealert(1)%3C%2Fscript%3E", None),
+                        ("Sunday%2C%2006-Nov-94%2008%3A49%3A37%20GMT", "Sun, 06 Nov 1994 08:49:37 GMT"),
+                        ("Sun%2C%2006%20Nov%201994%2008%3A49%3A37%20GMT", "Sun, 06 Nov 1994 08:49:37 GMT")):
+        st, h, _ = get(base, sign(f"/rs:fit:64:64/plain/{FAULT}/last-modified%3Fvalue%3D{value}@png"))
+        check(f"origin Last-Modified {urllib.parse.unquote(value)!r}: sent as {want!r}",
+              st == 200 and h.get("last-modified") == want, (st, h.get("last-modified")))
+    # fetch failures say their class, not the network's words (no address or port)
+    st, _, body = get(base, sign("/rs:fit:64:64/plain/http://127.0.0.1:9/x.jpg@png"))
+    check("a source with nothing listening: 502, 'no connection', nothing more",
+          st == 502 and body == b"the source could not be fetched (no connection)\n", (st, body[:120]))
+    st, _, body = get(base, sign(f"/rs:fit:64:64/plain/{src.replace('127.0.0.1', 'localhost')}@png"))
+    check("a refused name: 403, and not what it resolves to", st == 403 and b"127.0.0.1" not in body
+          and b"::1" not in body, (st, body[:160]))
+    # WebP's side limit is known in advance: 422, not the encoder's 500
+    st, _, body = get(base, sign(f"/rs:force:16384:64:1/plain/{src}@webp"))
+    check("a 16384-px-wide WebP: 422 naming the limit", st == 422 and b"16383" in body, (st, body[:120]))
 
     # the options docs/serve.md lists as refused: 400 naming the option
     for opt, name in (("pd:10", "pd"), ("ex:1", "ex"), ("exar:1", "exar"), ("mw:100", "mw"), ("mh:100", "mh"),

@@ -23,7 +23,8 @@ public struct Rendered: Sendable {
     init(data: Data, format: OutputFormat, lastModified: String? = nil) {
         self.data = data
         self.format = format
-        self.lastModified = lastModified
+        // an origin's date as HTTP's canonical one, or none (never its text as it came)
+        self.lastModified = lastModified.flatMap(HTTPDate.canonical)
         etag = "\"" + URLSigner.base64URL(Data(URLSigner.sha256(data).prefix(16))) + "\""
     }
 
@@ -39,10 +40,39 @@ public struct Rendered: Sendable {
     }
 }
 
+/// HTTP dates (RFC 9110 5.6.7): the three forms read, IMF-fixdate written.
+enum HTTPDate {
+    static func formatter(_ format: String) -> DateFormatter {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = format
+        return f
+    }
+
+    /// IMF-fixdate, RFC 850 or asctime -> the date; nil for anything else.
+    static func parse(_ s: String) -> Date? {
+        let t = s.trimmingCharacters(in: .whitespaces)
+        guard t.count <= 64, t.allSatisfy({ $0.isASCII && !$0.isNewline }) else { return nil }
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            if let d = formatter(format).date(from: t) { return d }
+        }
+        return nil
+    }
+
+    /// The canonical text of an HTTP date (IMF-fixdate), or nil when `s` is none.
+    static func canonical(_ s: String) -> String? {
+        parse(s).map { formatter("EEE, dd MMM yyyy HH:mm:ss 'GMT'").string(from: $0) }
+    }
+}
+
 /// Why a render failed, as an HTTP status and a reason for the client.
 public struct RenderError: Error, Sendable, CustomStringConvertible {
     public let status: Int
     public let reason: String
+    /// What the log gets beside the reason (never the client: resolved
+    /// addresses, ports and the network's own words stay here).
+    public var detail: String?
     /// Seconds a 503 asks the client to wait (`Retry-After`).
     public var retryAfter: Int?
     public var description: String { "\(status) \(reason)" }
@@ -63,20 +93,31 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
             case .invalidDownloadContentType:
                 return RenderError(status: 422, reason: "the source is not an image: \(e.message)")
             default:
-                return RenderError(status: 502, reason: e.message)
+                return RenderError(status: 502, reason: "the source could not be fetched", detail: e.message)
             }
         }
         if let u = error as? URLError {
             let message = u.userInfo[NSLocalizedDescriptionKey] as? String ?? "\(u.code)"
+            // the client gets a class of failure; what the network said goes to the log
             switch u.code {
-            case .timedOut: return RenderError(status: 504, reason: "the source timed out: \(message)")
+            case .timedOut: return RenderError(status: 504, reason: "the source timed out", detail: message)
             case .dataLengthExceedsMaximum: return RenderError(status: 422, reason: "the source is too large: \(message)")
             case .appTransportSecurityRequiresSecureConnection, .unsupportedURL:
-                return RenderError(status: 403, reason: "the source is not allowed: \(message)")
-            default: return RenderError(status: 502, reason: "the source could not be fetched: \(message)")
+                return RenderError(status: 403, reason: "the source is not allowed (a private or reserved address, "
+                                   + "or not http/https)", detail: message)
+            case .cannotFindHost, .dnsLookupFailed:
+                return RenderError(status: 502, reason: "the source could not be fetched (its name did not resolve)", detail: message)
+            case .cannotConnectToHost, .networkConnectionLost, .notConnectedToInternet:
+                return RenderError(status: 502, reason: "the source could not be fetched (no connection)", detail: message)
+            case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+                 .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+                return RenderError(status: 502, reason: "the source could not be fetched (TLS failed)", detail: message)
+            case .httpTooManyRedirects, .redirectToNonExistentLocation:
+                return RenderError(status: 502, reason: "the source could not be fetched (redirects)", detail: message)
+            default: return RenderError(status: 502, reason: "the source could not be fetched", detail: message)
             }
         }
-        return RenderError(status: 500, reason: "\(error)")
+        return RenderError(status: 500, reason: "the render failed", detail: "\(error)")
     }
 }
 
@@ -393,6 +434,10 @@ public final class Renderer: Sendable {
             image = b
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
+        // a limit known in advance is the client's (4xx), not the encoder's failure
+        if format == .webp && max(rw, rh) > 16_383 {
+            throw RenderError(status: 422, reason: "WebP results are at most 16383 pixels a side; this one is \(rw)x\(rh)")
+        }
         var coderOptions: SDImageCoderOptions = [:]
         let quality = o.quality ?? o.formatQuality[format] ?? formatQuality[format]
             ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))

@@ -218,6 +218,10 @@ public struct ImageServer: Sendable {
             headers[.contentLength] = "\(r.data.count)"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: r.data)))
         } catch {
+            if let detail = error.detail {
+                logger.notice("render failed", metadata: ["status": "\(error.status)", "reason": "\(error.reason)",
+                                                          "detail": "\(detail)"])
+            }
             var r = Self.error(error.status, error.reason)
             if let after = error.retryAfter { r.headers[.retryAfter] = "\(after)" }
             return r
@@ -244,8 +248,11 @@ public struct ImageServer: Sendable {
     /// RFC 9110's order: `If-None-Match` decides when present; else
     /// `If-Modified-Since` at or after the source's Last-Modified.
     static func notModified(_ h: HTTPFields, etag: String, lastModified: String?) -> Bool {
-        if let match = h[.ifNoneMatch] {
-            return match.split(separator: ",").contains { let t = $0.trimmingCharacters(in: .whitespaces); return t == etag || t == "*" }
+        if let match = h[.ifNoneMatch] {  // the weak comparison, as RFC 9110 has it for If-None-Match
+            return match.split(separator: ",").contains { item in
+                let t = item.trimmingCharacters(in: .whitespaces)
+                return t == "*" || (t.hasPrefix("W/") ? String(t.dropFirst(2)) : t) == etag
+            }
         }
         guard let since = h[.ifModifiedSince].flatMap(Self.httpDate), let lm = lastModified.flatMap(Self.httpDate) else {
             return false
@@ -279,10 +286,29 @@ struct ServeResponder: HTTPResponder {
     let routed: Set<String>
 
     func respond(to request: Request, context: ServeRequestContext) async throws -> Response {
-        guard request.method == .get, !routed.contains(request.uri.path) else {
-            return try await router.respond(to: request, context: context)
+        // HEAD: the GET's answer without its body (its headers, Content-Length too)
+        let head = request.method == .head
+        var get = request
+        if head {
+            var h = request.head
+            h.method = .get
+            get = Request(head: h, body: request.body)
         }
-        return await server.respond(to: request, client: context.remoteAddress?.ipAddress)
+        var response: Response
+        if routed.contains(get.uri.path) {
+            response = try await router.respond(to: get, context: context)
+        } else if get.method == .get {
+            response = await server.respond(to: get, client: context.remoteAddress?.ipAddress)
+        } else {
+            response = ImageServer.error(405, "\(request.method) is not served: GET and HEAD are")
+            response.headers[.allow] = "GET, HEAD"
+        }
+        if head {
+            let length = response.headers[.contentLength]
+            response.body = ResponseBody()
+            if let length { response.headers[.contentLength] = length }
+        }
+        return response
     }
 }
 

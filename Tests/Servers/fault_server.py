@@ -272,6 +272,10 @@ class Handler(socketserver.BaseRequestHandler):
                 for i in range(0, len(IMAGE), step):
                     sock.sendall(IMAGE[i:i + step])
                     time.sleep(gap / 1000)
+            elif path == "/last-modified":  # the image with the Last-Modified `value` (percent-decoded) as it is
+                from urllib.parse import unquote
+                self.send_head("200 OK", len(IMAGE), extra="Last-Modified: " + unquote(query.get("value", "")) + "\r\n")
+                sock.sendall(IMAGE)
             elif path == "/bad-etag":
                 self.send_head("200 OK", len(IMAGE), extra='ETag: "a\rb"\r\nX-Good: 1\r\n')
                 sock.sendall(IMAGE)
