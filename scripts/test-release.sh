@@ -11,10 +11,21 @@ pass=0; fail=0
 check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $1"; fi; }
 hv=$(awk '/^#define SD_VERSION_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' include/sdcore/sd_common.h)
 n=0
-clone() {  # a fresh clone of HEAD without a tag $hv, in $c
+clone() {  # a fresh clone of HEAD without a tag $hv, in $c, as its release commit would be
   n=$((n + 1)); c=$tmp/c$n
   git clone -q "$repo" "$c" && git -C "$c" tag -d "$hv" >/dev/null 2>&1
   git -C "$c" config user.email t@example.invalid; git -C "$c" config user.name test
+  # what HEAD has under [Unreleased] (work since $hv) is filed under [$hv]
+  # here, as a release would: each case below then fails for its own mismatch
+  # alone, whatever is being worked on
+  if awk '/^## \[Unreleased\]/{on=1; next} /^## /{on=0} on && NF {found=1} END{exit !found}' "$c/CHANGELOG.md"; then
+    awk -v hv="$hv" '
+      /^## \[Unreleased\]/ { print; print ""; on = 1; next }
+      on && /^## / { on = 0; print; printf "%s", held; next }
+      on { if (NF || held != "") held = held $0 "\n"; next }
+      { print }' "$c/CHANGELOG.md" > "$c/CHANGELOG.new" && mv "$c/CHANGELOG.new" "$c/CHANGELOG.md"
+    git -C "$c" commit -qam "what is unreleased, filed under $hv"
+  fi
   return 0
 }
 tagged() { git -C "$c" rev-parse -q --verify "refs/tags/$hv" >/dev/null; }
