@@ -545,6 +545,28 @@ def run_fleet():
             proc.wait()
 
 
+def run_idle_timeout():
+    """--idle-timeout: a connection that sends nothing is closed (a slow
+    machine only makes that later); one with a request in progress is not."""
+    import socket
+    p, b, _ = start("--key", KEY, "--salt", SALT, "--idle-timeout", "1")
+    try:
+        u = urllib.parse.urlsplit(b)
+        sock = socket.create_connection((u.hostname, u.port), timeout=600)
+        sock.settimeout(600)
+        try:
+            closed = sock.recv(1) == b""
+        except OSError:
+            closed = True
+        sock.close()
+        check("--idle-timeout 1: a connection that sends nothing is closed", closed)
+        st, _, _ = get(b, "/health/live")
+        check("... and the server answers the next one", st == 200, st)
+    finally:
+        p.terminate()
+        p.wait(600)
+
+
 def run_imgproxy_env(src):
     """imgproxy's environment read as ours: IMGPROXY_BIND, two key/salt pairs
     (rotation), IMGPROXY_SIGNATURE_SIZE, QUALITY, FORMAT_QUALITY, TTL,
@@ -632,8 +654,12 @@ def main():
         return
     base = f"http://127.0.0.1:{m.group(1)}"
     try:
+        limits = open(f"/proc/{proc.pid}/limits").read()
+        nofile = next((l.split()[3:5] for l in limits.splitlines() if l.startswith("Max open files")), None)
+        check("RLIMIT_NOFILE raised to its hard limit at start", nofile is not None and nofile[0] == nofile[1], nofile)
         run(base)
         run_imgproxy_env(f"{ORIGIN}/img/{sample('photo-')}")
+        run_idle_timeout()
         run_limits()
         run_gate_cancel()
         run_fleet()

@@ -68,6 +68,8 @@ struct Serve: ParsableCommand {
     var maxMegapixels: Int?
     @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
     var sourceTimeout: Double?
+    @Option(help: "Seconds a connection may stay open with no request in progress before it is closed (default 60; imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT).")
+    var idleTimeout: Double?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM (default 30).")
     var drainTimeout: Double?
     @Option(help: "A Redis shared by the fleet (redis://host:port/db): sources and results cached there, one origin request per source and one render per result fleet-wide.")
@@ -129,6 +131,7 @@ struct Serve: ParsableCommand {
             switch name {
             case "KEY", "SALT", "QUALITY", "FORMAT_QUALITY", "SIGNATURE_SIZE", "PRESETS": return v("IMGPROXY_" + name)
             case "MAX_AGE": return v("IMGPROXY_TTL")
+            case "IDLE_TIMEOUT": return v("IMGPROXY_KEEP_ALIVE_TIMEOUT")
             case "LISTEN":  // ":8080" is every interface, as imgproxy binds it
                 return v("IMGPROXY_BIND").map { $0.hasPrefix(":") ? "0.0.0.0" + $0 : $0 }
             case "MAX_MEGAPIXELS":  // whole megapixels here, up; the exact pixels: imgproxyPixels
@@ -152,6 +155,15 @@ struct Serve: ParsableCommand {
         func bool(_ flag: Bool, _ name: String) -> Bool {
             flag || ["1", "true", "yes"].contains(value(nil, name)?.lowercased() ?? "")
         }
+    }
+
+    /// As many descriptors as the hard limit allows (a connection is one;
+    /// the soft limit is often 1,024).
+    static func raiseOpenFileLimit() {
+        var r = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &r) == 0, r.rlim_cur < r.rlim_max else { return }
+        r.rlim_cur = r.rlim_max
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &r)
     }
 
     func serve() async throws {
@@ -262,6 +274,8 @@ struct Serve: ParsableCommand {
         limits.fleetMaxWait = try seconds(fleetWait, "FLEET_WAIT", 30)
         limits.fleetLeaseTTL = try seconds(fleetLeaseTtl, "FLEET_LEASE_TTL", 6)
         config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
+        config.idleTimeout = .milliseconds(Int(try seconds(idleTimeout, "IDLE_TIMEOUT", 60) * 1000))
+        Self.raiseOpenFileLimit()
         var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")
         if dev {  // the sample, served by this server, fetched from it
             trusted.append("127.0.0.1")

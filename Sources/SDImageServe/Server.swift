@@ -34,6 +34,9 @@ public struct ServeConfiguration: Sendable {
     public var presets = Presets()
     /// Source URL prefixes rendered (imgproxy's `IMGPROXY_ALLOWED_SOURCES`); empty: any.
     public var allowedSources: [String] = []
+    /// A connection with no request in progress for this long is closed
+    /// (before its first request too: a client that opens and waits); nil: never.
+    public var idleTimeout: Duration? = .seconds(60)
     public init() {}
 }
 
@@ -108,6 +111,9 @@ public struct ImageServer: Sendable {
         let routed: Set<String> = Set([health, live, ready, metrics] + configuration.files.keys)
         let app = Application(
             responder: ServeResponder(server: self, router: router.buildResponder(), routed: routed),
+            server: .http1(configuration: .init(idleTimeout: configuration.idleTimeout.map {
+                .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000)
+            })),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "sdimage"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
