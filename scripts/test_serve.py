@@ -545,6 +545,28 @@ def run_fleet():
             proc.wait()
 
 
+def run_cached_source_limits(src):
+    """A source read back from the source cache meets the same limits as a
+    fetched one: a server restarted with a lower pixel limit on the same
+    folder refuses what the first one cached."""
+    folder = os.path.join(WORK, "limits-cache")
+    p, b, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", folder)
+    try:
+        st, _, _ = get(b, sign(f"/rs:fit:80:80/plain/{src}@png"))
+        check("a source fetched and cached", st == 200, st)
+    finally:
+        p.terminate()
+        p.wait(600)
+    p, b, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", folder,
+                    env_extra={"IMGPROXY_MAX_SRC_RESOLUTION": "0.01"})
+    try:
+        st, _, body = get(b, sign(f"/rs:fit:81:81/plain/{src}@png"))
+        check("... read back under a 0.01-megapixel limit: refused (4xx)", 400 <= st < 500, (st, body[:100]))
+    finally:
+        p.terminate()
+        p.wait(600)
+
+
 def run_idle_timeout():
     """--idle-timeout: a connection that sends nothing is closed (a slow
     machine only makes that later); one with a request in progress is not."""
@@ -660,6 +682,7 @@ def main():
         run(base)
         run_imgproxy_env(f"{ORIGIN}/img/{sample('photo-')}")
         run_idle_timeout()
+        run_cached_source_limits(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()
         run_gate_cancel()
         run_fleet()

@@ -301,6 +301,10 @@ struct Serve: ParsableCommand {
         let cacheConfig = SDImageCacheConfig()
         cacheConfig.maxMemoryCost = 32 << 20
         cacheConfig.maxDiskSize = limits.sourceDiskBytes  // the sweep keeps it there (0: nothing is stored)
+        // a source read back from the disk (or the fleet's Redis) is held to
+        // the same limits as a fetched one: the folder may have been filled
+        // under other limits, or by another writer
+        cacheConfig.decodeLimits = decodeLimits
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir, config: cacheConfig)
         let downloader = SDWebImageDownloader(config: loaderConfig)
         var loader: any SDImageLoader = downloader
