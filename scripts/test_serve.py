@@ -567,6 +567,21 @@ def run_cached_source_limits(src):
         p.wait(600)
 
 
+def run_max_result_dimension(src):
+    """--max-result-dimension (and imgproxy's variable): a larger result is a 422 naming the limit."""
+    for args, env in ((("--max-result-dimension", "100"), None), ((), {"IMGPROXY_MAX_RESULT_DIMENSION": "100"})):
+        p, b, _ = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", *args, env_extra=env)
+        try:
+            st_big, _, body = get(b, sign(f"/rs:force:101:50:1/plain/{src}@png"))
+            st_ok, _, _ = get(b, sign(f"/rs:force:100:50/plain/{src}@png"))
+            how = " ".join(args) or "IMGPROXY_MAX_RESULT_DIMENSION=100"
+            check(f"{how}: 101 px wide is 422 naming the limit, 100 px renders",
+                  st_big == 422 and b"100 a side" in body and st_ok == 200, (st_big, body[:120], st_ok))
+        finally:
+            p.terminate()
+            p.wait(600)
+
+
 def run_idle_timeout():
     """--idle-timeout: a connection that sends nothing is closed (a slow
     machine only makes that later); one with a request in progress is not."""
@@ -682,6 +697,7 @@ def main():
         run(base)
         run_imgproxy_env(f"{ORIGIN}/img/{sample('photo-')}")
         run_idle_timeout()
+        run_max_result_dimension(f"{ORIGIN}/img/{sample('photo-')}")
         run_cached_source_limits(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()
         run_gate_cancel()

@@ -64,6 +64,8 @@ struct Serve: ParsableCommand {
     var maxClientRequests: Int?
     @Option(help: "Largest source, MiB (default 20).")
     var maxSourceMb: Int?
+    @Option(help: "Largest result side in pixels; a larger one is refused with 422 before it is drawn (default 16384; imgproxy's IMGPROXY_MAX_RESULT_DIMENSION).")
+    var maxResultDimension: Int?
     @Option(help: "Largest source image, megapixels (default 40).")
     var maxMegapixels: Int?
     @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
@@ -132,6 +134,8 @@ struct Serve: ParsableCommand {
             case "KEY", "SALT", "QUALITY", "FORMAT_QUALITY", "SIGNATURE_SIZE", "PRESETS": return v("IMGPROXY_" + name)
             case "MAX_AGE": return v("IMGPROXY_TTL")
             case "IDLE_TIMEOUT": return v("IMGPROXY_KEEP_ALIVE_TIMEOUT")
+            case "MAX_RESULT_DIMENSION":  // imgproxy's 0 is "no limit": ours stays at its most
+                return v("IMGPROXY_MAX_RESULT_DIMENSION").map { $0 == "0" ? "16384" : $0 }
             case "LISTEN":  // ":8080" is every interface, as imgproxy binds it
                 return v("IMGPROXY_BIND").map { $0.hasPrefix(":") ? "0.0.0.0" + $0 : $0 }
             case "MAX_MEGAPIXELS":  // whole megapixels here, up; the exact pixels: imgproxyPixels
@@ -270,6 +274,7 @@ struct Serve: ParsableCommand {
             sourcePixels = min(sourcePixels, max(1, Int(mp * 1_000_000)))
         }
         limits.maxResultPixels = megapixels * 1_000_000  // a result no larger than a source may be
+        limits.maxResultSide = try number(maxResultDimension, "MAX_RESULT_DIMENSION", 16_384, 1...16_384)
         let idle = try seconds(sourceTimeout, "SOURCE_TIMEOUT", 10)
         limits.fleetMaxWait = try seconds(fleetWait, "FLEET_WAIT", 30)
         limits.fleetLeaseTTL = try seconds(fleetLeaseTtl, "FLEET_LEASE_TTL", 6)
