@@ -716,6 +716,8 @@ def main():
         text = open(os.path.join(WORK, "serve.log")).read()
         check("access log: the source host, never its path", "source_host=127.0.0.1" in text and "/img/" not in text,
               text[-400:])
+        forged = [l for l in text.splitlines() if l.lstrip().startswith("forged")]
+        check("no forged log line from an encoded newline anywhere in a request", not forged, forged[:3])
 
 
 def drain_under_load(proc, base):
@@ -1102,6 +1104,14 @@ def run(base):
     # WebP's side limit is known in advance: 422, not the encoder's 500
     st, _, body = get(base, sign(f"/rs:force:16384:64:1/plain/{src}@webp"))
     check("a 16384-px-wide WebP: 422 naming the limit", st == 422 and b"16383" in body, (st, body[:120]))
+
+    # encoded CR/LF in the source's path and query, and in a header: each
+    # request answers, and no line of the log is forged (checked at the end)
+    for tail in ("x%0D%0Aforged-path%0A.jpg", "x.jpg%3Fq%3D%0Aforged-query%0D%0A"):
+        st, _, _ = get(base, sign(f"/rs:fit:64:64/plain/http://127.0.0.1:9/{tail}@png"))
+        check(f"a source with an encoded newline ({tail[:14]}…): answered ({st})", 400 <= st < 600, st)
+    st, _, _ = request(base, "GET", sign(f"/rs:fit:64:64/plain/{src}@png"), {"X-Note": "a\tb forged-header"})
+    check("a header with a control character: answered", st == 200, st)
 
     # the options docs/serve.md lists as refused: 400 naming the option
     for opt, name in (("pd:10", "pd"), ("ex:1", "ex"), ("exar:1", "exar"), ("mw:100", "mw"), ("mh:100", "mh"),
