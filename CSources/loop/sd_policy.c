@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -206,28 +207,88 @@ int sd_request_use_server_transport(sd_request *r)
 
 /* ---- addresses, judged on every connection (loop thread) ---- */
 
+/* The host and port (the scheme's default when none is written) of `url`;
+ * 0 when it has none. The caller curl_free()s *host. */
+static int url_host_port(const char *url, char **host, long *port)
+{
+    char *p = NULL;
+    *host = NULL;
+    *port = 0;
+    CURLU *u = curl_url();
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK)
+        *port = strtol(p, NULL, 10);
+    curl_free(p);
+    curl_url_cleanup(u);
+    return *host != NULL;
+}
+
 /* The host of the URL this transfer is on now (the redirect's once curl
  * follows one); NULL if none. The caller curl_free()s it. */
 static char *effective_host(sd__xfer *x)
 {
     char *url = NULL, *host = NULL;
+    long port;
     curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
-    CURLU *u = curl_url();
-    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK)
-        curl_url_get(u, CURLUPART_HOST, &host, 0);
-    curl_url_cleanup(u);
+    url_host_port(url, &host, &port);
     return host;
 }
 
-/* The transfer is on a host of SD_REQ_TRUSTED_HOSTS. */
+/* An entry of SD_REQ_TRUSTED_HOSTS matches `host` on `port`: "name" or
+ * "*.name" or an IP literal, any port; "name:port" or "[v6]:port", that
+ * port only. */
+static int trusted_matches(const char *list, const char *host, long port)
+{
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        char entry[300];
+        size_t n = (size_t)(e - p);
+        if (n > 0 && n < sizeof entry) {
+            memcpy(entry, p, n);
+            entry[n] = '\0';
+            /* a port: after "]" for [v6]:port, else after the only colon */
+            char *colon = entry[0] == '[' ? strstr(entry, "]:") : strchr(entry, ':');
+            if (colon != NULL && entry[0] == '[')
+                colon++;
+            if (colon != NULL && entry[0] != '[' && strchr(colon + 1, ':') != NULL)
+                colon = NULL; /* a bare IPv6 literal: no port */
+            long want = -1;
+            if (colon != NULL) {
+                char *end;
+                want = strtol(colon + 1, &end, 10);
+                if (*end != '\0' || want <= 0 || want > 65535)
+                    want = -2; /* malformed: matches nothing */
+                *colon = '\0';
+            }
+            if (want != -2 && (want < 0 || want == port) && sd__host_matches(entry, host))
+                return 1;
+        }
+        p = e;
+    }
+    return 0;
+}
+
+/* The transfer is on a host of SD_REQ_TRUSTED_HOSTS, and came there from
+ * one: a redirect from any other host to a trusted one is judged as any
+ * other connection (a public origin cannot send us into the network the
+ * operator trusts). */
 static int on_trusted_host(sd__xfer *x)
 {
     const char *trusted = x->req->strings[SD_REQ_TRUSTED_HOSTS];
     if (trusted == NULL || *trusted == '\0')
         return 0;
-    char *host = effective_host(x);
-    int ok = host != NULL && sd__host_matches(trusted, host);
+    char *url = NULL, *host = NULL, *first = NULL;
+    long port = 0, first_port = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &url);
+    int ok = url_host_port(url, &host, &port) && trusted_matches(trusted, host, port) &&
+             url_host_port(x->req->url, &first, &first_port) && trusted_matches(trusted, first, first_port);
     curl_free(host);
+    curl_free(first);
     return ok;
 }
 

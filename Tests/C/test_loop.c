@@ -903,6 +903,26 @@ static int test_policy_matrix(void)
     ASSERT_OK(fetch(l, url(FAULT, "/ok"), set_string, allowed, &c));
     ASSERT_EQ(c.status, SD_EPOLICY);
     collect_free(&c);
+    /* a trusted host:port is trusted on that port alone */
+    {
+        const char *fault_port = strrchr(FAULT, ':') + 1;
+        char right[64], wrong[64];
+        snprintf(right, sizeof right, "127.0.0.1:%s", fault_port);
+        snprintf(wrong, sizeof wrong, "127.0.0.1:%d", atoi(fault_port) == 1 ? 2 : 1);
+        const char *cases[][2] = {{right, "ok"}, {wrong, "refused"}, {"[::1]:1, 127.0.0.1:0", "refused"}};
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            ASSERT_OK(sd_test_request_new(url(FAULT, "/ok"), &r));
+            ASSERT_OK(sd_request_use_server_preset(r));
+            ASSERT_OK(sd_request_set_string(r, SD_REQ_TRUSTED_HOSTS, cases[k][0]));
+            collect_init(&c);
+            ASSERT_OK(sd_loop_submit(l, r, &all_events, &c, NULL));
+            sd_request_free(r);
+            wait_complete(&c);
+            printf("  trusted \"%s\": %s\n", cases[k][0], sd_strerror(c.status));
+            ASSERT_EQ(c.status, strcmp(cases[k][1], "ok") == 0 ? SD_OK : SD_EPOLICY);
+            collect_free(&c);
+        }
+    }
     const char *allowed2[] = {(const char *)(intptr_t)SD_REQ_ALLOWED_HOSTS, "127.0.0.1"};
     ASSERT_OK(fetch(l, redirect_to("http://localhost/ok"), set_string, allowed2, &c));
     ASSERT_EQ(c.status, SD_EPOLICY); /* the redirect's host is not allowed */

@@ -103,7 +103,10 @@ typedef enum sd_request_string {
     /* Host patterns: "example.com" (that host), "*.example.com" (its
      * subdomains), an IP literal as written. Allowed: if set, only these;
      * blocked: never these; trusted: exempt from SD_REQ_BLOCK_ADDRESSES
-     * (an internal CDN; loopback test servers). Case-insensitive. */
+     * (an internal CDN; loopback test servers), a trusted entry may name a
+     * port ("cdn.internal:8080", "[::1]:8080": that port alone),
+     * and a redirect reaches a trusted host exempt only from a
+     * trusted host. Case-insensitive. */
     SD_REQ_ALLOWED_HOSTS = 10,
     SD_REQ_BLOCKED_HOSTS = 11,
     SD_REQ_TRUSTED_HOSTS = 12,
