@@ -582,6 +582,31 @@ def run_max_result_dimension(src):
             p.wait(600)
 
 
+def run_metrics_listen():
+    """--metrics-listen: /metrics on its own address, not beside the images."""
+    import socket
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    mport = probe.getsockname()[1]
+    probe.close()
+    p, b, _ = start("--key", KEY, "--salt", SALT, "--metrics-listen", f"127.0.0.1:{mport}")
+    try:
+        st, _, _ = get(b, "/metrics")
+        check("--metrics-listen: /metrics beside the images is 404", st == 404, st)
+        got = None
+        for _ in range(6000):  # until it listens, however slow the machine
+            try:
+                got = get(f"http://127.0.0.1:{mport}", "/metrics")
+                break
+            except OSError:
+                time.sleep(0.1)
+        check("... and 200 with the metrics on its own address",
+              got is not None and got[0] == 200 and b"process_resident_memory_bytes" in got[2], got and got[0])
+    finally:
+        p.terminate()
+        p.wait(600)
+
+
 def run_idle_timeout():
     """--idle-timeout: a connection that sends nothing is closed (a slow
     machine only makes that later); one with a request in progress is not."""
@@ -697,6 +722,7 @@ def main():
         run(base)
         run_imgproxy_env(f"{ORIGIN}/img/{sample('photo-')}")
         run_idle_timeout()
+        run_metrics_listen()
         run_max_result_dimension(f"{ORIGIN}/img/{sample('photo-')}")
         run_cached_source_limits(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()

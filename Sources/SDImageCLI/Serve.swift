@@ -70,6 +70,8 @@ struct Serve: ParsableCommand {
     var maxMegapixels: Int?
     @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
     var sourceTimeout: Double?
+    @Option(help: "Serve /metrics on this HOST:PORT only (not beside the images); default: beside them (imgproxy's IMGPROXY_PROMETHEUS_BIND).")
+    var metricsListen: String?
     @Option(help: "Seconds a connection may stay open with no request in progress before it is closed (default 60; imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT).")
     var idleTimeout: Double?
     @Option(help: "Seconds requests in flight may take to finish after SIGTERM (default 30).")
@@ -134,6 +136,7 @@ struct Serve: ParsableCommand {
             case "KEY", "SALT", "QUALITY", "FORMAT_QUALITY", "SIGNATURE_SIZE", "PRESETS": return v("IMGPROXY_" + name)
             case "MAX_AGE": return v("IMGPROXY_TTL")
             case "IDLE_TIMEOUT": return v("IMGPROXY_KEEP_ALIVE_TIMEOUT")
+            case "METRICS_LISTEN": return v("IMGPROXY_PROMETHEUS_BIND").map { $0.hasPrefix(":") ? "127.0.0.1" + $0 : $0 }
             case "MAX_RESULT_DIMENSION":  // imgproxy's 0 is "no limit": ours stays at its most
                 return v("IMGPROXY_MAX_RESULT_DIMENSION").map { $0 == "0" ? "16384" : $0 }
             case "LISTEN":  // ":8080" is every interface, as imgproxy binds it
@@ -279,6 +282,12 @@ struct Serve: ParsableCommand {
         limits.fleetMaxWait = try seconds(fleetWait, "FLEET_WAIT", 30)
         limits.fleetLeaseTTL = try seconds(fleetLeaseTtl, "FLEET_LEASE_TTL", 6)
         config.drainTimeout = .milliseconds(Int(try seconds(drainTimeout, "DRAIN_TIMEOUT", 30) * 1000))
+        if let m = settings.value(metricsListen, "METRICS_LISTEN") {
+            guard let colon = m.lastIndex(of: ":"), let port = Int(m[m.index(after: colon)...]), (0...65535).contains(port) else {
+                throw ValidationError("--metrics-listen must be HOST:PORT, not \(m)")
+            }
+            config.metricsAddress = (String(m[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
+        }
         config.idleTimeout = .milliseconds(Int(try seconds(idleTimeout, "IDLE_TIMEOUT", 60) * 1000))
         Self.raiseOpenFileLimit()
         var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")

@@ -34,6 +34,8 @@ public struct ServeConfiguration: Sendable {
     public var presets = Presets()
     /// Source URL prefixes rendered (imgproxy's `IMGPROXY_ALLOWED_SOURCES`); empty: any.
     public var allowedSources: [String] = []
+    /// `/metrics` on an address of its own (and not on `host:port`); nil: beside the images.
+    public var metricsAddress: (host: String, port: Int)?
     /// A connection with no request in progress for this long is closed
     /// (before its first request too: a client that opens and waits); nil: never.
     public var idleTimeout: Duration? = .seconds(60)
@@ -91,12 +93,30 @@ public struct ImageServer: Sendable {
         let readiness = configuration.readiness
         router.get(RouterPath(ready)) { _, _ in "ready\n" + (readiness.map { $0() + "\n" } ?? "") }
         let rss = Gauge(label: "process_resident_memory_bytes")
-        router.get(RouterPath(metrics)) { _, _ in
+        let registry = self.registry
+        let metricsHandler: @Sendable (Request, ServeRequestContext) async throws -> Response = { _, _ in
             rss.record(SystemMemory.residentBytes)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.registry.emitToBuffer())))
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        var services: [any Service] = []
+        if let m = configuration.metricsAddress {  // its own address: not on the public one
+            router.get(RouterPath(metrics)) { _, _ in Self.error(404, "/metrics is served on its own address") }
+            let metricsRouter = Router(context: ServeRequestContext.self)
+            metricsRouter.get(RouterPath(metrics), use: metricsHandler)
+            let logger = self.logger
+            services.append(Application(router: metricsRouter,
+                                        configuration: ApplicationConfiguration(address: .hostname(m.host, port: m.port),
+                                                                                serverName: "sdimage-metrics"),
+                                        onServerRunning: { channel in
+                                            logger.notice("metrics listening", metadata: [
+                                                "address": "\(m.host):\(channel.localAddress?.port ?? 0)"])
+                                        },
+                                        logger: logger))
+        } else {
+            router.get(RouterPath(metrics), use: metricsHandler)
         }
         for (path, file) in configuration.files {
             router.get(RouterPath(path)) { _, _ in
@@ -118,7 +138,8 @@ public struct ImageServer: Sendable {
                                                     serverName: "sdimage"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
-        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var group = ServiceGroupConfiguration(services: [app] + services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                              logger: logger)
         group.maximumGracefulShutdownDuration = configuration.drainTimeout
         try await ServiceGroup(configuration: group).run()
     }
