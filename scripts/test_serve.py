@@ -1030,6 +1030,17 @@ def run(base):
         px = got and clear is not None and (got[2][clear - 1], got[2][clear - 2], got[2][clear - 3])  # BGRA -> RGB
         check(f"bg:{bg} under a transparent pixel of a JPEG", px and all(abs(a - b) <= 24 for a, b in zip(px, want)),
               (st, px, clear))
+    # ... and of every format (imgproxy fills the background), PNG and WebP too: opaque
+    for ext in ("png", "webp"):
+        st, _, body = get(base, sign(f"/rs:fit:128:128/bg:FF0000/plain/{asrc}@{ext}"))
+        got = decode(body) if st == 200 else None
+        px = got and clear is not None and (got[2][clear - 1], got[2][clear - 2], got[2][clear - 3], got[2][clear])
+        check(f"bg:FF0000 fills a transparent pixel of a {ext.upper()} (opaque red)",
+              px and px[3] == 255 and all(abs(a - b) <= 24 for a, b in zip(px[:3], (255, 0, 0))), (st, px))
+    st, _, body = get(base, sign(f"/rs:fit:128:128/plain/{asrc}@png"))
+    got = decode(body) if st == 200 else None
+    check("without bg a PNG keeps its transparency", got is not None and clear is not None and got[2][clear] == 0,
+          got and clear is not None and got[2][clear])
 
     # negotiation: f:auto / no extension
     for accept, want in [("image/avif,image/webp,*/*", "image/avif"), ("image/webp,*/*", "image/webp"),

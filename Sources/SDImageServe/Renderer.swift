@@ -283,6 +283,25 @@ public final class Renderer: Sendable {
         return hit
     }
 
+    /// `image` composited over an opaque colour (premultiplied: src + bg * (1 - a)).
+    static func flatten(_ image: SDImage, on bg: (r: UInt8, g: UInt8, b: UInt8)) -> SDImage? {
+        let src = image.bitmap, w = src.width, h = src.height, stride = src.bytesPerRow
+        let fill = [UInt32(bg.b), UInt32(bg.g), UInt32(bg.r)]  // native ARGB32 in memory: B, G, R, A
+        guard let out = try? Bitmap(width: w, height: h, initializingWith: { dst in
+            src.withUnsafeBytes { s in
+                for y in 0..<h {
+                    for x in 0..<w {
+                        let i = y * stride + x * 4, o = (y * w + x) * 4
+                        let inv = 255 - UInt32(s[i + 3])
+                        for c in 0..<3 { dst[o + c] = UInt8(min(255, UInt32(s[i + c]) + (fill[c] * inv + 127) / 255)) }
+                        dst[o + 3] = 255
+                    }
+                }
+            }
+        }) else { return nil }
+        return SDImage(bitmap: out, format: image.format)
+    }
+
     /// The encoded result of `request` for a client that accepts `accepts`.
     public func render(_ request: ProcessingRequest, accepts: Accepts) async throws(RenderError) -> Rendered {
         let key = key(request, accepts: accepts)
@@ -428,6 +447,13 @@ public final class Renderer: Sendable {
         guard var image = ServeGeometry.apply(plan, to: image),
               image.width == rw, image.height == rh else {
             throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
+        }
+        // imgproxy's bg fills the background of every format, PNG's too
+        if let bg = o.background, image.hasAlpha {
+            guard let flat = Self.flatten(image, on: bg) else {
+                throw RenderError(status: 500, reason: "the render failed", detail: "could not fill the background")
+            }
+            image = flat
         }
         // our blur's radius is twice its Gaussian's sigma
         if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
