@@ -46,6 +46,10 @@ public struct ProcessingOptions: Sendable, Equatable {
     public var flipHorizontal = false, flipVertical = false
     /// Gaussian blur of this sigma on the result (imgproxy's `bl`); 0: none.
     public var blurSigma = 0.0
+    /// Unsharp mask of this sigma on the result, amount 1 (imgproxy's `sh`); 0: none.
+    public var sharpenSigma = 0.0
+    /// Blocks of this many pixels a side, each its mean (imgproxy's `pix`); 0: none.
+    public var pixelate = 0
     /// The area of the source kept before resizing (imgproxy's `c`): each
     /// side 1 or more in source pixels, below 1 a fraction of the source's,
     /// 0 all of it; where, by its own gravity and offsets (source pixels),
@@ -80,6 +84,8 @@ public struct ProcessingOptions: Sendable, Equatable {
         if rotate != 0 { k += "/rot:\(rotate)" }
         if flipHorizontal || flipVertical { k += "/fl:\(flipHorizontal ? 1 : 0):\(flipVertical ? 1 : 0)" }
         if blurSigma > 0 { k += "/bl:\(blurSigma)" }
+        if sharpenSigma > 0 { k += "/sh:\(sharpenSigma)" }
+        if pixelate > 1 { k += "/pix:\(pixelate)" }
         if let c = crop { k += "/c:\(c.width):\(c.height):\(c.gravity?.rawValue ?? "-"):\(c.x):\(c.y)" }
         if let mb = maxBytes { k += "/mb:\(mb)" }
         for f in OutputFormat.allCases { if let q = formatQuality[f] { k += "/fq:\(f.rawValue):\(q)" } }

@@ -297,6 +297,12 @@ public struct ProcessingRequest: Sendable, Equatable {
                 }
                 o.formatQuality[f] = q == 0 ? nil : q
             }
+        case "sharpen", "sh":
+            guard let s = args.first, let sigma = Double(s), sigma >= 0, sigma <= 100 else { throw .bad("sharpen: a sigma in 0...100") }
+            o.sharpenSigma = sigma
+        case "pixelate", "pix":
+            guard let s = args.first, let n = Int(s), n >= 0, n <= 4096 else { throw .bad("pixelate: a block size in 0...4096") }
+            o.pixelate = n
         case "blur", "bl":
             guard let s = args.first, let sigma = Double(s), sigma >= 0, sigma <= 100 else { throw .bad("blur: a sigma in 0...100") }
             o.blurSigma = sigma

@@ -283,6 +283,47 @@ public final class Renderer: Sendable {
         return hit
     }
 
+    /// Per channel of two same-size images (premultiplied), clamped to [0, alpha].
+    static func combine(_ a: SDImage, _ b: SDImage, _ f: (Int, Int) -> Int) -> SDImage? {
+        let x = a.bitmap, y = b.bitmap, w = x.width, h = x.height
+        guard y.width == w, y.height == h else { return nil }
+        let sx = x.bytesPerRow, sy = y.bytesPerRow
+        guard let out = try? Bitmap(width: w, height: h, initializingWith: { dst in
+            x.withUnsafeBytes { p in
+                y.withUnsafeBytes { q in
+                    for row in 0..<h {
+                        for col in 0..<w {
+                            let i = row * sx + col * 4, j = row * sy + col * 4, o = (row * w + col) * 4
+                            let alpha = Int(p[i + 3])
+                            for c in 0..<3 { dst[o + c] = UInt8(max(0, min(alpha, f(Int(p[i + c]), Int(q[j + c]))))) }
+                            dst[o + 3] = p[i + 3]
+                        }
+                    }
+                }
+            }
+        }) else { return nil }
+        return SDImage(bitmap: out, format: a.format)
+    }
+
+    /// Blocks of `block` pixels a side (the last ones smaller), each filled with its mean.
+    static func pixelated(_ image: SDImage, block n: Int) -> SDImage? {
+        let src = image.bitmap, w = src.width, h = src.height, rowBytes = src.bytesPerRow
+        guard let out = try? Bitmap(width: w, height: h, initializingWith: { dst in
+            src.withUnsafeBytes { s in
+                for by in stride(from: 0, to: h, by: n) {
+                    for bx in stride(from: 0, to: w, by: n) {
+                        let ye = min(h, by + n), xe = min(w, bx + n), count = (ye - by) * (xe - bx)
+                        var sum = [Int](repeating: 0, count: 4)
+                        for y in by..<ye { for x in bx..<xe { for c in 0..<4 { sum[c] += Int(s[y * rowBytes + x * 4 + c]) } } }
+                        let mean = sum.map { UInt8(($0 + count / 2) / count) }
+                        for y in by..<ye { for x in bx..<xe { for c in 0..<4 { dst[(y * w + x) * 4 + c] = mean[c] } } }
+                    }
+                }
+            }
+        }) else { return nil }
+        return SDImage(bitmap: out, format: image.format)
+    }
+
     /// `image` composited over an opaque colour (premultiplied: src + bg * (1 - a)).
     static func flatten(_ image: SDImage, on bg: (r: UInt8, g: UInt8, b: UInt8)) -> SDImage? {
         let src = image.bitmap, w = src.width, h = src.height, stride = src.bytesPerRow
@@ -448,16 +489,22 @@ public final class Renderer: Sendable {
               image.width == rw, image.height == rh else {
             throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
         }
+        // imgproxy's filters, in its order: blur, sharpen, pixelate (then the background)
+        // our blur's radius is twice its Gaussian's sigma
+        if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
+            image = b
+        }
+        if o.sharpenSigma > 0, let blurred = SDImageBlurTransformer(radius: 2 * o.sharpenSigma).transformedImage(with: image, forKey: ""),
+           let sharp = Self.combine(image, blurred, { o, b in o + (o - b) }) {
+            image = sharp  // unsharp mask, amount 1: the detail the blur took, added once more
+        }
+        if o.pixelate > 1, let p = Self.pixelated(image, block: o.pixelate) { image = p }
         // imgproxy's bg fills the background of every format, PNG's too
         if let bg = o.background, image.hasAlpha {
             guard let flat = Self.flatten(image, on: bg) else {
                 throw RenderError(status: 500, reason: "the render failed", detail: "could not fill the background")
             }
             image = flat
-        }
-        // our blur's radius is twice its Gaussian's sigma
-        if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
-            image = b
         }
         let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
         // a limit known in advance is the client's (4xx), not the encoder's failure
