@@ -37,6 +37,21 @@ static int in_list(const char *list, const char *word)
     return 0;
 }
 
+/* The next entry of a comma- or space-separated list at *at (its start,
+ * *n its length; *at moves past it); NULL at the end. */
+static const char *list_entry(const char **at, size_t *n)
+{
+    const char *s = *at;
+    while (*s == ',' || *s == ' ')
+        s++;
+    const char *e = s;
+    while (*e && *e != ',' && *e != ' ')
+        e++;
+    *at = e;
+    *n = (size_t)(e - s);
+    return *s ? s : NULL;
+}
+
 int sd__host_matches(const char *list, const char *host)
 {
     if (list == NULL || host == NULL)
@@ -54,22 +69,16 @@ int sd__host_matches(const char *list, const char *host)
     }
     if (hn > 0 && host[hn - 1] == '.')
         hn--; /* "example.com." is example.com */
-    for (const char *p = list; *p;) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
-        size_t n = (size_t)(e - p);
+    size_t n;
+    for (const char *at = list, *p; (p = list_entry(&at, &n)) != NULL;) {
         if (n >= 2 && p[0] == '*' && p[1] == '.') {
             /* subdomains only: "*.example.com" matches a.example.com */
             size_t sn = n - 1; /* ".example.com" */
             if (hn > sn && strncasecmp(host + hn - sn, p + 1, sn) == 0)
                 return 1;
-        } else if (n > 0 && n == hn && strncasecmp(host, p, n) == 0) {
+        } else if (n == hn && strncasecmp(host, p, n) == 0) {
             return 1;
         }
-        p = e;
     }
     return 0;
 }
@@ -240,15 +249,10 @@ static char *effective_host(sd__xfer *x)
  * port only. */
 static int trusted_matches(const char *list, const char *host, long port)
 {
-    for (const char *p = list; *p;) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
+    size_t n;
+    for (const char *at = list, *p; (p = list_entry(&at, &n)) != NULL;) {
         char entry[300];
-        size_t n = (size_t)(e - p);
-        if (n > 0 && n < sizeof entry) {
+        if (n < sizeof entry) {
             memcpy(entry, p, n);
             entry[n] = '\0';
             /* a port: after "]" for [v6]:port, else after the only colon */
@@ -268,7 +272,6 @@ static int trusted_matches(const char *list, const char *host, long port)
             if (want != -2 && (want < 0 || want == port) && sd__host_matches(entry, host))
                 return 1;
         }
-        p = e;
     }
     return 0;
 }
