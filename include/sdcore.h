@@ -8,6 +8,7 @@
 #include "sdcore/sd_common.h"
 #include "sdcore/sd_bitmap.h"
 #include "sdcore/sd_orientation.h"
+#include "sdcore/sd_render.h"
 #include "sdcore/sd_decoder.h"
 #include "sdcore/sd_encoder.h"
 #include "sdcore/sd_loop.h"

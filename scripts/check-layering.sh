@@ -24,7 +24,7 @@ check CSources/loop '#include "(sdcore\.h|sdcore/sd_(decoder|bitmap|decode_sink|
 check CSources/loop '(sd_decoder|sd_bitmap|sd__bitmap|sd__pixels)_?[a-z_]*\(' '' 'loop/ calls no decoder or bitmap function'
 
 # Lower layers stay below.
-check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work|color|codec|sink)/' '' 'common/ depends on nothing'
+check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work|color|codec|sink|render)/' '' 'common/ depends on nothing'
 check "$(echo CSources/common/*.c)" 'sd__(color|ctab|xform|decoder|bitmap|loop|work)_[a-z_]*\(' '' 'common/ calls nothing above it (a cache above registers its drain)'
 # Colour converts what it is handed: its own context, no decoder.
 check CSources/color '#include "(loop|decode|work|encode|codec|sink|orientation)/' '' 'color/ knows no decoder, codec or loop'
@@ -32,8 +32,11 @@ check CSources/color 'sd_decoder \*|struct sd_decoder|sd__decoder_' '' 'color/ t
 # Encoders take bitmaps: no decoder insides, no loop.
 check CSources/encode '#include "(loop|decode|work|sink|color)/' '' 'encode/ knows no decoder, loop or colour conversion'
 check CSources/work '#include "(loop|decode|bitmap|orientation|encode)/|sdcore\.h"' '' 'the work pool knows no payload'
-check CSources/bitmap '#include "(loop|decode|work)/|curl' '' 'bitmap/ is below decode and loop'
+check CSources/bitmap '#include "(loop|decode|work|render)/|curl' '' 'bitmap/ is below decode and loop'
 check CSources/orientation '#include "(loop|decode|work)/' '' 'orientation/ is below decode and loop'
+# The render planner plans and draws its last step: bitmaps, no decoder.
+check CSources/render '#include "(loop|decode|work|encode|codec|sink|color|orientation)/' '' 'render/ knows no decoder, codec, colour or loop'
+check CSources/render 'sd_decoder \*|struct sd_decoder|sd__decoder_' '' 'render/ plans for a size and an orientation, never the decoder'
 # The codec registry names entry points; it includes no layer's insides.
 check CSources/codec '#include "(loop|decode|encode|work)/' '' 'codec/ is the registry: rows, not codecs'
 # decode/ knows no loop and posts no work: the decode sink (sink/) bridges

@@ -166,15 +166,14 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     }
     SD__RETURN_IF((int)param < 100 || (int)param > SD_DEC_INFO_COLOR_SPACE, SD_EINVAL);
     SD__RETURN_IF(!dec->header_ready, SD_EAGAIN);
-    int swap = dec->apply_orientation && sd_orientation_swaps_axes(dec->orientation);
     switch (param) {
     case SD_DEC_INFO_WIDTH: *v = dec->width; break;
     case SD_DEC_INFO_HEIGHT: *v = dec->height; break;
     case SD_DEC_INFO_ORIENTATION: *v = dec->orientation; break;
     case SD_DEC_INFO_PROGRESSIVE: *v = dec->progressive; break;
     case SD_DEC_INFO_HAS_ALPHA: *v = dec->has_alpha; break;
-    case SD_DEC_INFO_OUTPUT_WIDTH: *v = swap ? dec->decode_h : dec->decode_w; break;
-    case SD_DEC_INFO_OUTPUT_HEIGHT: *v = swap ? dec->decode_w : dec->decode_h; break;
+    case SD_DEC_INFO_OUTPUT_WIDTH: *v = dec->plan.width; break;
+    case SD_DEC_INFO_OUTPUT_HEIGHT: *v = dec->plan.height; break;
     case SD_DEC_INFO_SCANS: *v = dec->scans; break;
     case SD_DEC_INFO_LOAD_WIDTH: *v = dec->load_w; break;
     case SD_DEC_INFO_LOAD_HEIGHT: *v = dec->load_h; break;
@@ -187,37 +186,35 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     return SD_OK;
 }
 
-/* Plan the output size (stored orientation) from the box and the budget. */
-static void plan_size(sd_decoder *d)
+/* Plan the render (render/sd_render.c) for this source: the render set,
+ * else the one the box, aspect and orientation options make (a fit, or a
+ * force never enlarged); then the byte budget on what that makes. */
+static int plan_size(sd_decoder *d)
 {
-    uint64_t W = d->width, H = d->height, ow = W, oh = H;
-    uint64_t tw = d->target_w, th = d->target_h;
-    if (d->apply_orientation && sd_orientation_swaps_axes(d->orientation)) {
-        uint64_t t = tw; /* the box is given upright */
-        tw = th;
-        th = t;
+    sd_render r;
+    if (d->render_set) {
+        r = d->render;
+    } else {
+        sd_render_init(&r);
+        r.auto_rotate = d->apply_orientation;
+        r.width = d->target_w; /* the box is given upright; 0 unbounded */
+        r.height = d->target_h;
+        r.resize = d->preserve_aspect ? SD_RESIZE_FIT : SD_RESIZE_FORCE;
     }
-    if (tw || th) {
-        if (!tw)
-            tw = UINT32_MAX;
-        if (!th)
-            th = UINT32_MAX;
-        if (d->preserve_aspect) {
-            if (W > tw || H > th) {
-                if (tw * H <= th * W) { /* width is the binding side */
-                    ow = tw;
-                    oh = (H * tw + W / 2) / W;
-                } else {
-                    oh = th;
-                    ow = (W * th + H / 2) / H;
-                }
-            }
-        } else {
-            ow = SD__MIN(W, tw);
-            oh = SD__MIN(H, th);
-        }
+    sd_render_plan *p = &d->plan;
+    int rc = sd_render_plan_for(&r, d->width, d->height, d->orientation, p);
+    if (rc == SD_ETOOLARGE) {
+        sd__decoder_msg(d, "the result would be %ux%u pixels; the limit is %lld pixels, %lld a side", p->width,
+                        p->height, (long long)r.max_result_pixels, (long long)r.max_result_side);
+        return rc;
     }
-    if (d->max_bytes > 0 && ow * oh * 4 > (uint64_t)d->max_bytes) {
+    if (rc < 0) {
+        sd__decoder_msg(d, "the render cannot be planned (a dpr, zoom, rotation or gravity out of range)");
+        return rc;
+    }
+    int swap = sd_orientation_swaps_axes(p->orientation);
+    uint64_t ow = swap ? p->scaled_height : p->scaled_width, oh = swap ? p->scaled_width : p->scaled_height;
+    if (!d->render_set && d->max_bytes > 0 && ow * oh * 4 > (uint64_t)d->max_bytes) {
         double s = sqrt((double)d->max_bytes / 4.0 / (double)(ow * oh));
         ow = (uint64_t)((double)ow * s);
         oh = (uint64_t)((double)oh * s);
@@ -229,9 +226,35 @@ static void plan_size(sd_decoder *d)
             else
                 oh--;
         }
+        /* no crop and no canvas here: the result is what is resampled */
+        p->scaled_width = p->width = (uint32_t)(swap ? oh : ow);
+        p->scaled_height = p->height = (uint32_t)(swap ? ow : oh);
+        p->cut = (sd_rect){0, 0, p->width, p->height};
     }
     d->decode_w = (uint32_t)SD__MAX(ow, 1);
     d->decode_h = (uint32_t)SD__MAX(oh, 1);
+    d->area = sd__render_rect_to_stored(p->orientation, d->width, d->height, p->area);
+    d->area_cut = d->area.width != d->width || d->area.height != d->height;
+    /* the whole source at the area's scale (rounded up: enough pixels) */
+    d->need_w = (uint32_t)SD__MAX(1, ((uint64_t)d->width * d->decode_w + d->area.width - 1) / d->area.width);
+    d->need_h = (uint32_t)SD__MAX(1, ((uint64_t)d->height * d->decode_h + d->area.height - 1) / d->area.height);
+    return SD_OK;
+}
+
+int sd_decoder_set_render(sd_decoder *d, const sd_render *render)
+{
+    SD__RETURN_IF(d == NULL, SD_EINVAL);
+    SD__RETURN_IF(d->started, SD_EBADSTATE);
+    if (render == NULL) {
+        d->render_set = 0;
+        return SD_OK;
+    }
+    sd_render_plan probe; /* its fields checked now, not at the header */
+    int rc = sd_render_plan_for(render, 1, 1, 1, &probe);
+    SD__RETURN_IF(rc == SD_EINVAL, SD_EINVAL);
+    d->render = *render;
+    d->render_set = 1;
+    return SD_OK;
 }
 
 int sd__decoder_set_header(sd_decoder *d, uint32_t w, uint32_t h, int orientation,
@@ -252,7 +275,7 @@ int sd__decoder_set_header(sd_decoder *d, uint32_t w, uint32_t h, int orientatio
     d->orientation = (orientation >= 1 && orientation <= 8) ? orientation : 1;
     d->progressive = progressive;
     d->has_alpha = has_alpha;
-    plan_size(d);
+    SD__FORWARD_IF_ERROR(plan_size(d));
     d->load_w = w; /* a codec that shrinks on load says so (sd__decoder_shrink) */
     d->load_h = h;
     d->load_span_w = 0; /* all of it, unless the codec says less */
@@ -366,18 +389,43 @@ static int replace(sd_bitmap **cur, int *owned, int rc, sd_bitmap *t)
     return SD_OK;
 }
 
-/* Resample to the planned size and orient; consumes `src` when owned. */
+/* The planned area of `cur` (the codec's canvas or a frame, a reduction of
+ * the stored source): a view into its pixels, and the span of it that
+ * holds the area, in its pixels. */
+static sd_bitmap area_view(const sd_decoder *d, const sd_bitmap *cur, double *span_w, double *span_h)
+{
+    /* the output lines up with the source: a canvas whose last column or
+     * row holds only part of a pixel maps by the part that is picture */
+    int canvas = cur->width == d->load_w && cur->height == d->load_h;
+    double sw = canvas && d->load_span_w > 0 && d->load_span_w < cur->width ? d->load_span_w : cur->width;
+    double sh = canvas && d->load_span_h > 0 && d->load_span_h < cur->height ? d->load_span_h : cur->height;
+    sd_bitmap v = *cur;
+    *span_w = sw;
+    *span_h = sh;
+    if (!d->area_cut)
+        return v;
+    double kx = sw / d->width, ky = sh / d->height;
+    uint32_t x0 = (uint32_t)SD__MIN((double)cur->width - 1, floor((double)d->area.x * kx + 0.5));
+    uint32_t y0 = (uint32_t)SD__MIN((double)cur->height - 1, floor((double)d->area.y * ky + 0.5));
+    *span_w = SD__MAX(1e-3, SD__MIN((double)d->area.width * kx, (double)(cur->width - x0)));
+    *span_h = SD__MAX(1e-3, SD__MIN((double)d->area.height * ky, (double)(cur->height - y0)));
+    v.pixels = cur->pixels + (size_t)y0 * cur->stride + (size_t)x0 * 4;
+    v.width = (uint32_t)SD__MIN((double)(cur->width - x0), ceil(*span_w));
+    v.height = (uint32_t)SD__MIN((double)(cur->height - y0), ceil(*span_h));
+    v.capacity = 0;
+    return v;
+}
+
+/* The plan on one picture: its area resampled to the planned size, to
+ * sRGB, turned, then cut and placed; consumes `src` when owned. */
 static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
 {
     sd_bitmap *cur = src, *t = NULL;
     int rc = SD_OK;
-    if (cur->width != d->decode_w || cur->height != d->decode_h) {
-        /* the output lines up with the source: a canvas whose last column
-         * or row holds only part of a pixel maps by the part that is picture */
-        int canvas = cur->width == d->load_w && cur->height == d->load_h;
-        double sw = canvas && d->load_span_w > 0 && d->load_span_w < cur->width ? d->load_span_w : cur->width;
-        double sh = canvas && d->load_span_h > 0 && d->load_span_h < cur->height ? d->load_span_h : cur->height;
-        rc = sd__resample_span(cur, d->decode_w, d->decode_h, d->filter,
+    if (cur->width != d->decode_w || cur->height != d->decode_h || d->area_cut) {
+        double sw, sh;
+        sd_bitmap view = area_view(d, cur, &sw, &sh);
+        rc = sd__resample_span(&view, d->decode_w, d->decode_h, d->filter,
                                d->resample_linear ? SD_RESAMPLE_LINEAR : 0, sw, sh, &t);
         SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
@@ -394,8 +442,12 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
             return rc;
         }
     }
-    if (d->apply_orientation && d->orientation != 1) {
-        rc = sd_bitmap_orient(cur, d->orientation, &t);
+    if (d->plan.orientation != 1) {
+        rc = sd_bitmap_orient(cur, d->plan.orientation, &t);
+        SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
+    }
+    if (sd__render_composes(&d->plan)) {
+        rc = sd__render_compose(cur, &d->plan, d->render_set ? d->render.background : 0, &t);
         SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     if (!owned)
@@ -479,8 +531,8 @@ int sd_decoder_frame_get(const sd_decoder *d, uint32_t i, sd_frame_param p, int6
 /* The codec's picture is already at the output size, orientation and colours. */
 static int presentable(sd_decoder *d, const sd_bitmap *c)
 {
-    return c->width == d->decode_w && c->height == d->decode_h && !(d->apply_orientation && d->orientation != 1) &&
-           !sd__color_pending(&d->color);
+    return c->width == d->decode_w && c->height == d->decode_h && d->plan.orientation == 1 && !d->area_cut &&
+           !sd__render_composes(&d->plan) && !sd__color_pending(&d->color);
 }
 
 /* Frame i into *out: a new bitmap for the caller, or lent (`lend`): the

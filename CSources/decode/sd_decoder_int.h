@@ -11,6 +11,7 @@
 #include "bitmap/sd_bitmap_int.h"
 #include "codec/sd_codec.h"
 #include "color/sd_color.h"
+#include "render/sd_render_int.h"
 
 /* One frame of an animation, as announced by its codec. */
 typedef struct sd__frame_meta {
@@ -35,6 +36,8 @@ struct sd_decoder {
     uint32_t shrink_margin; /* SD_DEC_SHRINK_ON_LOAD_MARGIN */
     int64_t render_deadline_ms; /* SD_DEC_RENDER_DEADLINE_MS */
     int64_t preview_frame_bytes; /* SD_DEC_PREVIEW_FRAME_BYTES: the decode sink's */
+    int render_set;     /* sd_decoder_set_render: `render` is the plan's input, */
+    sd_render render;   /* else one made of the box, aspect and orientation options */
 
     /* front-end state */
     int started;  /* first push happened: options are frozen */
@@ -52,7 +55,12 @@ struct sd_decoder {
     int orientation;
     int progressive;
     int has_alpha;
-    uint32_t decode_w, decode_h; /* output size before orientation */
+    sd_render_plan plan;         /* the render, planned for this source (sd_render.c) */
+    sd_rect area;                /* plan.area in stored pixels */
+    int area_cut;                /* ... and it is not the whole source */
+    uint32_t decode_w, decode_h; /* plan.scaled, before orientation: what is resampled to */
+    uint32_t need_w, need_h;     /* the whole source at the plan's scale: what a codec
+                                  * may shrink on load to (at the margin) */
     uint32_t load_w, load_h;     /* the codec's canvas (after shrink-on-load) */
     double load_span_w, load_span_h; /* how much of it holds the picture, in canvas pixels: less
                                       * than load_w/h when shrinking left a last column/row
@@ -115,6 +123,22 @@ typedef struct sd__whole {
 SD__HIDDEN int sd__whole_init(sd_decoder *d, size_t size);
 SD__HIDDEN int sd__whole_canvas(sd_decoder *d, int final, sd_bitmap **out, int *owned);
 SD__HIDDEN void sd__whole_destroy(sd_decoder *d);
+
+/* The shrink-on-load rule, the one place it is written: a codec reduces
+ * the source as far as a reduction keeps the margin (SD_DEC_SHRINK_ON_LOAD_
+ * MARGIN) times the planned scale's pixels; the resampler finishes.
+ * sd__decoder_load_fits: a reduction to `w` x `h` keeps enough;
+ * sd__decoder_shrink_factor: the largest whole factor that does, on a side
+ * of `full` pixels whose planned size is `need`. */
+static inline int sd__decoder_load_fits(const sd_decoder *d, uint64_t w, uint64_t h)
+{
+    return w >= (uint64_t)d->need_w * d->shrink_margin && h >= (uint64_t)d->need_h * d->shrink_margin;
+}
+static inline uint32_t sd__decoder_shrink_factor(const sd_decoder *d, uint64_t full, uint32_t need)
+{
+    uint64_t f = full / ((uint64_t)(need ? need : 1) * d->shrink_margin);
+    return f < 1 ? 1 : (uint32_t)f;
+}
 
 /* The codec's canvas is the output's size: nothing left to resample. */
 static inline int sd__decoder_full_size(const sd_decoder *d)

@@ -41,6 +41,8 @@ struct sd_request {
     int nsink;                         /* sink parameters, carried only */
     int sink_keys[SD__REQ_NSINK_PARAMS];
     int64_t sink_values[SD__REQ_NSINK_PARAMS];
+    void *sink_data;                   /* sd_request_set_sink_data (a copy) */
+    size_t sink_data_len;
     sd_body_sink sink;                 /* sd_request_set_body_sink (a copy) */
     int has_sink;
     void *sink_ctx;

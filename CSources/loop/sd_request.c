@@ -123,6 +123,7 @@ void sd_request_free(sd_request *r)
     sd__free(r->headers);
     sd__free(r->resume);
     sd__free(r->resume_validator);
+    sd__free(r->sink_data);
     sd__free(r);
 }
 
@@ -200,6 +201,29 @@ int sd_request_set_sink_param(sd_request *r, int key, int64_t v)
     return SD_OK;
 }
 
+int sd_request_set_sink_data(sd_request *r, const void *data, size_t len)
+{
+    SD__RETURN_IF(r == NULL || (len > 0 && data == NULL) || len > 4096, SD_EINVAL);
+    void *copy = NULL;
+    if (data != NULL && len > 0) {
+        copy = sd__malloc(len);
+        SD__RETURN_IF(copy == NULL, SD_ENOMEM);
+        memcpy(copy, data, len);
+    }
+    sd__free(r->sink_data);
+    r->sink_data = copy;
+    r->sink_data_len = copy ? len : 0;
+    return SD_OK;
+}
+
+int sd_request_sink_data(const sd_request *r, const void **data, size_t *len)
+{
+    SD__RETURN_IF(r == NULL || data == NULL || len == NULL, SD_EINVAL);
+    *data = r->sink_data;
+    *len = r->sink_data_len;
+    return SD_OK;
+}
+
 int sd_request_sink_param_at(const sd_request *r, int i, int *key, int64_t *v)
 {
     SD__RETURN_IF(r == NULL || key == NULL || v == NULL || i < 0 || i >= r->nsink, SD_EINVAL);
@@ -251,6 +275,8 @@ int sd__request_copy(const sd_request *src, sd_request **out)
         rc = sd_request_add_header(r, src->headers[i]);
     if (rc == SD_OK && src->resume_len > 0)
         rc = sd_request_set_resume(r, src->resume, src->resume_len, src->resume_validator);
+    if (rc == SD_OK && src->sink_data_len > 0)
+        rc = sd_request_set_sink_data(r, src->sink_data, src->sink_data_len);
     if (rc != SD_OK) {
         sd_request_free(r);
         return rc;

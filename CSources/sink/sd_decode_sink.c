@@ -326,6 +326,10 @@ static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void 
             j->framed = (j->frame_bytes = v) > 0;
         rc = sd_decoder_set(j->dec, (sd_decoder_param)key, v);
     }
+    const void *data;
+    size_t len;
+    if (rc == SD_OK && sd_request_sink_data(req, &data, &len) == SD_OK && data != NULL)
+        rc = len == sizeof(sd_render) ? sd_decoder_set_render(j->dec, data) : SD_EINVAL;
     /* renders nobody will see are not worth an IDCT pass each */
     j->previews = previews && sd_sink_port_wants_partials(port);
     if (rc == SD_OK && previews && !j->previews)
@@ -465,6 +469,16 @@ int sd_request_set_decoder_param(sd_request *r, sd_decoder_param p, int64_t v)
 {
     SD__RETURN_IF(r == NULL || (int)p < 1 || (int)p >= SD_DEC_INFO_FORMAT || v < 0, SD_EINVAL);
     return sd_request_set_sink_param(r, (int)p, v);
+}
+
+int sd_request_set_render(sd_request *r, const sd_render *render)
+{
+    SD__RETURN_IF(r == NULL, SD_EINVAL);
+    if (render == NULL)
+        return sd_request_set_sink_data(r, NULL, 0);
+    sd_render_plan probe; /* refused now, not when the transfer starts */
+    SD__RETURN_IF(sd_render_plan_for(render, 1, 1, 1, &probe) == SD_EINVAL, SD_EINVAL);
+    return sd_request_set_sink_data(r, render, sizeof *render);
 }
 
 int sd_request_use_server_preset(sd_request *r)

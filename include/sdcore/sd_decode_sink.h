@@ -76,6 +76,10 @@ SD_API void sd_decode_sink_free(void *ctx);
 /* Decoder option for this transfer's decoder (sd_decoder_set semantics; a
  * sink parameter of the request). Returns: SD_OK, SD_EINVAL. */
 SD_API int sd_request_set_decoder_param(sd_request *request, sd_decoder_param param, int64_t value);
+/* The transfer's decoder renders `render` (sd_decoder_set_render), copied;
+ * NULL clears. Returns SD_OK; SD_EINVAL for no request or a render
+ * sd_render_plan_for refuses; SD_ENOMEM. Since 0.10. */
+SD_API int sd_request_set_render(sd_request *request, const sd_render *render);
 /*
  * Name: sd_request_use_server_preset
  * Desc: Settings for a service fed untrusted URLs, in one call:

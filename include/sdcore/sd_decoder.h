@@ -55,6 +55,7 @@
 #define SDCORE_SD_DECODER_H
 
 #include "sd_bitmap.h"
+#include "sd_render.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -264,6 +265,23 @@ SD_API void sd_decoder_free(sd_decoder *dec);
 SD_API int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t value);
 SD_API int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param,
                           int64_t *value);
+
+/*
+ * Name: sd_decoder_set_render
+ * Desc: Decode to `render`'s plan (sd_render.h), copied: the box and resize
+ *       type, crops, gravity, extend, padding, rotation and flips, planned
+ *       for the source once its header is read, and read at the reduction
+ *       the plan's scale needs. It replaces SD_DEC_TARGET_*, SD_DEC_PRESERVE_
+ *       ASPECT, SD_DEC_APPLY_ORIENTATION (render->auto_rotate) and the byte
+ *       budget (SD_DEC_MAX_BYTES); SD_DEC_INFO_OUTPUT_* tell the result's
+ *       size. A result over render->max_result_* fails the header with
+ *       SD_ETOOLARGE, before any pixel is allocated. NULL: back to those
+ *       options.
+ * Returns: SD_OK; SD_EINVAL for a render sd_render_plan_for refuses;
+ *          SD_EBADSTATE after the first push.
+ * Since: 0.10
+ */
+SD_API int sd_decoder_set_render(sd_decoder *dec, const sd_render *render);
 
 /*
  * Name: sd_decoder_icc_profile

@@ -72,6 +72,14 @@ SD_API int sd_request_set_body_sink(sd_request *request, const sd_body_sink *sin
 SD_API int sd_request_set_sink_param(sd_request *request, int key, int64_t value);
 /* The i-th sink parameter (0-based). Returns SD_OK, or SD_EINVAL past the end. */
 SD_API int sd_request_sink_param_at(const sd_request *request, int index, int *key, int64_t *value);
+/* One block of typed data for the sink (the decode sink: an sd_render,
+ * sd_request_set_render), copied; the loop only carries it. NULL or 0
+ * bytes clear it. Returns SD_OK, SD_EINVAL (no request, or over 4 KiB),
+ * SD_ENOMEM. Since 0.10. */
+SD_API int sd_request_set_sink_data(sd_request *request, const void *data, size_t length);
+/* That block, lent until the request changes or is freed (NULL and 0 when
+ * none). Returns SD_OK or SD_EINVAL. Since 0.10. */
+SD_API int sd_request_sink_data(const sd_request *request, const void **data, size_t *length);
 
 /* Port functions: safe from any thread, until sd_sink_port_release. */
 /* Returns 1 when the transfer has a partial callback (worth making

@@ -295,7 +295,7 @@ static void colour(sd_decoder *d, const struct heif_image_handle *h)
  * no larger than one (the smallest such); NULL for the image itself. */
 static struct heif_image_handle *thumbnail_for(sd_decoder *d, const struct heif_image_handle *h)
 {
-    if (d->decode_w == d->width && d->decode_h == d->height)
+    if (d->need_w >= d->width && d->need_h >= d->height)
         return NULL; /* full size asked for */
     int n = heif_image_handle_get_number_of_thumbnails(h);
     if (n <= 0)
@@ -308,7 +308,7 @@ static struct heif_image_handle *thumbnail_for(sd_decoder *d, const struct heif_
         if (heif_image_handle_get_thumbnail(h, ids[i], &t).code != heif_error_Ok || t == NULL)
             continue;
         int tw = heif_image_handle_get_width(t), th = heif_image_handle_get_height(t);
-        int fits = tw >= (int)d->decode_w && th >= (int)d->decode_h;
+        int fits = tw >= (int64_t)d->need_w && th >= (int64_t)d->need_h;
         if (fits && (best == NULL || tw < heif_image_handle_get_width(best))) {
             if (best)
                 heif_image_handle_release(best);

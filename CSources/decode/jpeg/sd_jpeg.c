@@ -232,8 +232,7 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     c->scale_num = 1;
     c->scale_denom = 1;
     for (unsigned den = 8; den >= 2; den /= 2) {
-        if ((c->image_width + den - 1) / den >= (uint64_t)d->decode_w * d->shrink_margin &&
-            (c->image_height + den - 1) / den >= (uint64_t)d->decode_h * d->shrink_margin) {
+        if (sd__decoder_load_fits(d, (c->image_width + den - 1) / den, (c->image_height + den - 1) / den)) {
             c->scale_denom = den;
             break;
         }

@@ -167,8 +167,8 @@ static void p_info(png_structp png, png_infop info)
 
     /* shrink on load by whole factors (box sums of the rows as they come),
      * down to the margin times the planned size; the resampler finishes */
-    s->fx = SD__MAX(1u, w / (d->decode_w * d->shrink_margin));
-    s->fy = SD__MAX(1u, h / (d->decode_h * d->shrink_margin));
+    s->fx = sd__decoder_shrink_factor(d, w, d->need_w);
+    s->fy = sd__decoder_shrink_factor(d, h, d->need_h);
     s->rw = (w + s->fx - 1) / s->fx;
     s->rh = (h + s->fy - 1) / s->fy;
     d->load_w = s->rw;

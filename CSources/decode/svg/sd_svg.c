@@ -435,8 +435,9 @@ static int render(sd_decoder *d, sd__svg *s)
         rc = sd__decoder_set_header(d, w, hh, 1, 0, 1);
     }
     if (rc == SD_OK) {
-        natural = natural && w == d->decode_w && hh == d->decode_h;
-        w = d->decode_w, hh = d->decode_h; /* a byte budget may make it smaller still */
+        natural = natural && w == d->need_w && hh == d->need_h;
+        w = d->need_w, hh = d->need_h; /* a byte budget or a render's scale may differ */
+        d->load_w = w, d->load_h = hh;
         rc = sd__decoder_charge(d, (uint64_t)w * hh * 4, "the SVG canvas");
     }
     if (rc == SD_OK)

@@ -65,10 +65,8 @@ static int still_start(sd__webp *s)
      * 256 box) averages areas of a non-integer width, which blurs and
      * aliases: 45-48 dB against 56 for the full decode resampled, on real
      * photos against a Lanczos-3 of the whole image. */
-    uint64_t fx = d->width / ((uint64_t)d->decode_w * d->shrink_margin);
-    uint64_t fy = d->height / ((uint64_t)d->decode_h * d->shrink_margin);
-    fx = fx < 1 ? 1 : fx;
-    fy = fy < 1 ? 1 : fy;
+    uint64_t fx = sd__decoder_shrink_factor(d, d->width, d->need_w);
+    uint64_t fy = sd__decoder_shrink_factor(d, d->height, d->need_h);
     d->load_w = (uint32_t)((d->width + fx - 1) / fx);
     d->load_h = (uint32_t)((d->height + fy - 1) / fy);
     SD__FORWARD_IF_ERROR(sd__decoder_charge(d, (uint64_t)d->load_w * d->load_h * 4 +
