@@ -253,21 +253,25 @@ def run_limits():
               and metric(base, "sdimage_serve_renders_total") == 0 and restart_lm is not None
               and h2.get("last-modified") == restart_lm, (st, st2, restart_lm, h2.get("last-modified")))
         fill = sign(f"/rs:fill:48:48/plain/{ORIGIN}/img/{photo}@png")
+        whole = sign(f"/plain/{ORIGIN}/img/{photo}@png")
         st3, _, _ = get(base, fill)
-        check("restarted: a fill result rendered", st3 == 200 and metric(base, "sdimage_serve_renders_total") == 1, st3)
+        st4, _, _ = get(base, whole)
+        check("restarted: a fill result and a full-size one rendered",
+              (st3, st4) == (200, 200) and metric(base, "sdimage_serve_renders_total") == 2, (st3, st4))
     finally:
         proc.kill()
         proc.wait()
-    # the same cache under --shrink-margin 1: only a fit shrinks on load, so
-    # only its results are the margin's; the fill result is still a hit
+    # the same cache under --shrink-margin 1: every render with a box (fit,
+    # fill, crops) shrinks on load, so its results are the margin's; a
+    # full-size result (no box) is still a hit
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--cache-dir", cache,
                              "--shrink-margin", "1")
     try:
-        st, _, _ = get(base, fill) if base else (0, {}, b"")
+        st, _, _ = get(base, whole) if base else (0, {}, b"")
         hits, renders = (metric(base, "sdimage_serve_result_cache_hits_total"),
                          metric(base, "sdimage_serve_renders_total")) if base else (None, None)
-        st2, _, _ = get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png")) if base else (0, {}, b"")
-        check("--shrink-margin 1 on the same cache: the fill result a hit, the fit result rendered anew",
+        st2, _, _ = get(base, fill) if base else (0, {}, b"")
+        check("--shrink-margin 1 on the same cache: the full-size result a hit, the fill result rendered anew",
               (st, st2, hits, renders) == (200, 200, 1, 0) and metric(base, "sdimage_serve_renders_total") == 1,
               (st, st2, hits, renders, line))
     finally:
@@ -1030,6 +1034,58 @@ def run(base):
         got = rgb(d[0], d[1], d[2])
         own, wrong = psnr(got, want(d[0], d[1])), psnr(got, other(d[0], d[1]))
         check(f"{name}: {own:.1f} dB against Pillow's (>= 30), nearer than {wrong:.1f}", own >= 30 and own > wrong + 3, d[:2])
+    # the render plan's canvas and scale options, sampled as a client sees
+    # them on colour-coded stripes (red, green, blue, yellow, left to right)
+    bands = Image.new("RGB", (400, 200))
+    for i, c in enumerate(((255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0))):
+        bands.paste(c, (i * 100, 0, i * 100 + 100, 200))
+    bands.save(os.path.join(WORK, "www", "img", "bands.png"))
+    bsrc = f"{ORIGIN}/img/bands.png"
+    RED, GREEN, BLUE, YELLOW, NONE = (255, 0, 0, 255), (0, 255, 0, 255), (0, 0, 255, 255), (255, 255, 0, 255), (0, 0, 0, 0)
+
+    def at(d, x, y):
+        """(r, g, b, a) of decoded premultiplied BGRA `d` at (x, y)."""
+        i = (y * d[0] + x) * 4
+        b, g, r, a = d[2][i:i + 4]
+        return r, g, b, a
+
+    def near(p, want):
+        return all(abs(a - b) <= 12 for a, b in zip(p, want))
+    plan_cases = [  # (options, size, [(x, y, colour)])
+        ("rs:fit:200:200/ex:1", (200, 200), [(100, 10, NONE), (10, 100, RED), (190, 100, YELLOW), (100, 190, NONE)]),
+        ("rs:fit:200:200/ex:1:no", (200, 200), [(10, 10, RED), (100, 150, NONE)]),
+        ("rs:fit:200:200/ex:1:so/bg:ff00ff", (200, 200), [(100, 10, (255, 0, 255, 255)), (190, 190, YELLOW)]),
+        ("rs:fit:200:200:0:1:so (rs's extend and its gravity)", (200, 200), [(100, 10, NONE), (10, 190, RED)]),
+        ("s:200:200:0:1:no (s's extend)", (200, 200), [(10, 10, RED), (100, 190, NONE)]),
+        ("rs:fit:100:100/exar:1", (100, 100), [(50, 5, NONE), (10, 50, RED), (90, 50, YELLOW)]),
+        ("rs:fit:300:100/exar:1:ea", (300, 100), [(10, 50, NONE), (290, 50, YELLOW), (110, 50, RED)]),
+        ("rs:fit:100:100/pd:10:20", (140, 70), [(5, 35, NONE), (25, 35, RED), (115, 35, YELLOW), (70, 5, NONE)]),
+        ("rs:fit:50:50/dpr:2/pd:5/bg:00ff00", (120, 70), [(5, 35, GREEN), (15, 35, RED), (60, 65, GREEN)]),
+        ("rs:fit:100:100/mw:200", (200, 100), [(10, 50, RED), (190, 50, YELLOW)]),
+        ("rs:fit:100:100/mh:100", (200, 100), [(10, 50, RED)]),
+        ("z:0.5", (200, 100), [(10, 50, RED), (190, 50, YELLOW)]),
+        ("z:0.5:0.25", (200, 50), [(10, 25, RED)]),
+        ("rs:fill:100:100/g:fp:0.9:0.5", (100, 100), [(25, 50, BLUE), (75, 50, YELLOW)]),
+        ("rs:fill:100:100/g:fp:0.1:0.5", (100, 100), [(25, 50, RED), (75, 50, GREEN)]),
+        ("rs:fill:100:100/g:fp:0.5:0.5", (100, 100), [(25, 50, GREEN), (75, 50, BLUE)]),
+        ("c:100:200:fp:0.6:0.5 (a crop by a focus point)", (100, 200), [(20, 100, BLUE), (80, 100, BLUE)]),
+        ("rs:fill:100:100/rot:90/g:no (turned: red on top)", (100, 100), [(50, 10, RED), (50, 90, GREEN)]),
+        ("rs:fill:100:100/fl:1/g:we (flipped: yellow on the left)", (100, 100), [(10, 50, YELLOW), (90, 50, BLUE)]),
+    ]
+    for opts, size, samples in plan_cases:
+        path = opts.split(" (")[0]
+        st, _, body = get(base, sign(f"/{path}/plain/{bsrc}@png"))
+        d = decode(body) if st == 200 else None
+        bad = [(x, y, at(d, x, y), c) for x, y, c in samples if d is not None and not near(at(d, x, y), c)]
+        check(f"{opts}: {size[0]}x{size[1]}, each sample its colour", d is not None and d[:2] == size and not bad,
+              (st, d and d[:2], bad[:2]))
+    for bad in ("g:fp:2:0.5", "ex:x", "z:0", "pd:-1", "mw:x"):
+        st, _, body = get(base, sign(f"/{bad}/plain/{bsrc}@png"))
+        check(f"{bad}: 400", st == 400, (st, body[:80]))
+    # the plan refuses an oversized result before decoding: 422 with the size
+    st, _, body = get(base, sign(f"/rs:fit:100:100/pd:9000/plain/{bsrc}@png"))
+    check("pd:9000 past the result's side limit: 422 naming the size", st == 422 and b"the result would be" in body,
+          (st, body[:120]))
     st, _, body = get(base, sign(f"/rs:fit:120:60/rot:90/plain/{src}@png"))
     d = decode(body) if st == 200 else None
     check("rot:90 fits the turned image in the box", d is not None and d[0] <= 120 and d[1] <= 60
@@ -1179,10 +1235,8 @@ def run(base):
     check("a header with a control character: answered", st == 200, st)
 
     # the options docs/serve.md lists as refused: 400 naming the option
-    for opt, name in (("pd:10", "pd"), ("ex:1", "ex"), ("exar:1", "exar"), ("mw:100", "mw"), ("mh:100", "mh"),
-                      ("z:2", "z"), ("g:fp:0.5:0.5", "fp"), ("t:10", "t"),
-                      ("wm:1", "wm"), ("scp:1", "scp"), ("eth:1", "eth"), ("skp:jpg", "skp"), ("raw:1", "raw"),
-                      ("rs:fit:64:64:0:1", "extend")):
+    for opt, name in (("t:10", "t"), ("wm:1", "wm"), ("scp:1", "scp"), ("eth:1", "eth"), ("skp:jpg", "skp"),
+                      ("raw:1", "raw"), ("g:sm", "sm"), ("c:10:10:sm", "sm")):
         st, _, body = get(base, sign(f"/{opt}/plain/{src}@png"))
         check(f"{opt}: 400 naming {name}", st == 400 and name.encode() in body, (st, body[:80]))
 

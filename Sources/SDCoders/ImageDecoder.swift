@@ -147,6 +147,11 @@ public struct DecodeOptions: Sendable, Equatable {
     public var resampling = Resampling.default
     /// Colours converted to sRGB (default) or left as stored.
     public var colorManagement = ColorManagement.convertToSRGB
+    /// A render (crop, resize type, gravity, extend, padding, turns) the
+    /// decoder executes, shrinking on load at its scale; it replaces
+    /// `thumbnailPixelSize`, `preserveAspectRatio`, `applyOrientation` and
+    /// `scaleDownLimitBytes`. nil: those.
+    public var render: RenderPlan?
 
     /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
@@ -185,6 +190,7 @@ public struct DecodeOptions: Sendable, Equatable {
             && a.firstFrameOnly == b.firstFrameOnly && a.maxFrames == b.maxFrames
             && a.frameCacheBytes == b.frameCacheBytes && a.formats == b.formats
             && a.resampling == b.resampling && a.colorManagement == b.colorManagement
+            && a.render == b.render
     }
 
     /// Every option as the C core's `sd_decoder_param` values: the one
@@ -336,6 +342,9 @@ public final class ImageDecoder {
         handle = out!
         for (p, v) in options.coreParameters {
             try CoderError.check(sd_decoder_set(handle, p, v))
+        }
+        if var render = options.render?.core {
+            try CoderError.check(sd_decoder_set_render(handle, &render))
         }
     }
 

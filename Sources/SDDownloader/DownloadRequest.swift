@@ -170,6 +170,9 @@ extension DownloadRequest {
         for (p, v) in o.coreParameters where rc == 0 {
             rc = sd_request_set_decoder_param(r, p, v)
         }
+        if rc == 0, var render = o.render?.core {
+            rc = sd_request_set_render(r, &render)
+        }
         if q.framesPreviews && rc == 0 {
             rc = sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, Int64(q.animationFrameBytes))
         }

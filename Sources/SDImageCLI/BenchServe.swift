@@ -15,8 +15,10 @@ struct BenchServe: ParsableCommand {
 
     @Option(help: "Folder of source images (every file is read into memory first).")
     var dir: String
-    @Option(help: "The fit-in box, pixels.")
+    @Option(help: "The box, pixels.")
     var box = 256
+    @Option(help: "How the box is met, as sdimage serve's render plan: fit (rs:fit), fill (rs:fill, the middle kept) or crop (c:0.5:0.5 then rs:fit).")
+    var resize = "fit"
     @Option(help: "Output format: webp, jpeg, png or avif.")
     var format = "webp"
     @Option(help: "Quality of lossy output, 1...100.")
@@ -44,8 +46,15 @@ struct BenchServe: ParsableCommand {
         guard (1...8).contains(shrinkMargin) else { throw ValidationError("--shrink-margin: 1...8") }
         var core = DecodeOptions()
         core.resampling = Resampling(shrinkOnLoadMargin: shrinkMargin)
-        let decode: SDImageCoderOptions = [.decodeThumbnailPixelSize: CGSize(width: box, height: box),
-                                           .decodePreserveAspectRatio: true, .decodeCoreOptions: core]
+        // the plan sdimage serve hands the decoder for rs:fit, rs:fill or c:0.5:0.5/rs:fit
+        var plan = RenderPlan(width: box, height: box, resizingType: resize == "fill" ? .fill : .fit)
+        switch resize {
+        case "fit", "fill": break
+        case "crop": plan.crop = RenderPlan.Crop(width: 0.5, height: 0.5)
+        default: throw ValidationError("--resize: fit, fill or crop")
+        }
+        core.render = plan
+        let decode: SDImageCoderOptions = [.decodeCoreOptions: core]
         let encode: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality) / 100, .encodeFirstFrameOnly: true]
         let coders = SDImageCodersManager.shared
         func round() -> (seconds: Double, bytes: Int, failed: Int) {
@@ -70,13 +79,13 @@ struct BenchServe: ParsableCommand {
         let rates = runs.map { Double(sources.count) / $0.seconds }.sorted()
         let median = rates[rates.count / 2]
         if json {
-            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"format\":\"\(format)\","
+            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"resize\":\"\(resize)\",\"format\":\"\(format)\","
                   + "\"shrink_margin\":\(shrinkMargin),"
                   + "\"quality\":\(quality),\"images_per_s\":\(String(format: "%.1f", median)),"
                   + "\"failed\":\(runs[0].failed),\"output_bytes\":\(runs[0].bytes)}")
         } else {
-            print(String(format: "render floor: %d images, fit-in %d, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
-                         sources.count, box, format, quality, shrinkMargin, threads, median, rates.count,
+            print(String(format: "render floor: %d images, %@ %d, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
+                         sources.count, resize, box, format, quality, shrinkMargin, threads, median, rates.count,
                          rates.map { String(format: "%.1f", $0) }.joined(separator: ", ")))
             if runs[0].failed > 0 { print("  \(runs[0].failed) images failed to decode or encode") }
         }

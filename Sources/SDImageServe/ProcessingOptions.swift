@@ -16,10 +16,26 @@ public enum ResizingType: String, Sendable, CaseIterable {
     case auto
 }
 
-/// Where a crop keeps the image (imgproxy's gravity types; `sm`, smart
-/// crop, is refused: no saliency detection here).
+/// Where a crop keeps the image (imgproxy's gravity types; `fp` is a focus
+/// point, its x and y fractions of the image; `sm`, smart crop, is refused:
+/// no saliency measure here).
 public enum Gravity: String, Sendable, CaseIterable {
-    case ce, no, so, ea, we, noea, nowe, soea, sowe
+    case ce, no, so, ea, we, noea, nowe, soea, sowe, fp
+
+    var kind: RenderPlan.Gravity.Kind {
+        switch self {
+        case .ce: .center
+        case .no: .north
+        case .so: .south
+        case .ea: .east
+        case .we: .west
+        case .noea: .northEast
+        case .nowe: .northWest
+        case .soea: .southEast
+        case .sowe: .southWest
+        case .fp: .focusPoint
+        }
+    }
 }
 
 /// The processing options of one request (imgproxy's names, a subset).
@@ -65,8 +81,41 @@ public struct ProcessingOptions: Sendable, Equatable {
     public var filename: String?
     /// `Content-Disposition: attachment` instead of inline (imgproxy's `att`).
     public var attachment = false
+    /// Extended to the box, placed by this gravity (imgproxy's `ex`); nil: not.
+    public var extend: (gravity: Gravity, x: Double, y: Double)?
+    /// Extended to the box's aspect ratio (imgproxy's `exar`); nil: not.
+    public var extendAspectRatio: (gravity: Gravity, x: Double, y: Double)?
+    /// CSS pixels added around the result (imgproxy's `pd`), times dpr.
+    public var padding = (top: 0, right: 0, bottom: 0, left: 0)
+    /// The scaled image at least this large, CSS pixels (imgproxy's `mw`, `mh`); 0: none.
+    public var minWidth = 0, minHeight = 0
+    /// The scale's multipliers (imgproxy's `z`).
+    public var zoom = (x: 1.0, y: 1.0)
 
     public init() {}
+
+    /// The render these options describe, for the decoder (the result
+    /// limits are the server's, set by the renderer).
+    public var renderPlan: RenderPlan {
+        func g(_ t: Gravity, _ x: Double, _ y: Double) -> RenderPlan.Gravity { RenderPlan.Gravity(t.kind, x: x, y: y) }
+        let types: [ResizingType: RenderPlan.ResizingType] = [.fit: .fit, .fill: .fill, .fillDown: .fillDown,
+                                                               .force: .force, .auto: .auto]
+        var p = RenderPlan(width: width, height: height, resizingType: types[resizingType] ?? .fit)
+        p.enlarge = enlarge
+        p.dpr = dpr
+        (p.zoomX, p.zoomY) = zoom
+        (p.minWidth, p.minHeight) = (minWidth, minHeight)
+        p.gravity = g(gravity, gravityX, gravityY)
+        if let c = crop { p.crop = RenderPlan.Crop(width: c.width, height: c.height, gravity: c.gravity.map { g($0, c.x, c.y) }) }
+        p.extend = extend.map { g($0.gravity, $0.x, $0.y) }
+        p.extendAspectRatio = extendAspectRatio.map { g($0.gravity, $0.x, $0.y) }
+        p.padding = RenderPlan.Insets(top: padding.top, right: padding.right, bottom: padding.bottom, left: padding.left)
+        p.autoRotate = autoRotate
+        p.rotate = rotate
+        (p.flipHorizontal, p.flipVertical) = (flipHorizontal, flipVertical)
+        if let bg = background { p.background = 0xff00_0000 | UInt32(bg.r) << 16 | UInt32(bg.g) << 8 | UInt32(bg.b) }
+        return p
+    }
 
     public static func == (a: Self, b: Self) -> Bool { a.cacheKey == b.cacheKey && a.format == b.format }
 
@@ -87,6 +136,13 @@ public struct ProcessingOptions: Sendable, Equatable {
         if sharpenSigma > 0 { k += "/sh:\(sharpenSigma)" }
         if pixelate > 1 { k += "/pix:\(pixelate)" }
         if let c = crop { k += "/c:\(c.width):\(c.height):\(c.gravity?.rawValue ?? "-"):\(c.x):\(c.y)" }
+        if let e = extend { k += "/ex:\(e.gravity.rawValue):\(offset(e.x)):\(offset(e.y))" }
+        if let e = extendAspectRatio { k += "/exar:\(e.gravity.rawValue):\(offset(e.x)):\(offset(e.y))" }
+        if padding != (0, 0, 0, 0) {
+            k += "/pd:\(Double(padding.top) * dpr):\(Double(padding.right) * dpr):\(Double(padding.bottom) * dpr):\(Double(padding.left) * dpr)"
+        }
+        if minWidth > 0 || minHeight > 0 { k += "/min:\(Double(minWidth) * dpr):\(Double(minHeight) * dpr)" }
+        if zoom != (1, 1) { k += "/z:\(zoom.x):\(zoom.y)" }
         if let mb = maxBytes { k += "/mb:\(mb)" }
         for f in OutputFormat.allCases { if let q = formatQuality[f] { k += "/fq:\(f.rawValue):\(q)" } }
         if let q = quality { k += "/q:\(q)" }

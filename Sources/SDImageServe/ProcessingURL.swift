@@ -163,6 +163,18 @@ public struct ProcessingRequest: Sendable, Equatable {
         return !host.isEmpty
     }
 
+    /// A gravity and its offsets, `type:x:y` (missing: the centre, 0, 0);
+    /// a focus point's x and y are fractions, 0...1.
+    static func gravity(_ args: [Substring], _ name: Substring) throws(ProcessingURLError) -> (Gravity, Double, Double) {
+        guard let first = args.first, !first.isEmpty else { return (.ce, 0, 0) }
+        guard let g = Gravity(rawValue: String(first)) else { throw .bad("\(name): unknown gravity \"\(first)\"") }
+        var (x, y) = (0.0, 0.0)
+        if args.count > 1, !args[1].isEmpty { guard let v = Double(args[1]), v.isFinite else { throw .bad("\(name): bad x offset") }; x = v }
+        if args.count > 2, !args[2].isEmpty { guard let v = Double(args[2]), v.isFinite else { throw .bad("\(name): bad y offset") }; y = v }
+        if g == .fp, !(0...1).contains(x) || !(0...1).contains(y) { throw .bad("\(name): a focus point's x and y are 0...1") }
+        return (g, x, y)
+    }
+
     /// One `name:arg:arg` option (a preset's too).
     static func apply(_ seg: Substring, to o: inout ProcessingOptions) throws(ProcessingURLError) {
         let parts = seg.split(separator: ":", omittingEmptySubsequences: false)
@@ -192,12 +204,12 @@ public struct ProcessingRequest: Sendable, Equatable {
             if let w = try int(1, "width") { o.width = w }
             if let h = try int(2, "height") { o.height = h }
             if let e = try bool(3) { o.enlarge = e }
-            if try bool(4) == true { throw .bad("\(name): extend is not supported") }
+            if let e = try bool(4) { o.extend = e ? try gravity(Array(args.dropFirst(5)), "\(name): extend") : nil }
         case "size", "s":
             if let w = try int(0, "width") { o.width = w }
             if let h = try int(1, "height") { o.height = h }
             if let e = try bool(2) { o.enlarge = e }
-            if try bool(3) == true { throw .bad("\(name): extend is not supported") }
+            if let e = try bool(3) { o.extend = e ? try gravity(Array(args.dropFirst(4)), "\(name): extend") : nil }
         case "resizing_type", "rt":
             guard let t = args.first else { throw .bad("\(name): a resizing type is required") }
             o.resizingType = try type(t)
@@ -214,11 +226,30 @@ public struct ProcessingRequest: Sendable, Equatable {
             o.enlarge = try bool(0) ?? false
         case "gravity", "g":
             guard let g = args.first, !g.isEmpty else { throw .bad("\(name): a gravity type is required") }
-            if g == "sm" { throw .bad("gravity sm (smart crop) is not supported: use ce, no, so, ea, we, noea, nowe, soea or sowe") }
-            guard let t = Gravity(rawValue: String(g)) else { throw .bad("unknown gravity \"\(g)\"") }
-            o.gravity = t
-            if args.count > 1 { guard let x = Double(args[1]) else { throw .bad("\(name): bad x offset") }; o.gravityX = x }
-            if args.count > 2 { guard let y = Double(args[2]) else { throw .bad("\(name): bad y offset") }; o.gravityY = y }
+            if g == "sm" {
+                throw .bad("gravity sm (smart crop) is not supported: use ce, no, so, ea, we, noea, nowe, soea, sowe or fp")
+            }
+            (o.gravity, o.gravityX, o.gravityY) = try gravity(args, name)
+        case "extend", "ex":
+            o.extend = try bool(0) == true ? try gravity(Array(args.dropFirst()), name) : nil
+        case "extend_aspect_ratio", "extend_ar", "exar":
+            o.extendAspectRatio = try bool(0) == true ? try gravity(Array(args.dropFirst()), name) : nil
+        case "padding", "pd":
+            // CSS's shorthand: top, then right (else top), bottom (else top), left (else right)
+            let t = try int(0, "top") ?? 0, r = try int(1, "right") ?? t
+            o.padding = (t, r, try int(2, "bottom") ?? t, try int(3, "left") ?? r)
+        case "min-width", "min_width", "mw":
+            o.minWidth = try int(0, "min width") ?? 0
+        case "min-height", "min_height", "mh":
+            o.minHeight = try int(0, "min height") ?? 0
+        case "zoom", "z":
+            func factor(_ i: Int) throws(ProcessingURLError) -> Double? {
+                guard i < args.count, !args[i].isEmpty else { return nil }
+                guard let v = Double(args[i]), v > 0, v <= 64 else { throw .bad("\(name): a zoom must be above 0, at most 64") }
+                return v
+            }
+            guard let x = try factor(0) else { throw .bad("\(name): a zoom is required") }
+            o.zoom = (x, try factor(1) ?? x)
         case "quality", "q":
             guard let s = args.first, let q = Int(s), (0...100).contains(q) else { throw .bad("quality must be 0...100") }
             o.quality = q == 0 ? nil : q  // 0: the default, as imgproxy
@@ -256,11 +287,9 @@ public struct ProcessingRequest: Sendable, Equatable {
             }
             var c = (width: try side(0), height: try side(1), gravity: Gravity?.none, x: 0.0, y: 0.0)
             if args.count > 2, !args[2].isEmpty {
-                if args[2] == "sm" || args[2] == "fp" { throw .bad("crop: gravity \(args[2]) is not supported") }
-                guard let g = Gravity(rawValue: String(args[2])) else { throw .bad("crop: unknown gravity \"\(args[2])\"") }
-                c.gravity = g
-                if args.count > 3 { guard let x = Double(args[3]) else { throw .bad("crop: bad x offset") }; c.x = x }
-                if args.count > 4 { guard let y = Double(args[4]) else { throw .bad("crop: bad y offset") }; c.y = y }
+                if args[2] == "sm" { throw .bad("crop: gravity sm (smart crop) is not supported") }
+                let (g, x, y) = try gravity(Array(args.dropFirst(2)), "crop")
+                (c.gravity, c.x, c.y) = (g, x, y)
             }
             o.crop = c
         case "cachebuster", "cb":

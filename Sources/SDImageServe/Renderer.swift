@@ -87,6 +87,10 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
                 let s = e.statusCode ?? 0
                 return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
             case .badImageData:
+                // the render plan's result limits fail the decode at the source's header
+                if let r = e.message.range(of: "the result would be ") {
+                    return RenderError(status: 422, reason: String(e.message[r.lowerBound...]))
+                }
                 return RenderError(status: 422, reason: "the source is not an image we can decode: \(e.message)")
             case .invalidURL:
                 return RenderError(status: 400, reason: "the source URL cannot be requested: \(e.message)")
@@ -255,10 +259,10 @@ public final class Renderer: Sendable {
     /// Renders running and waiting now.
     public var load: (running: Int, waiting: Int) { gate.load }
 
-    /// Whether `options` shrink on load: a fit into a box (never enlarged
-    /// at decode); every other resizing type decodes the whole source.
+    /// Whether `options` shrink on load: every render with a box, a zoom or
+    /// a crop (the decoder executes the plan, at its scale).
     static func shrinksOnLoad(_ options: ProcessingOptions) -> Bool {
-        options.resizingType == .fit && options.crop == nil && (options.pixelWidth > 0 || options.pixelHeight > 0)
+        options.pixelWidth > 0 || options.pixelHeight > 0 || options.crop != nil || options.zoom != (1, 1)
     }
 
     /// The result cache's key of `request` for a client that accepts `accepts`
@@ -405,19 +409,13 @@ public final class Renderer: Sendable {
         renders.increment()
         guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
         var context: SDWebImageContext = [:]
-        // shrink on load: a fit never needs more than its box (never enlarged at decode)
-        if Self.shrinksOnLoad(o) {
-            let unbounded = 1 << 20
-            // a quarter turn comes after the decode: the box turned the other way
-            let (bw, bh) = o.rotate % 180 == 0 ? (o.pixelWidth, o.pixelHeight) : (o.pixelHeight, o.pixelWidth)
-            context[.imageThumbnailPixelSize] = CGSize(width: bw > 0 ? bw : unbounded, height: bh > 0 ? bh : unbounded)
-            if let resampling { context[.imageResampling] = resampling }
-        }
-        if !o.autoRotate {
-            var d = DecodeOptions()
-            d.applyOrientation = false
-            context[.imageDecodeOptions] = [SDImageCoderOption.decodeCoreOptions: d]
-        }
+        // the whole geometry is one plan the decoder executes, shrinking on
+        // load at its scale; a result past the limits fails at the source's
+        // header (422), before a pixel of it is allocated
+        var plan = o.renderPlan
+        (plan.maxResultPixels, plan.maxResultSide) = (maxResultPixels, maxResultSide)
+        context[.imageRenderPlan] = plan
+        if let resampling { context[.imageResampling] = resampling }
         // results are cached encoded (above), never as decoded pixels: the
         // image caches keep the sources' bytes (decoded anew for each
         // option set, with its thumbnail box and orientation), not images;
@@ -425,7 +423,7 @@ public final class Renderer: Sendable {
         let response = SDSync.Locked<HTTPURLResponse?>(nil)
         if keepsSources {
             context[.originalStoreCacheType] = SDImageCacheType.disk
-            context[.storeCacheType] = context[.imageThumbnailPixelSize] == nil ? SDImageCacheType.disk : .none
+            context[.storeCacheType] = SDImageCacheType.none  // the render is this request's
             context[.queryCacheType] = SDImageCacheType.disk
         } else {  // fetched for this render only; its validators from its response
             context[.originalStoreCacheType] = SDImageCacheType.none
@@ -457,38 +455,8 @@ public final class Renderer: Sendable {
             sources.extendedData(forKey: sourceKey)
                 .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
         } : response.current.flatMap { SDWebImageHTTPValidators(response: $0).lastModified }
-        // the geometry, here rather than as the load's transformer: a result
-        // past the limits is refused (422) before a pixel of it is allocated
         let sourceFormat = image.format
-        // imgproxy's order: rotated and flipped, then cropped, then filtered
-        if o.rotate != 0 || o.flipHorizontal || o.flipVertical {
-            let key = ""
-            if o.rotate != 0, let r = SDImageRotationTransformer(angle: -Double(o.rotate) * .pi / 180)
-                .transformedImage(with: image, forKey: key) { image = r }
-            if o.flipHorizontal || o.flipVertical, let f = SDImageFlippingTransformer(horizontal: o.flipHorizontal,
-                                                                                          vertical: o.flipVertical)
-                .transformedImage(with: image, forKey: key) { image = f }
-        }
-        if let c = o.crop {  // the area kept, in the turned source, before resizing
-            let r = ServeGeometry.cropArea(c, of: (image.width, image.height), options: o)
-            if (r.w, r.h) != (image.width, image.height) {
-                guard let cropped = SDImageCroppingTransformer(rect: CGRect(x: r.x, y: r.y, width: r.w, height: r.h))
-                    .transformedImage(with: image, forKey: "") else {
-                    throw RenderError(status: 500, reason: "could not crop to \(r.w)x\(r.h)")
-                }
-                image = cropped
-            }
-        }
-        let plan = ServeGeometry.plan(source: (image.width, image.height), options: o)
-        let (rw, rh) = plan.crop.map { ($0.w, $0.h) } ?? plan.scaled
-        guard plan.scaled.0 * plan.scaled.1 <= maxResultPixels, max(plan.scaled.0, plan.scaled.1) <= maxResultSide else {
-            throw RenderError(status: 422, reason: "the result would be \(plan.scaled.0)x\(plan.scaled.1) pixels; "
-                              + "the limit is \(maxResultPixels) pixels, \(maxResultSide) a side")
-        }
-        guard var image = ServeGeometry.apply(plan, to: image),
-              image.width == rw, image.height == rh else {
-            throw RenderError(status: 500, reason: "could not resize to \(rw)x\(rh)")
-        }
+        let (rw, rh) = (image.width, image.height)
         // imgproxy's filters, in its order: blur, sharpen, pixelate (then the background)
         // our blur's radius is twice its Gaussian's sigma
         if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
@@ -552,99 +520,4 @@ public final class Renderer: Sendable {
     }
 }
 
-/// The geometry of imgproxy's resizing types on a decoded (upright) image:
-/// `plan` sizes it (checked against the limits first), `apply` draws it.
-enum ServeGeometry {
-    typealias Plan = (scaled: (Int, Int), crop: (x: Int, y: Int, w: Int, h: Int)?)
-
-    /// `image` scaled (Lanczos-3), then cropped, as `plan` says; nil when a step fails.
-    static func apply(_ plan: Plan, to image: SDImage) -> SDImage? {
-        let key = ""  // the transformers' key argument: unused by both
-        var out = image
-        if plan.scaled != (image.width, image.height) {
-            guard let s = SDImageResizingTransformer(size: CGSize(width: plan.scaled.0, height: plan.scaled.1),
-                                                     scaleMode: .fill).transformedImage(with: out, forKey: key) else { return nil }
-            out = s
-        }
-        if let crop = plan.crop {
-            guard let c = SDImageCroppingTransformer(rect: CGRect(x: crop.x, y: crop.y, width: crop.w, height: crop.h))
-                .transformedImage(with: out, forKey: key) else { return nil }
-            out = c
-        }
-        return out
-    }
-
-    /// The size to scale to, then the crop (in the scaled image), for a
-    /// source of `source` pixels.
-    static func plan(source: (Int, Int), options o: ProcessingOptions) -> Plan {
-        let (sw, sh) = (Double(source.0), Double(source.1))
-        let (tw, th) = (Double(o.pixelWidth), Double(o.pixelHeight))
-        guard sw > 0, sh > 0, tw > 0 || th > 0 else { return (source, nil) }
-        var type = o.resizingType
-        if type == .auto {
-            type = tw > 0 && th > 0 && (sw >= sh) == (tw >= th) ? .fill : .fit
-        }
-        if (type == .fill || type == .fillDown) && (tw == 0 || th == 0) { type = .fit }
-        func size(_ s: Double) -> (Int, Int) { (max(1, Int((sw * s).rounded())), max(1, Int((sh * s).rounded()))) }
-        switch type {
-        case .force:
-            var w = tw > 0 ? tw : sw, h = th > 0 ? th : sh
-            if !o.enlarge { w = min(w, sw); h = min(h, sh) }
-            return ((Int(w.rounded()), Int(h.rounded())), nil)
-        case .fit:
-            var s = min(tw > 0 ? tw / sw : .infinity, th > 0 ? th / sh : .infinity)
-            if !o.enlarge { s = min(s, 1) }
-            return (size(s), nil)
-        default:  // fill, fill-down
-            var s = max(tw / sw, th / sh)
-            var (cw, ch) = (tw, th)
-            if s > 1 && !o.enlarge {
-                s = 1
-                if type == .fillDown {  // the box's aspect ratio, as large as the source allows
-                    let k = min(sw / tw, sh / th)
-                    (cw, ch) = (tw * k, th * k)
-                } else {
-                    (cw, ch) = (min(tw, sw), min(th, sh))
-                }
-            }
-            let scaled = size(s)
-            let w = min(scaled.0, max(1, Int(cw.rounded()))), h = min(scaled.1, max(1, Int(ch.rounded())))
-            let (x, y) = offset(scaled: scaled, crop: (w, h), o)
-            return (scaled, (x, y, w, h))
-        }
-    }
-
-    /// imgproxy's `c`: the area of a source of `size` it keeps.
-    static func cropArea(_ c: (width: Double, height: Double, gravity: Gravity?, x: Double, y: Double),
-                         of size: (Int, Int), options o: ProcessingOptions) -> (x: Int, y: Int, w: Int, h: Int) {
-        func side(_ v: Double, _ full: Int) -> Int {
-            v == 0 ? full : max(1, min(full, Int((v < 1 ? v * Double(full) : v).rounded())))
-        }
-        let (w, h) = (side(c.width, size.0), side(c.height, size.1))
-        var g = o
-        g.dpr = 1  // source pixels
-        if let own = c.gravity { (g.gravity, g.gravityX, g.gravityY) = (own, c.x, c.y) }
-        let (x, y) = offset(scaled: size, crop: (w, h), g)
-        return (x, y, w, h)
-    }
-
-    /// Where the crop starts for the gravity (offsets from its edge, clamped).
-    /// As imgproxy's: an offset of 1 or more is in CSS pixels (times dpr),
-    /// one below 1 a fraction of the scaled image's side.
-    static func offset(scaled: (Int, Int), crop: (Int, Int), _ o: ProcessingOptions) -> (Int, Int) {
-        let fx = Double(scaled.0 - crop.0), fy = Double(scaled.1 - crop.1)
-        func pixels(_ v: Double, _ side: Int) -> Double {
-            (abs(v) >= 1 ? v * o.dpr : v * Double(side)).rounded(.toNearestOrEven)
-        }
-        let ox = pixels(o.gravityX, scaled.0), oy = pixels(o.gravityY, scaled.1)
-        let g = o.gravity.rawValue
-        var x = fx / 2, y = fy / 2
-        if g.hasPrefix("no") { y = oy }
-        if g.hasPrefix("so") { y = fy - oy }
-        if g.hasSuffix("we") { x = ox }
-        if g.hasSuffix("ea") { x = fx - ox }
-        if g == "ce" { x += ox; y += oy }
-        return (Int(max(0, min(fx, x)).rounded(.down)), Int(max(0, min(fy, y)).rounded(.down)))
-    }
-}
 #endif

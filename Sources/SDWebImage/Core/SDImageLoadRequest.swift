@@ -27,6 +27,8 @@ struct SDImageLoadRequest: Sendable {
     }
 
     let thumbnail: Thumbnail?
+    /// `.imageRenderPlan`: decoded to this render (over the thumbnail box).
+    let render: RenderPlan?
     let transformer: (any SDImageTransformer)?
     /// The context's scale; nil: from the key (`@2x`), as SDWebImage.
     let scaleFactor: Double?
@@ -66,6 +68,7 @@ struct SDImageLoadRequest: Sendable {
         } else {
             thumbnail = nil
         }
+        render = c[.imageRenderPlan] as? RenderPlan
         transformer = c[.imageTransformer] as? any SDImageTransformer
         scaleFactor = c.double(.imageScaleFactor)
         scaleDownLimitBytes = c.int(.imageScaleDownLimitBytes)
@@ -99,7 +102,8 @@ struct SDImageLoadRequest: Sendable {
         self.init(context: context)
         let filter = cacheKeyFilter ?? keyFilter
         keys = url.flatMap {
-            Self.keys(for: $0, keyFilter: filter, thumbnail: thumbnail, resampling: resampling, transformer: transformer)
+            Self.keys(for: $0, keyFilter: filter, thumbnail: thumbnail, render: render, resampling: resampling,
+                      transformer: transformer)
         }
     }
 
@@ -118,12 +122,23 @@ struct SDImageLoadRequest: Sendable {
     }
 
     static func keys(for url: URL, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?, thumbnail: Thumbnail?,
-                     resampling: Resampling?, transformer: (any SDImageTransformer)?) -> Keys? {
+                     render: RenderPlan? = nil, resampling: Resampling?, transformer: (any SDImageTransformer)?) -> Keys? {
         guard let original = keyFilter.map({ $0.cacheKey(for: url) }) ?? url.absoluteString else { return nil }
-        let thumb = thumbnail.map { thumbnailKey(original, $0, resampling) }
+        let thumb = derivedKey(original, thumbnail, render, resampling)
         var storage = thumb ?? original
         if let transformer { storage = SDTransformedKeyForKey(storage, transformer.transformerKey) }
         return Keys(original: original, thumbnail: thumb, storage: storage)
+    }
+
+    /// The key of what a decode makes of the entry `key` with a thumbnail
+    /// box or a render (nil: neither, the entry itself).
+    static func derivedKey(_ key: String, _ thumbnail: Thumbnail?, _ render: RenderPlan?, _ resampling: Resampling?) -> String? {
+        if let render {  // the render replaces the box
+            var k = SDTransformedKeyForKey(key, "RenderPlan(\(render))")
+            if let resampling, resampling != .default { k = SDTransformedKeyForKey(k, "Resampling(\(resampling))") }
+            return k
+        }
+        return thumbnail.map { thumbnailKey(key, $0, resampling) }
     }
 
     /// SDWebImage's thumbnail key, plus the resampling when it is not the
@@ -154,6 +169,7 @@ struct SDImageLoadRequest: Sendable {
             o.decode.thumbnailPixelSize = (t.width, t.height)
             o.decode.preserveAspectRatio = t.preserveAspectRatio
         }
+        if let render { o.decode.render = render }
         if let resampling { o.decode.resampling = resampling }
         if let colorManagement { o.decode.colorManagement = colorManagement }
         if let bytes = scaleDownLimitBytes {
@@ -173,13 +189,13 @@ struct SDImageLoadRequest: Sendable {
     /// full-size entry — then under the thumbnail's own key, never the
     /// full-size one (SDWebImage's test17). nil: nowhere.
     func memoryKey(forDiskHitAt key: String) -> String? {
-        guard let thumbnail else { return key }
+        guard thumbnail != nil || render != nil else { return key }
         if let keys {  // the manager's: it says which entry it asked for
             if key == keys.storage { return key }
             return key == keys.original ? keys.thumbnail : nil
         }
-        // a direct query with a thumbnail box names a full-size entry
-        return Self.thumbnailKey(key, thumbnail, resampling)
+        // a direct query with a thumbnail box or a render names a full-size entry
+        return Self.derivedKey(key, thumbnail, render, resampling)
     }
 }
 

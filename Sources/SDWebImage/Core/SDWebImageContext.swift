@@ -11,6 +11,12 @@ public struct SDWebImageContextOption: RawRepresentable, Hashable, Sendable, Exp
     public static let imageThumbnailPixelSize: Self = "imageThumbnailPixelSize"
     /// `Bool`, default true: the thumbnail keeps the aspect ratio (false fills the box).
     public static let imagePreserveAspectRatio: Self = "imagePreserveAspectRatio"
+    /// `RenderPlan`: decode to this render — a crop, a resize type (fit,
+    /// fill, fill-down, force, auto), gravity, extend, padding, turns —
+    /// shrinking on load at its scale, in one pass of the C core. It
+    /// replaces `.imageThumbnailPixelSize` for the load and is cached under
+    /// a key of its own. Not SDWebImage's (imgproxy's and libvips' model).
+    public static let imageRenderPlan: Self = "imageRenderPlan"
     /// `Double` ≥ 1: the image's scale (default: `@2x`/`@3x` in the URL's file name, else 1).
     public static let imageScaleFactor: Self = "imageScaleFactor"
     /// `Int`: byte budget for the decoded bitmap (with `.scaleDownLargeImages`, a default applies).
