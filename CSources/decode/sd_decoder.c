@@ -447,7 +447,11 @@ static int present(sd_decoder *d, sd_bitmap *src, int owned, sd_bitmap **out)
         SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     if (sd__render_composes(&d->plan)) {
-        rc = sd__render_compose(cur, &d->plan, d->render_set ? d->render.background : 0, &t);
+        sd_render_plan plan = d->plan; /* a smart cut is this picture's own */
+        if (d->render_set && d->render.gravity.type == SD_GRAVITY_SMART)
+            rc = sd__render_smart_cut(cur, &plan);
+        if (rc == SD_OK)
+            rc = sd__render_compose(cur, &plan, d->render_set ? d->render.background : 0, &t);
         SD__FORWARD_IF_ERROR(replace(&cur, &owned, rc, t));
     }
     if (!owned)

@@ -7,6 +7,7 @@
 #include "render/sd_render_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SD__SIDE_MAX ((int64_t)1 << 30)
@@ -109,9 +110,10 @@ static int64_t crop_side(double v, int64_t full)
     return (int64_t)fmax(1, fmin((double)full, s));
 }
 
-static int gravity_ok(const sd_gravity *g)
+static int gravity_ok(const sd_gravity *g, int smart)
 {
-    return g->type >= SD_GRAVITY_CENTER && g->type <= SD_GRAVITY_FOCUS_POINT && isfinite(g->x) && isfinite(g->y);
+    return g->type >= SD_GRAVITY_CENTER && g->type <= (smart ? SD_GRAVITY_SMART : SD_GRAVITY_FOCUS_POINT) &&
+           isfinite(g->x) && isfinite(g->y);
 }
 
 static int64_t px(double v)
@@ -126,8 +128,12 @@ int sd_render_plan_for(const sd_render *r, uint32_t width, uint32_t height, int 
                       !(r->zoom_y > 0 && r->zoom_y <= 1024),
                   SD_EINVAL);
     SD__RETURN_IF(r->rotate % 90 != 0 || r->resize < SD_RESIZE_FIT || r->resize > SD_RESIZE_AUTO, SD_EINVAL);
-    SD__RETURN_IF(!gravity_ok(&r->gravity) || !gravity_ok(&r->crop_gravity) || !gravity_ok(&r->extend_gravity) ||
-                      !gravity_ok(&r->extend_aspect_gravity) || !isfinite(r->crop_width) ||
+    /* a smart cut needs the pixels: only the box's, made after decoding;
+     * the source crop is placed before (and without its own gravity, by
+     * the centre then) */
+    SD__RETURN_IF(!gravity_ok(&r->gravity, 1) || !gravity_ok(&r->crop_gravity, 0) ||
+                      !gravity_ok(&r->extend_gravity, 0) || !gravity_ok(&r->extend_aspect_gravity, 0) ||
+                      !isfinite(r->crop_width) ||
                       !isfinite(r->crop_height),
                   SD_EINVAL);
     memset(out, 0, sizeof *out);
@@ -140,7 +146,9 @@ int sd_render_plan_for(const sd_render *r, uint32_t width, uint32_t height, int 
 
     /* 1. the source crop, in source pixels (offsets too: dpr 1) */
     int64_t aw = crop_side(r->crop_width, uw), ah = crop_side(r->crop_height, uh), ax = 0, ay = 0;
-    position(uw, uh, aw, ah, r->crop_gravity_set ? &r->crop_gravity : &r->gravity, 1, &ax, &ay);
+    const sd_gravity centre = {SD_GRAVITY_CENTER, 0, 0};
+    const sd_gravity *ag = r->crop_gravity_set ? &r->crop_gravity : &r->gravity;
+    position(uw, uh, aw, ah, ag->type == SD_GRAVITY_SMART ? &centre : ag, 1, &ax, &ay);
     out->area = (sd_rect){ax, ay, aw, ah};
 
     /* 2. the scale, by the resize type, into the box in device pixels */
@@ -258,6 +266,63 @@ int sd_render_plan_for(const sd_render *r, uint32_t width, uint32_t height, int 
     SD__RETURN_IF(r->max_result_pixels > 0 && ow * oh > r->max_result_pixels, SD_ETOOLARGE);
     out->place_x = placex;
     out->place_y = placey;
+    return SD_OK;
+}
+
+/* One side's busiest window: `score` summed over the other axis, as n
+ * values; the start of the `len` window with the largest sum (the one
+ * nearest the middle among equals). */
+static int64_t busiest(const uint64_t *score, int64_t n, int64_t len)
+{
+    uint64_t sum = 0, best = 0;
+    int64_t at = 0, mid = (n - len) / 2;
+    for (int64_t i = 0; i < len; i++)
+        sum += score[i];
+    best = sum;
+    for (int64_t s = 1; s + len <= n; s++) {
+        sum += score[s + len - 1] - score[s - 1];
+        if (sum > best || (sum == best && llabs(s - mid) < llabs(at - mid))) {
+            best = sum;
+            at = s;
+        }
+    }
+    return at;
+}
+
+int sd__render_smart_cut(const sd_bitmap *b, sd_render_plan *p)
+{
+    int64_t w = b->width, h = b->height;
+    SD__RETURN_IF(w != p->scaled_width || h != p->scaled_height, SD_EINVAL);
+    if (p->cut.width >= w && p->cut.height >= h)
+        return SD_OK;
+    uint64_t *cols = sd__calloc((size_t)(w + h), sizeof *cols);
+    SD__RETURN_IF(cols == NULL, SD_ENOMEM);
+    uint64_t *rows = cols + w;
+    /* what draws the eye, per pixel: luma edges to the right and below
+     * (detail, faces' features, text) and saturation (colourful things
+     * against dull ground); premultiplied, so transparency scores nothing */
+    for (int64_t y = 0; y < h; y++) {
+        const uint8_t *row = b->pixels + (size_t)y * b->stride;
+        const uint8_t *below = y + 1 < h ? row + b->stride : row;
+        for (int64_t x = 0; x < w; x++) {
+            uint32_t px = ((const uint32_t *)(const void *)row)[x];
+            uint32_t right = ((const uint32_t *)(const void *)row)[x + 1 < w ? x + 1 : x];
+            uint32_t down = ((const uint32_t *)(const void *)below)[x];
+            int r = (px >> 16) & 0xff, g = (px >> 8) & 0xff, bl = px & 0xff;
+            int l = (r * 77 + g * 150 + bl * 29) >> 8;
+            int lr = ((((right >> 16) & 0xff) * 77 + ((right >> 8) & 0xff) * 150 + (right & 0xff) * 29) >> 8);
+            int ld = ((((down >> 16) & 0xff) * 77 + ((down >> 8) & 0xff) * 150 + (down & 0xff) * 29) >> 8);
+            int mx = r > g ? (r > bl ? r : bl) : (g > bl ? g : bl), mn = r < g ? (r < bl ? r : bl) : (g < bl ? g : bl);
+            uint64_t v = (uint64_t)(abs(l - lr) + abs(l - ld)) * 2 + (uint64_t)(mx - mn);
+            cols[x] += v;
+            rows[y] += v;
+        }
+    }
+    if (p->cut.width < w)
+        p->cut.x = busiest(cols, w, p->cut.width);
+    if (p->cut.height < h)
+        p->cut.y = busiest(rows, h, p->cut.height);
+    sd__free(cols);
     return SD_OK;
 }
 

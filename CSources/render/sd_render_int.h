@@ -16,6 +16,10 @@ SD__HIDDEN int sd__render_orientation(int exif, int auto_rotate, int rotate, int
  * `height` stored one, in the stored pixels. */
 SD__HIDDEN sd_rect sd__render_rect_to_stored(int orientation, uint32_t width, uint32_t height, sd_rect r);
 
+/* SD_GRAVITY_SMART: the box's cut moved to where `scaled` (the plan's
+ * scaled image, upright) is busiest, on each side it is shorter. */
+SD__HIDDEN int sd__render_smart_cut(const sd_bitmap *scaled, sd_render_plan *plan);
+
 /* 1 when the plan has a last step: a crop of the scaled image, or a canvas
  * larger than it. */
 SD__HIDDEN int sd__render_composes(const sd_render_plan *plan);

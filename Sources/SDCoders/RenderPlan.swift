@@ -31,10 +31,12 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
     /// offsets inwards from the gravity's edge: 1 or more are CSS pixels
     /// (times dpr; source pixels for the source crop's), below 1 a fraction
     /// of the side. `.focusPoint`'s x and y are the point (0...1) kept in
-    /// the middle.
+    /// the middle; `.smart` (the box's cut only) keeps where the scaled
+    /// image is busiest — edges and saturated colour, like libvips'
+    /// attention.
     public struct Gravity: Sendable, Hashable {
         public enum Kind: Int, Sendable, Hashable, CaseIterable {
-            case center, north, south, east, west, northEast, northWest, southEast, southWest, focusPoint
+            case center, north, south, east, west, northEast, northWest, southEast, southWest, focusPoint, smart
         }
 
         public var kind: Kind

@@ -19,6 +19,8 @@ struct BenchServe: ParsableCommand {
     var box = 256
     @Option(help: "How the box is met, as sdimage serve's render plan: fit (rs:fit), fill (rs:fill, the middle kept) or crop (c:0.5:0.5 then rs:fit).")
     var resize = "fit"
+    @Option(help: "The cut's gravity for fill: ce (the middle) or sm (smart: where the image is busiest).")
+    var gravity = "ce"
     @Option(help: "Output format: webp, jpeg, png or avif.")
     var format = "webp"
     @Option(help: "Quality of lossy output, 1...100.")
@@ -53,6 +55,11 @@ struct BenchServe: ParsableCommand {
         case "crop": plan.crop = RenderPlan.Crop(width: 0.5, height: 0.5)
         default: throw ValidationError("--resize: fit, fill or crop")
         }
+        switch gravity {
+        case "ce": break
+        case "sm": plan.gravity = RenderPlan.Gravity(.smart)
+        default: throw ValidationError("--gravity: ce or sm")
+        }
         core.render = plan
         let decode: SDImageCoderOptions = [.decodeCoreOptions: core]
         let encode: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality) / 100, .encodeFirstFrameOnly: true]
@@ -79,13 +86,13 @@ struct BenchServe: ParsableCommand {
         let rates = runs.map { Double(sources.count) / $0.seconds }.sorted()
         let median = rates[rates.count / 2]
         if json {
-            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"resize\":\"\(resize)\",\"format\":\"\(format)\","
+            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"resize\":\"\(resize)\",\"gravity\":\"\(gravity)\",\"format\":\"\(format)\","
                   + "\"shrink_margin\":\(shrinkMargin),"
                   + "\"quality\":\(quality),\"images_per_s\":\(String(format: "%.1f", median)),"
                   + "\"failed\":\(runs[0].failed),\"output_bytes\":\(runs[0].bytes)}")
         } else {
-            print(String(format: "render floor: %d images, %@ %d, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
-                         sources.count, resize, box, format, quality, shrinkMargin, threads, median, rates.count,
+            print(String(format: "render floor: %d images, %@ %d g:%@, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
+                         sources.count, resize, box, gravity, format, quality, shrinkMargin, threads, median, rates.count,
                          rates.map { String(format: "%.1f", $0) }.joined(separator: ", ")))
             if runs[0].failed > 0 { print("  \(runs[0].failed) images failed to decode or encode") }
         }

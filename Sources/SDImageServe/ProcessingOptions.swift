@@ -17,10 +17,10 @@ public enum ResizingType: String, Sendable, CaseIterable {
 }
 
 /// Where a crop keeps the image (imgproxy's gravity types; `fp` is a focus
-/// point, its x and y fractions of the image; `sm`, smart crop, is refused:
-/// no saliency measure here).
+/// point, its x and y fractions of the image; `sm`, smart, where the scaled
+/// image is busiest — for the box's cut only).
 public enum Gravity: String, Sendable, CaseIterable {
-    case ce, no, so, ea, we, noea, nowe, soea, sowe, fp
+    case ce, no, so, ea, we, noea, nowe, soea, sowe, fp, sm
 
     var kind: RenderPlan.Gravity.Kind {
         switch self {
@@ -34,6 +34,7 @@ public enum Gravity: String, Sendable, CaseIterable {
         case .soea: .southEast
         case .sowe: .southWest
         case .fp: .focusPoint
+        case .sm: .smart
         }
     }
 }

@@ -165,9 +165,12 @@ public struct ProcessingRequest: Sendable, Equatable {
 
     /// A gravity and its offsets, `type:x:y` (missing: the centre, 0, 0);
     /// a focus point's x and y are fractions, 0...1.
-    static func gravity(_ args: [Substring], _ name: Substring) throws(ProcessingURLError) -> (Gravity, Double, Double) {
+    static func gravity(_ args: [Substring], _ name: Substring, smart: Bool = false) throws(ProcessingURLError) -> (Gravity, Double, Double) {
         guard let first = args.first, !first.isEmpty else { return (.ce, 0, 0) }
         guard let g = Gravity(rawValue: String(first)) else { throw .bad("\(name): unknown gravity \"\(first)\"") }
+        // a smart cut needs the decoded pixels: the box's cut has them, a
+        // source crop or an extend is placed before
+        if g == .sm && !smart { throw .bad("\(name): gravity sm (smart) is for the box's cut (g) only") }
         var (x, y) = (0.0, 0.0)
         if args.count > 1, !args[1].isEmpty { guard let v = Double(args[1]), v.isFinite else { throw .bad("\(name): bad x offset") }; x = v }
         if args.count > 2, !args[2].isEmpty { guard let v = Double(args[2]), v.isFinite else { throw .bad("\(name): bad y offset") }; y = v }
@@ -226,10 +229,7 @@ public struct ProcessingRequest: Sendable, Equatable {
             o.enlarge = try bool(0) ?? false
         case "gravity", "g":
             guard let g = args.first, !g.isEmpty else { throw .bad("\(name): a gravity type is required") }
-            if g == "sm" {
-                throw .bad("gravity sm (smart crop) is not supported: use ce, no, so, ea, we, noea, nowe, soea, sowe or fp")
-            }
-            (o.gravity, o.gravityX, o.gravityY) = try gravity(args, name)
+            (o.gravity, o.gravityX, o.gravityY) = try gravity(args, name, smart: true)
         case "extend", "ex":
             o.extend = try bool(0) == true ? try gravity(Array(args.dropFirst()), name) : nil
         case "extend_aspect_ratio", "extend_ar", "exar":
@@ -287,7 +287,6 @@ public struct ProcessingRequest: Sendable, Equatable {
             }
             var c = (width: try side(0), height: try side(1), gravity: Gravity?.none, x: 0.0, y: 0.0)
             if args.count > 2, !args[2].isEmpty {
-                if args[2] == "sm" { throw .bad("crop: gravity sm (smart crop) is not supported") }
                 let (g, x, y) = try gravity(Array(args.dropFirst(2)), "crop")
                 (c.gravity, c.x, c.y) = (g, x, y)
             }

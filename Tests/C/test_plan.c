@@ -248,7 +248,16 @@ static int test_limits_and_arguments(void)
     r = box(10, 10, 9);
     ASSERT_EQ(sd_render_plan_for(&r, 10, 10, 1, &p), SD_EINVAL);
     r = box(10, 10, SD_RESIZE_FILL);
-    r.gravity.type = 10;
+    r.gravity.type = 11;
+    ASSERT_EQ(sd_render_plan_for(&r, 10, 10, 1, &p), SD_EINVAL);
+    r.gravity.type = SD_GRAVITY_SMART; /* the box's cut may be smart, */
+    PLAN(r, 10, 10, 1, p);
+    r.crop_gravity_set = 1; /* not the source crop (placed before the pixels exist) */
+    r.crop_gravity.type = SD_GRAVITY_SMART;
+    ASSERT_EQ(sd_render_plan_for(&r, 10, 10, 1, &p), SD_EINVAL);
+    r.crop_gravity_set = 0;
+    r.extend = 1;
+    r.extend_gravity.type = SD_GRAVITY_SMART;
     ASSERT_EQ(sd_render_plan_for(&r, 10, 10, 1, &p), SD_EINVAL);
     r.gravity.type = SD_GRAVITY_CENTER;
     r.gravity.x = INFINITY;
@@ -512,6 +521,55 @@ static int test_decoder_crop_every_turn(void)
     return 0;
 }
 
+/* The mean absolute difference of neighbours across a bitmap: how busy. */
+static double busyness(const sd_bitmap *b)
+{
+    double sum = 0;
+    for (uint32_t y = 0; y < sd_bitmap_height(b); y++)
+        for (uint32_t x = 0; x + 1 < sd_bitmap_width(b); x++)
+            sum += abs((int)(pixel(b, x, y) & 0xff) - (int)(pixel(b, x + 1, y) & 0xff));
+    return sum / ((double)sd_bitmap_height(b) * (sd_bitmap_width(b) - 1));
+}
+
+/* A smart cut keeps what draws the eye: a flat grey field with a patch of
+ * fine detail (or of strong colour) off the middle; the centre cut misses
+ * it, the smart one holds it, wherever it is. */
+static int test_decoder_smart_cut(void)
+{
+    for (int k = 0; k < 3; k++) {
+        uint32_t x0 = k == 0 ? 560 : k == 1 ? 40 : 330; /* right, left, in the middle */
+        sd_bitmap *src;
+        ASSERT_OK(sd_bitmap_new(800, 200, &src));
+        for (uint32_t y = 0; y < 200; y++)
+            for (uint32_t x = 0; x < 800; x++) {
+                uint32_t *px = (uint32_t *)(void *)(sd_bitmap_pixels(src) + y * sd_bitmap_stride(src)) + x;
+                int in = x >= x0 && x < x0 + 140 && y >= 30 && y < 170;
+                *px = in ? (((x / 4 + y / 4) & 1) ? 0xff202020u : 0xffe0e0e0u) : 0xff808080u;
+            }
+        uint8_t *png = NULL;
+        size_t n;
+        ASSERT_OK(enc_png(src, 1, &png, &n));
+        sd_render r = box(100, 100, SD_RESIZE_FILL); /* 400 x 100 scaled, a quarter kept */
+        sd_bitmap *centre, *smart;
+        ASSERT_OK(decode_render(png, n, &r, &centre, NULL));
+        r.gravity.type = SD_GRAVITY_SMART;
+        ASSERT_OK(decode_render(png, n, &r, &smart, NULL));
+        ASSERT_EQ(sd_bitmap_width(smart), 100);
+        ASSERT_EQ(sd_bitmap_height(smart), 100);
+        double bs = busyness(smart), bc = busyness(centre);
+        /* the patch is 70 of the 100 columns at this scale: most of the cut */
+        if (bs < 20)
+            SD_TEST_FAIL_("patch at %u: the smart cut is flat (%.1f; centre %.1f)", x0, bs, bc);
+        if (k == 0 && bc > 2)
+            SD_TEST_FAIL_("the centre cut should miss the patch (%.1f)", bc);
+        sd_bitmap_free(centre);
+        sd_bitmap_free(smart);
+        sd_free(png);
+        sd_bitmap_free(src);
+    }
+    return 0;
+}
+
 /* Extended and padded areas hold the background; the image sits where the
  * extend gravity puts it. */
 static int test_decoder_canvas(void)
@@ -599,6 +657,7 @@ int main(int argc, char **argv)
         {"decoder_fill", test_decoder_fill},
         {"decoder_crop_turned", test_decoder_crop_turned},
         {"decoder_crop_every_turn", test_decoder_crop_every_turn},
+        {"decoder_smart_cut", test_decoder_smart_cut},
         {"decoder_canvas", test_decoder_canvas},
         {"decoder_limits_and_request", test_decoder_limits_and_request},
         {NULL, NULL},

@@ -48,7 +48,9 @@ typedef enum sd_gravity_type {
     SD_GRAVITY_NORTH_WEST = 6,
     SD_GRAVITY_SOUTH_EAST = 7,
     SD_GRAVITY_SOUTH_WEST = 8,
-    SD_GRAVITY_FOCUS_POINT = 9 /* x, y: the point to keep in the middle, fractions 0..1 */
+    SD_GRAVITY_FOCUS_POINT = 9, /* x, y: the point to keep in the middle, fractions 0..1 */
+    SD_GRAVITY_SMART = 10       /* the box's cut only: where the scaled image is busiest
+                                 * (edges and saturated colour), like libvips' attention */
 } sd_gravity_type;
 
 /* A gravity and its offsets from the gravity's edge (inwards; the centre's
