@@ -268,6 +268,94 @@ static int test_limits_and_arguments(void)
     return 0;
 }
 
+static sd_bitmap *numbered(uint32_t w, uint32_t h);
+static int decode_render(const uint8_t *data, size_t len, const sd_render *r, sd_bitmap **out, int64_t *load_w);
+
+static double pick(unsigned *seed, const double *v, int n)
+{
+    return v[sd_rand(seed) % (unsigned)n];
+}
+
+/* Random plans (every field, sizes from 1 to absurd): refused cleanly or
+ * consistent — the area inside the upright source, the cut inside the
+ * scaled image, the cut placed inside the result; and the decoder makes
+ * exactly the planned size from a small source, without a fault. */
+static int test_properties(void)
+{
+    unsigned seed = 1234;
+    static const double sides[] = {0, 1, 2, 3, 7, 64, 99, 100, 255, 1000, 4096, 65536, 1u << 20};
+    static const double fracs[] = {0, 0.001, 0.1, 0.5, 0.99, 1, 1.5, 3, 100, 1e6};
+    static const double offs[] = {0, -5, 0.25, -0.25, 3, 1e4, -1e4, 0.999};
+    sd_bitmap *src = numbered(37, 23);
+    ASSERT_NOT_NULL(src);
+    uint8_t *png = NULL;
+    size_t n;
+    ASSERT_OK(enc_png(src, 1, &png, &n));
+    int planned = 0, decoded = 0;
+    for (int i = 0; i < 20000; i++) {
+        sd_render r;
+        sd_render_init(&r);
+        r.width = (uint32_t)pick(&seed, sides, 13);
+        r.height = (uint32_t)pick(&seed, sides, 13);
+        r.resize = (int)(sd_rand(&seed) % 5);
+        r.enlarge = sd_rand(&seed) & 1;
+        r.dpr = pick(&seed, fracs, 10) + 0.01;
+        r.zoom_x = pick(&seed, fracs, 10) + 0.01;
+        r.zoom_y = sd_rand(&seed) & 1 ? r.zoom_x : pick(&seed, fracs, 10) + 0.01;
+        r.min_width = (uint32_t)pick(&seed, sides, 9);
+        r.min_height = (uint32_t)pick(&seed, sides, 9);
+        r.crop_width = pick(&seed, fracs, 10);
+        r.crop_height = pick(&seed, fracs, 10);
+        r.crop_gravity_set = sd_rand(&seed) & 1;
+        r.crop_gravity = (sd_gravity){(int)(sd_rand(&seed) % 10), pick(&seed, offs, 8), pick(&seed, offs, 8)};
+        r.gravity = (sd_gravity){(int)(sd_rand(&seed) % 11), pick(&seed, offs, 8), pick(&seed, offs, 8)};
+        r.extend = sd_rand(&seed) % 3 == 0;
+        r.extend_gravity = (sd_gravity){(int)(sd_rand(&seed) % 10), pick(&seed, offs, 8), pick(&seed, offs, 8)};
+        r.extend_aspect = sd_rand(&seed) % 3 == 0;
+        r.pad_top = (uint32_t)pick(&seed, sides, 8);
+        r.pad_left = (uint32_t)pick(&seed, sides, 6);
+        r.auto_rotate = sd_rand(&seed) & 1;
+        r.rotate = (int)(sd_rand(&seed) % 8) * 90 - 360;
+        r.flip_x = sd_rand(&seed) & 1;
+        r.flip_y = sd_rand(&seed) & 1;
+        r.max_result_pixels = sd_rand(&seed) & 1 ? 50000000 : 0;
+        r.max_result_side = sd_rand(&seed) & 1 ? 16384 : 0;
+        uint32_t w = (uint32_t)pick(&seed, sides, 12) + 1, h = (uint32_t)pick(&seed, sides, 12) + 1;
+        int o = (int)(sd_rand(&seed) % 10);
+        sd_render_plan p;
+        int rc = sd_render_plan_for(&r, w, h, o, &p);
+        if (rc != SD_OK) {
+            ASSERT(rc == SD_ETOOLARGE || rc == SD_EINVAL);
+            continue;
+        }
+        planned++;
+        ASSERT(p.orientation >= 1 && p.orientation <= 8);
+        ASSERT(p.area.x >= 0 && p.area.y >= 0 && p.area.width >= 1 && p.area.height >= 1);
+        ASSERT(p.area.x + p.area.width <= p.upright_width && p.area.y + p.area.height <= p.upright_height);
+        ASSERT(p.scaled_width >= 1 && p.scaled_height >= 1);
+        ASSERT(p.cut.x >= 0 && p.cut.y >= 0 && p.cut.width >= 1 && p.cut.height >= 1);
+        ASSERT(p.cut.x + p.cut.width <= p.scaled_width && p.cut.y + p.cut.height <= p.scaled_height);
+        ASSERT(p.place_x >= 0 && p.place_y >= 0);
+        ASSERT(p.place_x + p.cut.width <= p.width && p.place_y + p.cut.height <= p.height);
+        ASSERT(r.max_result_side == 0 || (p.width <= r.max_result_side && p.height <= r.max_result_side));
+        /* decode a few whose result is small enough to make quickly */
+        sd_render_plan q;
+        if (i % 20 == 0 && sd_render_plan_for(&r, 37, 23, 1, &q) == SD_OK && (uint64_t)q.width * q.height < 4000000 &&
+            (uint64_t)q.scaled_width * q.scaled_height < 4000000) {
+            sd_bitmap *out;
+            ASSERT_OK(decode_render(png, n, &r, &out, NULL));
+            ASSERT_EQ(sd_bitmap_width(out), q.width);
+            ASSERT_EQ(sd_bitmap_height(out), q.height);
+            sd_bitmap_free(out);
+            decoded++;
+        }
+    }
+    ASSERT(planned > 5000 && decoded > 100);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 /* A w x h bitmap whose every pixel says where it is. */
 static sd_bitmap *numbered(uint32_t w, uint32_t h)
 {
@@ -654,6 +742,7 @@ int main(int argc, char **argv)
         {"crop_extend_pad", test_crop_extend_pad},
         {"limits_and_arguments", test_limits_and_arguments},
         {"orientation", test_orientation},
+        {"properties", test_properties},
         {"decoder_fill", test_decoder_fill},
         {"decoder_crop_turned", test_decoder_crop_turned},
         {"decoder_crop_every_turn", test_decoder_crop_every_turn},
