@@ -13,5 +13,6 @@
 #include "sdcore/sd_encoder.h"
 #include "sdcore/sd_loop.h"
 #include "sdcore/sd_decode_sink.h"
+#include "sdcore/sd_isolate.h"
 
 #endif /* SDCORE_H */

@@ -24,7 +24,7 @@ check CSources/loop '#include "(sdcore\.h|sdcore/sd_(decoder|bitmap|decode_sink|
 check CSources/loop '(sd_decoder|sd_bitmap|sd__bitmap|sd__pixels)_?[a-z_]*\(' '' 'loop/ calls no decoder or bitmap function'
 
 # Lower layers stay below.
-check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work|color|codec|sink|render)/' '' 'common/ depends on nothing'
+check CSources/common '#include "(loop|decode|bitmap|orientation|encode|work|color|codec|sink|render|isolate)/' '' 'common/ depends on nothing'
 check "$(echo CSources/common/*.c)" 'sd__(color|ctab|xform|decoder|bitmap|loop|work)_[a-z_]*\(' '' 'common/ calls nothing above it (a cache above registers its drain)'
 # Colour converts what it is handed: its own context, no decoder.
 check CSources/color '#include "(loop|decode|work|encode|codec|sink|orientation)/' '' 'color/ knows no decoder, codec or loop'
@@ -37,6 +37,9 @@ check CSources/orientation '#include "(loop|decode|work)/' '' 'orientation/ is b
 # The render planner plans and draws its last step: bitmaps, no decoder.
 check CSources/render '#include "(loop|decode|work|encode|codec|sink|color|orientation)/' '' 'render/ knows no decoder, codec, colour or loop'
 check CSources/render 'sd_decoder \*|struct sd_decoder|sd__decoder_' '' 'render/ plans for a size and an orientation, never the decoder'
+# Isolation runs decoders elsewhere: the public decoder API, a bitmap made
+# of the worker's mapping, nothing of a codec or the loop.
+check CSources/isolate '#include "(loop|decode|work|encode|codec|sink|color|orientation|render)/' '' 'isolate/ uses the public decoder API, common and bitmap only'
 # The codec registry names entry points; it includes no layer's insides.
 check CSources/codec '#include "(loop|decode|encode|work)/' '' 'codec/ is the registry: rows, not codecs'
 # decode/ knows no loop and posts no work: the decode sink (sink/) bridges
@@ -45,7 +48,7 @@ check CSources/decode '#include "(loop/|work/|sdcore/sd_(loop|request|result|sin
 check CSources/sink '#include "(loop/|decode/|bitmap/|encode/|codec/)' '' 'the decode sink uses public headers, common and work only'
 
 # Tests and benchmarks in C see the public API only.
-check 'Tests/C Benchmarks/C examples/c' '#include "(common|loop|decode|bitmap|orientation|encode|work)/' '' 'C tests use the public API'
+check 'Tests/C Benchmarks/C examples/c tools' '#include "(common|loop|decode|bitmap|orientation|encode|work)/' '' 'C tests use the public API'
 
 # Swift: the wrapper modules own the C; the rest never imports CSDCore.
 check 'Sources/SDCache' '^import (CSDCore|SDCoders|SDDownloader|SDWebImage)' '' 'SDCache is Foundation only (and SDSync)'

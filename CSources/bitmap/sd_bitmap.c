@@ -24,6 +24,20 @@ int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed, sd_bitmap **ou
     b->width = width;
     b->height = height;
     b->stride = (size_t)stride;
+    b->release = NULL;
+    *out = b;
+    return SD_OK;
+}
+
+int sd__bitmap_wrap(uint32_t width, uint32_t height, size_t stride, uint8_t *pixels, size_t bytes,
+                    void (*release)(uint8_t *, size_t), sd_bitmap **out)
+{
+    SD__RETURN_IF(out == NULL || pixels == NULL || release == NULL || width == 0 || height == 0 ||
+                      stride < (size_t)width * 4 || bytes < stride * height,
+                  SD_EINVAL);
+    sd_bitmap *b = sd__malloc(sizeof *b);
+    SD__RETURN_IF(b == NULL, SD_ENOMEM);
+    *b = (sd_bitmap){width, height, stride, pixels, bytes, release};
     *out = b;
     return SD_OK;
 }
@@ -46,7 +60,10 @@ void sd_bitmap_free(sd_bitmap *bitmap)
 {
     if (bitmap == NULL)
         return;
-    sd__pixels_free(bitmap->pixels, bitmap->capacity);
+    if (bitmap->release != NULL)
+        bitmap->release(bitmap->pixels, bitmap->capacity);
+    else
+        sd__pixels_free(bitmap->pixels, bitmap->capacity);
     sd__free(bitmap);
 }
 

@@ -13,7 +13,13 @@ struct sd_bitmap {
     size_t stride;
     uint8_t *pixels;
     size_t capacity; /* bytes behind `pixels` (>= stride * height when recycled) */
+    void (*release)(uint8_t *pixels, size_t bytes); /* pixels not ours (a mapping): how to let them go */
 };
+
+/* A bitmap over pixels someone else made (a worker's memfd mapping):
+ * `release(pixels, bytes)` when it is freed. */
+SD__HIDDEN int sd__bitmap_wrap(uint32_t width, uint32_t height, size_t stride, uint8_t *pixels, size_t bytes,
+                               void (*release)(uint8_t *, size_t), sd_bitmap **out);
 
 /* Bitmap allocation that reports overflow as SD_ETOOLARGE. */
 SD__HIDDEN int sd__bitmap_alloc(uint32_t width, uint32_t height, int zeroed,
