@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bin=${SDIMAGE_SERVE_BIN:-$(swift build --show-bin-path)/sdimage}
 [ -x "$bin" ] || { echo "test-serve: $bin missing (make serve: swift build --traits Serve)"; exit 1; }
 work=$(mktemp -d /tmp/sdserve.XXXXXX)
-trap 'bash Tests/Servers/redis.sh stop "$work/redis" >/dev/null 2>&1; bash Tests/Servers/servers.sh stop "$work" >/dev/null 2>&1; rm -rf "$work"' EXIT
+trap 'bash Tests/Servers/redis.sh stop "$work/redis" >/dev/null 2>&1; bash Tests/Servers/servers.sh stop "$work" >/dev/null 2>&1; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 base=$(bash scripts/serve-samples.sh "$bin" "$work" $$ --count 24 --max-size 600) \
   || { echo "test-serve: could not make and serve the samples"; exit 1; }
 fault=$(grep '^SD_TEST_FAULT=' "$work/env" | cut -d= -f2)

@@ -1095,6 +1095,32 @@ def run(base):
         spread[g] = ImageStat.Stat(rgb(d[0], d[1], d[2]).convert("L")).stddev[0] if d and d[:2] == (100, 100) else None
     check(f"g:sm keeps the busy patch the centre cut misses (spread {spread})",
           spread["sm"] is not None and spread["ce"] is not None and spread["sm"] > 5 and spread["ce"] < 1, spread)
+    # a hostile SVG (a turbulence filter of 2000 octaves: ~4 CPU-seconds for
+    # 200x200) costs its decoder worker's budget (2 CPU-seconds), not the
+    # server: two at once end as 422 naming the budget, and /health/live
+    # answers again and again while both are still being decoded
+    open(os.path.join(WORK, "www", "img", "hostile.svg"), "w").write(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'><filter id='f'>"
+        "<feTurbulence baseFrequency='0.05' numOctaves='2000'/></filter>"
+        "<rect width='2000' height='2000' filter='url(#f)'/></svg>")
+    hostile = {}
+
+    def hostile_render(i):
+        hostile[i] = get(base, sign(f"/rs:fit:200:200/cb:{i}/plain/{ORIGIN}/img/hostile.svg@png"))
+    hs = [threading.Thread(target=hostile_render, args=(i,)) for i in range(2)]
+    for t in hs:
+        t.start()
+    wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") >= 2 or len(hostile) == 2, "two hostile renders")
+    polls = []
+    while len(polls) < 5 and len(hostile) < 2:
+        polls.append((get(base, "/health/live")[0], len(hostile)))
+    for t in hs:
+        t.join(600)
+    answered_during = [st for st, done in polls if st == 200 and done == 0]
+    check(f"two hostile SVGs: 422 naming the decode budget ({[hostile[i][0] for i in hostile]}), /health/live answered "
+          f"{len(answered_during)} times while both were decoding",
+          all(hostile[i][0] == 422 and b"budget" in hostile[i][2] for i in range(2)) and len(answered_during) >= 3,
+          ([(hostile[i][0], hostile[i][2][:100]) for i in hostile], polls))
     for bad in ("g:fp:2:0.5", "ex:x", "z:0", "pd:-1", "mw:x"):
         st, _, body = get(base, sign(f"/{bad}/plain/{bsrc}@png"))
         check(f"{bad}: 400", st == 400, (st, body[:80]))

@@ -151,6 +151,11 @@ static int spawn(sd_isolate_pool *p, sd__worker *w)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0); /* libjxl and others print */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    /* nothing else of ours: a listening socket held open by a worker would
+     * keep accepting connections after the server closed it */
+    posix_spawn_file_actions_addclosefrom_np(&fa, SD__ISO_FD + 1);
+#endif
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);

@@ -398,6 +398,11 @@ int sd_worker_main(int argc, char **argv)
     struct stat st;
     if (fstat(SD__ISO_FD, &st) != 0 || !S_ISSOCK(st.st_mode))
         _exit(64); /* not started by a pool */
+    /* only the socket and the standard descriptors (a pool closes the rest;
+     * a program that starts workers another way may not) */
+#ifdef SYS_close_range
+    (void)syscall(SYS_close_range, SD__ISO_FD + 1, ~0U, 0);
+#endif
     signal(SIGPIPE, SIG_IGN);
     if (chdir("/") != 0)
         _exit(65);

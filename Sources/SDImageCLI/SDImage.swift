@@ -22,6 +22,9 @@ struct SDImageCommand: ParsableCommand {
     /// `SDIMAGE_LOG_LEVEL` (trace, debug, info, notice, warning, error;
     /// default warning).
     static func main() {
+        // started by a decoder pool (serve --isolate-decoders) as one of its
+        // sandboxed workers: it decodes and exits there
+        DecoderIsolation.runWorkerIfAsked()
         let level = ProcessInfo.processInfo.environment["SDIMAGE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
             ?? .warning
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }

@@ -70,6 +70,14 @@ struct Serve: ParsableCommand {
     var maxMegapixels: Int?
     @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
     var sourceTimeout: Double?
+    @Flag(help: "Run in process the decoders that by default run in sandboxed worker processes (seccomp, Landlock, memory, CPU and time limits): for benchmarks and trusted sources only.")
+    var inProcessDecoders = false
+    @Option(help: "CPU time one decode may use in its worker, ms; past it the worker is killed and the render fails with 422 (default 2000).")
+    var decodeCpuMs: Int?
+    @Option(help: "Wall time one decode may take in its worker, ms (default 10000).")
+    var decodeWallMs: Int?
+    @Option(help: "Address space of each decoder worker, MiB (default 2048).")
+    var decodeMemoryMb: Int?
     @Option(help: "Serve /metrics on this HOST:PORT only (not beside the images); default: beside them (imgproxy's IMGPROXY_PROMETHEUS_BIND).")
     var metricsListen: String?
     @Option(help: "Seconds a connection may stay open with no request in progress before it is closed (default 60; imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT).")
@@ -303,6 +311,10 @@ struct Serve: ParsableCommand {
         loaderConfig.urlPolicy = policy
         loaderConfig.maxResponseBytes = sourceBytes
         loaderConfig.downloadTimeout = idle
+        // a source that stalls is also below the low-speed floor and nearer
+        // the total timeout: a longer --source-timeout is as patient there
+        loaderConfig.downloadLowSpeedTime = max(loaderConfig.downloadLowSpeedTime, idle)
+        loaderConfig.downloadTotalTimeout = max(loaderConfig.downloadTotalTimeout, idle)
         var decodeLimits = loaderConfig.decodeLimits
         decodeLimits.maxPixels = sourcePixels
         loaderConfig.decodeLimits = decodeLimits
@@ -345,6 +357,18 @@ struct Serve: ParsableCommand {
             let results = fleetResults
             config.readiness = {
                 (try? results?.serverInfo()) != nil ? "redis: ok" : "redis: unreachable (degraded: serving from local caches)"
+            }
+        }
+        if !settings.bool(inProcessDecoders, "IN_PROCESS_DECODERS") {
+            // this program is the worker (main starts with DecoderIsolation.runWorkerIfAsked)
+            var l = DecoderIsolation.Limits()
+            l.cpuMilliseconds = try number(decodeCpuMs, "DECODE_CPU_MS", 2000, 10...600_000)
+            l.wallMilliseconds = try number(decodeWallMs, "DECODE_WALL_MS", 10_000, 10...3_600_000)
+            l.memoryBytes = try number(decodeMemoryMb, "DECODE_MEMORY_MB", 2048, 64...1 << 20) << 20
+            do {
+                limits.isolation = try DecoderIsolation(workers: limits.renders, limits: l)
+            } catch {
+                throw ValidationError("decoder workers: \(error.message) (--in-process-decoders runs decoders here)")
             }
         }
         let renderer = Renderer(loader: loader, cache: sources,

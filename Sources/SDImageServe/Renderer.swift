@@ -87,6 +87,12 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
                 let s = e.statusCode ?? 0
                 return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
             case .badImageData:
+                // a decoder worker over its budget or stopped by its sandbox: the source's doing
+                if e.message.contains("its worker was killed") || e.message.contains("sandbox")
+                    || e.message.contains("worker was killed by signal") {
+                    return RenderError(status: 422, reason: "the source could not be decoded within its budget",
+                                       detail: e.message)
+                }
                 // the render plan's result limits fail the decode at the source's header
                 if let r = e.message.range(of: "the result would be ") {
                     return RenderError(status: 422, reason: String(e.message[r.lowerBound...]))
@@ -195,6 +201,9 @@ public final class Renderer: Sendable {
         /// thumbor with its storage off, and the source's `Last-Modified`
         /// comes from its response. Otherwise the cache keeps them.
         public var sourceDiskBytes = 1 << 30
+        /// Where sources are decoded: sandboxed worker processes (nil: in
+        /// this process, as for benchmarks and trusted sources).
+        public var isolation: DecoderIsolation?
         public init() {}
     }
 
@@ -210,6 +219,8 @@ public final class Renderer: Sendable {
     /// Sources are queried and stored in the manager's cache (`Limits.sourceDiskBytes` > 0).
     let keepsSources: Bool
     let maxResultPixels: Int, maxResultSide: Int
+    /// The coder whose decodes run in the sandboxed workers (nil: in process).
+    let isolatedCoder: SDImageCoreCoder?
     /// Bytes of results written to disk since the last sweep was started.
     let diskBytesSinceSweep = SDSync.Locked(0)
     let hitsMemory = Counter(label: "sdimage_serve_result_cache_hits_total", dimensions: [("tier", "memory")])
@@ -245,6 +256,7 @@ public final class Renderer: Sendable {
         keepsSources = limits.sourceDiskBytes > 0
         maxResultPixels = limits.maxResultPixels
         maxResultSide = limits.maxResultSide
+        isolatedCoder = limits.isolation.map { SDImageCoreCoder(isolation: $0) }
     }
 
     /// The result disk's calls block on file I/O: they run here, not on
@@ -416,6 +428,7 @@ public final class Renderer: Sendable {
         (plan.maxResultPixels, plan.maxResultSide) = (maxResultPixels, maxResultSide)
         context[.imageRenderPlan] = plan
         if let resampling { context[.imageResampling] = resampling }
+        if let isolatedCoder { context[.imageCoder] = isolatedCoder }
         // results are cached encoded (above), never as decoded pixels: the
         // image caches keep the sources' bytes (decoded anew for each
         // option set, with its thumbnail box and orientation), not images;

@@ -346,6 +346,38 @@ static int test_unsealed_refused(void)
     return 0;
 }
 
+/* A worker holds its socket and the standard descriptors, nothing of the
+ * program that started it (a listening socket kept open there would go on
+ * accepting connections after the program closed it). */
+static int test_descriptors(void)
+{
+    int leak[2];
+    ASSERT_EQ(pipe(leak), 0); /* not close-on-exec */
+    sd_bitmap *src = gradient(8, 8);
+    uint8_t *png = NULL;
+    size_t n;
+    ASSERT_OK(enc_png(src, 1, &png, &n));
+    sd_isolate_pool *pool;
+    ASSERT_OK(sd_isolate_pool_new(SD_WORKER_PATH, 1, NULL, &pool));
+    ASSERT(healthy(pool, png, n));
+    int pid[1];
+    ASSERT_EQ(sd_isolate_pool_pids(pool, pid, 1), 1);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "test \"$(ls /proc/%d/fd | sort -n | tr '\\n' ' ')\" = '0 1 2 3 '", pid[0]);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "ls -l /proc/%d/fd >&2", pid[0]);
+        (void)system(cmd);
+        SD_TEST_FAIL_("the worker holds descriptors beyond 0-3 (%d)", rc);
+    }
+    sd_isolate_pool_free(pool);
+    close(leak[0]);
+    close(leak[1]);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 static int test_arguments(void)
 {
     sd_isolate_pool *pool = NULL;
@@ -372,6 +404,7 @@ int main(int argc, char **argv)
         {"sandbox_kills", test_sandbox_kills},
         {"limits", test_limits},
         {"unsealed_refused", test_unsealed_refused},
+        {"descriptors", test_descriptors},
         {"arguments", test_arguments},
         {NULL, NULL},
     };

@@ -80,6 +80,22 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         claim = Self.claim
         options = [:]
         data = nil
+        isolation = nil
+    }
+
+    /// Where whole-data decodes run: sandboxed worker processes (nil: here).
+    /// An isolating coder decodes once the bytes are in (nothing streams
+    /// into a decoder in this process), to the first frame.
+    public let isolation: DecoderIsolation?
+
+    /// A coder for every core format whose decodes run in `isolation`'s
+    /// sandboxed workers (`SDWebImageDownloaderConfig.server()`'s, `sdimage
+    /// serve --isolate-decoders`).
+    public init(isolation: DecoderIsolation) {
+        claim = Self.claim
+        options = [:]
+        data = nil
+        self.isolation = isolation
     }
 
     /// The coder of one format, as the C core's codec row describes it: it
@@ -88,6 +104,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         claim = Claim(format: format)
         options = [:]
         data = nil
+        isolation = nil
     }
 
     /// A progressive decoder: feed it with `updateIncrementalData(_:finished:)`.
@@ -95,12 +112,14 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         claim = Self.claim
         self.options = options ?? [:]
         data = nil
+        isolation = nil
     }
 
     /// A frame source over `data`; nil when the bytes are not one of this coder's
     /// formats or do not decode.
     public required init?(animatedImageData data: Data?, options: SDImageCoderOptions?) {
         claim = Self.claim
+        isolation = nil
         guard let data, claim.decodes.contains(ImageFormat(data: data)) else { return nil }
         self.options = options ?? [:]
         self.data = data
@@ -115,6 +134,7 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         self.claim = claim
         self.options = options
         self.data = data
+        isolation = nil
         frameFacts = (frameCount, loopCount)
     }
 
@@ -147,6 +167,13 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
             throw CoderError(.unsupportedFormat, message: "\(type(of: self)) does not decode \(format) data")
         }
         let o = decoderOptions(options)
+        if let isolation {  // a still, made in a worker
+            let r: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
+                Result { () throws(CoderError) in try isolation.decode(raw, options: o) }
+            }
+            let d = try r.get()
+            return (SDImage(decoded: d, scale: options.scaleFactor), d.isComplete)
+        }
         let animates = !o.firstFrameOnly
         let decoder = try ImageDecoder(options: o)
         let result: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in

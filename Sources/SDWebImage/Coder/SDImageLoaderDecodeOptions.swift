@@ -66,7 +66,8 @@ public struct SDImageLoaderDecodeOptions: Sendable {
         guard decodeImage else { return [] }
         guard let coder else { return codersManager.streamedFormats }
         if let list = coder as? SDImageCodersManager { return list.streamedFormats }
-        return (coder as? SDImageCoreCoder).map { $0.decodableFormats.union([.unknown]) } ?? []
+        // an isolating coder decodes in its workers once the bytes are in
+        return (coder as? SDImageCoreCoder).map { $0.isolation != nil ? [] : $0.decodableFormats.union([.unknown]) } ?? []
     }
 
     /// Decode whole data; `complete` is false when it ended early (a cache
