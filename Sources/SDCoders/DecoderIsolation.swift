@@ -24,12 +24,14 @@ public final class DecoderIsolation: @unchecked Sendable {  // the pool is threa
         /// The worker's address space (RLIMIT_AS).
         public var memoryBytes = 2 << 30
 
+        /// The defaults: 2 CPU-seconds, 10 s, 2 GiB.
         public init() {}
     }
 
     private let pool: OpaquePointer
     /// The program started as each worker.
     public let workerPath: String
+    /// What each decode may cost.
     public let limits: Limits
 
     /// A pool of at most `workers` workers (0: one per core), started from

@@ -35,20 +35,47 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
     /// image is busiest — edges and saturated colour, like libvips'
     /// attention.
     public struct Gravity: Sendable, Hashable {
+        /// The edge or corner the offsets count from (`sd_gravity_type`).
         public enum Kind: Int, Sendable, Hashable, CaseIterable {
-            case center, north, south, east, west, northEast, northWest, southEast, southWest, focusPoint, smart
+            /// The middle; offsets move right and down.
+            case center
+            /// The top edge.
+            case north
+            /// The bottom edge.
+            case south
+            /// The right edge.
+            case east
+            /// The left edge.
+            case west
+            /// The top right corner.
+            case northEast
+            /// The top left corner.
+            case northWest
+            /// The bottom right corner.
+            case southEast
+            /// The bottom left corner.
+            case southWest
+            /// The point (x, y fractions of the image) kept in the middle.
+            case focusPoint
+            /// Where the scaled image is busiest (the box's cut only).
+            case smart
         }
 
+        /// The edge, corner, point or measure.
         public var kind: Kind
+        /// The offset from the edge (or the focus point's x).
         public var x: Double
+        /// The offset from the edge (or the focus point's y).
         public var y: Double
 
+        /// A gravity of `kind` with offsets (or a focus point) `x`, `y`.
         public init(_ kind: Kind = .center, x: Double = 0, y: Double = 0) {
             self.kind = kind
             self.x = x
             self.y = y
         }
 
+        /// The middle, no offsets.
         public static let center = Gravity()
 
         var core: sd_gravity { sd_gravity(type: Int32(kind.rawValue), x: x, y: y) }
@@ -58,10 +85,14 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
     /// source pixels, below 1 a fraction, 0 all of it; where, by its own
     /// gravity (nil: the plan's).
     public struct Crop: Sendable, Hashable {
+        /// Source pixels (1 or more), a fraction (below 1), or 0: all.
         public var width: Double
+        /// Source pixels (1 or more), a fraction (below 1), or 0: all.
         public var height: Double
+        /// Where the area is (offsets in source pixels); nil: the plan's gravity.
         public var gravity: Gravity?
 
+        /// An area of `width` x `height` placed by `gravity`.
         public init(width: Double, height: Double, gravity: Gravity? = nil) {
             self.width = width
             self.height = height
@@ -71,8 +102,16 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
 
     /// Padding in CSS pixels, added last.
     public struct Insets: Sendable, Hashable {
-        public var top = 0, right = 0, bottom = 0, left = 0
+        /// CSS pixels above.
+        public var top = 0
+        /// CSS pixels to the right.
+        public var right = 0
+        /// CSS pixels below.
+        public var bottom = 0
+        /// CSS pixels to the left.
+        public var left = 0
 
+        /// Padding on each side.
         public init(top: Int = 0, right: Int = 0, bottom: Int = 0, left: Int = 0) {
             (self.top, self.right, self.bottom, self.left) = (top, right, bottom, left)
         }
@@ -80,6 +119,7 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
 
     /// The box in CSS pixels; 0 is unbounded on that side.
     public var width = 0, height = 0
+    /// How the image meets the box.
     public var resizingType = ResizingType.fit
     /// False: never larger than the source (or its crop).
     public var enlarge = false
@@ -89,6 +129,7 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
     public var zoomX = 1.0, zoomY = 1.0
     /// The scaled image at least this large (CSS pixels; enlarging if need be); 0: none.
     public var minWidth = 0, minHeight = 0
+    /// The area of the source kept before scaling; nil: all of it.
     public var crop: Crop?
     /// The box's cut (fill, fill-down, auto).
     public var gravity = Gravity.center
@@ -96,6 +137,7 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
     public var extend: Gravity?
     /// Extended to the box's aspect ratio, placed by this gravity; nil: not.
     public var extendAspectRatio: Gravity?
+    /// Added around the result, last (CSS pixels, times dpr).
     public var padding = Insets()
     /// Apply the EXIF orientation first.
     public var autoRotate = true
