@@ -85,6 +85,9 @@ echo "render floor (no HTTP, from memory, 2 threads, same box/format/quality):"
 "$bin" bench serve --dir "$work/www/photos" --format webp --threads 2 --resize crop ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
 # a smart cut (g:sm) against the centre's, the same fill
 "$bin" bench serve --dir "$work/www/photos" --format webp --threads 2 --resize fill --gravity sm ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
+# the floor with the decoders in sandboxed workers (sdimage serve's default), same run
+"$bin" bench serve --dir "$work/www/photos" --format webp --threads 2 --isolate-decoders ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
+"$bin" bench serve --dir "$work/www/photos" --format jpeg --threads 2 --isolate-decoders ${SHRINK_MARGIN:+--shrink-margin $SHRINK_MARGIN}
 echo
 SDIMAGE_BIN="$bin" /usr/bin/python3 scripts/bench_serve.py "$ours" "http://127.0.0.1:$tport" "$origin" "$work/www/photos" \
   "${OUT:-build/bench-serve.json}" "$ours_pid" "$thumbor_pid"

@@ -31,6 +31,8 @@ struct BenchServe: ParsableCommand {
     var shrinkMargin = 2
     @Option(help: "Timed rounds; the median is reported.")
     var rounds = 3
+    @Flag(help: "Decode in sandboxed worker processes, as sdimage serve does by default (one worker a thread).")
+    var isolateDecoders = false
     @Flag(help: "One JSON object on stdout.")
     var json = false
 
@@ -63,7 +65,11 @@ struct BenchServe: ParsableCommand {
         core.render = plan
         let decode: SDImageCoderOptions = [.decodeCoreOptions: core]
         let encode: SDImageCoderOptions = [.encodeCompressionQuality: Double(quality) / 100, .encodeFirstFrameOnly: true]
-        let coders = SDImageCodersManager.shared
+        // the coders manager, or serve's isolating coder (this program is its worker)
+        let coders: any SDImageCoder = isolateDecoders
+            ? SDImageCoreCoder(isolation: try DecoderIsolation(workers: max(1, threads)))
+            : SDImageCodersManager.shared
+        let encoders = SDImageCodersManager.shared
         func round() -> (seconds: Double, bytes: Int, failed: Int) {
             let next = Locked(0), bytes = Locked(0), failed = Locked(0)
             let start = DispatchTime.now().uptimeNanoseconds
@@ -72,7 +78,7 @@ struct BenchServe: ParsableCommand {
                     let i = next.withLock { n -> Int in defer { n += 1 }; return n }
                     guard i < sources.count else { return }
                     guard let image = coders.decodedImage(with: sources[i], options: decode),
-                          let out = coders.encodedData(with: image, format: fmt, options: encode) else {
+                          let out = encoders.encodedData(with: image, format: fmt, options: encode) else {
                         failed.withLock { $0 += 1 }
                         continue
                     }
@@ -86,13 +92,13 @@ struct BenchServe: ParsableCommand {
         let rates = runs.map { Double(sources.count) / $0.seconds }.sorted()
         let median = rates[rates.count / 2]
         if json {
-            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"resize\":\"\(resize)\",\"gravity\":\"\(gravity)\",\"format\":\"\(format)\","
+            print("{\"images\":\(sources.count),\"threads\":\(threads),\"box\":\(box),\"resize\":\"\(resize)\",\"gravity\":\"\(gravity)\",\"isolated\":\(isolateDecoders),\"format\":\"\(format)\","
                   + "\"shrink_margin\":\(shrinkMargin),"
                   + "\"quality\":\(quality),\"images_per_s\":\(String(format: "%.1f", median)),"
                   + "\"failed\":\(runs[0].failed),\"output_bytes\":\(runs[0].bytes)}")
         } else {
-            print(String(format: "render floor: %d images, %@ %d g:%@, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
-                         sources.count, resize, box, gravity, format, quality, shrinkMargin, threads, median, rates.count,
+            print(String(format: "render floor: %d images%@, %@ %d g:%@, %@ q%d, shrink margin %d, %d threads: %.1f images/s (median of %d; %@)",
+                         sources.count, isolateDecoders ? " (isolated decoders)" : "", resize, box, gravity, format, quality, shrinkMargin, threads, median, rates.count,
                          rates.map { String(format: "%.1f", $0) }.joined(separator: ", ")))
             if runs[0].failed > 0 { print("  \(runs[0].failed) images failed to decode or encode") }
         }

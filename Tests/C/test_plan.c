@@ -714,7 +714,7 @@ static int test_decoder_limits_and_request(void)
     sd_decoder_free(d);
 
     sd_request *req;
-    ASSERT_OK(sd_request_new("http://127.0.0.1/x", &req));
+    ASSERT_OK(sd_test_request_new("http://127.0.0.1/x", &req));
     ASSERT_EQ(sd_request_set_render(req, &r), SD_EINVAL);
     const void *data;
     size_t len;
