@@ -400,6 +400,66 @@ public final class Renderer: Sendable {
     }
 
     /// Render `request` here (a turn of the gate), keep the result in memory and on disk.
+    /// The render's CPU after the decode: imgproxy's filters, the
+    /// background, the format, the encoder. Synchronous: it runs on the
+    /// render queue (`offHTTP`).
+    private func finish(_ decoded: SDImage, _ o: ProcessingOptions, _ accepts: Accepts) throws(RenderError)
+        -> (Data, OutputFormat) {
+        var image = decoded
+        let sourceFormat = image.format
+        let (rw, rh) = (image.width, image.height)
+        // imgproxy's filters, in its order: blur, sharpen, pixelate (then the background)
+        // our blur's radius is twice its Gaussian's sigma
+        if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
+            image = b
+        }
+        if o.sharpenSigma > 0, let blurred = SDImageBlurTransformer(radius: 2 * o.sharpenSigma).transformedImage(with: image, forKey: ""),
+           let sharp = Self.combine(image, blurred, { o, b in o + (o - b) }) {
+            image = sharp  // unsharp mask, amount 1: the detail the blur took, added once more
+        }
+        if o.pixelate > 1, let p = Self.pixelated(image, block: o.pixelate) { image = p }
+        // imgproxy's bg fills the background of every format, PNG's too
+        if let bg = o.background, image.hasAlpha {
+            guard let flat = Self.flatten(image, on: bg) else {
+                throw RenderError(status: 500, reason: "the render failed", detail: "could not fill the background")
+            }
+            image = flat
+        }
+        let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
+        // a limit known in advance is the client's (4xx), not the encoder's failure
+        if format == .webp && max(rw, rh) > 16_383 {
+            throw RenderError(status: 422, reason: "WebP results are at most 16383 pixels a side; this one is \(rw)x\(rh)")
+        }
+        var coderOptions: SDImageCoderOptions = [:]
+        let quality = o.quality ?? o.formatQuality[format] ?? formatQuality[format]
+            ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
+        if format != .png { coderOptions[.encodeCompressionQuality] = Double(quality) / 100 }
+        coderOptions[.encodeFirstFrameOnly] = true
+        if let mb = o.maxBytes { coderOptions[.encodeMaxFileSize] = mb }
+        // what thumbnail services write (libvips' optimize_coding, thumbor's
+        // optimize): make bench-serve's q80 thumbnails, median 2.3 KiB
+        // against 3.0 with the default tables, the same pixels
+        coderOptions[.encodeJPEGOptimizeCoding] = true
+        if let bg = o.background {
+            coderOptions[.encodeBackgroundColor] = UInt32(bg.r) << 16 | UInt32(bg.g) << 8 | UInt32(bg.b)
+        }
+        guard let data = SDImageCodersManager.shared.encodedData(with: image, format: format.imageFormat,
+                                                                  options: coderOptions) else {
+            throw RenderError(status: 500, reason: "could not encode \(format.rawValue)")
+        }
+        return (data, format)
+    }
+
+    private static let renderQueue = DispatchQueue(label: "sdimage.serve.render", qos: .userInitiated,
+                                                   attributes: .concurrent)
+
+    /// `body` on the render queue, awaited: what blocks or burns CPU there
+    /// leaves the cooperative threads (which answer HTTP) free.
+    private static func offHTTP<T: Sendable>(_ body: @escaping @Sendable () -> Result<T, RenderError>)
+        async throws(RenderError) -> T {
+        try await withCheckedContinuation { c in renderQueue.async { c.resume(returning: body()) } }.get()
+    }
+
     private func produce(_ request: ProcessingRequest, key: String, accepts: Accepts) async throws(RenderError) -> Rendered {
         let o = request.options
         switch await gate.enter() {
@@ -447,7 +507,7 @@ public final class Renderer: Sendable {
                 return r
             }
         }
-        var image: SDImage
+        let image: SDImage
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
             guard let got = try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache]
@@ -468,46 +528,11 @@ public final class Renderer: Sendable {
             sources.extendedData(forKey: sourceKey)
                 .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
         } : response.current.flatMap { SDWebImageHTTPValidators(response: $0).lastModified }
-        let sourceFormat = image.format
-        let (rw, rh) = (image.width, image.height)
-        // imgproxy's filters, in its order: blur, sharpen, pixelate (then the background)
-        // our blur's radius is twice its Gaussian's sigma
-        if o.blurSigma > 0, let b = SDImageBlurTransformer(radius: 2 * o.blurSigma).transformedImage(with: image, forKey: "") {
-            image = b
-        }
-        if o.sharpenSigma > 0, let blurred = SDImageBlurTransformer(radius: 2 * o.sharpenSigma).transformedImage(with: image, forKey: ""),
-           let sharp = Self.combine(image, blurred, { o, b in o + (o - b) }) {
-            image = sharp  // unsharp mask, amount 1: the detail the blur took, added once more
-        }
-        if o.pixelate > 1, let p = Self.pixelated(image, block: o.pixelate) { image = p }
-        // imgproxy's bg fills the background of every format, PNG's too
-        if let bg = o.background, image.hasAlpha {
-            guard let flat = Self.flatten(image, on: bg) else {
-                throw RenderError(status: 500, reason: "the render failed", detail: "could not fill the background")
-            }
-            image = flat
-        }
-        let format = o.format ?? accepts.pick(hasAlpha: image.hasAlpha, source: sourceFormat)
-        // a limit known in advance is the client's (4xx), not the encoder's failure
-        if format == .webp && max(rw, rh) > 16_383 {
-            throw RenderError(status: 422, reason: "WebP results are at most 16383 pixels a side; this one is \(rw)x\(rh)")
-        }
-        var coderOptions: SDImageCoderOptions = [:]
-        let quality = o.quality ?? o.formatQuality[format] ?? formatQuality[format]
-            ?? (qualitySetForAllFormats ? defaultQuality : format.defaultQuality(general: defaultQuality))
-        if format != .png { coderOptions[.encodeCompressionQuality] = Double(quality) / 100 }
-        coderOptions[.encodeFirstFrameOnly] = true
-        if let mb = o.maxBytes { coderOptions[.encodeMaxFileSize] = mb }
-        // what thumbnail services write (libvips' optimize_coding, thumbor's
-        // optimize): make bench-serve's q80 thumbnails, median 2.3 KiB
-        // against 3.0 with the default tables, the same pixels
-        coderOptions[.encodeJPEGOptimizeCoding] = true
-        if let bg = o.background {
-            coderOptions[.encodeBackgroundColor] = UInt32(bg.r) << 16 | UInt32(bg.g) << 8 | UInt32(bg.b)
-        }
-        guard let data = SDImageCodersManager.shared.encodedData(with: image, format: format.imageFormat,
-                                                                  options: coderOptions) else {
-            throw RenderError(status: 500, reason: "could not encode \(format.rawValue)")
+        // the filters and the encoder run on the render queue, never on the
+        // threads that answer HTTP (the gate bounds how many at once)
+        let source = image
+        let (data, format) = try await Self.offHTTP { [self] in
+            Result { () throws(RenderError) in try self.finish(source, o, accepts) }
         }
         let rendered = Rendered(data: data, format: format, lastModified: lastModified)
         results.setValue(rendered, forKey: key, cost: data.count)
