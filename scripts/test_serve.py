@@ -1121,6 +1121,39 @@ def run(base):
           f"{len(answered_during)} times while both were decoding",
           all(hostile[i][0] == 422 and b"budget" in hostile[i][2] for i in range(2)) and len(answered_during) >= 3,
           ([(hostile[i][0], hostile[i][2][:100]) for i in hostile], polls))
+    # 2,000 idle connections (a slowloris' worth) do not take the server:
+    # /health/live and a cached result answer while they are all open
+    import resource
+    import socket
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2000 + 256
+    if hard != resource.RLIM_INFINITY and hard < want:
+        check(f"2,000 idle connections: this machine's descriptor limit ({hard}) is below {want}", False, hard)
+    else:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(hard, 8192), hard))
+        host, port = base.split("//")[1].split(":")
+        idle, opened = [], 0
+        try:
+            for _ in range(2000):
+                idle.append(socket.create_connection((host, int(port)), timeout=120))
+                opened += 1
+            cached_png = sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/bands.png@png")
+            st1 = get(base, "/health/live")[0]
+            st2 = get(base, cached_png)[0]
+            # and each was taken by the server, not left in the kernel's
+            # backlog: the first, a middle and the last one answer a request
+            answered = 0
+            for c in (idle[0], idle[1000], idle[-1]):
+                try:
+                    c.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    answered += c.recv(64).startswith(b"HTTP/1.1 200")
+                except OSError:
+                    pass
+        finally:
+            for c in idle:
+                c.close()
+        check(f"{opened} idle connections open: /health/live {st1}, a result {st2}, {answered} of 3 of them answered",
+              opened == 2000 and (st1, st2, answered) == (200, 200, 3), (opened, st1, st2, answered))
     for bad in ("g:fp:2:0.5", "ex:x", "z:0", "pd:-1", "mw:x"):
         st, _, body = get(base, sign(f"/{bad}/plain/{bsrc}@png"))
         check(f"{bad}: 400", st == 400, (st, body[:80]))
