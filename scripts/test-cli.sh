@@ -141,6 +141,15 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   for f in photo-000.jpg progressive-001.jpg alpha-002.png; do echo "$base/img/$f"; done > "$tmp/list.txt"
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
   check "fetch ok" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && grep -q "network.:3," "$tmp/out.json"'
+  # the library's decoderIsolation: the same three decoded in sandboxed
+  # workers (the same pixels as here), and a hostile SVG (a turbulence
+  # filter of ~4 CPU-seconds) ending as its load's error, within its budget
+  "$bin" fetch --list "$tmp/list.txt" --no-cache --isolate-decoders --out "$tmp/iso" --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
+  "$bin" fetch --list "$tmp/list.txt" --no-cache --out "$tmp/here" --json >/dev/null 2>&1
+  check "fetch --isolate-decoders: 3 ok, the same PNGs as decoded here ($rc)" '[ $rc -eq 0 ] && grep -q "ok.:3," "$tmp/out.json" && [ $(ls "$tmp/iso" | wc -l) -eq 3 ] && diff -r "$tmp/iso" "$tmp/here" >/dev/null'
+  printf "%s" "<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'><filter id='f'><feTurbulence baseFrequency='0.05' numOctaves='2000'/></filter><rect width='2000' height='2000' filter='url(#f)'/></svg>" > "$tmp/www/img/hostile.svg"
+  "$bin" fetch "$base/img/hostile.svg" --thumbnail 200 --no-cache --isolate-decoders --decode-cpu-ms 500 >"$tmp/out" 2>"$tmp/err"; rc=$?
+  check "fetch --isolate-decoders: a hostile SVG fails with its decode budget ($rc: $(tail -1 "$tmp/err"))" '[ $rc -eq 1 ] && grep -q "ms of CPU\|took more than" "$tmp/err"'
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --json >"$tmp/out.json" 2>/dev/null
   check "second run comes from disk" 'grep -q "disk.:3," "$tmp/out.json"'
   "$bin" fetch --list "$tmp/list.txt" --cache-dir "$tmp/cache" --max-pixels 1000 --json >"$tmp/out.json" 2>/dev/null; rc=$?

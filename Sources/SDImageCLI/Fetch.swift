@@ -101,10 +101,22 @@ struct Fetch: ParsableCommand {
         if let maxDimension { limits.maxDimension = maxDimension }
         if let maxCodecMemory { limits.maxCodecMemory = maxCodecMemory << 20 }
         downloaderConfig.decodeLimits = limits
+        var isolation: DecoderIsolation?
+        if decode.isolateDecoders {  // this program is the worker (main starts with runWorkerIfAsked)
+            var l = DecoderIsolation.Limits()
+            if let ms = decode.decodeCpuMs { l.cpuMilliseconds = max(1, ms) }
+            do {
+                isolation = try DecoderIsolation(workers: concurrency, limits: l)
+            } catch {
+                throw ValidationError("--isolate-decoders: \(error.message)")
+            }
+            downloaderConfig.decoderIsolation = isolation
+        }
         let config = SDImageCacheConfig()
         config.maxMemoryCost = coldWarmHot ? 0 : memoryCache << 20  // hot pass: every image stays in memory
         config.shouldCacheImagesInMemory = coldWarmHot || memoryCache > 0
         config.decodeLimits = limits  // a cache folder or Redis others write to gets the same caps
+        config.decoderIsolation = isolation
         config.logger = Logger(label: "sdwebimage.cache")  // the library's lines on stderr at SDIMAGE_LOG_LEVEL
         let cache = cacheOptions.open(config)
         downloaderConfig.proxy = proxy

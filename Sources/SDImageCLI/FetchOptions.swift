@@ -30,6 +30,12 @@ struct FetchDecodeOptions: ParsableArguments {
     @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
     var thumbnail: Int?
 
+    @Flag(help: "Decode in sandboxed worker processes (seccomp, Landlock; CPU, time and memory limits per decode): for untrusted URL lists.")
+    var isolateDecoders = false
+
+    @Option(help: ArgumentHelp("With --isolate-decoders: CPU time one decode may use (default 2000).", valueName: "ms"))
+    var decodeCpuMs: Int?
+
     @Option(help: "The filter for thumbnails and scaled-down images: lanczos3 (default), mitchell, catmull-rom, bilinear, box.")
     var filter: String?
 

@@ -87,17 +87,18 @@ extension SDImageCache {
     }
 
     func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
-        Self.decode(data, key, options, request, limits: config.decodeLimits)
+        Self.decode(data, key, options, request, limits: config.decodeLimits, isolation: config.decoderIsolation)
     }
 
     static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
-                       limits: DecodeLimits, acceptingIncomplete: Bool = false) -> SDImage? {
+                       limits: DecodeLimits, isolation: DecoderIsolation? = nil, acceptingIncomplete: Bool = false) -> SDImage? {
         var o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
                                      preloadAllFrames: options.contains(.preloadAllFrames),
                                      matchAnimatedImageClass: options.contains(.matchAnimatedImageClass))
         o.decode = o.decode.capped(by: limits)
+        if let isolation, o.coder == nil { o.coder = SDImageCoreCoder.isolating(isolation) }
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
         // The caller fetches again and the new store replaces it.

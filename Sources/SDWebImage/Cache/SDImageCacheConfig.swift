@@ -70,6 +70,7 @@ public final class SDImageCacheConfig: Sendable {
         var diskCacheClass: (any SDDiskCacheProtocol.Type)?
         var memoryCacheClass: (any SDMemoryCacheProtocol.Type)?
         var decodeLimits = DecodeLimits()
+        var decoderIsolation: DecoderIsolation?
         var logger = Logger.sdNoOp
     }
 
@@ -217,6 +218,14 @@ public final class SDImageCacheConfig: Sendable {
     public var decodeLimits: DecodeLimits {
         get { self[\.decodeLimits] }
         set { self[\.decodeLimits] = newValue }
+    }
+
+    /// Ours: decode disk (and shared-tier) hits in sandboxed worker
+    /// processes, as `SDWebImageDownloaderConfig.decoderIsolation` does
+    /// downloads (a query with no `.imageCoder` of its own). nil: here.
+    public var decoderIsolation: DecoderIsolation? {
+        get { self[\.decoderIsolation] }
+        set { self[\.decoderIsolation] = newValue }
     }
 
     /// The sweep policy of the disk tier, as configured now.

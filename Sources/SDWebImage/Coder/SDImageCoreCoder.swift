@@ -1,5 +1,6 @@
 import Foundation
 import SDCoders
+import SDSync
 
 /// The built-in coders: each is the C core's decoder (and encoder) for its
 /// formats, in SDWebImage's three roles — the shared instance decodes whole
@@ -87,6 +88,19 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
     /// An isolating coder decodes once the bytes are in (nothing streams
     /// into a decoder in this process), to the first frame.
     public let isolation: DecoderIsolation?
+
+    private static let lastIsolating = Locked<SDImageCoreCoder?>(nil)
+
+    /// The one isolating coder of `isolation` (made once, so loads that
+    /// decode alike share a decode: the coder is part of that likeness).
+    static func isolating(_ isolation: DecoderIsolation) -> SDImageCoreCoder {
+        lastIsolating.withLock { last in
+            if let last, last.isolation === isolation { return last }
+            let c = SDImageCoreCoder(isolation: isolation)
+            last = c
+            return c
+        }
+    }
 
     /// A coder for every core format whose decodes run in `isolation`'s
     /// sandboxed workers (`SDWebImageDownloaderConfig.server()`'s, `sdimage

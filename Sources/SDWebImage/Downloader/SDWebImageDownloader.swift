@@ -135,6 +135,9 @@ public final class SDWebImageDownloader: @unchecked Sendable {
         }
         var coder = Self.coderOptions(url: url, options: options, context: context, queue: queue)
         coder.decode = coder.decode.capped(by: config.decodeLimits)
+        if let isolation = config.decoderIsolation, coder.coder == nil {
+            coder.coder = SDImageCoreCoder.isolating(isolation)  // decodes once the bytes are in
+        }
         if let token = join(url, options, progress, completed, coder, slot) { return token }
 
         // A new operation, made outside the lock (modifiers are user code).

@@ -35,6 +35,7 @@ public final class SDWebImageDownloaderConfig: Sendable {
         var httpCacheCapacity = 16 << 20
         var resumableDataCapacity = 32 << 20
         var decodeLimits = DecodeLimits()
+        var decoderIsolation: DecoderIsolation?
         var telemetry = SDTelemetry.none
     }
 
@@ -122,6 +123,19 @@ public final class SDWebImageDownloaderConfig: Sendable {
     public var decodeLimits: DecodeLimits {
         get { self[\.decodeLimits] }
         set { self[\.decodeLimits] = newValue }
+    }
+
+    /// Ours: decode downloads in sandboxed worker processes (seccomp,
+    /// Landlock, memory, CPU and time limits per decode): a load with no
+    /// `.imageCoder` of its own decodes the core formats there, once its
+    /// bytes are in (no previews), and a decoder that overruns or is killed
+    /// is that load's `badImageData`. nil (default, `server()` too): in this
+    /// process. The worker program must call
+    /// `DecoderIsolation.runWorkerIfAsked()` first in its `main` (so the
+    /// library cannot turn this on by itself; `sdimage` does).
+    public var decoderIsolation: DecoderIsolation? {
+        get { self[\.decoderIsolation] }
+        set { self[\.decoderIsolation] = newValue }
     }
 
     /// Ours (URLSession's `connectionProxyDictionary`): the proxy downloads
