@@ -277,6 +277,16 @@ def run_limits():
     finally:
         proc.kill()
         proc.wait()
+    # --allow-source-host takes an address range (CIDR): inside it the
+    # origin is reached, outside it refused
+    for entry, want in (("127.0.0.0/8", 200), ("10.0.0.0/8", 403)):
+        proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", entry)
+        try:
+            st, _, _ = get(base, sign(f"/rs:fit:32:32/plain/{ORIGIN}/img/{photo}@png")) if base else (0, {}, b"")
+            check(f"--allow-source-host {entry}: {want} for a loopback origin", st == want, (st, line))
+        finally:
+            proc.kill()
+            proc.wait()
     # a stalled origin: 504 once it has sent nothing for --source-timeout (its
     # own server: a short timeout would also end renders the checks above hold);
     # and --shrink-margin 1: the photo shrunk on load to the box, not to twice it

@@ -276,6 +276,64 @@ static int trusted_matches(const char *list, const char *host, long port)
     return 0;
 }
 
+/* `addr` (family AF_INET or AF_INET6) lies in an "address/bits" entry of
+ * `list` (a CIDR range: 10.0.0.0/8, fd00::/8). A malformed range matches
+ * nothing. */
+static int in_trusted_range(const char *list, int family, const void *addr)
+{
+    size_t n;
+    for (const char *at = list, *p; (p = list_entry(&at, &n)) != NULL;) {
+        char entry[64];
+        const char *slash = memchr(p, '/', n);
+        if (slash == NULL || n >= sizeof entry)
+            continue;
+        memcpy(entry, p, n);
+        entry[n] = '\0';
+        entry[slash - p] = '\0';
+        char *end;
+        long bits = strtol(entry + (slash - p) + 1, &end, 10);
+        uint8_t net[16];
+        int fam = strchr(entry, ':') ? AF_INET6 : AF_INET, size = fam == AF_INET6 ? 16 : 4;
+        if (*end != '\0' || end == entry + (slash - p) + 1 || bits < 0 || bits > size * 8 || fam != family ||
+            inet_pton(fam, entry, net) != 1)
+            continue;
+        const uint8_t *a = addr;
+        int ok = 1;
+        for (long b = 0; b < bits && ok; b += 8) {
+            uint8_t mask = (uint8_t)(bits - b >= 8 ? 0xff : 0xff << (8 - (bits - b)));
+            ok = (a[b / 8] & mask) == (net[b / 8] & mask);
+        }
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
+/* The request's own URL names an IP literal inside a trusted range. */
+static int first_in_trusted_range(const sd__xfer *x, const char *list)
+{
+    char *host = NULL;
+    long port = 0;
+    int ok = 0;
+    if (url_host_port(x->req->url, &host, &port) && host != NULL) {
+        uint8_t a[16];
+        const char *h = host;
+        char v6[64];
+        size_t len = strlen(h);
+        if (h[0] == '[' && len < sizeof v6 + 1 && h[len - 1] == ']') { /* [v6] */
+            memcpy(v6, h + 1, len - 2);
+            v6[len - 2] = '\0';
+            h = v6;
+        }
+        if (inet_pton(AF_INET, h, a) == 1)
+            ok = in_trusted_range(list, AF_INET, a);
+        else if (inet_pton(AF_INET6, h, a) == 1)
+            ok = in_trusted_range(list, AF_INET6, a);
+    }
+    curl_free(host);
+    return ok;
+}
+
 /* The transfer is on a host of SD_REQ_TRUSTED_HOSTS, and came there from
  * one: a redirect from any other host to a trusted one is judged as any
  * other connection (a public origin cannot send us into the network the
@@ -307,6 +365,11 @@ static int address_refused(sd__xfer *x, int family, const void *addr)
 {
     int cls = sd__address_class(family, addr) & (int)x->req->params[SD_REQ_BLOCK_ADDRESSES];
     if (cls == 0 || on_trusted_host(x))
+        return 0;
+    /* an address inside a trusted range, reached from a request that named
+     * an address inside one (never through a redirect from elsewhere) */
+    const char *trusted = x->req->strings[SD_REQ_TRUSTED_HOSTS];
+    if (trusted != NULL && in_trusted_range(trusted, family, addr) && first_in_trusted_range(x, trusted))
         return 0;
     char text[INET6_ADDRSTRLEN] = "?";
     inet_ntop(family, addr, text, sizeof text);

@@ -36,7 +36,7 @@ struct Serve: ParsableCommand {
     var salt: String?
     @Flag(help: "Serve unsigned URLs (any first segment, e.g. \"insecure\"). Never the default.")
     var insecureAllowUnsigned = false
-    @Option(help: "A source host allowed on a non-public address (repeatable; a name or an IP literal, any port; HOST:PORT or [V6]:PORT for that port alone); a redirect reaches it so only from such a host.")
+    @Option(help: "A source host allowed on a non-public address (repeatable; a name or an IP literal, any port; HOST:PORT or [V6]:PORT for that port alone; ADDRESS/BITS for a range of addresses a URL names); a redirect reaches it so only from such a host.")
     var allowSourceHost: [String] = []
     @Option(help: "Cache-Control max-age of results, seconds (default 31536000).")
     var maxAge: Int?

@@ -909,7 +909,17 @@ static int test_policy_matrix(void)
         char right[64], wrong[64];
         snprintf(right, sizeof right, "127.0.0.1:%s", fault_port);
         snprintf(wrong, sizeof wrong, "127.0.0.1:%d", atoi(fault_port) == 1 ? 2 : 1);
-        const char *cases[][2] = {{right, "ok"}, {wrong, "refused"}, {"[::1]:1, 127.0.0.1:0", "refused"}};
+        /* and a range (CIDR) trusts the addresses inside it */
+        const char *cases[][2] = {{right, "ok"},
+                                  {wrong, "refused"},
+                                  {"[::1]:1, 127.0.0.1:0", "refused"},
+                                  {"127.0.0.0/8", "ok"},
+                                  {"10.0.0.0/8, 127.0.0.1/32", "ok"},
+                                  {"10.0.0.0/8", "refused"},
+                                  {"127.0.0.2/31", "refused"},
+                                  {"127.0.0.0/33", "refused"},
+                                  {"::1/128", "refused"},
+                                  {"127.0.0.0/", "refused"}};
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             ASSERT_OK(sd_test_request_new(url(FAULT, "/ok"), &r));
             ASSERT_OK(sd_request_use_server_preset(r));
@@ -922,6 +932,25 @@ static int test_policy_matrix(void)
             ASSERT_EQ(c.status, strcmp(cases[k][1], "ok") == 0 ? SD_OK : SD_EPOLICY);
             collect_free(&c);
         }
+    }
+    /* a range trusts the addresses a request names, not a redirect there
+     * from a host outside it (here one trusted by host:port): refused by
+     * policy, not tried (nothing listens on 127.0.0.2) */
+    {
+        const char *port = strrchr(FAULT, ':') + 1;
+        char list[128], target[128];
+        snprintf(list, sizeof list, "127.0.0.1:%s, 127.0.0.2/32", port);
+        snprintf(target, sizeof target, "http://127.0.0.2:%s/ok", port);
+        ASSERT_OK(sd_test_request_new(redirect_to(target), &r));
+        ASSERT_OK(sd_request_use_server_preset(r));
+        ASSERT_OK(sd_request_set_string(r, SD_REQ_TRUSTED_HOSTS, list));
+        collect_init(&c);
+        ASSERT_OK(sd_loop_submit(l, r, &all_events, &c, NULL));
+        sd_request_free(r);
+        wait_complete(&c);
+        printf("  a redirect into a trusted range from outside it: %s (%s)\n", sd_strerror(c.status), c.message);
+        ASSERT_EQ(c.status, SD_EPOLICY);
+        collect_free(&c);
     }
     const char *allowed2[] = {(const char *)(intptr_t)SD_REQ_ALLOWED_HOSTS, "127.0.0.1"};
     ASSERT_OK(fetch(l, redirect_to("http://localhost/ok"), set_string, allowed2, &c));
