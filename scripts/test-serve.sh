@@ -3,6 +3,9 @@
 # and the fault server on loopback (Tests/Servers), by scripts/test_serve.py.
 set -u
 cd "$(dirname "$0")/.."
+# patient: a queued render waits for its turn as long as it takes, unless a
+# check is about that wait (it passes --queue-timeout, which wins)
+export SDIMAGE_SERVE_QUEUE_TIMEOUT=0
 bin=${SDIMAGE_SERVE_BIN:-$(swift build --show-bin-path)/sdimage}
 [ -x "$bin" ] || { echo "test-serve: $bin missing (make serve: swift build --traits Serve)"; exit 1; }
 work=$(mktemp -d /tmp/sdserve.XXXXXX)

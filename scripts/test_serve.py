@@ -277,6 +277,25 @@ def run_limits():
     finally:
         proc.kill()
         proc.wait()
+    # a queued render waits at most --queue-timeout for its turn: one render
+    # held by the origin (it never ends until the test opens its gate), the
+    # next one queued, then 503 with Retry-After naming the wait
+    photo_ = sample("photo-")
+    gated = sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo_}%26gate%3Dqueue@png")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+                             "--queue-depth", "4", "--queue-timeout", "1", "--source-timeout", "600")
+    try:
+        a = background_get(base, gated)
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        st, h, body = get(base, sign(f"/rs:fit:48:48/plain/{ORIGIN}/img/{photo_}@png"))
+        check("--queue-timeout 1: a queued render 503 with Retry-After after its wait",
+              st == 503 and h.get("retry-after") == "1" and b"no turn within 1 s" in body, (st, body[:120]))
+        urllib.request.urlopen(f"{FAULT}/open?gate=queue", timeout=30).read()
+        a["thread"].join(120)
+        check("the held render completes", a.get("result", (0,))[0] == 200, a.get("result", (0,))[0])
+    finally:
+        proc.kill()
+        proc.wait()
     # --allow-source-host takes an address range (CIDR): inside it the
     # origin is reached, outside it refused
     for entry, want in (("127.0.0.0/8", 200), ("10.0.0.0/8", 403)):

@@ -60,6 +60,8 @@ struct Serve: ParsableCommand {
     var maxRenders: Int?
     @Option(help: "Renders waiting for a turn; past it 503 with Retry-After (default 64).")
     var queueDepth: Int?
+    @Option(help: "Seconds a render may wait for a turn; past it 503 with Retry-After (default 60; 0: no limit).")
+    var queueTimeout: Double?
     @Option(help: "Image requests one client address may have in flight; past it 429 with Retry-After (default 0: no limit).")
     var maxClientRequests: Int?
     @Option(help: "Largest source, MiB (default 20).")
@@ -273,6 +275,11 @@ struct Serve: ParsableCommand {
         limits.sourceDiskBytes = try number(sourceDiskMb, "SOURCE_DISK_MB", 1024, 0...1 << 24) << 20
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
+        let waitText = settings.value(queueTimeout.map { String($0) }, "QUEUE_TIMEOUT") ?? "60"
+        guard let wait = Double(waitText), wait >= 0, wait <= 86_400 else {
+            throw ValidationError("--queue-timeout must be seconds in [0, 86400] (0: no limit), not \(waitText)")
+        }
+        limits.queueTimeout = wait == 0 ? nil : wait
         config.maxClientRequests = try number(maxClientRequests, "MAX_CLIENT_REQUESTS", 0, 0...1 << 20)
         var sourceBytes = try number(maxSourceMb, "MAX_SOURCE_MB", 20, 1...4096) << 20
         let megapixels = try number(maxMegapixels, "MAX_MEGAPIXELS", 40, 1...1000)

@@ -1,4 +1,5 @@
 #if Serve
+import Dispatch
 import SDSync
 
 /// At most `width` renders at once and `depth` waiting for a turn; past
@@ -7,7 +8,7 @@ import SDSync
 /// cancelled (its client went away) leaves the queue at once: its place
 /// goes to the next request, and it never renders.
 final class RenderGate: Sendable {
-    enum Turn: Sendable { case go, full, cancelled }
+    enum Turn: Sendable { case go, full, cancelled, timedOut }
     struct Waiter {
         let id: UInt64
         var resume: CheckedContinuation<Turn, Never>?  // nil: left (cancelled)
@@ -20,14 +21,18 @@ final class RenderGate: Sendable {
         var lastID: UInt64 = 0
     }
     let width: Int, depth: Int
+    /// The longest a request waits for a turn (nil: as long as it takes).
+    let maxWait: Double?
     private let state = Locked(State())
     private let changed: @Sendable (_ running: Int, _ waiting: Int) -> Void
 
     /// `changed` hears every new (running, waiting) pair (the gauges), in
     /// order: it is called under the gate's lock and must not call the gate.
-    init(width: Int, depth: Int, changed: @escaping @Sendable (_ running: Int, _ waiting: Int) -> Void = { _, _ in }) {
+    init(width: Int, depth: Int, maxWait: Double? = nil,
+         changed: @escaping @Sendable (_ running: Int, _ waiting: Int) -> Void = { _, _ in }) {
         self.width = max(1, width)
         self.depth = max(0, depth)
+        self.maxWait = maxWait.flatMap { $0 > 0 ? $0 : nil }
         self.changed = changed
     }
 
@@ -43,9 +48,22 @@ final class RenderGate: Sendable {
     /// Renders running and waiting now.
     var load: (running: Int, waiting: Int) { state.withLock { ($0.running, $0.count) } }
 
+    /// The waiter `id` leaves the queue (if it still waits), told `turn`.
+    private func leaveQueue(_ id: UInt64, _ turn: Turn) {
+        let c: CheckedContinuation<Turn, Never>? = update { s in
+            guard let i = s.waiting[s.head...].firstIndex(where: { $0.id == id }), let c = s.waiting[i].resume else {
+                return nil  // not queued (yet, or any more: its turn came)
+            }
+            s.waiting[i].resume = nil
+            s.count -= 1
+            return c
+        }
+        c?.resume(returning: turn)
+    }
+
     /// Wait for a turn: `.go` (call `leave()` when done), `.full` at once
     /// when `depth` already wait, `.cancelled` when the task was cancelled
-    /// before its turn came.
+    /// before its turn came, `.timedOut` after `maxWait` seconds in the queue.
     func enter() async -> Turn {
         let id = state.withLock { s in s.lastID += 1; return s.lastID }
         return await withTaskCancellationHandler {
@@ -59,18 +77,14 @@ final class RenderGate: Sendable {
                     s.count += 1
                     return nil
                 }
-                if let now { c.resume(returning: now) }
+                if let now {
+                    c.resume(returning: now)
+                } else if let maxWait {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + maxWait) { [self] in leaveQueue(id, .timedOut) }
+                }
             }
         } onCancel: {
-            let c: CheckedContinuation<Turn, Never>? = update { s in
-                guard let i = s.waiting[s.head...].firstIndex(where: { $0.id == id }), let c = s.waiting[i].resume else {
-                    return nil  // not queued (yet, or any more: its turn came)
-                }
-                s.waiting[i].resume = nil
-                s.count -= 1
-                return c
-            }
-            c?.resume(returning: .cancelled)
+            leaveQueue(id, .cancelled)
         }
     }
 

@@ -169,6 +169,8 @@ public final class Renderer: Sendable {
         public var renders = 2 * ProcessInfo.processInfo.activeProcessorCount
         /// Renders waiting for a turn; past it, 503 with `Retry-After`.
         public var queueDepth = 64
+        /// Seconds a render may wait for a turn; past it 503 + Retry-After (nil: no limit).
+        public var queueTimeout: Double? = 60
         /// Memory for encoded results.
         public var resultCacheBytes = 64 << 20
         /// Default quality of JPEG results (1...100); WebP's and AVIF's are
@@ -243,7 +245,7 @@ public final class Renderer: Sendable {
         // the gate tells its gauges of every change (a waiter queued or gone too)
         let inFlight = Gauge(label: "sdimage_serve_renders_in_flight")
         let queued = Gauge(label: "sdimage_serve_render_queue_depth")
-        gate = RenderGate(width: limits.renders, depth: limits.queueDepth) { running, waiting in
+        gate = RenderGate(width: limits.renders, depth: limits.queueDepth, maxWait: limits.queueTimeout) { running, waiting in
             inFlight.record(running)
             queued.record(waiting)
         }
@@ -468,6 +470,11 @@ public final class Renderer: Sendable {
             refused.increment()
             let (running, waiting) = gate.load
             throw RenderError(status: 503, reason: "busy: \(running) renders running and \(waiting) waiting", retryAfter: 1)
+        case .timedOut:
+            refused.increment()
+            let (running, waiting) = gate.load
+            throw RenderError(status: 503, reason: "busy: no turn within \(Int(gate.maxWait ?? 0)) s "
+                              + "(\(running) renders running, \(waiting) waiting)", retryAfter: 1)
         case .cancelled:
             abandoned.increment()
             // nginx's "client closed request": nobody reads this answer, the log does
