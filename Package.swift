@@ -141,6 +141,7 @@ let package = Package(
             "SDWebImage", "SDWebImageRedis", "SDCoders", "SDCache", "SDSync",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Serve"])),
+            .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Serve"])),
             .target(name: "CLibCrypto", condition: .when(traits: ["Serve"])),
             .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Serve"])),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Serve"])),

@@ -638,6 +638,46 @@ def run_metrics_listen():
     finally:
         p.terminate()
         p.wait(600)
+    # --max-connections: past the cap new connections wait in the backlog
+    # (none answered while 40 are open), the metrics address's /health/live
+    # answers at the cap, and a waiting one is taken once others close
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    mport = probe.getsockname()[1]
+    probe.close()
+    p, b, _ = start("--key", KEY, "--salt", SALT, "--metrics-listen", f"127.0.0.1:{mport}", "--max-connections", "40")
+    try:
+        for _ in range(6000):
+            try:
+                get(f"http://127.0.0.1:{mport}", "/health/live")
+                break
+            except OSError:
+                time.sleep(0.1)
+        host, port = b.split("//")[1].split(":")
+        held = [socket.create_connection((host, int(port)), timeout=120) for _ in range(40)]
+        for c in held[:3]:  # the first ones are the server's: they answer
+            c.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.recv(64)
+        extra = socket.create_connection((host, int(port)), timeout=120)
+        extra.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        extra.settimeout(2)
+        try:
+            early = extra.recv(64)  # a cap that held would never answer this while all 40 are open
+        except socket.timeout:
+            early = b""
+        live = get(f"http://127.0.0.1:{mport}", "/health/live")[0]
+        for c in held[:10]:
+            c.close()
+        extra.settimeout(120)
+        late = early or extra.recv(64)
+        check(f"--max-connections 40: the 41st waits (answered early: {bool(early)}), /health/live on the metrics "
+              f"address {live} at the cap, the 41st answered once others closed",
+              not early and live == 200 and late.startswith(b"HTTP/1.1 200"), (early[:20], live, late[:20]))
+        for c in held[10:] + [extra]:
+            c.close()
+    finally:
+        p.terminate()
+        p.wait(600)
 
 
 def run_idle_timeout():

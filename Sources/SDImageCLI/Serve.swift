@@ -72,6 +72,8 @@ struct Serve: ParsableCommand {
     var maxMegapixels: Int?
     @Option(help: "Seconds a source may send nothing before it fails with 504 (default 10).")
     var sourceTimeout: Double?
+    @Option(help: "Connections open at once on the image address; past it new ones wait in the kernel's backlog (default: the descriptor limit less 512; --metrics-listen's /health/live answers at the cap).")
+    var maxConnections: Int?
     @Flag(help: "Run in process the decoders that by default run in sandboxed worker processes (seccomp, Landlock, memory, CPU and time limits): for benchmarks and trusted sources only.")
     var inProcessDecoders = false
     @Option(help: "CPU time one decode may use in its worker, ms; past it the worker is killed and the render fails with 422 (default 2000).")
@@ -305,6 +307,11 @@ struct Serve: ParsableCommand {
         }
         config.idleTimeout = .milliseconds(Int(try seconds(idleTimeout, "IDLE_TIMEOUT", 60) * 1000))
         Self.raiseOpenFileLimit()
+        var fds = rlimit()
+        let descriptors = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &fds) == 0
+            ? Int(min(fds.rlim_cur, 1 << 20)) : 1024
+        // what the rest needs: sources, caches, the decoder workers' sockets, Redis, logs
+        config.maxConnections = try number(maxConnections, "MAX_CONNECTIONS", max(64, descriptors - 512), 1...1 << 20)
         var trusted = settings.list(allowSourceHost, "ALLOW_SOURCE_HOST")
         if dev {  // the sample, served by this server, fetched from it
             trusted.append("127.0.0.1")

@@ -1,6 +1,7 @@
 #if Serve
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
@@ -39,6 +40,11 @@ public struct ServeConfiguration: Sendable {
     /// A connection with no request in progress for this long is closed
     /// (before its first request too: a client that opens and waits); nil: never.
     public var idleTimeout: Duration? = .seconds(60)
+    /// Connections open at once on the image address; past it new ones wait
+    /// in the kernel's backlog until one closes (no descriptor runs out).
+    /// The metrics address, when set, is apart: its `/health/live` answers
+    /// at the cap. nil: no cap.
+    public var maxConnections: Int?
     public init() {}
 }
 
@@ -106,6 +112,9 @@ public struct ImageServer: Sendable {
             router.get(RouterPath(metrics)) { _, _ in Self.error(404, "/metrics is served on its own address") }
             let metricsRouter = Router(context: ServeRequestContext.self)
             metricsRouter.get(RouterPath(metrics), use: metricsHandler)
+            // the liveness probe's reserved path: answered even when the
+            // image address is at its connection cap
+            metricsRouter.get(RouterPath(live)) { _, _ in "ok\n" }
             let logger = self.logger
             services.append(Application(router: metricsRouter,
                                         configuration: ApplicationConfiguration(address: .hostname(m.host, port: m.port),
@@ -135,7 +144,10 @@ public struct ImageServer: Sendable {
                 .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000)
             })),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
-                                                    serverName: "sdimage"),
+                                                    serverName: "sdimage",
+                                                    availableConnectionsDelegate: configuration.maxConnections.map {
+                                                        MaximumAvailableConnections($0, logger: logger)
+                                                    }),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         var group = ServiceGroupConfiguration(services: [app] + services, gracefulShutdownSignals: [.sigterm, .sigint],
