@@ -408,10 +408,10 @@ int sd_worker_main(int argc, char **argv)
         _exit(65);
     warm();
     long long memory = argc > 2 ? atoll(argv[2]) : 0;
-#if defined(__SANITIZE_ADDRESS__)
-    memory = 0; /* AddressSanitizer reserves terabytes of address space: no RLIMIT_AS under it */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    memory = 0; /* the sanitizers reserve terabytes of address space: no RLIMIT_AS under them */
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
     memory = 0;
 #endif
 #endif
