@@ -250,8 +250,8 @@ static int send_all(sd__worker *w, const void *data, size_t n, int64_t deadline)
 }
 
 /* The reply and its descriptor, watching the worker's CPU and wall time. */
-static int receive(sd_isolate_pool *p, sd__worker *w, int64_t deadline, int64_t cpu0, sd__iso_reply *r, int *fd,
-                   char *message, size_t size)
+static int receive(sd_isolate_pool *p, sd__worker *w, int64_t deadline, int64_t cpu0, const int *cancel,
+                   sd__iso_reply *r, int *fd, char *message, size_t size)
 {
     *fd = -1;
     for (;;) {
@@ -261,6 +261,11 @@ static int receive(sd_isolate_pool *p, sd__worker *w, int64_t deadline, int64_t 
             return SD_EIO;
         if (rc > 0)
             break;
+        if (cancel != NULL && sd_isolate_cancel_get(cancel)) {
+            end_worker(w, 1);
+            say(message, size, "the decode was cancelled by its caller (its worker was killed)");
+            return SD_ECANCELLED;
+        }
         int64_t cpu = cpu_ms(w->pid);
         if (cpu0 >= 0 && cpu >= 0 && cpu - cpu0 > p->limits.cpu_ms) {
             end_worker(w, 1);
@@ -352,7 +357,7 @@ static void release(sd_isolate_pool *p, sd__worker *w)
     pthread_mutex_unlock(&p->mu);
 }
 
-static int run(sd_isolate_pool *p, const sd__iso_request *q, const void *data, sd_bitmap **out,
+static int run(sd_isolate_pool *p, const sd__iso_request *q, const void *data, const int *cancel, sd_bitmap **out,
                sd_isolate_info *info, char *message, size_t size)
 {
     sd__worker *w = acquire(p);
@@ -377,7 +382,7 @@ static int run(sd_isolate_pool *p, const sd__iso_request *q, const void *data, s
     sd__iso_reply r;
     memset(&r, 0, sizeof r);
     if (rc == SD_OK)
-        rc = receive(p, w, deadline, cpu0, &r, &fd, message, size);
+        rc = receive(p, w, deadline, cpu0, cancel, &r, &fd, message, size);
     if (rc == SD_OK) {
         if (info != NULL)
             *info = r.info;
@@ -402,8 +407,8 @@ static int run(sd_isolate_pool *p, const sd__iso_request *q, const void *data, s
 }
 
 int sd_isolate_decode(sd_isolate_pool *p, const void *data, size_t length, const int *keys, const int64_t *values,
-                      int count, const sd_render *render, sd_bitmap **out, sd_isolate_info *info, char *message,
-                      size_t size)
+                      int count, const sd_render *render, const int *cancel, sd_bitmap **out, sd_isolate_info *info,
+                      char *message, size_t size)
 {
     SD__RETURN_IF(out == NULL, SD_EINVAL);
     *out = NULL;
@@ -426,7 +431,7 @@ int sd_isolate_decode(sd_isolate_pool *p, const void *data, size_t length, const
         q.has_render = 1;
         q.render = *render;
     }
-    return run(p, &q, data, out, info, message, size);
+    return run(p, &q, data, cancel, out, info, message, size);
 }
 
 int sd__isolate_probe(sd_isolate_pool *p, int what, sd_bitmap **out, char *message, size_t size)
@@ -438,5 +443,5 @@ int sd__isolate_probe(sd_isolate_pool *p, int what, sd_bitmap **out, char *messa
     q.version = SD__ISO_VERSION;
     q.command = SD__ISO_PROBE;
     q.probe = (uint32_t)what;
-    return run(p, &q, NULL, out, NULL, message, size);
+    return run(p, &q, NULL, NULL, out, NULL, message, size);
 }

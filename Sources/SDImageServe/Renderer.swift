@@ -86,6 +86,9 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
             case .invalidDownloadStatusCode:
                 let s = e.statusCode ?? 0
                 return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
+            case .cancelled, .badImageData where e.message.contains("cancelled by its caller"):
+                // nginx's "client closed request": nobody reads this answer, the log does
+                return RenderError(status: 499, reason: "the client went away during its render")
             case .badImageData:
                 // a decoder worker over its budget or stopped by its sandbox: the source's doing
                 if e.message.contains("its worker was killed") || e.message.contains("sandbox")
@@ -515,18 +518,29 @@ public final class Renderer: Sendable {
             }
         }
         let image: SDImage
+        // a client that goes away ends its decode (the worker killed), not
+        // only its wait for a turn
+        let cancellation = DecodeCancellation()
+        if isolatedCoder != nil { context[.imageDecodeOptions] = [SDImageCoderOption.decodeCancellation: cancellation] }
+        let (manager, loadContext) = (self.manager, context)
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
-            guard let got = try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache]
-                                                                                         : [.retryFailed],
-                                                        context: context).image else {
+            let loaded = try await withTaskCancellationHandler {
+                try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache] : [.retryFailed],
+                                            context: loadContext)
+            } onCancel: {
+                cancellation.cancel()
+            }
+            guard let got = loaded.image else {
                 throw RenderError(status: 422, reason: "the source gave no image")
             }
             image = got
         } catch let e as RenderError {
             throw e
         } catch {
-            throw RenderError.from(error)
+            let failure = RenderError.from(error)
+            if failure.status == 499 { abandoned.increment() }  // its client left mid-render
+            throw failure
         }
         // the source's validators, which the manager keeps beside its bytes
         // (a disk read, or Redis's with --redis: off the cooperative threads)

@@ -47,7 +47,7 @@ static int healthy(sd_isolate_pool *pool, const uint8_t *png, size_t n)
 {
     sd_bitmap *b = NULL;
     char why[256];
-    int rc = sd_isolate_decode(pool, png, n, NULL, NULL, 0, NULL, &b, NULL, why, sizeof why);
+    int rc = sd_isolate_decode(pool, png, n, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
     if (rc != SD_OK)
         fprintf(stderr, "  the next decode failed: %d %s\n", rc, why);
     sd_bitmap_free(b);
@@ -79,7 +79,7 @@ static int test_same_pixels(void)
         sd_bitmap *got = NULL, *want = NULL;
         sd_isolate_info info;
         char why[256];
-        ASSERT_OK(sd_isolate_decode(pool, data, n, keys, values, 1, render, &got, &info, why, sizeof why));
+        ASSERT_OK(sd_isolate_decode(pool, data, n, keys, values, 1, render, NULL, &got, &info, why, sizeof why));
         sd_decoder *d;
         ASSERT_OK(sd_decoder_new(&d));
         ASSERT_OK(sd_decoder_set(d, SD_DEC_RESAMPLE_FILTER, SD_FILTER_MITCHELL));
@@ -102,7 +102,7 @@ static int test_same_pixels(void)
                                    0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0, 0, 0, 0};
     sd_bitmap *b = NULL;
     char why[256];
-    int rc = sd_isolate_decode(pool, junk, sizeof junk, NULL, NULL, 0, NULL, &b, NULL, why, sizeof why);
+    int rc = sd_isolate_decode(pool, junk, sizeof junk, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
     ASSERT(rc != SD_OK && rc != SD_ECANCELLED && rc != SD_ETIMEDOUT && b == NULL && why[0] != '\0');
     ASSERT(healthy(pool, png, pn));
     /* an SVG with text: its fonts were loaded before the sandbox closed */
@@ -111,7 +111,7 @@ static int test_same_pixels(void)
                               "<text x='2' y='24' font-size='20' font-family='sans-serif'>Ab</text>"
                               "<text x='30' y='30' font-size='13' font-family='serif' font-weight='bold'>Qz</text>"
                               "<text x='2' y='10' font-size='8'>x</text></svg>";
-    rc = sd_isolate_decode(pool, svg, sizeof svg - 1, NULL, NULL, 0, NULL, &b, NULL, why, sizeof why);
+    rc = sd_isolate_decode(pool, svg, sizeof svg - 1, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
     if (rc != SD_OK)
         SD_TEST_FAIL_("an SVG with text in a worker: %d (%s)", rc, why);
     ASSERT_EQ(sd_bitmap_width(b), 64);
@@ -171,7 +171,7 @@ static int test_formats(void)
     for (int i = 0; i < count; i++) {
         sd_bitmap *got = NULL, *want = NULL;
         char why[256];
-        int rc = sd_isolate_decode(pool, files[i].data, files[i].n, NULL, NULL, 0, NULL, &got, NULL, why, sizeof why);
+        int rc = sd_isolate_decode(pool, files[i].data, files[i].n, NULL, NULL, 0, NULL, NULL, &got, NULL, why, sizeof why);
         if (rc != SD_OK)
             SD_TEST_FAIL_("%s in a worker: %d (%s)", files[i].name, rc, why);
         /* under valgrind here (not in the worker): HEVC's assembly reads as
@@ -316,7 +316,7 @@ static int test_limits(void)
     ASSERT_OK(enc_png(big, 1, &bigpng, &bn));
     sd_bitmap_free(big);
     sd_bitmap *b = NULL;
-    rc = sd_isolate_decode(pool, bigpng, bn, NULL, NULL, 0, NULL, &b, NULL, why, sizeof why);
+    rc = sd_isolate_decode(pool, bigpng, bn, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
     if (rc == SD_OK)
         SD_TEST_FAIL_("a 12000x12000 decode fit in 256 MiB (%ux%u)", sd_bitmap_width(b), sd_bitmap_height(b));
     ASSERT(why[0] != '\0');
@@ -327,6 +327,62 @@ static int test_limits(void)
     sd_free(png);
     sd_bitmap_free(src);
     return 0;
+}
+
+#ifdef SD_TEST_WITH_SVG
+typedef struct {
+    sd_isolate_pool *pool;
+    const char *svg;
+    int cancel, rc;
+    char why[256];
+} cancel_job;
+
+static void *cancel_thread(void *arg)
+{
+    cancel_job *j = arg;
+    sd_bitmap *b = NULL;
+    j->rc = sd_isolate_decode(j->pool, j->svg, strlen(j->svg), NULL, NULL, 0, NULL, &j->cancel, &b, NULL, j->why,
+                              sizeof j->why);
+    sd_bitmap_free(b);
+    return NULL;
+}
+#endif
+
+/* A decode its caller gives up (a client gone) ends at once: the worker
+ * is killed, not left to burn its budget, and the next decode has a fresh
+ * one. The SVG's filter costs far more than the limits allow any test. */
+static int test_cancel(void)
+{
+#ifdef SD_TEST_WITH_SVG
+    sd_isolate_limits patient = {.cpu_ms = (int64_t)1 << 40, .wall_ms = (int64_t)1 << 40};
+    sd_isolate_pool *pool;
+    ASSERT_OK(sd_isolate_pool_new(SD_WORKER_PATH, 1, &patient, &pool));
+    sd_bitmap *src = gradient(8, 8);
+    uint8_t *png = NULL;
+    size_t n;
+    ASSERT_OK(enc_png(src, 1, &png, &n));
+    ASSERT(healthy(pool, png, n));
+    cancel_job j = {pool,
+                    "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
+                    "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
+                    "<rect width='4000' height='4000' filter='url(#f)'/></svg>",
+                    0, 0, ""};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, cancel_thread, &j), 0);
+    __atomic_store_n(&j.cancel, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    if (j.rc != SD_ECANCELLED || strstr(j.why, "cancelled by its caller") == NULL)
+        SD_TEST_FAIL_("a cancelled decode: %d (%s)", j.rc, j.why);
+    int pid[1];
+    ASSERT_EQ(sd_isolate_pool_pids(pool, pid, 1), 0); /* killed */
+    ASSERT(healthy(pool, png, n));
+    sd_isolate_pool_free(pool);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+#else
+    return 77;
+#endif
 }
 
 /* A reply whose memfd is not sealed could be shrunk under the mapping
@@ -386,9 +442,9 @@ static int test_arguments(void)
     ASSERT_EQ(sd_isolate_pool_new(NULL, 1, NULL, &pool), SD_EINVAL);
     ASSERT_OK(sd_isolate_pool_new(SD_WORKER_PATH, 0, NULL, &pool));
     sd_bitmap *b = (sd_bitmap *)1;
-    ASSERT_EQ(sd_isolate_decode(pool, NULL, 5, NULL, NULL, 0, NULL, &b, NULL, NULL, 0), SD_EINVAL);
+    ASSERT_EQ(sd_isolate_decode(pool, NULL, 5, NULL, NULL, 0, NULL, NULL, &b, NULL, NULL, 0), SD_EINVAL);
     ASSERT(b == NULL);
-    ASSERT_EQ(sd_isolate_decode(pool, "x", 1, NULL, NULL, 1, NULL, &b, NULL, NULL, 0), SD_EINVAL);
+    ASSERT_EQ(sd_isolate_decode(pool, "x", 1, NULL, NULL, 1, NULL, NULL, &b, NULL, NULL, 0), SD_EINVAL);
     sd_isolate_pool_free(pool);
     sd_isolate_pool_free(NULL);
     /* a program started as a worker without a pool's socket refuses */
@@ -403,6 +459,7 @@ int main(int argc, char **argv)
         {"formats", test_formats},
         {"sandbox_kills", test_sandbox_kills},
         {"limits", test_limits},
+        {"cancel", test_cancel},
         {"unsealed_refused", test_unsealed_refused},
         {"descriptors", test_descriptors},
         {"arguments", test_arguments},

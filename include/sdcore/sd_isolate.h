@@ -14,7 +14,7 @@
  *     sd_isolate_pool *pool;
  *     sd_isolate_pool_new("/usr/lib/x/sdcore-worker", 0, NULL, &pool);
  *     sd_bitmap *b; sd_isolate_info info; char why[256];
- *     int rc = sd_isolate_decode(pool, data, len, NULL, NULL, 0, &render, &b, &info, why, sizeof why);
+ *     int rc = sd_isolate_decode(pool, data, len, NULL, NULL, 0, &render, NULL, &b, &info, why, sizeof why);
  *
  * The worker is any program whose main calls sd_worker_main first (the C
  * library ships `sdcore-worker`; `sdimage` is one too).
@@ -73,17 +73,32 @@ SD_API void sd_isolate_pool_free(sd_isolate_pool *pool);
  * Desc: Decode `data` in a worker of the pool, waiting for a free one:
  *       the decoder's options `keys`/`values` (`count` of them, as
  *       sd_decoder_set), the render (NULL: none) — the first frame, whole.
- *       The bitmap is the caller's (sd_bitmap_free unmaps it).
+ *       The bitmap is the caller's (sd_bitmap_free unmaps it). When
+ *       `cancel` is not NULL and another thread sets *cancel to non-zero,
+ *       the decode ends within ~50 ms: its worker is killed (a fresh one
+ *       takes the next decode) and SD_ECANCELLED is returned.
  * Returns: SD_OK; the decoder's error (its message in `message`);
  *          SD_ETIMEDOUT when the decode passed its CPU or wall time (the
  *          worker killed); SD_ECANCELLED when the worker died (killed by
- *          its sandbox, a signal or its memory limit: `message` says which);
+ *          its sandbox, a signal or its memory limit, or cancelled: `message`
+ *          says which);
  *          SD_EINVAL, SD_ENOMEM; SD_EIO when a worker cannot be started.
  * Since: 0.10
  */
 SD_API int sd_isolate_decode(sd_isolate_pool *pool, const void *data, size_t length, const int *keys,
-                             const int64_t *values, int count, const sd_render *render, sd_bitmap **out,
+                             const int64_t *values, int count, const sd_render *render, const int *cancel,
+                             sd_bitmap **out,
                              sd_isolate_info *info, char *message, size_t message_size);
+
+/* Set and read a cancel flag of sd_isolate_decode, from any thread. */
+static inline void sd_isolate_cancel_set(int *flag)
+{
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+}
+static inline int sd_isolate_cancel_get(const int *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
 
 /*
  * Name: sd_isolate_pool_pids

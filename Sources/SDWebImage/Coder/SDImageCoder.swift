@@ -21,6 +21,9 @@ public struct SDImageCoderOption: RawRepresentable, Hashable, Sendable, Expressi
     /// `DecodeOptions`: the C core's limits and switches (max pixels, frames,
     /// frame cache, orientation) as a base; the keys above override it. Ours.
     public static let decodeCoreOptions: Self = "decodeCoreOptions"
+    /// `DecodeCancellation`: cancelling it ends an isolated decode in flight
+    /// (`SDImageCoreCoder(isolation:)`), its worker killed. Ours.
+    public static let decodeCancellation: Self = "decodeCancellation"
 
     // MARK: Encoding
     /// `Double` 0...1, default 1: quality (JPEG, WebP, AVIF; 1 is lossless

@@ -183,7 +183,9 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
         let o = decoderOptions(options)
         if let isolation {  // a still, made in a worker
             let r: Result<DecodedImage, CoderError> = data.withUnsafeBytes { raw in
-                Result { () throws(CoderError) in try isolation.decode(raw, options: o) }
+                Result { () throws(CoderError) in
+                    try isolation.decode(raw, options: o, cancellation: options[.decodeCancellation] as? DecodeCancellation)
+                }
             }
             let d = try r.get()
             return (SDImage(decoded: d, scale: options.scaleFactor), d.isComplete)
