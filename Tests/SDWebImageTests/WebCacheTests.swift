@@ -283,12 +283,17 @@ struct WebCacheTests {
     func cancelOnDealloc() async throws {
         // the stalled body must outlast a starved machine's slowest step
         // (the default 15 s idle timeout once ended the load first under TSan)
+        // (and a body that ended after 60 s once completed the load first: the
+        // held drip's last piece waits for the test, however long it takes)
+        let s = try #require(servers)
+        let held = HeldDrip(s, tag: "webcache-\(UUID().uuidString)")
+        defer { held.open() }
         let m = SDWebImageManager(cache: makeCache(), loader: patientDownloader())
         let called = Counter()
         var view: TestImageView? = TestImageView()
         weak let weakView = view
         let queue = view!.queue
-        let load = try #require(await startSlow(on: view!, m, called))
+        let load = try #require(await startSlow(on: view!, m, called, url: held.url))
         await withCheckedContinuation { c in queue.async { c.resume() } }  // the placeholder step ran
         view = nil
         for _ in 0..<6000 where weakView != nil { try await Task.sleep(nanoseconds: 10_000_000) }  // GCD releases run blocks a moment later
@@ -298,10 +303,11 @@ struct WebCacheTests {
         #expect(called.value == 0)  // SDWebImage's `if (!sself) return`
     }
 
-    func startSlow(on v: TestImageView, _ m: SDWebImageManager, _ called: Counter) async -> SDWebImageCombinedOperation? {
+    func startSlow(on v: TestImageView, _ m: SDWebImageManager, _ called: Counter, url: URL) async
+        -> SDWebImageCombinedOperation? {
         await v.onView {
-            // a body that stalls for 60 s: the load cannot end before the view does
-            v.sd_internalSetImage(with: URL(string: servers!.fault + "/stall?webcache-\(UUID().uuidString)"),
+            // a body held until the test opens its gate: the load cannot end before the view does
+            v.sd_internalSetImage(with: url,
                                   placeholderImage: nil, options: [], context: context(m),
                                   setImageBlock: nil, progress: nil) { _, _, _, _, _, _ in called.add() }
         }
