@@ -17,6 +17,8 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -391,6 +393,20 @@ static void warm(void)
     }
 }
 
+/* The pool's end of the socket hung up (the pool freed, or its process
+ * killed): end this worker at once, even mid-decode — an orphan would go
+ * on spending its budget on a result nobody reads. */
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct pollfd pf = {SD__ISO_FD, POLLRDHUP, 0};
+        if (poll(&pf, 1, -1) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            _exit(0);
+    }
+    return NULL;
+}
+
 int sd_worker_main(int argc, char **argv)
 {
     if (argc < 2 || argv == NULL || argv[1] == NULL || strcmp(argv[1], SD__ISO_ARG) != 0)
@@ -404,6 +420,10 @@ int sd_worker_main(int argc, char **argv)
     (void)syscall(SYS_close_range, SD__ISO_FD + 1, ~0U, 0);
 #endif
     signal(SIGPIPE, SIG_IGN);
+    pthread_t dog;
+    if (pthread_create(&dog, NULL, watchdog, NULL) != 0)
+        _exit(70);
+    pthread_detach(dog);
     if (chdir("/") != 0)
         _exit(65);
     warm();

@@ -10,6 +10,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,6 +386,69 @@ static int test_cancel(void)
 #endif
 }
 
+/* A worker whose pool's process dies (SIGKILL) ends too, even mid-decode:
+ * no orphan goes on burning its budget on a result nobody reads. */
+static int test_orphan(void)
+{
+#ifdef SD_TEST_WITH_SVG
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t child = fork();
+    ASSERT(child >= 0);
+    if (child == 0) { /* the pool's process: a hostile decode, its worker's pid told, then killed */
+        close(fds[0]);
+        sd_isolate_limits patient = {.cpu_ms = (int64_t)1 << 40, .wall_ms = (int64_t)1 << 40};
+        sd_isolate_pool *pool;
+        if (sd_isolate_pool_new(SD_WORKER_PATH, 1, &patient, &pool) != SD_OK)
+            _exit(1);
+        cancel_job j = {pool,
+                        "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
+                        "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
+                        "<rect width='4000' height='4000' filter='url(#f)'/></svg>",
+                        0, 0, ""};
+        pthread_t t;
+        pthread_create(&t, NULL, cancel_thread, &j);
+        int pid = 0;
+        while (sd_isolate_pool_pids(pool, &pid, 1) == 0)
+            usleep(10000);
+        if (write(fds[1], &pid, sizeof pid) != (ssize_t)sizeof pid)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    int worker = 0;
+    ASSERT_EQ(read(fds[0], &worker, sizeof worker), (ssize_t)sizeof worker);
+    close(fds[0]);
+    usleep(100000); /* the decode under way */
+    ASSERT_EQ(kill(child, SIGKILL), 0);
+    ASSERT_EQ(waitpid(child, NULL, 0), child);
+    /* the worker goes (or is a zombie of whoever adopted it) */
+    int gone = 0;
+    for (int i = 0; i < 12000 && !gone; i++) {
+        char path[64], state = 0;
+        snprintf(path, sizeof path, "/proc/%d/stat", worker);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            gone = 1;
+            break;
+        }
+        if (fscanf(f, "%*d %*s %c", &state) == 1 && (state == 'Z' || state == 'X'))
+            gone = 1;
+        fclose(f);
+        if (!gone)
+            usleep(10000);
+    }
+    if (!gone) {
+        kill(worker, SIGKILL);
+        SD_TEST_FAIL_("worker %d outlived its pool's process", worker);
+    }
+    return 0;
+#else
+    return 77;
+#endif
+}
+
 /* A reply whose memfd is not sealed could be shrunk under the mapping
  * (SIGBUS here): refused, and that worker not trusted again. */
 static int test_unsealed_refused(void)
@@ -460,6 +524,7 @@ int main(int argc, char **argv)
         {"sandbox_kills", test_sandbox_kills},
         {"limits", test_limits},
         {"cancel", test_cancel},
+        {"orphan", test_orphan},
         {"unsealed_refused", test_unsealed_refused},
         {"descriptors", test_descriptors},
         {"arguments", test_arguments},
