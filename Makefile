@@ -24,7 +24,8 @@ DEB_PACKAGES := debhelper dpkg-dev lintian fakeroot man-db systemd rsync patchel
 # so apt leaves no system nginx or redis-server running (scripts/check-deps.sh).
 TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abigail-tools \
                  redis-server libgtk-4-dev libgl1-mesa-dri xvfb xdotool imagemagick python3-pil libvips-dev \
-                 liblcms2-utils colord-data libgs-common libheif-examples libjxl-tools librsvg2-bin
+                 liblcms2-utils colord-data libgs-common libheif-examples libjxl-tools librsvg2-bin \
+                 libjpeg-turbo-progs
 
 .PHONY: all deps deps-test deps-demo deps-deb test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
         test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install deb test-deb clean

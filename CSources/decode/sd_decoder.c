@@ -116,6 +116,8 @@ int sd_decoder_set(sd_decoder *dec, sd_decoder_param param, int64_t v)
     case SD_DEC_COLOR_MANAGE: dec->color.manage = v != 0; break;
     case SD_DEC_RENDER_DEADLINE_MS: SD__RETURN_IF(v < 0, SD_EINVAL); dec->render_deadline_ms = v; break;
     case SD_DEC_PREVIEW_FRAME_BYTES: dec->preview_frame_bytes = v; break;
+    case SD_DEC_SETTLE_LEVELS: SD__RETURN_IF(v > 255, SD_EINVAL); dec->settle_levels = v; break;
+    case SD_DEC_END_WHEN_SETTLED: dec->end_when_settled = v != 0; break;
     default: return SD_EINVAL;
     }
     return SD_OK;
@@ -146,6 +148,10 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
     case SD_DEC_COLOR_MANAGE: *v = dec->color.manage; return SD_OK;
     case SD_DEC_RENDER_DEADLINE_MS: *v = dec->render_deadline_ms; return SD_OK;
     case SD_DEC_PREVIEW_FRAME_BYTES: *v = dec->preview_frame_bytes; return SD_OK;
+    case SD_DEC_SETTLE_LEVELS: *v = dec->settle_levels; return SD_OK;
+    case SD_DEC_END_WHEN_SETTLED: *v = dec->end_when_settled; return SD_OK;
+    case SD_DEC_INFO_SETTLED: *v = dec->settled; return SD_OK;
+    case SD_DEC_INFO_SETTLE_BOUND: *v = dec->settle_bound; return SD_OK;
     case SD_DEC_INFO_DECLINED:
         SD__RETURN_IF(dec->format == SD_FORMAT_UNKNOWN && !dec->declined, SD_EAGAIN);
         *v = dec->declined;

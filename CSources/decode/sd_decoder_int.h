@@ -70,6 +70,10 @@ struct sd_decoder {
     int64_t scans, rows, previews_rendered, warnings;
     int complete;
     int end_reached; /* the codec saw the end of the image */
+    int64_t settle_levels;  /* SD_DEC_SETTLE_LEVELS */
+    int64_t end_when_settled; /* SD_DEC_END_WHEN_SETTLED (the sink's) */
+    int settled;            /* stopped early: the rest cannot move the output past settle_levels */
+    int64_t settle_bound;   /* ... the bound then, in hundredths of a level */
 
     /* frames: an animated codec sets `animated`/`loop_count` with its
      * header and announces each complete frame; a still has none listed */

@@ -438,6 +438,7 @@ void sd__easy_metrics(sd__xfer *x)
     if (curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &v) == CURLE_OK)
         x->metrics[SD_METRIC_TOTAL_MS] = (double)v / 1e3;
     x->metrics[SD_METRIC_BYTES] = (double)x->len - x->metrics[SD_METRIC_RESUMED_BYTES]; /* from the network */
+    x->metrics[SD_METRIC_FULL_LENGTH] = (double)x->resp->expected;
     if (curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &lv) == CURLE_OK)
         x->metrics[SD_METRIC_HTTP_VERSION] = lv == CURL_HTTP_VERSION_2_0 ? 20
                                            : lv == CURL_HTTP_VERSION_1_1 ? 11

@@ -28,9 +28,9 @@
 #define SD__REQ_PARAM_SLOTS 32 /* room for every sd_request_param (sd_request.c lists them) */
 #define SD__REQ_STRING_SLOTS 32 /* room for every sd_request_string (sd_request.c lists them) */
 #define SD__REQ_NSINK_PARAMS 32
-#define SD__NMETRICS (SD_METRIC_RESUMED_BYTES + 1)   /* one per sd_metric */
+#define SD__NMETRICS (SD_METRIC_ENDED_EARLY + 1)   /* one per sd_metric */
 
-_Static_assert(SD__NMETRICS == 13, "a new sd_metric needs collecting in sd_easy.c");
+_Static_assert(SD__NMETRICS == 15, "a new sd_metric needs collecting in sd_easy.c");
 
 struct sd_request {
     char *url;

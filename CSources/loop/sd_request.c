@@ -461,7 +461,7 @@ void *sd_result_take_output(sd_result *r, void (**output_free)(void *))
 
 double sd_result_metric(const sd_result *r, sd_metric m)
 {
-    if (r == NULL || (int)m < 1 || (int)m > SD_METRIC_RESUMED_BYTES)
+    if (r == NULL || (int)m < 1 || (int)m >= SD__NMETRICS)
         return 0;
     return r->metrics[m];
 }

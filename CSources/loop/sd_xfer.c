@@ -129,6 +129,12 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
 {
     if (x->state == XF_QUEUED)
         sd__queue_unlink(l, x);
+    /* The sink's done while bytes were still coming (or refused): with
+     * SD_OK, its output is complete without the rest (SD_DEC_END_WHEN_
+     * SETTLED), and the body is a prefix of the file. */
+    int early = done != NULL && status == SD_OK && (x->easy != NULL || x->rejected);
+    if (early && x->easy)
+        sd__easy_metrics(x);
     if (x->easy) {
         curl_multi_remove_handle(l->multi, x->easy);
         sd__easy_recycle(l, x->easy, x->req->params[SD_REQ_COOKIES] != 0);
@@ -163,6 +169,8 @@ void sd__complete(sd_loop *l, sd__xfer *x, int status, const char *msg, sd_sink_
         r->body_cap = x->cap;
         x->body = NULL;
         memcpy(r->metrics, x->metrics, sizeof r->metrics);
+        if (early && (r->response == NULL || r->response->expected == 0 || r->body_len < r->response->expected))
+            r->metrics[SD_METRIC_ENDED_EARLY] = 1;
         if (done) {
             r->output = done->output;
             r->output_free = done->output_free;

@@ -14,7 +14,7 @@
 #include "sdcore/sd_decode_sink.h"
 #include "work/sd_work.h"
 
-#define SD__JOB_INFO_COUNT (SD_DEC_INFO_COLOR_SPACE - SD_DEC_INFO_FORMAT + 1)
+#define SD__JOB_INFO_COUNT (SD_DEC_INFO_SETTLE_BOUND - SD_DEC_INFO_FORMAT + 1)
 /* Bytes queued for the decoder before the transfer is paused (back-pressure:
  * a decoder slower than the network does not buffer a 200 MiB body twice). */
 #define SD__JOB_MAX_QUEUED ((size_t)32 << 20)
@@ -53,11 +53,13 @@ typedef struct sd__job {
     /* worker-only (one worker at a time) */
     sd_decoder *dec;
     int failed, done_sent;
-    int rejected; /* atomic: set once by the worker, read by the loop */
+    int rejected; /* atomic: set once by the worker, read by the loop (not an
+                   * image, or settled early: read no more of the body) */
     int declined; /* atomic: the format is another decoder's (SD_DEC_FORMATS):
                    * set once by the worker; pushes are dropped, the body
                    * passes through, the done carries no bitmap */
     int previews;
+    int end_early; /* SD_DEC_END_WHEN_SETTLED: done as soon as the decoder settles */
     int64_t preview_interval_ms, last_preview_ms, last_preview_mark;
     int framed;             /* SD_DEC_PREVIEW_FRAME_BYTES set: partials are sd_preview */
     int64_t frame_bytes;    /* of frames still to send */
@@ -286,6 +288,20 @@ static void run_job(sd__job *j)
             send_done(j, rc, bmp);
             return;
         }
+        int64_t settled = 0;
+        if (j->end_early && !input_done && sd_decoder_get(j->dec, SD_DEC_INFO_SETTLED, &settled) == SD_OK &&
+            settled) {
+            /* complete at its size: the rest of the body is not needed.
+             * room() refuses from now on and the done ends the transfer. */
+            __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
+            sd_bitmap *bmp = NULL;
+            int rc = sd_decoder_finish(j->dec);
+            if (rc == SD_OK)
+                rc = sd_decoder_take_bitmap(j->dec, &bmp);
+            j->decode_ms += sd__now_msf() - t0;
+            send_done(j, rc, bmp);
+            return;
+        }
         if (j->previews && !input_done)
             maybe_preview(j);
         j->decode_ms += sd__now_msf() - t0;
@@ -324,6 +340,8 @@ static int sink_open(void *ctx, const sd_request *req, sd_sink_port *port, void 
             j->preview_interval_ms = v;
         else if (key == SD_DEC_PREVIEW_FRAME_BYTES)
             j->framed = (j->frame_bytes = v) > 0;
+        else if (key == SD_DEC_END_WHEN_SETTLED)
+            j->end_early = v != 0;
         rc = sd_decoder_set(j->dec, (sd_decoder_param)key, v);
     }
     const void *data;

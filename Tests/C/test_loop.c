@@ -51,6 +51,7 @@ typedef struct {
     uint8_t *body;
     double metrics[16];
     int64_t info_complete;
+    char sha[65]; /* of the bitmap, when one came */
 } collect;
 
 static void collect_init(collect *c)
@@ -120,6 +121,7 @@ static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
     if (b) {
         c->width = sd_bitmap_width(b);
         c->height = sd_bitmap_height(b);
+        sd_bitmap_sha256(b, c->sha);
         sd_bitmap_free(b);
     }
     sd_result_take_body_block(r, &c->body, &c->body_len, &c->body_cap);
@@ -127,7 +129,7 @@ static void ev_complete(sd_transfer_id id, sd_result *r, void *u)
     size_t again_len = 1, again_cap = 1; /* taken: nothing left, no capacity */
     if (sd_result_take_body_block(r, &again, &again_len, &again_cap) != SD_OK || again || again_len || again_cap)
         c->take_bad = 1;
-    for (int m = 1; m <= SD_METRIC_RESUMED_BYTES; m++)
+    for (int m = 1; m <= SD_METRIC_ENDED_EARLY; m++)
         c->metrics[m] = sd_result_metric(r, (sd_metric)m);
     sd_result_decoder_info(r, SD_DEC_INFO_COMPLETE, &c->info_complete);
     sd_result_free(r);
@@ -247,6 +249,19 @@ static int setup_servers(void)
             return -1;
     }
     char cmd[2048];
+    /* a photograph as progressive JPEG with the DC and the chroma whole in
+     * its first scans (mozjpeg's kind of script; cjpeg from libjpeg-turbo-progs) */
+    snprintf(path, sizeof path, "%s/trickle", WWW);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/scans.txt", tmpdir);
+    static const char scans[] = "0 1 2: 0 0 0 0;\n1: 1 63 0 0;\n2: 1 63 0 0;\n0: 1 5 0 1;\n0: 6 63 0 1;\n0: 1 63 1 0;\n";
+    if (write_file(path, (const uint8_t *)scans, sizeof scans - 1) != 0 || sd_corpus_dir() == NULL)
+        return -1;
+    snprintf(cmd, sizeof cmd,
+             "djpeg %s/exif-orientation/Landscape_1.jpg | cjpeg -quality 85 -scans %s -outfile %s/trickle/settle.jpg",
+             sd_corpus_dir(), path, WWW);
+    if (system(cmd) != 0)
+        return -1;
     snprintf(cmd, sizeof cmd, "bash %s/Tests/Servers/servers.sh start %s %d", SD_SOURCE_DIR, tmpdir,
              (int)getpid());
     if (system(cmd) != 0)
@@ -1090,6 +1105,88 @@ static int test_decoder_params_and_previews(void)
     ASSERT(c.previews >= 1);
     ASSERT(c.width == 640 && c.info_complete == 1);
     collect_free(&c);
+    sd_loop_free(l);
+    return 0;
+}
+
+/* ---- a thumbnail ends its transfer once settled (SD_DEC_END_WHEN_SETTLED) ---- */
+
+static void set_settle(sd_request *r, void *a)
+{
+    int end_early = a != NULL;
+    sd_request_set_decoder_param(r, SD_DEC_MAX_PIXEL_SIZE, 225); /* 1/8 of 1800 */
+    sd_request_set_decoder_param(r, SD_DEC_SHRINK_ON_LOAD_MARGIN, 1);
+    sd_request_set_decoder_param(r, SD_DEC_END_WHEN_SETTLED, end_early);
+}
+
+/* The bytes nginx sent for its `n`-th request of `uri` (its access log,
+ * written when the request ends: after the client hung up too); -1 if the
+ * line never came. */
+static long long nginx_sent(const char *uri, int n)
+{
+    char path[1100], line[512], u[256];
+    snprintf(path, sizeof path, "%s/trickle.log", tmpdir);
+    for (int i = 0; i < 12000; i++) { /* two minutes of 10 ms naps at least */
+        FILE *f = fopen(path, "r");
+        int seen = 0;
+        long long bytes = -1, b;
+        int status;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "%255s %d %lld", u, &status, &b) == 3 && strcmp(u, uri) == 0 && ++seen == n)
+                bytes = b;
+        if (f)
+            fclose(f);
+        if (bytes >= 0)
+            return bytes;
+        usleep(10000);
+    }
+    return -1;
+}
+
+static int test_settle_ends_transfer(void)
+{
+    char file[1100];
+    snprintf(file, sizeof file, "%s/trickle/settle.jpg", WWW);
+    size_t n;
+    uint8_t *jpg = sd_read_file(file, &n);
+    ASSERT_NOT_NULL(jpg);
+    /* what the whole file gives at this plan: the reference */
+    sd_decoder *d;
+    sd_bitmap *whole;
+    char sha[65];
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 225));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_SHRINK_ON_LOAD_MARGIN, 1));
+    ASSERT_OK(sd_decoder_decode(d, jpg, n, &whole));
+    sd_bitmap_sha256(whole, sha);
+    sd_bitmap_free(whole);
+    sd_decoder_free(d);
+    sd_loop *l = new_loop();
+    ASSERT_NOT_NULL(l);
+    /* ended early: complete at its size, the body a prefix, nginx sent
+     * less than half the file (the DC and chroma scans are ~15% of it) */
+    collect c;
+    ASSERT_OK(fetch(l, url(HTTP, "/trickle/settle.jpg"), set_settle, "end", &c));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(c.info_complete, 1);
+    ASSERT(strcmp(c.sha, sha) == 0);
+    ASSERT_EQ(c.metrics[SD_METRIC_ENDED_EARLY], 1);
+    ASSERT_EQ(c.metrics[SD_METRIC_FULL_LENGTH], (double)n);
+    ASSERT(c.body_len < n / 2 && c.metrics[SD_METRIC_BYTES] == (double)c.body_len);
+    ASSERT(memcmp(c.body, jpg, c.body_len) == 0); /* the file's first bytes */
+    collect_free(&c);
+    free(jpg);
+    long long sent = nginx_sent("/trickle/settle.jpg", 1);
+    printf("  ended early: nginx sent %lld of %zu bytes\n", sent, n);
+    ASSERT(sent > 0 && sent < (long long)n / 2);
+    /* off (the default): the whole body, the same pixels */
+    ASSERT_OK(fetch(l, url(HTTP, "/trickle/settle.jpg"), set_settle, NULL, &c));
+    ASSERT_OK(c.status);
+    ASSERT(strcmp(c.sha, sha) == 0);
+    ASSERT_EQ(c.metrics[SD_METRIC_ENDED_EARLY], 0);
+    ASSERT(c.body_len == n);
+    collect_free(&c);
+    ASSERT_EQ(nginx_sent("/trickle/settle.jpg", 2), (long long)n);
     sd_loop_free(l);
     return 0;
 }
@@ -2800,6 +2897,7 @@ int main(int argc, char **argv)
         {"bytes_only_body_kept", test_bytes_only_body_kept},
         {"body_block_pool", test_body_block_pool},
         {"decoder_params_and_previews", test_decoder_params_and_previews},
+        {"settle_ends_transfer", test_settle_ends_transfer},
         {"declined_format", test_declined_format},
         {"animation_frames_as_partials", test_animation_frames_as_partials},
         {"faults", test_faults},

@@ -208,6 +208,22 @@ typedef enum sd_decoder_param {
      * (0, the default: no frames; a decoder alone only keeps the value).
      * Since 0.10. */
     SD_DEC_PREVIEW_FRAME_BYTES = 21,
+    /* A progressive JPEG read for a reduced size stops at the first scan
+     * boundary where the scans still to come can move no output sample by
+     * more than this many levels (at the planned DCT scale, before the
+     * filter; each side's rounding may add one): for every coefficient the
+     * reduced IDCT reads, its successive-approximation bits still missing
+     * times its quantizer times its basis' largest value, summed, through
+     * YCbCr to RGB. The image is then complete at that size
+     * (SD_DEC_INFO_SETTLED). 0 (default): only when nothing can change it
+     * (the output is the whole file's, byte for byte). Since 0.11. */
+    SD_DEC_SETTLE_LEVELS = 22,
+    /* For a decode sink: 1 ends the transfer as soon as the image is
+     * settled (SD_DEC_INFO_SETTLED): the result is complete at its size,
+     * its body a prefix of the file (SD_METRIC_ENDED_EARLY). Default 0: the
+     * body is read to its end. A decoder alone only keeps the value.
+     * Since 0.11. */
+    SD_DEC_END_WHEN_SETTLED = 23,
 
     /* ---- Information (read-only; SD_EAGAIN until the header is known). ---- */
     SD_DEC_INFO_FORMAT = 100,      /* sd_format; known after a few bytes */
@@ -244,7 +260,15 @@ typedef enum sd_decoder_param {
     SD_DEC_INFO_LOAD_WIDTH = 118,
     SD_DEC_INFO_LOAD_HEIGHT = 119,
     /* sd_color_space: what the source's colours were. Since 0.10. */
-    SD_DEC_INFO_COLOR_SPACE = 120
+    SD_DEC_INFO_COLOR_SPACE = 120,
+    /* 1 when the codec stopped before the end of its input because the
+     * rest cannot move the output at its size by more than
+     * SD_DEC_SETTLE_LEVELS: the image is complete up to SD_DEC_INFO_LOAD_
+     * WIDTH x HEIGHT (a later load that reduces as far or further may
+     * decode the same bytes). Since 0.11. */
+    SD_DEC_INFO_SETTLED = 121,
+    /* The bound it stopped at, in hundredths of a level (0: exact). Since 0.11. */
+    SD_DEC_INFO_SETTLE_BOUND = 122
 } sd_decoder_param;
 
 /*

@@ -27,7 +27,15 @@ typedef enum sd_metric {
     SD_METRIC_REDIRECTS = 9,
     SD_METRIC_SINK_MS = 10,        /* time the body sink worked (decoding) */
     SD_METRIC_CONNECTIONS = 11,    /* new connections opened (0 = reused) */
-    SD_METRIC_RESUMED_BYTES = 12   /* bytes reused from sd_request_set_resume */
+    SD_METRIC_RESUMED_BYTES = 12,  /* bytes reused from sd_request_set_resume */
+    /* The whole file's length when the server told it (Content-Length, or
+     * a resumed range's end), else 0. Since 0.11. */
+    SD_METRIC_FULL_LENGTH = 13,
+    /* 1 when the body sink ended the transfer on purpose once its output
+     * was complete (SD_DEC_END_WHEN_SETTLED): the status is SD_OK and the
+     * body is a prefix of the file, SD_METRIC_BYTES of FULL_LENGTH. Such a
+     * body is not the file: keep it only as what it is. Since 0.11. */
+    SD_METRIC_ENDED_EARLY = 14
 } sd_metric;
 
 /* ---- responses and results ----

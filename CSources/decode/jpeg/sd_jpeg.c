@@ -12,6 +12,7 @@
  * down to SD_DEC_SHRINK_ON_LOAD_MARGIN times its size (the resampler in
  * sd_decoder.c finishes).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +57,7 @@ typedef struct {
     int recovering;
     int cmyk;
     int convert_rows; /* colour-convert rows as they are written (sd__color_rows_begin) */
+    int managed;      /* CMYK, or a profile converts the colours (settle_bound) */
     int cmyk_profile; /* a CMYK JPEG whose profile converts its rows (sd__color_cmyk_begin) */
     sd_bitmap *canvas;
     int rest_cleared; /* rows below the decoded ones were zeroed for a preview */
@@ -265,6 +267,7 @@ static int on_header(sd_decoder *d, sd__jpeg *j)
     for (JDIMENSION y = 0; y < c->output_height; y++)
         j->rows[y] = j->canvas->pixels + (size_t)y * j->canvas->stride;
     j->convert_rows = !j->cmyk && sd__color_rows_begin(&d->color, sd__decoder_full_size(d));
+    j->managed = j->cmyk || sd__color_needed(&d->color);
     /* jpgicc's reading: Adobe's APP14 means the values are stored inverted */
     j->cmyk_profile = j->cmyk && sd__color_cmyk_begin(&d->color, c->saw_Adobe_marker);
     return SD_OK;
@@ -384,21 +387,52 @@ static const uint8_t zigzag_natural[DCTSIZE2] = {
     41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
     30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
-/* Every coefficient each component's reduced IDCT reads is known to its
- * last bit in the completed scans: the rest of the file cannot change the
- * output at this scale. */
-static int reads_final(const sd__jpeg *j)
+/*
+ * How far the scans still to come can move an output sample, in whole
+ * levels. For every coefficient a component's (reduced) IDCT reads: the
+ * successive-approximation bits it still misses (2^Al - 1 quantized units;
+ * a coefficient with no bits yet is unbounded) times its quantizer times
+ * the largest value of its basis function at that scale, a(u) a(v) / 8
+ * with a(0) = 1 and a(k > 0) = sqrt 2 (the 8x8 IDCT's; libjpeg's reduced
+ * ones weigh an AC term at most 1.28 per side, jidctred.c). A component's
+ * samples are rounded, so they move by that sum rounded up; YCbCr then goes
+ * through the RGB tables (B moves by Y's change + 1.772 Cb's, rounded up),
+ * upsampling only averages. Colour managed and CMYK files settle only when
+ * nothing can change (a profile may stretch any change). 0 when every
+ * coefficient read is final: the rest of the file cannot change the output
+ * at this scale at all.
+ */
+static double settle_bound(const sd__jpeg *j)
 {
     const struct jpeg_decompress_struct *c = &j->cinfo;
+    double comp[4] = {0, 0, 0, 0};
     for (int ci = 0; ci < c->num_components; ci++) {
         int size = c->comp_info[ci].DCT_scaled_size;
-        if (size >= DCTSIZE)
-            return 0;
-        for (int k = 0; k < DCTSIZE2; k++)
-            if (j->done_bits[ci][k] != 0 && idct_reads(size, zigzag_natural[k]))
-                return 0;
+        const JQUANT_TBL *q = c->comp_info[ci].quant_table;
+        double sum = 0;
+        for (int k = 0; k < DCTSIZE2; k++) {
+            int nat = zigzag_natural[k], bits = j->done_bits[ci][k];
+            if (bits == 0 || !idct_reads(size, nat))
+                continue;
+            if (bits < 0 || q == NULL || bits > 13)
+                return HUGE_VAL;
+            double a = (nat / DCTSIZE ? 1.4142135623730951 : 1.0) * (nat % DCTSIZE ? 1.4142135623730951 : 1.0);
+            sum += (double)((1 << bits) - 1) * q->quantval[nat] * a / 8.0;
+        }
+        comp[ci] = ceil(sum - 1e-9); /* the IDCT rounds each sample */
     }
-    return 1;
+    double worst = 0;
+    for (int ci = 0; ci < c->num_components; ci++)
+        worst = fmax(worst, comp[ci]);
+    if (worst > 0 && j->managed)
+        return HUGE_VAL;
+    if (c->num_components == 3 && c->jpeg_color_space == JCS_YCbCr) {
+        double r = comp[0] + ceil(1.402 * comp[2] - 1e-9);
+        double g = comp[0] + ceil(0.344136 * comp[1] + 0.714136 * comp[2] - 1e-9);
+        double b = comp[0] + ceil(1.772 * comp[1] - 1e-9);
+        return fmax(r, fmax(g, b));
+    }
+    return worst;
 }
 
 static void snapshot_bits(sd__jpeg *j)
@@ -443,7 +477,7 @@ static int run(sd_decoder *d)
             /* scaled, progressive (not arithmetic: that one is read whole
              * at finish) and at most 4 components */
             j->early_stop = c->buffered_image && c->progressive_mode && !c->arith_code && c->coef_bits != NULL &&
-                            c->num_components <= 4 && c->scale_denom > 1;
+                            c->num_components <= 4 && (c->scale_denom > 1 || d->settle_levels > 0);
             if (j->early_stop) /* scan 1 has started: its bits are what the next SOS finds complete */
                 snapshot_bits(j);
             break;
@@ -463,12 +497,16 @@ static int run(sd_decoder *d)
                     return SD_ECORRUPT;
                 }
                 d->scans = c->input_scan_number - 1;
-                if (j->early_stop && reads_final(j)) {
-                    /* The completed scans hold every bit the reduced IDCT
-                     * reads: render them, read no further (the output is
-                     * the full file's, byte for byte; no smoothing, which
-                     * would look at the scan just announced). */
+                double bound = j->early_stop ? settle_bound(j) : HUGE_VAL;
+                if (bound <= (double)d->settle_levels) {
+                    /* The completed scans hold what the reduced IDCT reads
+                     * to within the tolerance (at 0, every bit: the output
+                     * is the whole file's, byte for byte): render them,
+                     * read no further (no smoothing, which would look at
+                     * the scan just announced). */
                     c->do_block_smoothing = FALSE;
+                    d->settled = 1;
+                    d->settle_bound = (int64_t)ceil(bound * 100);
                     render_scan(d, j, c->input_scan_number - 1);
                     d->end_reached = 1;
                     j->phase = PH_DONE;
