@@ -152,6 +152,12 @@ public struct DecodeOptions: Sendable, Equatable {
     /// `thumbnailPixelSize`, `preserveAspectRatio`, `applyOrientation` and
     /// `scaleDownLimitBytes`. nil: those.
     public var render: RenderPlan?
+    /// A progressive JPEG read for a reduced size may stop before its end
+    /// once the scans still to come can move no output sample by more than
+    /// this many levels (`SD_DEC_SETTLE_LEVELS`): the image is then complete
+    /// at its size (`ImageDecoder.isSettled`). 0, the default: only when
+    /// nothing can change it (the output is the whole file's).
+    public var settleLevels = 0
 
     /// The scale-down budget SDWebImage's `scaleDownLargeImages` uses, in bytes of decoded bitmap.
     public static let defaultScaleDownLimitBytes = Int(SD_DEFAULT_SCALE_DOWN_BYTES)
@@ -217,6 +223,7 @@ public struct DecodeOptions: Sendable, Equatable {
         p.append((SD_DEC_RESAMPLE_LINEAR, resampling.linearLight ? 1 : 0))
         p.append((SD_DEC_SHRINK_ON_LOAD_MARGIN, Int64(resampling.shrinkOnLoadMargin)))
         p.append((SD_DEC_COLOR_MANAGE, colorManagement == .convertToSRGB ? 1 : 0))
+        if settleLevels > 0 { p.append((SD_DEC_SETTLE_LEVELS, Int64(min(255, settleLevels)))) }
         if let formats {
             // bit per core format; an empty set still declines everything (bit 63, no format)
             let mask = formats.reduce(Int64(1) << 62) { m, f in f.isCore && f.rawValue < 62 ? m | Int64(1) << f.rawValue : m }
@@ -388,6 +395,10 @@ public final class ImageDecoder {
     public var isProgressive: Bool? { info(SD_DEC_INFO_PROGRESSIVE).map { $0 != 0 } }
     /// Completed progressive scans (JPEG) or Adam7 passes (PNG).
     public var completedScans: Int { info(SD_DEC_INFO_SCANS) ?? 0 }
+    /// True once the decoder stopped before the end of its input because the
+    /// rest cannot move the output at its size past `DecodeOptions.settleLevels`
+    /// (`SD_DEC_INFO_SETTLED`): `finish()` gives a complete image.
+    public var isSettled: Bool { info(SD_DEC_INFO_SETTLED) == 1 }
     /// Previews rendered so far; grows by one per new preview.
     public var previewCount: Int { info(SD_DEC_INFO_PREVIEWS) ?? 0 }
 

@@ -285,8 +285,17 @@ public final class DataLoader: @unchecked Sendable {
             queuedMs: m(SD_METRIC_QUEUED_MS), decodeMs: m(SD_METRIC_SINK_MS),
             bytes: Int(m(SD_METRIC_BYTES)), httpVersion: Int(m(SD_METRIC_HTTP_VERSION)),
             redirects: Int(m(SD_METRIC_REDIRECTS)), newConnections: Int(m(SD_METRIC_CONNECTIONS)),
-            resumedBytes: Int(m(SD_METRIC_RESUMED_BYTES)))
-        return .success(DownloadResult(data: data, image: image, response: response, metrics: metrics))
+            resumedBytes: Int(m(SD_METRIC_RESUMED_BYTES)), fullLength: Int(m(SD_METRIC_FULL_LENGTH)),
+            endedEarly: m(SD_METRIC_ENDED_EARLY) == 1)
+        var result = DownloadResult(data: data, image: image, response: response, metrics: metrics)
+        if metrics.endedEarly {
+            var w: Int64 = 0, h: Int64 = 0
+            if sd_result_decoder_info(r, SD_DEC_INFO_LOAD_WIDTH, &w) == 0, sd_result_decoder_info(r, SD_DEC_INFO_LOAD_HEIGHT, &h) == 0 {
+                result.completeUpTo = (Int(w), Int(h))
+            }
+            result.resumable = ResumableData(response: response, partial: data)
+        }
+        return .success(result)
     }
 
     fileprivate static func response(of r: OpaquePointer) -> DownloadResponse {

@@ -53,6 +53,12 @@ public struct DownloadRequest: Sendable {
     public var decodeOptions = DecodeOptions()
     /// Deliver previews while loading (SDWebImage's progressiveLoad).
     public var progressivePreviews = false
+    /// End the transfer as soon as the decoded image is complete at its size
+    /// (a thumbnail of a progressive JPEG, `DecodeOptions.settleLevels`):
+    /// the result's `data` is then the file's first bytes, marked by
+    /// `DownloadMetrics.endedEarly` and `DownloadResult.completeUpTo`
+    /// (`SD_DEC_END_WHEN_SETTLED`). Off by default.
+    public var endsWhenSettled = false
     /// With `progressivePreviews`: an animation's frames come as previews
     /// (`LoaderPreview.frame`) as they complete, until they total this many
     /// bytes (`SD_DEC_PREVIEW_FRAME_BYTES`); 0: none.
@@ -172,6 +178,9 @@ extension DownloadRequest {
         }
         if rc == 0, var render = o.render?.core {
             rc = sd_request_set_render(r, &render)
+        }
+        if q.decode && q.endsWhenSettled && rc == 0 {
+            rc = sd_request_set_decoder_param(r, SD_DEC_END_WHEN_SETTLED, 1)
         }
         if q.framesPreviews && rc == 0 {
             rc = sd_request_set_decoder_param(r, SD_DEC_PREVIEW_FRAME_BYTES, Int64(q.animationFrameBytes))

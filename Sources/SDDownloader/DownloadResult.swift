@@ -47,6 +47,13 @@ public struct DownloadMetrics: Sendable {
     public let newConnections: Int
     /// Body bytes reused from `DownloadRequest.resume` (not fetched again).
     public var resumedBytes = 0
+    /// The whole file's length when the server told it (Content-Length, or a
+    /// resumed range's end), else 0.
+    public var fullLength = 0
+    /// The transfer was ended on purpose once the image was complete at its
+    /// size (`DownloadRequest.endsWhenSettled`): `DownloadResult.data` is a
+    /// prefix of the file, `bytes` of `fullLength`.
+    public var endedEarly = false
 }
 
 /// A finished download: the body, its image, the response and timings.
@@ -59,4 +66,14 @@ public struct DownloadResult: Sendable {
     public let response: DownloadResponse?
     /// Timings and sizes.
     public let metrics: DownloadMetrics
+    /// When the transfer ended early (`metrics.endedEarly`): the largest
+    /// load size (stored orientation) `data` is complete for. A decode that
+    /// reduces the source this far or further, at the same settle levels,
+    /// gets the same image from these bytes; anything larger needs the rest
+    /// of the file. nil for a whole body.
+    public var completeUpTo: (width: Int, height: Int)?
+    /// When the transfer ended early and the server can send the rest
+    /// (ranges and a strong validator): what `DownloadRequest.resume` takes
+    /// to fetch only the missing bytes (`Range` + `If-Range`).
+    public var resumable: ResumableData?
 }

@@ -80,6 +80,42 @@ struct DataLoaderTests {
         await #expect(throws: DownloadError.self) { try await loader.load(request) }
     }
 
+    @Test("A thumbnail's transfer ends once its image is settled; the rest comes by Range when asked")
+    func endsWhenSettled() async throws {
+        let s = try #require(servers)
+        let file = try Data(contentsOf: s.www.appendingPathComponent("trickle/settle.jpg"))
+        let loader = try DataLoader()
+        var options = DecodeOptions.thumbnail(maxPixelSize: 225)  // 1/8 of the 1800 px photo
+        options.resampling.shrinkOnLoadMargin = 1
+        var request = DownloadRequest.patient(s.url(s.http, "/trickle/settle.jpg"))
+        request.decodeOptions = options
+        request.endsWhenSettled = true
+        let early = try await loader.load(request)
+        let image = try #require(early.image)
+        // the whole file's thumbnail, pixel for pixel (settle levels 0: exact)
+        let reference = try ImageDecoder.decode([UInt8](file), options: options)
+        let pixels = { (b: Bitmap) in b.withUnsafeBytes { Data($0) } }
+        #expect(image.isComplete && pixels(image.bitmap) == pixels(reference.bitmap))
+        #expect(early.metrics.endedEarly && early.metrics.fullLength == file.count)
+        #expect(early.data.count < file.count / 2 && early.data == file.prefix(early.data.count))
+        #expect(early.completeUpTo?.width == 225 && early.completeUpTo?.height == 150)
+        let sent = try #require(s.sent("/trickle/settle.jpg", request: 1))
+        #expect(sent < file.count / 2)
+        // the rest, by Range + If-Range on nginx's ETag: only the missing bytes
+        let resumable = try #require(early.resumable)
+        var full = DownloadRequest.patient(s.url(s.http, "/trickle/settle.jpg"))
+        full.resume = resumable
+        let whole = try await loader.load(full)
+        #expect(whole.response?.statusCode == 206 && whole.data == file)
+        #expect(!whole.metrics.endedEarly && whole.metrics.bytes == file.count - resumable.data.count)
+        #expect(whole.image?.bitmap.width == 1800 && whole.image?.isComplete == true)
+        #expect(s.sent("/trickle/settle.jpg", request: 2) == file.count - resumable.data.count)
+        // off (the default): the whole file
+        request.endsWhenSettled = false
+        let off = try await loader.load(request)
+        #expect(!off.metrics.endedEarly && off.data == file && off.completeUpTo == nil)
+    }
+
     @Test("maxConnectionsPerHost: six loads at once share one connection")
     func connectionsPerHost() async throws {
         let s = try #require(servers)

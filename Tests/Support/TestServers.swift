@@ -13,6 +13,8 @@ public final class TestServers: @unchecked Sendable {
     public let https: String
     public let fault: String
     public let www: URL
+    /// The servers' folder (nginx's logs: trickle.log, `sent(_:)`).
+    public let log: URL
 
     private init() throws {
         let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -34,6 +36,17 @@ public final class TestServers: @unchecked Sendable {
         try Data().write(to: img.appendingPathComponent("empty.jpg"))
         try Self.zeroHeight(Self.jpeg(width: 8, height: 8, progressive: false))
             .write(to: img.appendingPathComponent("zero.jpg"))
+        // a photograph as a progressive JPEG whose first scans hold the DC and
+        // the chroma whole (mozjpeg's kind of script): a thumbnail of it
+        // settles early (nginx sends /trickle/ slowly and logs what it sent)
+        let trickle = www.appendingPathComponent("trickle")
+        try FileManager.default.createDirectory(at: trickle, withIntermediateDirectories: true)
+        let scans = dir.appendingPathComponent("scans.txt")
+        try "0 1 2: 0 0 0 0;\n1: 1 63 0 0;\n2: 1 63 0 0;\n0: 1 5 0 1;\n0: 6 63 0 1;\n0: 1 63 1 0;\n"
+            .write(to: scans, atomically: true, encoding: .utf8)
+        let photo = repo.deletingLastPathComponent().appendingPathComponent("shared/corpus/exif-orientation/Landscape_1.jpg")
+        _ = system("djpeg '\(photo.path)' | cjpeg -quality 85 -scans '\(scans.path)' -outfile '\(trickle.path)/settle.jpg'")
+        self.log = dir
         // system(), not Process: Foundation's waitUntilExit can miss the exit
         // of a child that leaves background processes behind.
         let script = repo.appendingPathComponent("Tests/Servers/servers.sh").path
@@ -94,6 +107,22 @@ public final class TestServers: @unchecked Sendable {
     }
 
     public func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
+
+    /// The bytes nginx sent for its `n`-th request (1-based) of `uri` under
+    /// /trickle/ (its access log, written when the request ends, after the
+    /// client hung up too); nil if the line did not come within two minutes.
+    public func sent(_ uri: String, request n: Int) -> Int? {
+        for _ in 0..<1200 {
+            let lines = (try? String(contentsOf: log.appendingPathComponent("trickle.log"), encoding: .utf8)) ?? ""
+            let sizes = lines.split(separator: "\n").compactMap { line -> Int? in
+                let f = line.split(separator: " ")
+                return f.count == 3 && f[0] == uri ? Int(f[2]) : nil
+            }
+            if sizes.count >= n { return sizes[n - 1] }
+            usleep(100_000)
+        }
+        return nil
+    }
 
     /// How many requests the fault server's `/flaky?id=<id>` has had.
     public func flakyHits(_ id: String) -> Int { Int(faultGet("/hits?id=\(id)") ?? "") ?? -1 }
