@@ -292,7 +292,10 @@ static int test_properties(void)
     size_t n;
     ASSERT_OK(enc_png(src, 1, &png, &n));
     int planned = 0, decoded = 0;
-    for (int i = 0; i < 20000; i++) {
+    /* under valgrind a tenth: the library's memory on every path, the
+     * values checked by the release and ASan runs */
+    int rounds = sd_under_valgrind() ? 2000 : 20000;
+    for (int i = 0; i < rounds; i++) {
         sd_render r;
         sd_render_init(&r);
         r.width = (uint32_t)pick(&seed, sides, 13);
@@ -350,7 +353,7 @@ static int test_properties(void)
             decoded++;
         }
     }
-    ASSERT(planned > 5000 && decoded > 100);
+    ASSERT(planned > rounds / 4 && decoded > rounds / 200);
     sd_free(png);
     sd_bitmap_free(src);
     return 0;
