@@ -181,7 +181,16 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable 
     /// Decode a value another process stored and complete with it.
     private func deliver(_ entry: (data: Data, extended: Data?, stored: Date), _ load: FleetLoad) -> Bool {
         var image: SDImage?
-        if !load.options.contains(.avoidDecodeImage) {
+        let partial = entry.extended.flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.partial
+        if let partial {
+            // the owner's thumbnail transfer ended early: its first bytes
+            // serve a thumbnail as small, never the file or a larger decode
+            let limits = (loader as? SDWebImageDownloader)?.config.decodeLimits ?? DecodeLimits()
+            guard !load.options.contains(.avoidDecodeImage),
+                  let thumb = SDImageCacheDecodePartialImageData(entry.data, load.key, load.options, load.context,
+                                                                 partial: partial, limits: limits) else { return false }
+            image = thumb
+        } else if !load.options.contains(.avoidDecodeImage) {
             // the owner's finished transfer, checksummed: a truncated image
             // in it is the origin's, served as the downloader served it
             // another process's bytes get the caps the downloader would apply
@@ -206,6 +215,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable 
     /// its own copy as it would after a fetch.
     static func response(_ url: URL, _ extended: Data?) -> HTTPURLResponse? {
         var headers: [String: String] = [:]
+        var status = 200
         if let extended, let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: extended) {
             if let e = v.etag { headers["ETag"] = e }
             if let l = v.lastModified { headers["Last-Modified"] = l }
@@ -213,8 +223,14 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable 
                 let left = Int(f.timeIntervalSinceNow.rounded(.down))
                 if left > 0 { headers["Cache-Control"] = "max-age=\(left)" }
             }
+            if let p = v.partial {  // the manager stores the bytes as what they are
+                status = 206
+                headers["Content-Range"] = "bytes 0-\(max(0, p.length - 1))/\(p.fullLength > 0 ? String(p.fullLength) : "*")"
+                headers[SDWebImageHTTPValidators.settledHeader] =
+                    "\(p.completeUpToWidth)x\(p.completeUpToHeight); levels=\(p.settleLevels)"
+            }
         }
-        return HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)
+        return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
     }
 
     /// Fetch through the inner loader; as the owner, put the bytes in Redis

@@ -46,6 +46,10 @@ public final class TestServers: @unchecked Sendable {
             .write(to: scans, atomically: true, encoding: .utf8)
         let photo = repo.deletingLastPathComponent().appendingPathComponent("shared/corpus/exif-orientation/Landscape_1.jpg")
         _ = system("djpeg '\(photo.path)' | cjpeg -quality 85 -scans '\(scans.path)' -outfile '\(trickle.path)/settle.jpg'")
+        // grey, libjpeg's own script: its first scan holds the DC less one
+        // bit, enough for a thumbnail within a level (the exact rule needs
+        // the DC refinement, past half the file)
+        _ = system("djpeg '\(photo.path)' | cjpeg -quality 85 -grayscale -progressive -outfile '\(trickle.path)/grey.jpg'")
         self.log = dir
         // system(), not Process: Foundation's waitUntilExit can miss the exit
         // of a child that leaves background processes behind.

@@ -87,17 +87,33 @@ extension SDImageCache {
     }
 
     func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest) -> SDImage? {
-        Self.decode(data, key, options, request, limits: config.decodeLimits, isolation: config.decoderIsolation)
+        if let image = Self.decode(data, key, options, request, limits: config.decodeLimits, isolation: config.decoderIsolation) {
+            return image
+        }
+        // the first bytes of a file only (a thumbnail's transfer that ended
+        // once it settled): complete for a decode as small, at the levels it
+        // ended at; anything larger is incomplete, and a miss
+        guard let partial = partialBody(forKey: key), partial.settleLevels > 0 else { return nil }
+        return Self.decode(data, key, options, request, limits: config.decodeLimits, isolation: config.decoderIsolation,
+                           settleLevels: partial.settleLevels)
+    }
+
+    /// What the entry's bytes are complete for, when they are a file's first bytes only.
+    func partialBody(forKey key: String) -> SDWebImagePartialBody? {
+        guard let raw = extendedData(forKey: key) else { return nil }
+        return (try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw))?.partial
     }
 
     static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
-                       limits: DecodeLimits, isolation: DecoderIsolation? = nil, acceptingIncomplete: Bool = false) -> SDImage? {
+                       limits: DecodeLimits, isolation: DecoderIsolation? = nil, acceptingIncomplete: Bool = false,
+                       settleLevels: Int = 0) -> SDImage? {
         var o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
                                      preloadAllFrames: options.contains(.preloadAllFrames),
                                      matchAnimatedImageClass: options.contains(.matchAnimatedImageClass))
         o.decode = o.decode.capped(by: limits)
+        o.decode.settleLevels = settleLevels
         if let isolation, o.coder == nil { o.coder = SDImageCoreCoder.isolating(isolation) }
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
@@ -160,7 +176,9 @@ extension SDImageCache {
                 return
             }
             if options.contains(.avoidDecodeImage) {
-                token.finish(nil, data, .disk, on: sync ? nil : queue)
+                // the bytes asked for are the file's: a partial entry is not it
+                let whole = partialBody(forKey: key) == nil
+                token.finish(nil, whole ? data : nil, whole ? .disk : .none, on: sync ? nil : queue)
                 return
             }
             let request = SDImageLoadRequest.resolve(context)
@@ -203,4 +221,17 @@ public func SDImageCacheDecodeImageData(_ imageData: Data, _ cacheKey: String, _
                                         acceptingIncomplete: Bool = false) -> SDImage? {
     SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context),
                         limits: limits, acceptingIncomplete: acceptingIncomplete)
+}
+
+/// Decode a file's first bytes only (a thumbnail's early-ended transfer,
+/// `partial` its record): an image when the decode the context asks for is
+/// complete from them at the levels the transfer ended at (a thumbnail as
+/// small or smaller), else nil — they are never a full-size image. For
+/// caches and loaders of your own that share such entries.
+public func SDImageCacheDecodePartialImageData(_ imageData: Data, _ cacheKey: String, _ options: SDWebImageOptions,
+                                               _ context: SDWebImageContext?, partial: SDWebImagePartialBody,
+                                               limits: DecodeLimits = DecodeLimits()) -> SDImage? {
+    guard imageData.count == partial.length else { return nil }
+    return SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context),
+                               limits: limits, settleLevels: max(0, partial.settleLevels))
 }

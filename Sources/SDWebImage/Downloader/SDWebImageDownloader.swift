@@ -157,6 +157,7 @@ public final class SDWebImageDownloader: @unchecked Sendable {
             callbackQueue: config.callbackQueue,
             httpCache: httpCache)
         env.resumable = resumable
+        env.settleLevels = config.thumbnailSettleLevels
         let type = config.operationClass ?? SDWebImageDownloaderOperation.self
         let op = type.init(request: request, options: options, context: context, environment: env)
         slot?.set(op)

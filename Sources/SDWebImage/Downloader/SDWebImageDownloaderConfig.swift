@@ -36,6 +36,7 @@ public final class SDWebImageDownloaderConfig: Sendable {
         var resumableDataCapacity = 32 << 20
         var decodeLimits = DecodeLimits()
         var decoderIsolation: DecoderIsolation?
+        var thumbnailSettleLevels = 1
         var telemetry = SDTelemetry.none
     }
 
@@ -136,6 +137,18 @@ public final class SDWebImageDownloaderConfig: Sendable {
     public var decoderIsolation: DecoderIsolation? {
         get { self[\.decoderIsolation] }
         set { self[\.decoderIsolation] = newValue }
+    }
+
+    /// Ours: a thumbnail load (`.imageThumbnailPixelSize` or a render plan)
+    /// of a progressive JPEG ends its transfer once the scans still to come
+    /// cannot move any of the thumbnail's samples by more than this many
+    /// levels at its decode scale (`DecodeOptions.settleLevels`): default 1,
+    /// 0 only when nothing can change; -1 never ends early (as
+    /// `.fetchWholeFile` on each load). The bytes fetched are stored as what
+    /// they are: a later load that needs more resumes the transfer.
+    public var thumbnailSettleLevels: Int {
+        get { self[\.thumbnailSettleLevels] }
+        set { self[\.thumbnailSettleLevels] = newValue }
     }
 
     /// Ours (URLSession's `connectionProxyDictionary`): the proxy downloads

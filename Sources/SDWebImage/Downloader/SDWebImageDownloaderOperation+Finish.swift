@@ -43,7 +43,17 @@ extension SDWebImageDownloaderOperation {
             outcome = .failure(SDWebImageError.from(e, url: url, response: response as? HTTPURLResponse))
         case .success(let r):
             outcome = .success((r.data, r.image, decodesInTransfer))
-            if options.contains(.useHTTPCache), let url, let http = response as? HTTPURLResponse {
+            if r.metrics.endedEarly, let http = response as? HTTPURLResponse {
+                // the first bytes only: the response says so, as a server's
+                // partial one would, so what stores them keeps them as such
+                // (SDWebImageHTTPValidators.partial)
+                let partial = Self.partialResponse(http, length: r.data.count, of: r.metrics.fullLength,
+                                                   completeUpTo: r.completeUpTo, levels: env.settleLevels)
+                lock.lock()
+                _response = partial
+                lock.unlock()
+                response = partial
+            } else if options.contains(.useHTTPCache), let url, let http = response as? HTTPURLResponse {
                 env.httpCache?.store(url: url, data: r.data, response: http)
             }
         }
@@ -92,6 +102,22 @@ extension SDWebImageDownloaderOperation {
         post(.SDWebImageDownloadStop, self)
         if case .success = outcome { post(.SDWebImageDownloadFinish, self) }
         done?()
+    }
+
+    /// The response of a transfer ended once its thumbnail settled: 206 with
+    /// `Content-Range: bytes 0-(length-1)/full` and the size and levels the
+    /// bytes are complete for (`X-SDWebImage-Settled: 225x150; levels=1`).
+    static func partialResponse(_ http: HTTPURLResponse, length: Int, of full: Int,
+                                completeUpTo: (width: Int, height: Int)?, levels: Int) -> HTTPURLResponse {
+        var fields: [String: String] = [:]
+        for (k, v) in http.allHeaderFields {
+            if let k = k as? String, let v = v as? String, k.lowercased() != "content-length" { fields[k] = v }
+        }
+        fields["Content-Range"] = "bytes 0-\(max(0, length - 1))/\(full > 0 ? String(full) : "*")"
+        fields["Content-Length"] = String(length)
+        if let c = completeUpTo { fields[SDWebImageHTTPValidators.settledHeader] = "\(c.width)x\(c.height); levels=\(max(0, levels))" }
+        return HTTPURLResponse(url: http.url ?? URL(fileURLWithPath: "/"), statusCode: 206, httpVersion: "HTTP/1.1",
+                               headerFields: fields) ?? http
     }
 
     /// One decode per distinct set of options, through the coders manager,

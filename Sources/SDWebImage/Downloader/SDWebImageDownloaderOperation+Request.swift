@@ -36,6 +36,15 @@ extension SDWebImageDownloaderOperation {
             d.decodeOptions.formats = streamedFormats  // the others are declined: a user's coder takes them
         }
         d.progressivePreviews = decodesInTransfer && options.contains(.progressiveLoad)
+        // a thumbnail of a progressive JPEG ends its transfer once settled,
+        // unless something needs every byte (the HTTP cache, a decryptor,
+        // checks and modifiers of the user's)
+        let thumbnail = first.decode.thumbnailPixelSize != nil || first.decode.render != nil
+        if decodesInTransfer, thumbnail, env.settleLevels >= 0, !options.contains(.fetchWholeFile),
+           !options.contains(.useHTTPCache), env.decryptor == nil, !checksInSwift {
+            d.endsWhenSettled = true
+            d.decodeOptions.settleLevels = env.settleLevels
+        }
         if checksInSwift {
             d.acceptableStatusCodes = 0...999
         } else {
@@ -51,7 +60,9 @@ extension SDWebImageDownloaderOperation {
             d.ifNoneMatch = v.etag
             d.ifModifiedSince = v.lastModified
         } else {
-            d.resume = env.resumable?.take(url)  // an earlier try broke off: ask for the rest
+            // the first bytes are here (a thumbnail's early end, from the
+            // disk cache; or an earlier try that broke off): ask for the rest
+            d.resume = context?[.resumeData] as? ResumableData ?? env.resumable?.take(url)
         }
         return d
     }

@@ -33,6 +33,8 @@ public struct SDWebImageDownloaderOperationEnvironment: Sendable {
     public let callbackQueue: DispatchQueue
     let httpCache: HTTPValidatorCache?
     var resumable: ResumableDataStore?
+    /// The config's `thumbnailSettleLevels` (-1: thumbnails read whole files).
+    var settleLevels = -1
     /// An environment for operations of your own (tests, custom downloaders); the
     /// downloader builds one per request from its config.
     public init(loader: DataLoader, minimumProgressInterval: Double = 0, username: String? = nil,

@@ -33,6 +33,12 @@ public struct SDWebImageDownloaderOptions: OptionSet, Sendable, Hashable {
     public static let preloadAllFrames = Self(rawValue: 1 << 11)
     /// The result is always of `.animatedImageClass` (else `badImageData`).
     public static let matchAnimatedImageClass = Self(rawValue: 1 << 12)
+    /// Ours: read the whole file even for a thumbnail. Without it, a
+    /// thumbnail's progressive JPEG ends its transfer once the scans still
+    /// to come cannot move the thumbnail past the config's
+    /// `thumbnailSettleLevels`; the rest is fetched (by `Range`) only when a
+    /// larger size is asked for.
+    public static let fetchWholeFile = Self(rawValue: 1 << 13)
 }
 
 /// The order queued downloads start in (the config's `executionOrder`).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDDownloader
 import SDSync
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -163,8 +164,23 @@ final class ManagerLoad: Sendable {
             }
             deliver(cached, data, cacheType, finished: true)
             if let v = stored, v.canRevalidate { ctx[.httpValidators] = v }
+        } else if let resume = partialOriginal() {
+            ctx[.resumeData] = resume  // only the rest of the file is fetched
         }
         request(url, ctx, refresh: refresh, stored: stored, retry: 0)
+    }
+
+    /// The original entry holds a thumbnail's early-ended transfer (the
+    /// file's first bytes, SDWebImageHTTPValidators.partial) that this load
+    /// could not use: those bytes and the validator that asks for the rest
+    /// by `Range` + `If-Range` (a changed file comes whole).
+    func partialOriginal() -> ResumableData? {
+        guard let k = originalKey, let raw = originalCache.extendedData(forKey: k),
+              let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), let p = v.partial,
+              let validator = v.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? v.lastModified,
+              let cache = originalCache as? SDImageCache, let bytes = cache.diskImageData(forKey: k),
+              bytes.count == p.length else { return nil }
+        return ResumableData(data: bytes, validator: validator)
     }
 
     /// One attempt at the download (`retry` 0 is the first).

@@ -47,6 +47,9 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
     public static let matchAnimatedImageClass = Self(rawValue: 1 << 21)
     /// Complete only after the disk write finished.
     public static let waitStoreCache = Self(rawValue: 1 << 22)
+    /// Ours: a thumbnail load reads the whole file (see
+    /// `SDWebImageDownloaderOptions.fetchWholeFile`).
+    public static let fetchWholeFile = Self(rawValue: 1 << 23)
 
     /// The manager's options the image cache understands (SDWebImage's
     /// `SDImageCacheOptionsForWebImageOptions`): the same flags under the cache's names.
@@ -64,7 +67,7 @@ public struct SDWebImageOptions: OptionSet, Sendable, Hashable {
                                (.allowInvalidSSLCertificates, .allowInvalidSSLCertificates),
                                (.scaleDownLargeImages, .scaleDownLargeImages), (.avoidDecodeImage, .avoidDecodeImage),
                                (.decodeFirstFrameOnly, .decodeFirstFrameOnly), (.preloadAllFrames, .preloadAllFrames),
-                               (.matchAnimatedImageClass, .matchAnimatedImageClass)])
+                               (.matchAnimatedImageClass, .matchAnimatedImageClass), (.fetchWholeFile, .fetchWholeFile)])
     }
 
     /// Each pair's second flag where `options` holds its first.
@@ -99,4 +102,9 @@ extension SDWebImageContextOption {
     /// `SDWebImageHTTPValidators`: send a conditional request; a 304 fails the
     /// download with `cacheNotModified` (the manager's `.refreshCached` uses it).
     public static let httpValidators: Self = "httpValidators"
+    /// The first bytes of the file and the validator they came with: the
+    /// download asks for the rest only (`Range` + `If-Range`). The manager
+    /// sets it for a larger load of a URL whose disk entry holds a
+    /// thumbnail's early-ended transfer.
+    static let resumeData: Self = "resumeData"
 }

@@ -1,0 +1,116 @@
+import Foundation
+import SDCoders
+import SDTestSupport
+import SDWebImage
+import SDWebImageTestSupport
+import Testing
+
+/// A thumbnail of a progressive JPEG ends its transfer once settled; the
+/// disk cache keeps the first bytes as what they are ("complete up to");
+/// a later thumbnail is a disk hit and a larger load fetches only the rest
+/// (Range + If-Range), or the whole file when it changed. nginx
+/// (/trickle/, rate-limited) counts the bytes it sent.
+@Suite("Thumbnails from part of a file", .serialized)
+struct ThumbnailBytesTests {
+    let servers = TestServers.shared
+
+    /// A copy of `name` under a fresh name: its own lines in nginx's log.
+    func fresh(_ s: TestServers, _ name: String) throws -> (URL, String, Data) {
+        let file = try Data(contentsOf: s.www.appendingPathComponent("trickle/\(name)"))
+        let uri = "/trickle/\(UInt32.random(in: 0...UInt32.max))-\(name)"
+        try file.write(to: s.www.appendingPathComponent(String(uri.dropFirst())))
+        return (s.url(s.http, uri), uri, file)
+    }
+
+    static let thumbnail: SDWebImageContext = [.imageThumbnailPixelSize: CGSize(width: 112, height: 112)]
+
+    @Test("Ends early, stored as partial, a thumbnail again from disk, the full size by Range")
+    func partialThenRest() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let (url, uri, file) = try fresh(s, "grey.jpg")
+        let (m, cache) = makeManager()
+        let first = await m.load(url, [], Self.thumbnail)
+        let thumb = try #require(first.last?.image)
+        #expect(thumb.width == 112 && thumb.height == 75)
+        // within the tolerance (1) of the whole file's thumbnail, the filter's level besides
+        let whole = try #require(SDImageCacheDecodeImageData(file, "ref", [], Self.thumbnail))
+        let diff = try #require(maxDiff(thumb.bitmap, whole.bitmap))
+        #expect(diff <= 2)
+        let sent = try #require(s.sent(uri, request: 1))
+        #expect(sent < file.count / 2)
+        let key = try #require(m.cacheKey(for: url))
+        let stored = try #require(cache.diskImageData(forKey: key))
+        #expect(stored.count < file.count / 2 && stored == file.prefix(stored.count))
+        let raw = try #require(cache.extendedData(forKey: key))
+        let partial = try #require(try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw).partial)
+        #expect(partial.length == stored.count && partial.fullLength == file.count)
+        #expect(partial.completeUpToWidth == 225 && partial.completeUpToHeight == 150 && partial.settleLevels == 1)
+        // a new manager on the same disk, another thumbnail as small (not the
+        // stored 112-px one): made from the stored first bytes, no request
+        cache.clearMemory()
+        let (m2, _) = makeManager(cache)
+        let again = await m2.load(url, [], [.imageThumbnailPixelSize: CGSize(width: 100, height: 100)])
+        #expect(again.last?.image?.width == 100 && again.last?.type == .disk)
+        // the bytes alone are not the file: a miss, never the prefix
+        let bytes = await m2.load(url, [.avoidDecodeImage, .fromCacheOnly])
+        #expect(bytes.last?.data == nil)
+        // full size: only the missing bytes, then the whole file is stored
+        let full = await m2.load(url)
+        let image = try #require(full.last?.image)
+        #expect(image.width == 1800 && image.height == 1200)
+        #expect(s.sent(uri, request: 2) == file.count - stored.count)
+        #expect(cache.diskImageData(forKey: key) == file)
+        let now = try cache.extendedData(forKey: key).map { try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }
+        #expect(now?.partial == nil)
+    }
+
+    @Test("If-Range: a file that changed since comes whole")
+    func changedFileComesWhole() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let (url, uri, file) = try fresh(s, "grey.jpg")
+        let (m, cache) = makeManager()
+        _ = await m.load(url, [], Self.thumbnail)
+        let key = try #require(m.cacheKey(for: url))
+        #expect((cache.diskImageData(forKey: key)?.count ?? .max) < file.count / 2)
+        // another picture under the same URL (nginx's ETag follows size and date)
+        let other = try TestServers.jpeg(width: 640, height: 480, progressive: false)
+        try other.write(to: s.www.appendingPathComponent(String(uri.dropFirst())))
+        let full = await m.load(url)
+        #expect(full.last?.image?.width == 640)
+        #expect(s.sent(uri, request: 2) == other.count)
+        #expect(cache.diskImageData(forKey: key) == other)
+    }
+
+    @Test(".fetchWholeFile and thumbnailSettleLevels -1 read the whole file")
+    func wholeFile() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let (url, uri, file) = try fresh(s, "grey.jpg")
+        let (m, cache) = makeManager()
+        let log = await m.load(url, [.fetchWholeFile], Self.thumbnail)
+        #expect(log.last?.image?.width == 112)
+        #expect(s.sent(uri, request: 1) == file.count)
+        #expect(cache.diskImageData(forKey: try #require(m.cacheKey(for: url))) == file)
+        let config = SDWebImageDownloaderConfig.patient()
+        config.thumbnailSettleLevels = -1
+        let (url2, uri2, _) = try fresh(s, "grey.jpg")
+        let m2 = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader(config: config))
+        _ = await m2.load(url2, [], Self.thumbnail)
+        #expect(s.sent(uri2, request: 1) == file.count)
+    }
+}
+
+/// The largest channel difference of two bitmaps of one size (nil otherwise).
+func maxDiff(_ a: Bitmap, _ b: Bitmap) -> Int? {
+    guard a.width == b.width, a.height == b.height else { return nil }
+    return a.withUnsafeBytes { p in
+        b.withUnsafeBytes { q in
+            var worst = 0
+            for y in 0..<a.height {
+                for x in 0..<(a.width * 4) {
+                    worst = max(worst, abs(Int(p[y * a.bytesPerRow + x]) - Int(q[y * b.bytesPerRow + x])))
+                }
+            }
+            return worst
+        }
+    }
+}
