@@ -67,6 +67,7 @@ struct Fetch: ParsableCommand {
         if maxPerHost < 0 { throw ValidationError("--max-per-host must not be negative") }
         if let b = maxBytes, b <= 0 { throw ValidationError("--max-bytes must be positive") }
         if let t = thumbnail, t <= 0 { throw ValidationError("--thumbnail must be positive") }
+        if let l = decode.settleLevels, l < -1 || l > 255 { throw ValidationError("--settle-levels must be -1 (never end early) to 255") }
         try validateFilter(decode.filter)
         if let r = maxRedirects, r < 0 { throw ValidationError("--max-redirects must not be negative") }
         if let t = timeout, !(t > 0) { throw ValidationError("--timeout must be positive") }
@@ -96,6 +97,7 @@ struct Fetch: ParsableCommand {
         downloaderConfig.maxConcurrentDownloads = concurrency
         downloaderConfig.maxConnectionsPerHost = maxPerHost
         if let maxBytes { downloaderConfig.maxResponseBytes = maxBytes }
+        if let levels = decode.settleLevels { downloaderConfig.thumbnailSettleLevels = levels }
         var limits = downloaderConfig.decodeLimits
         if let maxPixels { limits.maxPixels = maxPixels }
         if let maxDimension { limits.maxDimension = maxDimension }
@@ -157,6 +159,7 @@ struct Fetch: ParsableCommand {
         var options: SDWebImageOptions = [.retryFailed]
         if progressive { options.insert(.progressiveLoad) }
         if refresh { options.insert(.refreshCached) }
+        if decode.wholeFile { options.insert(.fetchWholeFile) }
         if insecure { options.insert(.allowInvalidSSLCertificates) }
         var context: SDWebImageContext = [:]
         if let t = thumbnail { context[.imageThumbnailPixelSize] = CGSize(width: t, height: t) }
@@ -164,6 +167,7 @@ struct Fetch: ParsableCommand {
         if noCache {
             options.insert(.fromLoaderOnly)
             context[.storeCacheType] = SDImageCacheType.none
+            context[.originalStoreCacheType] = SDImageCacheType.none  // a thumbnail's original neither
         }
 
         var passes: [(String, Pass)] = []
@@ -224,6 +228,8 @@ struct Fetch: ParsableCommand {
             ("from network", { "\($0.counts.network)" }), ("from disk", { "\($0.counts.disk)" }),
             ("from Redis", { "\($0.counts.redis)" }), ("from memory", { "\($0.counts.memory)" }),
             ("MB downloaded", { String(format: "%.1f", Double($0.counts.bytes) / 1e6) }),
+            ("MB fetched", { String(format: "%.2f", Double($0.transferred.fetched) / 1e6) }),
+            ("of whole files", { let t = $0.transferred; return t.whole > 0 ? String(format: "%.0f%%", 100 * Double(t.fetched) / Double(t.whole)) : "-" }),
             ("wall time (s)", { String(format: "%.2f", $0.counts.wall) }),
             ("images/s", { let c = $0.counts; return String(format: "%.0f", c.wall > 0 ? Double(c.ok) / c.wall : 0) }),
             ("p50 latency (ms)", { String(format: "%.1f", $0.percentile(0.5)) }),
@@ -269,6 +275,9 @@ final class Pass: Sendable {
         var errors: [String?]
         var latencies: [Double] = []
         var ok = 0, failures = 0, network = 0, disk = 0, redis = 0, memory = 0, bytes = 0, done = 0
+        /// Bytes the transfers received, and the whole files' lengths (more
+        /// when thumbnails ended their transfers early).
+        var fetched = 0, whole = 0
         /// Animations among the images, their frames and seconds per loop.
         var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
         var wall = 0.0
@@ -299,6 +308,16 @@ final class Pass: Sendable {
         let bar = ProgressBar(total: targets.count, label: label, enabled: !quiet)
         var ctx = context
         ctx[.callbackQueue] = DispatchQueue(label: "sdimage.fetch")
+        // every transfer's bytes against its file's length
+        let observer = NotificationCenter.default.addObserver(forName: .SDWebImageDownloadFinish, object: nil,
+                                                              queue: nil) { [stats] n in
+            guard let m = (n.object as? SDWebImageDownloaderOperation)?.metrics else { return }
+            stats.withLock { s in
+                s.fetched += m.bytes
+                s.whole += m.endedEarly && m.fullLength > 0 ? m.fullLength : m.bytes + m.resumedBytes
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
         for (i, url) in targets.enumerated() {
             window.wait()
             group.enter()
@@ -368,12 +387,15 @@ final class Pass: Sendable {
         return (s.ok, s.failures, s.animated, s.animatedFrames, s.network, s.disk, s.redis, s.memory, s.bytes, s.wall)
     }
 
+    /// Bytes the transfers received, and the lengths of the files they were of.
+    var transferred: (fetched: Int, whole: Int) { let s = stats.current; return (s.fetched, s.whole) }
+
     var summary: [String: Any] {
         let s = stats.current
         return ["images": targets.count, "ok": s.ok, "failed": s.failures, "animated": s.animated,
                 "animated_frames": s.animatedFrames, "animated_duration_s": (s.animatedSeconds * 1000).rounded() / 1000,
                 "network": s.network, "disk": s.disk, "redis": s.redis, "memory": s.memory,
-                "bytes": s.bytes, "wall_s": (s.wall * 1000).rounded() / 1000,
+                "bytes": s.bytes, "bytes_fetched": s.fetched, "bytes_whole": s.whole, "wall_s": (s.wall * 1000).rounded() / 1000,
                 "p50_ms": (percentile(0.5) * 10).rounded() / 10, "p95_ms": (percentile(0.95) * 10).rounded() / 10,
                 "failures": s.errors.enumerated().compactMap { i, e in e.map { ["url": targets[i]?.absoluteString ?? "", "error": $0] } }]
     }

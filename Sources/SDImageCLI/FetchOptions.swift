@@ -30,6 +30,12 @@ struct FetchDecodeOptions: ParsableArguments {
     @Option(help: "Decode to a thumbnail no larger than PX on its longest side.")
     var thumbnail: Int?
 
+    @Flag(help: "With --thumbnail: read whole files (a progressive JPEG's transfer otherwise ends once the thumbnail is settled).")
+    var wholeFile = false
+
+    @Option(help: ArgumentHelp("With --thumbnail: how many levels the scans not fetched may still move a thumbnail's samples by (default 1; 0: not at all).", valueName: "levels"))
+    var settleLevels: Int?
+
     @Flag(help: "Decode in sandboxed worker processes (seccomp, Landlock; CPU, time and memory limits per decode): for untrusted URL lists.")
     var isolateDecoders = false
 

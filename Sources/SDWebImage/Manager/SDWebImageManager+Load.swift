@@ -175,7 +175,8 @@ final class ManagerLoad: Sendable {
     /// could not use: those bytes and the validator that asks for the rest
     /// by `Range` + `If-Range` (a changed file comes whole).
     func partialOriginal() -> ResumableData? {
-        guard let k = originalKey, let raw = originalCache.extendedData(forKey: k),
+        guard !options.contains(.fromLoaderOnly), request.originalQueryCacheType != .none,
+              let k = originalKey, let raw = originalCache.extendedData(forKey: k),
               let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), let p = v.partial,
               let validator = v.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? v.lastModified,
               let cache = originalCache as? SDImageCache, let bytes = cache.diskImageData(forKey: k),
