@@ -202,6 +202,7 @@ int main(int argc, char **argv)
         return 1;
     static const sd_test_case tests[] = {
         {"bound", test_bound},
+        {NULL, NULL},
     };
     int rc = sd_test_run(tests, argc, argv);
     char cmd[128];
