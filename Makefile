@@ -28,7 +28,7 @@ TEST_PACKAGES := libavif-bin libturbojpeg0-dev valgrind nginx-light openssl abig
                  libjpeg-turbo-progs
 
 .PHONY: all deps deps-test deps-demo deps-deb test-swift-api api-baseline build build-c build-swift test test-c test-asan test-valgrind test-swift test-serve-sanitizers \
-        test-cli test-fleet test-serve serve bench-serve gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install deb test-deb clean
+        test-cli test-fleet test-serve serve bench-serve bench-bytes gallery-check gallery test-abi abi-baseline docs test-docs test-tsan test-swift-tsan test-swift-asan fuzz fuzz-smoke demo demo-corpus bench bench-fetch-cli profile test-loaded release install deb test-deb clean
 
 all: build
 
@@ -90,6 +90,11 @@ test-serve-sanitizers: deps-test
 # and the two-thread render floor, in one run (docs/serve.md).
 bench-serve: deps-test build-c
 	@bash scripts/bench-serve.sh
+
+# Thumbnails from part of a file: bytes, PSNR and a grid's time over a
+# 10 Mbit/s link with 40 ms latency, in a network namespace (root).
+bench-bytes: deps-test
+	@bash scripts/bench-bytes.sh
 
 # Every test; the last line is the summary CI reads.
 test: deps-test deps-deb

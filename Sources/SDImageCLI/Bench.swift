@@ -16,7 +16,7 @@ import SDSync
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the benchmarks; results are ratios against baselines measured in the same run.",
-        subcommands: [BenchDecode.self, BenchThumbnail.self, BenchServe.self, BenchFetch.self, BenchCache.self, BenchRedis.self, BenchEncode.self, BenchPlayer.self, BenchAll.self, BenchSoak.self])
+        subcommands: [BenchDecode.self, BenchThumbnail.self, BenchServe.self, BenchFetch.self, BenchCache.self, BenchRedis.self, BenchEncode.self, BenchPlayer.self, BenchAll.self, BenchSoak.self, BenchBytes.self])
 }
 
 struct BenchDecode: ParsableCommand {
