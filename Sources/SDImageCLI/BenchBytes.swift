@@ -31,6 +31,9 @@ struct BenchBytes: ParsableCommand {
     @Option(help: "Thumbnails in the timed grid (0: no grid).")
     var grid = 48
 
+    @Option(help: "The grid's shrink margin (its box is 256 px).")
+    var gridMargin = 1
+
     @Option(help: "The tolerance, levels (DecodeOptions.settleLevels).")
     var settleLevels = 1
 
@@ -74,8 +77,8 @@ struct BenchBytes: ParsableCommand {
             let urls = (0..<grid).map { origin + "/" + names[$0 % names.count] }
             var w: [Double] = [], e: [Double] = []
             for _ in 0..<3 {
-                w.append(try Self.grid(loader, urls, early: false, levels: settleLevels))
-                e.append(try Self.grid(loader, urls, early: true, levels: settleLevels))
+                w.append(try Self.grid(loader, urls, margin: gridMargin, early: false, levels: settleLevels))
+                e.append(try Self.grid(loader, urls, margin: gridMargin, early: true, levels: settleLevels))
             }
             timing = (w.sorted()[1], e.sorted()[1])
         }
@@ -112,14 +115,14 @@ struct BenchBytes: ParsableCommand {
         }
     }
 
-    /// Seconds to every thumbnail of `urls` (the default margin, 256 px), all at once.
-    static func grid(_ loader: DataLoader, _ urls: [String], early: Bool, levels: Int) throws -> Double {
+    /// Seconds to every thumbnail of `urls` (256 px at `margin`), all at once.
+    static func grid(_ loader: DataLoader, _ urls: [String], margin: Int, early: Bool, levels: Int) throws -> Double {
         let group = DispatchGroup()
         let failed = Locked(0)
         let t0 = DispatchTime.now().uptimeNanoseconds
         for u in urls {
             group.enter()
-            loader.load(request(u, options: options(box: 256, margin: 2), early: early, levels: levels)) { r in
+            loader.load(request(u, options: options(box: 256, margin: margin), early: early, levels: levels)) { r in
                 if case .failure = r { failed.withLock { $0 += 1 } }
                 group.leave()
             }
@@ -155,7 +158,9 @@ struct BenchBytes: ParsableCommand {
                  "fetched_share": Double($0.fetched) / Double(max(1, $0.whole)),
                  "min_psnr_db": $0.minPSNR.isInfinite ? 999 : $0.minPSNR] as [String: Any]
             }
-            if let t = timing { out["grid"] = ["thumbnails": grid, "whole_s": t.whole, "early_s": t.early, "speedup": t.whole / t.early] }
+            if let t = timing {
+                out["grid"] = ["thumbnails": grid, "margin": gridMargin, "whole_s": t.whole, "early_s": t.early, "speedup": t.whole / t.early]
+            }
             if let d = try? JSONSerialization.data(withJSONObject: out, options: [.sortedKeys]) { print(String(decoding: d, as: UTF8.self)) }
             return
         }
@@ -167,8 +172,8 @@ struct BenchBytes: ParsableCommand {
                            r.fetched, 100 * Double(r.fetched) / Double(max(1, r.whole))) + db(r.minPSNR))
         }
         if let t = timing {
-            print(String(format: "grid of %d thumbnails (256 px, margin 2), median of 3: whole files %.2f s, early ends %.2f s: %.2fx",
-                         grid, t.whole, t.early, t.whole / t.early))
+            print(String(format: "grid of %d thumbnails (256 px, margin %d), median of 3: whole files %.2f s, early ends %.2f s: %.2fx",
+                         grid, gridMargin, t.whole, t.early, t.whole / t.early))
         }
     }
 }
