@@ -81,6 +81,24 @@ struct ThumbnailBytesTests {
         #expect(cache.diskImageData(forKey: key) == other)
     }
 
+    @Test("An origin that advertises ranges but ignores them: the larger load reads the whole file again")
+    func originIgnoresRange() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let file = try Data(contentsOf: s.www.appendingPathComponent("trickle/grey.jpg"))
+        let id = "norange-\(UInt32.random(in: 0...UInt32.max))"
+        let url = s.url(s.fault, "/drip-file?name=trickle/grey.jpg&piece=4096&gap=20&etag=v1&id=\(id)")
+        let (m, cache) = makeManager()
+        let thumb = await m.load(url, [], Self.thumbnail)
+        #expect(thumb.last?.image?.width == 112)
+        let key = try #require(m.cacheKey(for: url))
+        let partial = try #require(cache.diskImageData(forKey: key))
+        #expect(partial.count < file.count / 2)
+        let full = await m.load(url)
+        #expect(full.last?.image?.width == 1800 && full.last?.image?.height == 1200)
+        #expect(cache.diskImageData(forKey: key) == file)
+        #expect(s.flakyHits(id) == 2)
+    }
+
     @Test(".fetchWholeFile and thumbnailSettleLevels -1 read the whole file")
     func wholeFile() async throws {
         let s = try #require(servers, "test servers could not start")

@@ -132,7 +132,14 @@ class Handler(socketserver.BaseRequestHandler):
                     return
                 body = open(full, "rb").read()
                 piece, gap = int(query.get("piece", "512")), int(query.get("gap", "20")) / 1000
-                self.send_head("200 OK", len(body), ctype="application/octet-stream")
+                # etag=: a strong ETag and Accept-Ranges, yet every Range is
+                # ignored (the whole file, 200): an origin that advertises
+                # ranges it does not serve; the requests are counted under id=
+                extra = f'ETag: "{query["etag"]}"\r\nAccept-Ranges: bytes\r\n' if "etag" in query else ""
+                if "id" in query:
+                    with HITS_LOCK:
+                        HITS[query["id"]] = HITS.get(query["id"], 0) + 1
+                self.send_head("200 OK", len(body), ctype="application/octet-stream", extra=extra)
                 held = False
                 for i in range(0, len(body), piece):
                     if "mid" in query and not held and i >= len(body) // 2:
