@@ -35,7 +35,11 @@ def main():
     p.add_argument("--delay-ms", type=float, default=40)
     a = p.parse_args()
     Handler.delay = a.delay_ms / 1000
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), functools.partial(Handler, directory=a.dir))
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            pass  # a client that hung up between requests
+
+    server = Server(("127.0.0.1", a.port), functools.partial(Handler, directory=a.dir))
     server.daemon_threads = True
     server.serve_forever()
 
