@@ -167,7 +167,7 @@ if bash Tests/Servers/servers.sh start "$tmp" $$ >/dev/null 2>&1; then
   "$bin" fetch "$base/trickle/grey.jpg" --thumbnail 112 --no-cache --json >"$tmp/out.json" 2>"$tmp/err"; rc=$?
   check "fetch --thumbnail: the transfer ends early; bytes fetched of the whole file in the summary" '[ $rc -eq 0 ] && python3 -c "
 import json, sys; s = json.load(open(sys.argv[1]))
-sys.exit(not (s[\"ok\"] == 1 and 0 < s[\"bytes_fetched\"] < s[\"bytes_whole\"] / 2 and s[\"bytes_whole\"] == int(sys.argv[2])))" "$tmp/out.json" $size'
+sys.exit(not (s[\"ok\"] == 1 and 0 < s[\"bytes_fetched\"] < s[\"bytes_whole\"] / 2 and s[\"bytes_whole\"] == int(sys.argv[2])))" "$tmp/out.json" $size || { cat "$tmp/out.json"; false; }'
   "$bin" fetch "$base/trickle/grey.jpg" --thumbnail 112 --no-cache --whole-file --json >"$tmp/out.json" 2>/dev/null
   check "fetch --whole-file: the whole file" 'grep -q "\"bytes_fetched\":$size," "$tmp/out.json" && grep -q "\"bytes_whole\":$size," "$tmp/out.json"'
   "$bin" fetch "$base/trickle/grey.jpg" --thumbnail 112 --no-cache >"$tmp/out" 2>/dev/null

@@ -277,7 +277,7 @@ final class Pass: Sendable {
         var ok = 0, failures = 0, network = 0, disk = 0, redis = 0, memory = 0, bytes = 0, done = 0
         /// Bytes the transfers received, and the whole files' lengths (more
         /// when thumbnails ended their transfers early).
-        var fetched = 0, whole = 0
+        var fetched = 0, whole = 0, transfers = 0
         /// Animations among the images, their frames and seconds per loop.
         var animated = 0, animatedFrames = 0, animatedSeconds = 0.0
         var wall = 0.0
@@ -308,16 +308,26 @@ final class Pass: Sendable {
         let bar = ProgressBar(total: targets.count, label: label, enabled: !quiet)
         var ctx = context
         ctx[.callbackQueue] = DispatchQueue(label: "sdimage.fetch")
-        // every transfer's bytes against its file's length
-        let observer = NotificationCenter.default.addObserver(forName: .SDWebImageDownloadFinish, object: nil,
-                                                              queue: nil) { [stats] n in
-            guard let m = (n.object as? SDWebImageDownloaderOperation)?.metrics else { return }
+        // every transfer's bytes against its file's length (an operation
+        // says it stopped after its loads were answered: counted until every
+        // one that started has)
+        let started = NotificationCenter.default.addObserver(forName: .SDWebImageDownloadStart, object: nil,
+                                                             queue: nil) { [stats] _ in stats.withLock { $0.transfers += 1 } }
+        let stopped = NotificationCenter.default.addObserver(forName: .SDWebImageDownloadStop, object: nil,
+                                                             queue: nil) { [stats] n in
+            let m = (n.object as? SDWebImageDownloaderOperation)?.metrics
             stats.withLock { s in
+                s.transfers -= 1
+                guard let m else { return }
                 s.fetched += m.bytes
                 s.whole += m.endedEarly && m.fullLength > 0 ? m.fullLength : m.bytes + m.resumedBytes
             }
         }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        defer {
+            for _ in 0..<30_000 where stats.current.transfers > 0 { usleep(1000) }
+            NotificationCenter.default.removeObserver(started)
+            NotificationCenter.default.removeObserver(stopped)
+        }
         for (i, url) in targets.enumerated() {
             window.wait()
             group.enter()

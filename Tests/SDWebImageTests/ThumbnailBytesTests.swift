@@ -108,10 +108,10 @@ struct ThumbnailBytesTests {
         #expect(log.last?.image?.width == 112)
         #expect(s.sent(uri, request: 1) == file.count)
         #expect(cache.diskImageData(forKey: try #require(m.cacheKey(for: url))) == file)
-        let config = SDWebImageDownloaderConfig.patient()
+        let config = SDWebImageDownloaderConfig()
         config.thumbnailSettleLevels = -1
         let (url2, uri2, _) = try fresh(s, "grey.jpg")
-        let m2 = SDWebImageManager(cache: makeCache(), loader: SDWebImageDownloader(config: config))
+        let m2 = SDWebImageManager(cache: makeCache(), loader: patientDownloader(config))
         _ = await m2.load(url2, [], Self.thumbnail)
         #expect(s.sent(uri2, request: 1) == file.count)
     }
