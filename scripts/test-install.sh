@@ -36,6 +36,36 @@ readme_block() { python3 scripts/readme-example.py "$1"; }
 readme_block c > "$prefix/thumb.c"
 check "README C example builds with pkg-config" '[ -s "$prefix/thumb.c" ] && cc -std=c11 -Wall -Wextra -Werror "$prefix/thumb.c" $(pkg-config --cflags --libs sdcore) -o "$prefix/thumb"'
 check "README C example runs" '[ "$(LD_LIBRARY_PATH="$libdir" "$prefix/thumb" "$img")" = "256x171 premultiplied ARGB32" ]'
+# the sandboxed decoder worker is installed where pkg-config and CMake say
+worker=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --variable=worker sdcore)
+cat > "$prefix/iso.c" <<'C'
+#include <sdcore.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[2], "rb");
+    static unsigned char data[1 << 20];
+    size_t n = f ? fread(data, 1, sizeof data, f) : 0;
+    sd_isolate_pool *pool;
+    sd_bitmap *b = NULL;
+    char why[256] = "";
+    if (argc < 3 || n == 0 || sd_isolate_pool_new(argv[1], 1, NULL, &pool) != SD_OK)
+        return 2;
+    int rc = sd_isolate_decode(pool, data, n, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
+    if (rc == SD_OK)
+        printf("%ux%u\n", sd_bitmap_width(b), sd_bitmap_height(b));
+    else
+        fprintf(stderr, "%s\n", why);
+    sd_bitmap_free(b);
+    sd_isolate_pool_free(pool);
+    return rc == SD_OK ? 0 : 1;
+}
+C
+cc -std=c11 -Wall -Wextra -Werror "$prefix/iso.c" $(pkg-config --cflags --libs sdcore) -o "$prefix/iso"
+check "the decoder worker installed at pkg-config's worker path decodes in its sandbox ($worker)" \
+  '[ -x "$worker" ] && [ "$(LD_LIBRARY_PATH="$libdir" "$prefix/iso" "$worker" "$img")" = "$(/usr/bin/python3 -c "import sys; from PIL import Image; print(\"%dx%d\" % Image.open(sys.argv[1]).size)" "$img")" ]'
+check "find_package's sdcore_WORKER names it" 'grep -q "sdcore_WORKER" "$libdir/cmake/sdcore/sdcoreConfig.cmake"'
 cmake -S examples/c -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$prefix/build" >/dev/null
 check "find_package consumer runs" 'LD_LIBRARY_PATH="$libdir" "$prefix/build/decode_file" "$img" | grep -q "^256x171 "'
 # the fetching example, both ways, against nginx on loopback

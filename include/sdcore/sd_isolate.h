@@ -17,7 +17,9 @@
  *     int rc = sd_isolate_decode(pool, data, len, NULL, NULL, 0, &render, NULL, &b, &info, why, sizeof why);
  *
  * The worker is any program whose main calls sd_worker_main first (the C
- * library ships `sdcore-worker`; `sdimage` is one too).
+ * library ships `sdcore-worker`, installed as libdir/sdcore/sdcore-worker:
+ * `pkg-config --variable=worker sdcore`, CMake's sdcore_WORKER after
+ * find_package(sdcore); `sdimage` is one too).
  */
 #ifndef SDCORE_SD_ISOLATE_H
 #define SDCORE_SD_ISOLATE_H
