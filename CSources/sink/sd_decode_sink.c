@@ -278,22 +278,13 @@ static void run_job(sd__job *j)
             j->decode_ms += sd__now_msf() - t0;
             continue; /* the branch above ends it once the input has */
         }
-        if (chunks == NULL && input_done) {
-            /* every chunk is in (finish comes after the last push) */
-            sd_bitmap *bmp = NULL;
-            int rc = sd_decoder_finish(j->dec);
-            if (rc == SD_OK)
-                rc = sd_decoder_take_bitmap(j->dec, &bmp);
-            j->decode_ms += sd__now_msf() - t0;
-            send_done(j, rc, bmp);
-            return;
-        }
         int64_t settled = 0;
-        if (j->end_early && !input_done && sd_decoder_get(j->dec, SD_DEC_INFO_SETTLED, &settled) == SD_OK &&
-            settled) {
-            /* complete at its size: the rest of the body is not needed.
-             * room() refuses from now on and the done ends the transfer. */
+        int early = j->end_early && !input_done && sd_decoder_get(j->dec, SD_DEC_INFO_SETTLED, &settled) == SD_OK &&
+                    settled;
+        if (early) /* complete at its size: room() refuses the rest of the body, the done ends the transfer */
             __atomic_store_n(&j->rejected, 1, __ATOMIC_RELEASE);
+        if ((chunks == NULL && input_done) || early) {
+            /* every chunk is in (finish comes after the last push), or the rest is not needed */
             sd_bitmap *bmp = NULL;
             int rc = sd_decoder_finish(j->dec);
             if (rc == SD_OK)
