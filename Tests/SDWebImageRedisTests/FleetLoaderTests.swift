@@ -32,9 +32,10 @@ struct Host {
         return (image, error)
     }
 
-    func loadWithType(_ url: URL, _ options: SDWebImageOptions = []) async -> (SDImage?, (any Error)?, SDImageCacheType) {
+    func loadWithType(_ url: URL, _ options: SDWebImageOptions = [],
+                      context: SDWebImageContext? = nil) async -> (SDImage?, (any Error)?, SDImageCacheType) {
         await awaitCallback { done in  // through a lock: TSan sees the image's hand-off
-            manager.loadImage(with: url, options: options) { image, _, error, type, finished, _ in
+            manager.loadImage(with: url, options: options, context: context) { image, _, error, type, finished, _ in
                 if finished { done((image, error, type)) }
             }
         }
@@ -85,6 +86,34 @@ struct FleetLoaderTests {
         } else {
             Issue.record("EXISTS failed")
         }
+    }
+
+    @Test("A thumbnail's early-ended transfer is shared as what it is: another host's thumbnail from it, never a full size")
+    func partialShared() async throws {
+        let server = try #require(RedisTestServer.shared)
+        let servers = try #require(TestServers.shared)
+        let ns = unique("fleet")
+        // a fresh copy of the grey progressive file: its own lines in nginx's log
+        let file = try Data(contentsOf: servers.www.appendingPathComponent("trickle/grey.jpg"))
+        let uri = "/trickle/\(unique("shared")).jpg"
+        try file.write(to: servers.www.appendingPathComponent(String(uri.dropFirst())))
+        let url = servers.url(servers.http, uri)
+        let thumb = { (px: Int) -> SDWebImageContext in [.imageThumbnailPixelSize: CGSize(width: px, height: px)] }
+        let a = try Host(server, namespace: ns)
+        let first = await a.loadWithType(url, context: thumb(112))
+        #expect(first.0?.width == 112)
+        let sent = try #require(servers.sent(uri, request: 1))
+        #expect(sent < file.count / 2)
+        a.local.waitForPendingWrites()
+        // another host's thumbnail as small: from the shared first bytes (Redis), no request
+        let c = try Host(server, namespace: ns)
+        let again = await c.loadWithType(url, context: thumb(100))
+        #expect(again.0?.width == 100 && again.2 == .disk)
+        // a third host's full size: never the prefix; the whole file from the origin
+        let b = try Host(server, namespace: ns)
+        let full = await b.loadWithType(url)
+        #expect(full.0?.width == 1800 && full.0?.height == 1200 && full.1 == nil)
+        #expect(servers.sent(uri, request: 2) == file.count)
     }
 
     @Test("decodeLimits bind what another process wrote: a Redis value over them is neither an L2 hit nor served by the fleet loader")
