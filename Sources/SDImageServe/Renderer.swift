@@ -261,7 +261,7 @@ public final class Renderer: Sendable {
         keepsSources = limits.sourceDiskBytes > 0
         maxResultPixels = limits.maxResultPixels
         maxResultSide = limits.maxResultSide
-        isolatedCoder = limits.isolation.map { SDImageCoreCoder(isolation: $0) }
+        isolatedCoder = limits.isolation.map { SDImageCoreCoder.isolating($0) }  // the downloader's and cache's own
     }
 
     /// The result disk's calls block on file I/O: they run here, not on

@@ -93,7 +93,9 @@ public class SDImageCoreCoder: SDProgressiveImageCoder, SDAnimatedImageCoder, @u
 
     /// The one isolating coder of `isolation` (made once, so loads that
     /// decode alike share a decode: the coder is part of that likeness).
-    static func isolating(_ isolation: DecoderIsolation) -> SDImageCoreCoder {
+    /// What the downloader and the image cache use for their
+    /// `decoderIsolation`; pass it as `.imageCoder` to decode alike.
+    public static func isolating(_ isolation: DecoderIsolation) -> SDImageCoreCoder {
         lastIsolating.withLock { last in
             if let last, last.isolation === isolation { return last }
             let c = SDImageCoreCoder(isolation: isolation)
