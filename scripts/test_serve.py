@@ -521,6 +521,44 @@ def run_gate_cancel():
         proc.wait()
 
 
+def run_shared_source_cancel():
+    """Two requests for one source share its download; the first client
+    hangs up mid-fetch: its render ends (abandoned), the download goes on
+    for the second, which is served, and the origin is asked once."""
+    import socket
+    photo = sample("photo-")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "2",
+                             "--source-timeout", "600")
+    if not base:
+        check("shared-source server starts", False, line)
+        proc.kill()
+        return
+    key = f"shared{os.getpid()}"
+    try:
+        src = f"{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3D{key}%26id%3D{key}"
+        host, port = base.split("//")[1].split(":")
+        a = socket.create_connection((host, int(port)), timeout=60)
+        a.sendall(f"GET {sign(f'/rs:fit:64:64/plain/{src}@png')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the first render")
+        b = background_get(base, sign(f"/rs:fit:65:65/plain/{src}@png"))
+        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 2, "the second render")
+        a.close()  # hangs up while the shared download is held at its last piece
+        gone = wait_for(lambda: metric(base, "sdimage_serve_renders_abandoned_total") == 1, "the first render to end")
+        urllib.request.urlopen(f"{FAULT}/open?gate={key}", timeout=30).read()
+        b["thread"].join(120)
+        hits = int(urllib.request.urlopen(f"{FAULT}/hits?id={key}", timeout=30).read())
+        check("a client that hangs up ends its own render only: the other request for the same source is served, "
+              "the origin asked once", gone and b.get("result", (0,))[0] == 200 and hits == 1,
+              (gone, b.get("result", (0,))[0], hits))
+    finally:
+        try:
+            urllib.request.urlopen(f"{FAULT}/open?gate={key}", timeout=30).read()
+        except OSError:
+            pass
+        proc.kill()
+        proc.wait()
+
+
 def run_fleet():
     """Two servers on one Redis, cold, every result asked of both at once:
     the origin (nginx's log of /fleet/) sees each source once, and the two
@@ -826,6 +864,7 @@ def main():
         run_cached_source_limits(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()
         run_gate_cancel()
+        run_shared_source_cancel()
         run_fleet()
         drain_under_load(proc, base)
     finally:
