@@ -559,6 +559,53 @@ def run_shared_source_cancel():
         proc.wait()
 
 
+def run_partial_sources():
+    """With decoders in this process (a render plan streams into the
+    decoder), a thumbnail of a progressive JPEG ends its source's transfer
+    once settled; the source cache keeps the first bytes as what they are: a
+    smaller render comes from them, a full-size one fetches only the rest
+    (Range), counted in nginx's log of /trickle/."""
+    corpus = os.environ.get("SD_CORPUS_DIR", "../shared/corpus")
+    os.makedirs(os.path.join(WORK, "www", "trickle"), exist_ok=True)
+    name = f"serve-{os.getpid()}.jpg"
+    path = os.path.join(WORK, "www", "trickle", name)
+    subprocess.run(f"djpeg {corpus}/exif-orientation/Landscape_1.jpg | cjpeg -quality 85 -grayscale -progressive > {path}",
+                   shell=True, check=True)
+    size = os.path.getsize(path)
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--in-process-decoders")
+    if not base:
+        check("partial-sources server starts", False, line)
+        proc.kill()
+        return
+    uri = f"/trickle/{name}"
+
+    def sent():
+        try:
+            return [int(l.split()[2]) for l in open(os.path.join(WORK, "trickle.log")) if l.split()[0] == uri]
+        except OSError:
+            return []
+    try:
+        src = f"{ORIGIN}{uri}"
+        st, _, body = get(base, sign(f"/rs:fit:112:112/plain/{src}@png"))
+        small = decode(body) if st == 200 else None
+        wait_for(lambda: len(sent()) >= 1, "nginx's line of the first transfer")
+        first = sent()
+        st2, _, body2 = get(base, sign(f"/rs:fit:100:100/plain/{src}@png"))
+        smaller = decode(body2) if st2 == 200 else None
+        st3, _, body3 = get(base, sign(f"/plain/{src}@png"))
+        full = decode(body3) if st3 == 200 else None
+        wait_for(lambda: len(sent()) >= 2, "nginx's line of the rest")
+        lines = sent()
+        check(f"a thumbnail's source transfer ends early ({first} of {size} bytes), a smaller render comes from the "
+              f"stored first bytes, the full size fetches only the rest ({lines})",
+              small and small[:2] == (112, 75) and smaller and smaller[:2] == (100, 67) and full and full[:2] == (1800, 1200)
+              and len(first) == 1 and first[0] < size // 2 and len(lines) == 2 and lines[1] == size - first[0],
+              (st, st2, st3, first, lines))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def run_fleet():
     """Two servers on one Redis, cold, every result asked of both at once:
     the origin (nginx's log of /fleet/) sees each source once, and the two
@@ -865,6 +912,7 @@ def main():
         run_limits()
         run_gate_cancel()
         run_shared_source_cancel()
+        run_partial_sources()
         run_fleet()
         drain_under_load(proc, base)
     finally:
