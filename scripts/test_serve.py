@@ -596,11 +596,13 @@ def run_partial_sources():
         full = decode(body3) if st3 == 200 else None
         wait_for(lambda: len(sent()) >= 2, "nginx's line of the rest")
         lines = sent()
+        saved = metric(base, "sdwebimage_download_bytes_not_fetched_total")
         check(f"a thumbnail's source transfer ends early ({first} of {size} bytes), a smaller render comes from the "
               f"stored first bytes, the full size fetches only the rest ({lines})",
               small and small[:2] == (112, 75) and smaller and smaller[:2] == (100, 67) and full and full[:2] == (1800, 1200)
               and len(first) == 1 and first[0] < size // 2 and len(lines) == 2 and lines[1] == size - first[0],
               (st, st2, st3, first, lines))
+        check(f"/metrics counts the bytes the early end did not fetch ({saved})", saved == size - first[0], saved)
     finally:
         proc.kill()
         proc.wait()

@@ -47,6 +47,8 @@ package final class LoaderTelemetry: Sendable {
     package let log: Logger
     let downloads: Counter
     let bytes: Counter
+    /// Bytes of files whose transfers ended once their thumbnails settled, not fetched.
+    let bytesNotFetched: Counter
     let downloadTime: Metrics.Timer
     let decodeTime: Metrics.Timer
     /// Transfers submitted and not yet complete, over this loader.
@@ -59,6 +61,7 @@ package final class LoaderTelemetry: Sendable {
         dims = t.metricsDimensions
         downloads = Counter(label: "sdwebimage_downloads_total", dimensions: dims)
         bytes = Counter(label: "sdwebimage_download_bytes_total", dimensions: dims)
+        bytesNotFetched = Counter(label: "sdwebimage_download_bytes_not_fetched_total", dimensions: dims)
         downloadTime = Metrics.Timer(label: "sdwebimage_download_duration_seconds", dimensions: dims)
         decodeTime = Metrics.Timer(label: "sdwebimage_decode_duration_seconds", dimensions: dims)
         inFlight = Gauge(label: "sdwebimage_downloads_in_flight", dimensions: dims)
@@ -88,6 +91,8 @@ package final class LoaderTelemetry: Sendable {
             case .success(let r):
                 if metricsOn {
                     bytes.increment(by: Int64(r.metrics.bytes))
+                    let rest = r.metrics.fullLength - r.metrics.resumedBytes - r.metrics.bytes
+                    if r.metrics.endedEarly && rest > 0 { bytesNotFetched.increment(by: Int64(rest)) }
                     downloadTime.recordNanoseconds(Int64(r.metrics.totalMs * 1e6))
                     if r.image != nil { decodeTime.recordNanoseconds(Int64(r.metrics.decodeMs * 1e6)) }
                 }
