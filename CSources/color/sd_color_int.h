@@ -34,7 +34,7 @@ struct sd__xform {
      * lcms2's float evaluation (sd_color_table.c) for opaque pixels */
     sd__ctab *ctab;
     int32_t tab[3][256][4]; /* [R,G,B in][value] -> B, G, R, 0 out */
-    uint8_t enc[SD__ENC_STEPS + 1];
+    uint8_t enc[SD__ENC_STEPS + 4]; /* + 3 zeros: the AVX2 path reads 32 bits at each step */
     int refs;             /* users now, plus 1 while cached */
 };
 

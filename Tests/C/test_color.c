@@ -652,14 +652,17 @@ static int test_fast_path(void)
         uint8_t *icc = profile(rgb_profiles[k], &icc_len);
         uint8_t *tagged = png_with_icc(plain, plain_n, icc, icc_len, &tagged_n);
         cmsHPROFILE prof = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_len);
-        sd_bitmap *vec = NULL, *sca = NULL;
-        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &vec, NULL, NULL, NULL, NULL));
+        sd_bitmap *vec = NULL, *sca = NULL, *sse = NULL;
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &vec, NULL, NULL, NULL, NULL)); /* AVX2 where the CPU has it */
         int was = sd__color_force_scalar(1);
         ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &sca, NULL, NULL, NULL, NULL));
+        sd__color_force_scalar(2);
+        ASSERT_OK(decode(tagged, tagged_n, 1, 0, 0, &sse, NULL, NULL, NULL, NULL));
         sd__color_force_scalar(was);
         int n = 0, worst = worst_vs_lcms(pic, vec, prof, NULL, &n);
         printf("  %s: worst %d over %d pixels\n", pname[rgb_profiles[k]], worst, n);
-        ASSERT(same_pixels(vec, sca));
+        ASSERT(same_pixels(vec, sca) && same_pixels(sse, sca));
+        sd_bitmap_free(sse);
         ASSERT(worst <= 1 && n == (int)(w * h));
         sd_bitmap_free(vec);
         sd_bitmap_free(sca);
