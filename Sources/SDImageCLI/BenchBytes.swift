@@ -44,6 +44,8 @@ struct BenchBytes: ParsableCommand {
         var group = "", box = 0, margin = 0, files = 0, early = 0
         var fetched = 0, whole = 0
         var minPSNR = Double.infinity
+        /// The early-ended files loaded again at full size: bytes that took, and what was left of them.
+        var rest = 0, restLeft = 0
     }
 
     func run() throws {
@@ -67,6 +69,18 @@ struct BenchBytes: ParsableCommand {
                     row.whole += file.count
                     if r.metrics.endedEarly { row.early += 1 }
                     row.minPSNR = min(row.minPSNR, Self.psnr(image.bitmap, whole.bitmap))
+                    // a later full-size load of the same file: the rest only (Range + If-Range)
+                    if r.metrics.endedEarly, let resumable = r.resumable {
+                        var full = Self.request(origin + "/" + name, options: DecodeOptions(), early: false, levels: 0)
+                        full.resume = resumable
+                        let done = DispatchSemaphore(value: 0)
+                        let out = Locked<Result<DownloadResult, DownloadError>?>(nil)
+                        loader.load(full) { out.set($0); done.signal() }
+                        done.wait()
+                        guard case .success(let f)? = out.current, f.data == file else { throw ValidationError("\(name): the rest did not make the file") }
+                        row.rest += f.metrics.bytes
+                        row.restLeft += file.count - r.metrics.bytes
+                    }
                     byGroup[group] = row
                 }
                 rows += byGroup.values.sorted { $0.group < $1.group }
@@ -156,6 +170,7 @@ struct BenchBytes: ParsableCommand {
                 ["group": $0.group, "box": $0.box, "margin": $0.margin, "files": $0.files, "ended_early": $0.early,
                  "bytes_fetched": $0.fetched, "bytes_whole": $0.whole,
                  "fetched_share": Double($0.fetched) / Double(max(1, $0.whole)),
+                 "rest_bytes": $0.rest, "rest_left_bytes": $0.restLeft,
                  "min_psnr_db": $0.minPSNR.isInfinite ? 999 : $0.minPSNR] as [String: Any]
             }
             if let t = timing {
@@ -165,11 +180,12 @@ struct BenchBytes: ParsableCommand {
             return
         }
         print("thumbnails from part of a file (settle levels \(settleLevels)): bytes fetched of the whole files, min PSNR against the whole file's thumbnail")
-        print("group      box margin files early   fetched   of whole  min PSNR (dB)")
+        print("group      box margin files early   fetched   of whole  min PSNR (dB)  then full size: bytes (the rest)")
         for r in rows {
             print(r.group.padding(toLength: 9, withPad: " ", startingAt: 0)
                   + String(format: " %4d %6d %5d %5d %9d %9.1f%%  ", r.box, r.margin, r.files, r.early,
-                           r.fetched, 100 * Double(r.fetched) / Double(max(1, r.whole))) + db(r.minPSNR))
+                           r.fetched, 100 * Double(r.fetched) / Double(max(1, r.whole))) + db(r.minPSNR).padding(toLength: 15, withPad: " ", startingAt: 0)
+                  + (r.early > 0 ? "\(r.rest) (\(r.restLeft))" : "-"))
         }
         if let t = timing {
             print(String(format: "grid of %d thumbnails (256 px, margin %d), median of 3: whole files %.2f s, early ends %.2f s: %.2fx",
