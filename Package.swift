@@ -157,6 +157,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system", condition: .when(traits: ["Serve"])),
                 "SDCache",
                 "SDCoders",
+                "SDDownloader",
                 "SDWebImage",
                 "SDWebImageRedis",
                 "SDWebImageSVGCoder",
