@@ -99,6 +99,33 @@ struct ThumbnailBytesTests {
         #expect(s.flakyHits(id) == 2)
     }
 
+    @Test("A full-size load that joins a thumbnail's transfer gets the whole file: the rest is fetched, not the prefix")
+    func joinerWantsMore() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let id = "join-\(UInt32.random(in: 0...UInt32.max))"
+        // the body held until both loads are on the one transfer
+        let url = s.url(s.fault, "/drip-file?name=trickle/grey.jpg&piece=4096&gap=5&first=\(id)&id=\(id)")
+        let downloader = patientDownloader()
+        let thumb = LoadLog()
+        let full = LoadLog()
+        downloader.downloadImage(with: url, options: [], context: Self.thumbnail, progress: nil) { image, data, error, finished in
+            thumb.block(image, data, error, .none, finished, url)
+        }
+        for _ in 0..<12000 where s.flakyHits(id) < 1 { usleep(10000) }  // the transfer reached the origin
+        downloader.downloadImage(with: url) { image, data, error, finished in
+            full.block(image, data, error, .none, finished, url)
+        }
+        _ = s.faultGet("/open?gate=\(id)")
+        await thumb.wait()
+        await full.wait()
+        #expect(thumb.last?.image?.width == 112)
+        let image = try #require(full.last?.image)
+        #expect(image.width == 1800 && image.height == 1200)
+        let file = try Data(contentsOf: s.www.appendingPathComponent("trickle/grey.jpg"))
+        #expect(full.last?.data == file)
+        #expect(s.flakyHits(id) == 2)  // the thumbnail's transfer, then the rest (this origin: the whole file)
+    }
+
     @Test(".fetchWholeFile and thumbnailSettleLevels -1 read the whole file")
     func wholeFile() async throws {
         let s = try #require(servers, "test servers could not start")

@@ -140,6 +140,8 @@ class Handler(socketserver.BaseRequestHandler):
                     with HITS_LOCK:
                         HITS[query["id"]] = HITS.get(query["id"], 0) + 1
                 self.send_head("200 OK", len(body), ctype="application/octet-stream", extra=extra)
+                if "first" in query:
+                    gate(query["first"]).wait(900)  # the headers are out, no body byte yet, until /open
                 held = False
                 for i in range(0, len(body), piece):
                     if "mid" in query and not held and i >= len(body) // 2:

@@ -17,6 +17,19 @@ extension SDWebImageDownloaderOperation {
     func finish(_ result: Result<DownloadResult, DownloadError>, inline: Bool = false) {
         lock.lock()
         guard state != .finished else { lock.unlock(); return }
+        // A transfer ended early (a thumbnail settled) while a subscriber
+        // wants more than the streamed thumbnail (another size, the bytes
+        // themselves): the rest of the file instead, by `Range` when the
+        // server allows, else whole. Checked under the lock that finishes,
+        // so no subscriber can join between the check and the end.
+        if case .success(let r) = result, r.metrics.endedEarly, !cancelled, pendingError == nil,
+           let transfer = transferOptions, var more = submitted,
+           handlers.contains(where: { !$0.options.decodeImage || !$0.options.decodesLike(transfer) }) {
+            lock.unlock()
+            more.endsWhenSettled = false
+            more.resume = r.resumable
+            return submit(more)
+        }
         state = .finished
         let hs = handlers
         handlers = []

@@ -50,6 +50,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
     var _metrics: DownloadMetrics?
     var _completionBlock: (@Sendable () -> Void)?
     var transferOptions: SDImageLoaderDecodeOptions?
+    /// The transfer submitted last (under `lock`): a thumbnail's early end
+    /// asks for the rest with it when a subscriber wants more.
+    var submitted: DownloadRequest?
     /// The formats the C loop decodes (the rest it declines, undecoded).
     var streamedFormats: Set<ImageFormat> = []
     /// The C loop decodes this transfer as it streams (for the formats above).
@@ -179,11 +182,9 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         submit(dl)
     }
 
-    private func submit(_ dl: DownloadRequest) {
+    func submit(_ dl: DownloadRequest) {
+        lock.withLock { submitted = dl }
         var events = LoaderEvents { [self] result in
-            if case .success(let r) = result, r.metrics.endedEarly, let rest = rest(of: dl, after: r) {
-                return submit(rest)
-            }
             // The common end (every subscriber takes the streamed decode) is a
             // few hops of bookkeeping: done right here. User code (decryptor,
             // response checks) and extra decodes go to `work`, in order.
@@ -202,22 +203,6 @@ public final class SDWebImageDownloaderOperation: SDWebImageDownloaderOperationP
         case .failure(let e):
             work.async { self.finish(.failure(e)) }
         }
-    }
-
-    /// A transfer ended early (a thumbnail settled): when a subscriber that
-    /// joined since wants more than the streamed thumbnail (another size,
-    /// the bytes themselves), the rest of the file, by `Range` when the
-    /// server allows, else whole; nil when every subscriber takes it as it is.
-    private func rest(of dl: DownloadRequest, after r: DownloadResult) -> DownloadRequest? {
-        lock.lock()
-        let (hs, transfer, gone) = (handlers, transferOptions, cancelled)
-        lock.unlock()
-        guard !gone, let transfer, hs.contains(where: { !$0.options.decodeImage || !$0.options.decodesLike(transfer) })
-        else { return nil }
-        var more = dl
-        more.endsWhenSettled = false
-        more.resume = r.resumable
-        return more
     }
 }
 
