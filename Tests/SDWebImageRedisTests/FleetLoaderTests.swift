@@ -93,27 +93,28 @@ struct FleetLoaderTests {
         let server = try #require(RedisTestServer.shared)
         let servers = try #require(TestServers.shared)
         let ns = unique("fleet")
-        // a fresh copy of the grey progressive file: its own lines in nginx's log
         let file = try Data(contentsOf: servers.www.appendingPathComponent("trickle/grey.jpg"))
-        let uri = "/trickle/\(unique("shared")).jpg"
-        try file.write(to: servers.www.appendingPathComponent(String(uri.dropFirst())))
-        let url = servers.url(servers.http, uri)
+        // the origin sends the first half and holds the rest until its gate
+        // opens: the thumbnail's transfer can only complete by ending early
+        let id = unique("shared")
+        let url = servers.url(servers.fault, "/drip-file?name=trickle/grey.jpg&piece=4096&gap=0&mid=\(id)&id=\(id)")
         let thumb = { (px: Int) -> SDWebImageContext in [.imageThumbnailPixelSize: CGSize(width: px, height: px)] }
         let a = try Host(server, namespace: ns)
         let first = await a.loadWithType(url, context: thumb(112))
+        _ = servers.faultGet("/open?gate=\(id)")
         #expect(first.0?.width == 112)
-        let sent = try #require(servers.sent(uri, request: 1))
-        #expect(sent < file.count / 2)
         a.local.waitForPendingWrites()
         // another host's thumbnail as small: from the shared first bytes (Redis), no request
         let c = try Host(server, namespace: ns)
         let again = await c.loadWithType(url, context: thumb(100))
         #expect(again.0?.width == 100 && again.2 == .disk)
+        #expect(hits(servers, id) == 1)
         // a third host's full size: never the prefix; the whole file from the origin
+        let sent = servers.faultSent(id)
         let b = try Host(server, namespace: ns)
         let full = await b.loadWithType(url)
         #expect(full.0?.width == 1800 && full.0?.height == 1200 && full.1 == nil)
-        #expect(servers.sent(uri, request: 2) == file.count)
+        #expect(hits(servers, id) == 2 && servers.faultSent(id) == sent + file.count)
     }
 
     @Test("decodeLimits bind what another process wrote: a Redis value over them is neither an L2 hit nor served by the fleet loader")

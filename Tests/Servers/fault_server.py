@@ -49,7 +49,10 @@ Paths (all serve the image given with --file unless said otherwise):
                     folder's parent), N bytes (default 512) every MS ms (default 20);
                     gate: the last piece waits for /open?gate=K (15 min at most);
                     mid=K2: so does the first piece that starts past the
-                    middle of the body, for /open?gate=K2
+                    middle of the body, for /open?gate=K2; first=K3: the
+                    body starts at /open?gate=K3; etag=T|auto, ranges=1,
+                    id=I: see the code (ETag, Range with If-Range, counts)
+  /sent?id=I        the body bytes /drip-file wrote for id=I
   /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
@@ -61,7 +64,7 @@ A request in absolute form ("GET http://host/path", as to a forward proxy) is
 recorded for /proxied and then served as its path: a stand-in proxy for the
 proxy-policy tests that never connects anywhere.
 """
-import argparse, base64, socket, socketserver, struct, threading, time
+import argparse, base64, hashlib, socket, socketserver, struct, threading, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
@@ -72,6 +75,7 @@ IMAGE = open(args.file, "rb").read()
 PROGRESSIVE = open(args.progressive, "rb").read()
 HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
 HITS = {}  # /flaky key -> requests seen
+SENT = {}  # /drip-file id -> body bytes written
 HITS_LOCK = threading.Lock()
 RANGES = {}  # /resumable key -> range starts asked for
 PROXIED = []  # absolute-form targets, in order
@@ -132,25 +136,50 @@ class Handler(socketserver.BaseRequestHandler):
                     return
                 body = open(full, "rb").read()
                 piece, gap = int(query.get("piece", "512")), int(query.get("gap", "20")) / 1000
-                # etag=: a strong ETag and Accept-Ranges, yet every Range is
-                # ignored (the whole file, 200): an origin that advertises
-                # ranges it does not serve; the requests are counted under id=
-                extra = f'ETag: "{query["etag"]}"\r\nAccept-Ranges: bytes\r\n' if "etag" in query else ""
-                if "id" in query:
+                # etag=: a strong ETag (etag=auto: of the file's bytes) and
+                # Accept-Ranges; every Range is ignored (the whole file, 200:
+                # an origin that advertises ranges it does not serve) unless
+                # ranges=1, which honours "bytes=N-" when If-Range is the ETag.
+                # Requests are counted under id= (/hits), the bytes written
+                # under id= too (/sent)
+                tag = query.get("etag")
+                if tag == "auto":
+                    tag = hashlib.sha1(body).hexdigest()[:16]
+                extra = f'ETag: "{tag}"\r\nAccept-Ranges: bytes\r\n' if tag else ""
+                key = query.get("id")
+                if key:
                     with HITS_LOCK:
-                        HITS[query["id"]] = HITS.get(query["id"], 0) + 1
-                self.send_head("200 OK", len(body), ctype="application/octet-stream", extra=extra)
-                if "first" in query:
+                        HITS[key] = HITS.get(key, 0) + 1
+                lines = {k.strip(): v.strip() for k, v in
+                         (l.split(":", 1) for l in headers.split("\r\n")[1:] if ":" in l)}
+                rng = lines.get("range", "")
+                start = 0
+                if ("ranges" in query and tag and rng.startswith("bytes=") and rng.endswith("-")
+                        and lines.get("if-range") == f'"{tag}"' and int(rng[6:-1]) < len(body)):
+                    start = int(rng[6:-1])
+                    self.send_head("206 Partial Content", len(body) - start, ctype="application/octet-stream",
+                                   extra=extra + f"Content-Range: bytes {start}-{len(body) - 1}/{len(body)}\r\n")
+                else:
+                    self.send_head("200 OK", len(body), ctype="application/octet-stream", extra=extra)
+                if "first" in query and start == 0:
                     gate(query["first"]).wait(900)  # the headers are out, no body byte yet, until /open
                 held = False
-                for i in range(0, len(body), piece):
-                    if "mid" in query and not held and i >= len(body) // 2:
+                for i in range(start, len(body), piece):
+                    if "mid" in query and start == 0 and not held and i >= len(body) // 2:
                         held = True
                         gate(query["mid"]).wait(900)  # the first half is in, until /open
-                    if "gate" in query and i + piece >= len(body):
+                    if "gate" in query and start == 0 and i + piece >= len(body):
                         gate(query["gate"]).wait(900)  # all but the last piece are in, until /open (tests open it on every path)
                     sock.sendall(body[i:i + piece])
+                    if key:
+                        with HITS_LOCK:
+                            SENT[key] = SENT.get(key, 0) + len(body[i:i + piece])
                     time.sleep(gap)
+            elif path == "/sent":
+                with HITS_LOCK:
+                    out = str(SENT.get(query.get("id", ""), 0)).encode()
+                self.send_head("200 OK", len(out), "text/plain")
+                sock.sendall(out)
             elif path == "/drip-progressive":
                 self.send_head("200 OK", len(PROGRESSIVE))
                 for i in range(0, len(PROGRESSIVE), 2048):

@@ -13,8 +13,6 @@ public final class TestServers: @unchecked Sendable {
     public let https: String
     public let fault: String
     public let www: URL
-    /// The servers' folder (nginx's logs: trickle.log, `sent(_:)`).
-    public let log: URL
 
     private init() throws {
         let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -38,7 +36,7 @@ public final class TestServers: @unchecked Sendable {
             .write(to: img.appendingPathComponent("zero.jpg"))
         // a photograph as a progressive JPEG whose first scans hold the DC and
         // the chroma whole (mozjpeg's kind of script): a thumbnail of it
-        // settles early (nginx sends /trickle/ slowly and logs what it sent)
+        // settles early (the fault server's /drip-file holds the rest)
         let trickle = www.appendingPathComponent("trickle")
         try FileManager.default.createDirectory(at: trickle, withIntermediateDirectories: true)
         let scans = dir.appendingPathComponent("scans.txt")
@@ -50,7 +48,6 @@ public final class TestServers: @unchecked Sendable {
         // bit, enough for a thumbnail within a level (the exact rule needs
         // the DC refinement, past half the file)
         _ = system("djpeg '\(photo.path)' | cjpeg -quality 85 -grayscale -progressive -outfile '\(trickle.path)/grey.jpg'")
-        self.log = dir
         // system(), not Process: Foundation's waitUntilExit can miss the exit
         // of a child that leaves background processes behind.
         let script = repo.appendingPathComponent("Tests/Servers/servers.sh").path
@@ -112,21 +109,8 @@ public final class TestServers: @unchecked Sendable {
 
     public func url(_ base: String, _ path: String) -> URL { URL(string: base + path)! }
 
-    /// The bytes nginx sent for its `n`-th request (1-based) of `uri` under
-    /// /trickle/ (its access log, written when the request ends, after the
-    /// client hung up too); nil if the line did not come within two minutes.
-    public func sent(_ uri: String, request n: Int) -> Int? {
-        for _ in 0..<1200 {
-            let lines = (try? String(contentsOf: log.appendingPathComponent("trickle.log"), encoding: .utf8)) ?? ""
-            let sizes = lines.split(separator: "\n").compactMap { line -> Int? in
-                let f = line.split(separator: " ")
-                return f.count == 3 && f[0] == uri ? Int(f[2]) : nil
-            }
-            if sizes.count >= n { return sizes[n - 1] }
-            usleep(100_000)
-        }
-        return nil
-    }
+    /// The body bytes the fault server's `/drip-file?…&id=<id>` wrote so far.
+    public func faultSent(_ id: String) -> Int { Int(faultGet("/sent?id=\(id)") ?? "") ?? -1 }
 
     /// How many requests the fault server's `/flaky?id=<id>` has had.
     public func flakyHits(_ id: String) -> Int { Int(faultGet("/hits?id=\(id)") ?? "") ?? -1 }
