@@ -225,9 +225,7 @@ public final class SDRedisFleetLoader: SDImageLoaderProvidingResponse, Sendable 
             }
             if let p = v.partial {  // the manager stores the bytes as what they are
                 status = 206
-                headers["Content-Range"] = "bytes 0-\(max(0, p.length - 1))/\(p.fullLength > 0 ? String(p.fullLength) : "*")"
-                headers[SDWebImageHTTPValidators.settledHeader] =
-                    "\(p.completeUpToWidth)x\(p.completeUpToHeight); levels=\(p.settleLevels)"
+                headers.merge(p.responseHeaders) { _, new in new }
             }
         }
         return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)

@@ -60,8 +60,12 @@ extension SDWebImageDownloaderOperation {
                 // the first bytes only: the response says so, as a server's
                 // partial one would, so what stores them keeps them as such
                 // (SDWebImageHTTPValidators.partial)
-                let partial = Self.partialResponse(http, length: r.data.count, of: r.metrics.fullLength,
-                                                   completeUpTo: r.completeUpTo, levels: env.settleLevels)
+                // no size known: complete for nothing, still never the file
+                let body = SDWebImagePartialBody(length: r.data.count, fullLength: r.metrics.fullLength,
+                                                 completeUpToWidth: r.completeUpTo?.width ?? 0,
+                                                 completeUpToHeight: r.completeUpTo?.height ?? 0,
+                                                 settleLevels: max(0, env.settleLevels))
+                let partial = Self.partialResponse(http, body)
                 lock.lock()
                 _response = partial
                 lock.unlock()
@@ -118,17 +122,13 @@ extension SDWebImageDownloaderOperation {
     }
 
     /// The response of a transfer ended once its thumbnail settled: 206 with
-    /// `Content-Range: bytes 0-(length-1)/full` and the size and levels the
-    /// bytes are complete for (`X-SDWebImage-Settled: 225x150; levels=1`).
-    static func partialResponse(_ http: HTTPURLResponse, length: Int, of full: Int,
-                                completeUpTo: (width: Int, height: Int)?, levels: Int) -> HTTPURLResponse {
+    /// the headers that say what its bytes are (`SDWebImagePartialBody.responseHeaders`).
+    static func partialResponse(_ http: HTTPURLResponse, _ body: SDWebImagePartialBody) -> HTTPURLResponse {
         var fields: [String: String] = [:]
         for (k, v) in http.allHeaderFields {
             if let k = k as? String, let v = v as? String, k.lowercased() != "content-length" { fields[k] = v }
         }
-        fields["Content-Range"] = "bytes 0-\(max(0, length - 1))/\(full > 0 ? String(full) : "*")"
-        fields["Content-Length"] = String(length)
-        if let c = completeUpTo { fields[SDWebImageHTTPValidators.settledHeader] = "\(c.width)x\(c.height); levels=\(max(0, levels))" }
+        fields.merge(body.responseHeaders) { _, new in new }
         return HTTPURLResponse(url: http.url ?? URL(fileURLWithPath: "/"), statusCode: 206, httpVersion: "HTTP/1.1",
                                headerFields: fields) ?? http
     }

@@ -91,7 +91,7 @@ public struct SDWebImagePartialBody: Codable, Sendable, Equatable {
     /// 206 for a resumed range continues earlier bytes into a whole file).
     init?(response: HTTPURLResponse) {
         guard response.statusCode == 206, let range = response.value(forHTTPHeaderField: "Content-Range"),
-              let settled = response.value(forHTTPHeaderField: SDWebImageHTTPValidators.settledHeader) else { return nil }
+              let settled = response.value(forHTTPHeaderField: Self.settledHeader) else { return nil }
         let r = range.trimmingCharacters(in: .whitespaces)
         guard r.hasPrefix("bytes 0-"), let slash = r.firstIndex(of: "/"),
               let last = Int(r[r.index(r.startIndex, offsetBy: 8)..<slash]) else { return nil }
@@ -106,8 +106,17 @@ public struct SDWebImagePartialBody: Codable, Sendable, Equatable {
     }
 }
 
-extension SDWebImageHTTPValidators {
+extension SDWebImagePartialBody {
     /// The header the downloader adds to an early-ended transfer's response:
     /// the size and levels its bytes are complete for.
-    package static let settledHeader = "X-SDWebImage-Settled"
+    static let settledHeader = "X-SDWebImage-Settled"
+
+    /// The headers that say what the bytes are, the ones `init(response:)`
+    /// reads back (with a 206): `Content-Range: bytes 0-N/T` and
+    /// `X-SDWebImage-Settled: WxH; levels=L`.
+    package var responseHeaders: [String: String] {
+        ["Content-Range": "bytes 0-\(max(0, length - 1))/\(fullLength > 0 ? String(fullLength) : "*")",
+         "Content-Length": String(length),
+         Self.settledHeader: "\(completeUpToWidth)x\(completeUpToHeight); levels=\(settleLevels)"]
+    }
 }
