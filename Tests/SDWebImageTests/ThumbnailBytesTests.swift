@@ -28,6 +28,13 @@ struct ThumbnailBytesTests {
         return (url, id, file)
     }
 
+    /// The entry's bytes, partial or not (`diskImageData` answers only the
+    /// file's), once the disk writes queued before are done.
+    func storedBytes(_ cache: SDImageCache, _ key: String) -> Data? {
+        _ = cache.extendedData(forKey: key)  // waits for the disk queue
+        return cache.diskCache?.data(forKey: key)
+    }
+
     static let thumbnail: SDWebImageContext = [.imageThumbnailPixelSize: CGSize(width: 112, height: 112)]
 
     @Test("Ends early, stored as partial, a thumbnail again from disk, the full size by Range")
@@ -44,8 +51,10 @@ struct ThumbnailBytesTests {
         let diff = try #require(maxDiff(thumb.bitmap, whole.bitmap))
         #expect(diff <= 2)
         let key = try #require(m.cacheKey(for: url))
-        let stored = try #require(cache.diskImageData(forKey: key))
+        let stored = try #require(storedBytes(cache, key))
         #expect(stored.count <= file.count / 2 + 4096 && stored == file.prefix(stored.count))
+        // the public accessors of the file's bytes: a partial entry is not it
+        #expect(cache.diskImageData(forKey: key) == nil && !cache.diskImageDataExists(withKey: key))
         let raw = try #require(cache.extendedData(forKey: key))
         let partial = try #require(try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw).partial)
         #expect(partial.length == stored.count && partial.fullLength == file.count)
@@ -67,7 +76,7 @@ struct ThumbnailBytesTests {
         let image = try #require(full.last?.image)
         #expect(image.width == 1800 && image.height == 1200)
         #expect(s.flakyHits(id) == 2 && s.faultSent(id) == sent + file.count - stored.count)
-        #expect(cache.diskImageData(forKey: key) == file)
+        #expect(cache.diskImageData(forKey: key) == file && cache.diskImageDataExists(withKey: key))
         let now = try cache.extendedData(forKey: key).map { try JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }
         #expect(now?.partial == nil)
     }
@@ -80,7 +89,7 @@ struct ThumbnailBytesTests {
         _ = await m.load(url, [], Self.thumbnail)
         _ = s.faultGet("/open?gate=\(id)")
         let key = try #require(m.cacheKey(for: url))
-        #expect((cache.diskImageData(forKey: key)?.count ?? .max) <= file.count / 2 + 4096)
+        #expect((storedBytes(cache, key)?.count ?? .max) <= file.count / 2 + 4096)
         // another picture under the same URL (its ETag is of its bytes)
         let other = try TestServers.jpeg(width: 640, height: 480, progressive: false)
         let name = try #require(url.query?.split(separator: "&").first { $0.hasPrefix("name=") }?.dropFirst(5))
@@ -103,7 +112,7 @@ struct ThumbnailBytesTests {
         _ = s.faultGet("/open?gate=\(id)")
         #expect(thumb.last?.image?.width == 112)
         let key = try #require(m.cacheKey(for: url))
-        let partial = try #require(cache.diskImageData(forKey: key))
+        let partial = try #require(storedBytes(cache, key))
         #expect(partial.count <= file.count / 2 + 4096)
         let full = await m.load(url)
         #expect(full.last?.image?.width == 1800 && full.last?.image?.height == 1200)

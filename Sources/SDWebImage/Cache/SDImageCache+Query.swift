@@ -19,7 +19,7 @@ extension SDImageCache {
     /// Read and decode now (and keep the image in memory).
     public func imageFromDiskCache(forKey key: String?, options: SDImageCacheOptions = [],
                                    context: SDWebImageContext? = nil) -> SDImage? {
-        guard let key, let data = diskImageData(forKey: key) else { return nil }
+        guard let key, let data = storedData(forKey: key) else { return nil }
         let request = SDImageLoadRequest.resolve(context)
         let image = decode(data, key, options, request)
         if let image, let memoryKey = request.memoryKey(forDiskHitAt: key) { storeImage(toMemory: image, forKey: memoryKey) }
@@ -31,18 +31,29 @@ extension SDImageCache {
         imageFromMemoryCache(forKey: key) ?? imageFromDiskCache(forKey: key)
     }
 
-    /// The stored bytes (nil on a miss); refreshes the entry's access date.
+    /// The file's stored bytes (nil on a miss); refreshes the entry's access
+    /// date. An entry that holds only a file's first bytes (a thumbnail's
+    /// transfer that ended once it settled: `SDWebImageHTTPValidators.partial`)
+    /// is not the file and answers nil; images as small as it is complete for
+    /// still decode from it (`imageFromDiskCache`, queries).
     public func diskImageData(forKey key: String?) -> Data? {
-        guard let key else { return nil }
-        if let p = pendingData(key) { return p }
-        return disk?.data(forKey: key)
+        guard let key, let data = storedData(forKey: key) else { return nil }
+        return partialBody(forKey: key) == nil ? data : nil
     }
 
-    /// Whether the disk cache has an entry for `key` (synchronous).
+    /// Whether the disk cache has the file's bytes for `key` (synchronous):
+    /// false for an entry of a file's first bytes only, as `diskImageData`.
     public func diskImageDataExists(withKey key: String?) -> Bool {
         guard let key else { return false }
-        if let p = pendingData(key) { return p != nil }
-        return disk?.containsData(forKey: key) ?? false
+        if let p = pendingData(key) { return p != nil && partialBody(forKey: key) == nil }
+        return (disk?.containsData(forKey: key) ?? false) && partialBody(forKey: key) == nil
+    }
+
+    /// The entry's bytes, whatever they are complete for (a partial entry's
+    /// prefix too): what the decodes read.
+    func storedData(forKey key: String) -> Data? {
+        if let p = pendingData(key) { return p }
+        return disk?.data(forKey: key)
     }
 
     /// Whether the disk cache has an entry for `key`, answered on the cache's queue.
@@ -99,8 +110,12 @@ extension SDImageCache {
     }
 
     /// What the entry's bytes are complete for, when they are a file's first bytes only.
+    /// Read without waiting for the disk queue: a write still pending has
+    /// its record beside its bytes.
     func partialBody(forKey key: String) -> SDWebImagePartialBody? {
-        guard let raw = extendedData(forKey: key) else { return nil }
+        let raw: Data?
+        if let p = pendingEntry(key) { raw = p.extended } else { raw = disk?.extendedData(forKey: key) }
+        guard let raw else { return nil }
         return (try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw))?.partial
     }
 
@@ -166,7 +181,7 @@ extension SDImageCache {
         let sync = image != nil ? options.contains(.queryMemoryDataSync) : options.contains(.queryDiskDataSync)
         let work: @Sendable () -> Void = { [self] in
             if token.isCancelled { return }
-            let data = diskImageData(forKey: key)
+            let data = storedData(forKey: key)
             if let image {
                 token.finish(image, data, .memory, on: sync ? nil : queue)
                 return
@@ -175,9 +190,9 @@ extension SDImageCache {
                 token.finish(nil, nil, .none, on: sync ? nil : queue)
                 return
             }
+            // the bytes handed on are the file's: a partial entry's are not it
+            let whole = partialBody(forKey: key) == nil
             if options.contains(.avoidDecodeImage) {
-                // the bytes asked for are the file's: a partial entry is not it
-                let whole = partialBody(forKey: key) == nil
                 token.finish(nil, whole ? data : nil, whole ? .disk : .none, on: sync ? nil : queue)
                 return
             }
@@ -190,7 +205,7 @@ extension SDImageCache {
                let memoryKey = request.memoryKey(forDiskHitAt: key) {
                 storeImage(toMemory: decoded, forKey: memoryKey)
             }
-            token.finish(decoded, data, decoded == nil ? .none : .disk, on: sync ? nil : queue)
+            token.finish(decoded, whole ? data : nil, decoded == nil ? .none : .disk, on: sync ? nil : queue)
         }
         if sync { work() } else { readQueue.async(execute: work) }
         return token

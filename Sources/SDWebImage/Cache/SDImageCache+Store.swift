@@ -54,7 +54,7 @@ extension SDImageCache {
         }
         // Encoding waits for the disk queue; the bytes are readable meanwhile
         // only when we have them already.
-        let gen = imageData.map { setPending(key, $0) }
+        let gen = imageData.map { setPending(key, $0, extendedData) }
         ioQueue.async { [self] in
             var error: (any Error)?
             if let data = imageData ?? image.flatMap({ Self.encodedData(for: $0, options: encodeOptions, coder: coder) }) {
@@ -112,11 +112,11 @@ extension SDImageCache {
         sweeper.didWrite(data.count, to: disk, policy: config.sweepPolicy)
     }
 
-    func setPending(_ key: String, _ value: Data?) -> UInt64 {
+    func setPending(_ key: String, _ value: Data?, _ extended: Data? = nil) -> UInt64 {
         lock.lock()
         defer { lock.unlock() }
         generation += 1
-        pending[key] = (generation, value)
+        pending[key] = (generation, value, extended)
         return generation
     }
 
@@ -128,8 +128,13 @@ extension SDImageCache {
     }
 
     func pendingData(_ key: String) -> Data?? {
+        pendingEntry(key).map { $0.data }
+    }
+
+    /// A write or removal not yet on disk: its bytes (nil: removed) and extended data.
+    func pendingEntry(_ key: String) -> (data: Data?, extended: Data?)? {
         lock.lock()
         defer { lock.unlock() }
-        return pending[key].map { $0.data }
+        return pending[key].map { ($0.data, $0.extended) }
     }
 }

@@ -34,7 +34,7 @@ public final class SDImageCache: SDImageCacheProtocol, @unchecked Sendable {
     let readQueue = DispatchQueue(label: "SDImageCache.read", qos: .userInitiated, attributes: .concurrent)
     let lock = NSLock()
     /// Disk writes not yet done, so reads see them: data, or nil for a removal.
-    var pending: [String: (generation: UInt64, data: Data?)] = [:]
+    var pending: [String: (generation: UInt64, data: Data?, extended: Data?)] = [:]
     var generation: UInt64 = 0
 
     static let directoryLock = NSLock()

@@ -179,7 +179,7 @@ final class ManagerLoad: Sendable {
               let k = originalKey, let raw = originalCache.extendedData(forKey: k),
               let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), let p = v.partial,
               let validator = v.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? v.lastModified,
-              let cache = originalCache as? SDImageCache, let bytes = cache.diskImageData(forKey: k),
+              let cache = originalCache as? SDImageCache, let bytes = cache.storedData(forKey: k),
               bytes.count == p.length else { return nil }
         return ResumableData(data: bytes, validator: validator)
     }
