@@ -37,6 +37,7 @@ const char *sd_strerror(int status)
     case SD_EPROTOCOL: return "malformed response from the server";
     case SD_ENOTFILE: return "not a regular file";
     case SD_EPOLICY: return "refused by policy";
+    case SD_ELIMIT: return "the decode went over its limits in its worker";
     default: return "unknown error";
     }
 }

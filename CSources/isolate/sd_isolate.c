@@ -221,7 +221,7 @@ static int died(sd__worker *w, char *message, size_t size)
             WTERMSIG(st));
     else
         say(message, size, "the decoder's worker exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return SD_ECANCELLED;
+    return SD_ELIMIT;
 }
 
 /* Send all of `p`, within the deadline. */
@@ -271,13 +271,13 @@ static int receive(sd_isolate_pool *p, sd__worker *w, int64_t deadline, int64_t 
             end_worker(w, 1);
             say(message, size, "the decode used more than %lld ms of CPU (its worker was killed)",
                 (long long)p->limits.cpu_ms);
-            return SD_ETIMEDOUT;
+            return SD_ELIMIT;
         }
         if (now_ms() > deadline) {
             end_worker(w, 1);
             say(message, size, "the decode took more than %lld ms (its worker was killed)",
                 (long long)p->limits.wall_ms);
-            return SD_ETIMEDOUT;
+            return SD_ELIMIT;
         }
     }
     union {
@@ -378,6 +378,7 @@ static int run(sd_isolate_pool *p, const sd__iso_request *q, const void *data, c
     else if (rc == SD_ETIMEDOUT) {
         end_worker(w, 1);
         say(message, size, "the decode took more than %lld ms (its worker was killed)", (long long)p->limits.wall_ms);
+        rc = SD_ELIMIT;
     }
     sd__iso_reply r;
     memset(&r, 0, sizeof r);

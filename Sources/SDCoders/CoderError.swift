@@ -74,6 +74,11 @@ public struct SDStatus: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let notRegularFile = SDStatus(SD_ENOTFILE)
     /// Refused by the request's `URLPolicy` (host, address, downgrade).
     public static let refusedByPolicy = SDStatus(SD_EPOLICY)
+    // isolated decoding
+    /// A decode in a `DecoderIsolation` worker went over its CPU, wall-time or
+    /// memory limit, or its sandbox stopped it: the worker was killed, the
+    /// source's doing (`SD_ELIMIT`).
+    public static let overLimit = SDStatus(SD_ELIMIT)
 }
 
 /// An error from the C core: its stable status code plus the detail message

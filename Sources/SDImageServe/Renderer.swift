@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Metrics
 import SDCache
+import SDCoders
 import SDSync
 import SDWebImage
 import SDWebImageRedis
@@ -86,13 +87,12 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
             case .invalidDownloadStatusCode:
                 let s = e.statusCode ?? 0
                 return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
-            case .cancelled, .badImageData where e.message.contains("cancelled by its caller"):
+            case .cancelled, .badImageData where (e.underlyingError as? CoderError)?.code == .cancelled:
                 // nginx's "client closed request": nobody reads this answer, the log does
                 return RenderError(status: 499, reason: "the client went away during its render")
             case .badImageData:
                 // a decoder worker over its budget or stopped by its sandbox: the source's doing
-                if e.message.contains("its worker was killed") || e.message.contains("sandbox")
-                    || e.message.contains("worker was killed by signal") {
+                if (e.underlyingError as? CoderError)?.code == .overLimit {
                     return RenderError(status: 422, reason: "the source could not be decoded within its budget",
                                        detail: e.message)
                 }

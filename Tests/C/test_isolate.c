@@ -104,7 +104,7 @@ static int test_same_pixels(void)
     sd_bitmap *b = NULL;
     char why[256];
     int rc = sd_isolate_decode(pool, junk, sizeof junk, NULL, NULL, 0, NULL, NULL, &b, NULL, why, sizeof why);
-    ASSERT(rc != SD_OK && rc != SD_ECANCELLED && rc != SD_ETIMEDOUT && b == NULL && why[0] != '\0');
+    ASSERT(rc != SD_OK && rc != SD_ECANCELLED && rc != SD_ELIMIT && b == NULL && why[0] != '\0');
     ASSERT(healthy(pool, png, pn));
     /* an SVG with text: its fonts were loaded before the sandbox closed */
 #ifdef SD_TEST_WITH_SVG
@@ -218,7 +218,7 @@ static int test_sandbox_kills(void)
     char why[256] = "";
     int rc = sd__isolate_probe(pool, PROBE_OPEN, NULL, why, sizeof why);
     if (!((rc == SD_EIO && strstr(why, "Permission denied") != NULL) ||
-          (rc == SD_ECANCELLED && strstr(why, "sandbox") != NULL)))
+          (rc == SD_ELIMIT && strstr(why, "sandbox") != NULL)))
         SD_TEST_FAIL_("reading /etc/hostname: %d (%s)", rc, why);
     ASSERT(healthy(pool, png, n));
     /* opening to write, a socket, an exec: killed */
@@ -228,7 +228,7 @@ static int test_sandbox_kills(void)
         ASSERT(healthy(pool, png, n));
         ASSERT_EQ(sd_isolate_pool_pids(pool, pids, 1), 1);
         rc = sd__isolate_probe(pool, probes[i], NULL, why, sizeof why);
-        if (rc != SD_ECANCELLED || strstr(why, "sandbox") == NULL)
+        if (rc != SD_ELIMIT || strstr(why, "sandbox") == NULL)
             SD_TEST_FAIL_("probe %d: %d (%s), not stopped by the sandbox", probes[i], rc, why);
         /* that worker is gone; the next decode has a fresh one */
         int after[1] = {0};
@@ -274,7 +274,7 @@ static int test_limits(void)
     ASSERT_EQ(sd_isolate_pool_pids(pool, pid, 1), 1);
     ASSERT_EQ(kill(pid[0], SIGKILL), 0);
     pthread_join(t, NULL);
-    if (j.rc != SD_ECANCELLED || strstr(j.why, "signal 9") == NULL)
+    if (j.rc != SD_ELIMIT || strstr(j.why, "signal 9") == NULL)
         SD_TEST_FAIL_("killed mid-decode: %d (%s)", j.rc, j.why);
     ASSERT(healthy(pool, png, n));
     sd_isolate_pool_free(pool);
@@ -284,7 +284,7 @@ static int test_limits(void)
     ASSERT_OK(sd_isolate_pool_new(SD_WORKER_PATH, 1, &cpu, &pool));
     char why[256];
     int rc = sd__isolate_probe(pool, PROBE_SPIN, NULL, why, sizeof why);
-    if (rc != SD_ETIMEDOUT || strstr(why, "CPU") == NULL)
+    if (rc != SD_ELIMIT || strstr(why, "CPU") == NULL)
         SD_TEST_FAIL_("over its CPU time: %d (%s)", rc, why);
     ASSERT(healthy(pool, png, n));
     sd_isolate_pool_free(pool);
@@ -293,7 +293,7 @@ static int test_limits(void)
     sd_isolate_limits wall = {.cpu_ms = (int64_t)1 << 40, .wall_ms = 300};
     ASSERT_OK(sd_isolate_pool_new(SD_WORKER_PATH, 1, &wall, &pool));
     rc = sd__isolate_probe(pool, PROBE_SPIN, NULL, why, sizeof why);
-    if (rc != SD_ETIMEDOUT || strstr(why, "took more than") == NULL)
+    if (rc != SD_ELIMIT || strstr(why, "took more than") == NULL)
         SD_TEST_FAIL_("over its wall time: %d (%s)", rc, why);
     sd_isolate_pool_free(pool);
 

@@ -15,6 +15,9 @@ int main(void)
     CHECK(sd_version_number() == SD_VERSION_NUMBER);
     CHECK(strcmp(sd_strerror(SD_ETOOLARGE), "image too large") == 0);
     CHECK(strcmp(sd_strerror(12345), "unknown error") == 0);
+    /* every status has words of its own */
+    for (int st = SD_EAGAIN; st >= SD_ELIMIT; st--)
+        CHECK((st <= -11 && st > SD_ECANCELLED) || strcmp(sd_strerror(st), "unknown error") != 0);
     passed++;
 
     /* NULL-safe frees */

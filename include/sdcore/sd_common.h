@@ -68,7 +68,9 @@ typedef enum sd_status {
     SD_EURL = -35,         /* malformed or relative URL */
     SD_EPROTOCOL = -36,    /* malformed response: bad status line, oversized header */
     SD_ENOTFILE = -37,     /* file:// names no regular file (FIFO, device, directory) */
-    SD_EPOLICY = -38       /* refused by the request's policy (scheme, host, address, downgrade) */
+    SD_EPOLICY = -38,      /* refused by the request's policy (scheme, host, address, downgrade) */
+    SD_ELIMIT = -39        /* an isolated decode went over its CPU, wall-time or memory limit, or its
+                            * sandbox stopped it: the worker was killed (sd_isolate.h); since 0.10 */
 } sd_status;
 
 /*

@@ -80,10 +80,10 @@ SD_API void sd_isolate_pool_free(sd_isolate_pool *pool);
  *       the decode ends within ~50 ms: its worker is killed (a fresh one
  *       takes the next decode) and SD_ECANCELLED is returned.
  * Returns: SD_OK; the decoder's error (its message in `message`);
- *          SD_ETIMEDOUT when the decode passed its CPU or wall time (the
- *          worker killed); SD_ECANCELLED when the worker died (killed by
- *          its sandbox, a signal or its memory limit, or cancelled: `message`
- *          says which);
+ *          SD_ELIMIT when the worker was killed for the decode: over its
+ *          CPU or wall time, stopped by its sandbox, or dead of a signal
+ *          or its memory limit (`message` says which: the source's doing,
+ *          not the caller's); SD_ECANCELLED when `cancel` was set;
  *          SD_EINVAL, SD_ENOMEM; SD_EIO when a worker cannot be started.
  * Since: 0.10
  */
