@@ -173,7 +173,8 @@ def run_limits():
     # a plain source with a query is percent-encoded (as imgproxy asks): "?" would start the request's own query
     held = lambda gate: sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26gate%3D{gate}@png")
     cache = os.path.join(WORK, "serve-cache-2")
-    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+    # sandboxed decoders (the default): a held source holds a fetch's turn, the one there is here
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-fetches", "1",
                              "--queue-depth", "0", "--max-source-mb", "1",
                              # renders held at a gate wait for as long as the checks before it take
                              "--source-timeout", "600",
@@ -184,9 +185,9 @@ def run_limits():
         return
     restart_lm = None
     try:
-        # busy: one render held by the origin, the next request turned away at once
+        # busy: one source held by the origin, the next request turned away at once
         a = background_get(base, held("busy"))
-        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 1, "the held fetch")
         # from another client: the render gate turns it away; from the same one: its own limit first
         st, h = get_from("127.0.0.3", base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
         check("saturated: 503 with Retry-After", st == 503 and h.get("retry-after") == "1", (st, h))
@@ -212,7 +213,7 @@ def run_limits():
         check("/metrics counts the 503", 'status="503"' in text, "")
         # drain: SIGTERM while a render is held; new connections refused, the held one finishes, exit 0
         c = background_get(base, held("drain"))
-        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 1, "the held fetch")
         proc.send_signal(signal.SIGTERM)
 
         def refused():
@@ -282,13 +283,13 @@ def run_limits():
     # next one queued, then 503 with Retry-After naming the wait
     photo_ = sample("photo-")
     gated = sign(f"/rs:fit:64:64/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo_}%26gate%3Dqueue@png")
-    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-fetches", "1",
                              "--queue-depth", "4", "--queue-timeout", "1", "--source-timeout", "600")
     try:
         a = background_get(base, gated)
-        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the held render")
+        wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 1, "the held fetch")
         st, h, body = get(base, sign(f"/rs:fit:48:48/plain/{ORIGIN}/img/{photo_}@png"))
-        check("--queue-timeout 1: a queued render 503 with Retry-After after its wait",
+        check("--queue-timeout 1: a queued fetch 503 with Retry-After after its wait",
               st == 503 and h.get("retry-after") == "1" and b"no turn within 1 s" in body, (st, body[:120]))
         urllib.request.urlopen(f"{FAULT}/open?gate=queue", timeout=30).read()
         a["thread"].join(120)
@@ -485,8 +486,10 @@ def run_gate_cancel():
     import socket
     photo = sample("photo-")
     # the held render must outlast any slowness of the machine: no source timeout in reach
+    # in process: there a render's turn comes first and its source streams
+    # into the decoder (sandboxed, a source is fetched before the turn)
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
-                             "--queue-depth", "1", "--source-timeout", "600")
+                             "--queue-depth", "1", "--source-timeout", "600", "--in-process-decoders")
     if not base:
         check("gate server starts", False, line)
         proc.kill()
@@ -521,6 +524,44 @@ def run_gate_cancel():
         proc.wait()
 
 
+def run_fetch_outside_render():
+    """Sandboxed decoders: a source is fetched before its render's turn.
+    Three origins that hold their bodies take three fetches' turns and no
+    render's: with one render slot, another request is rendered at once
+    (its turn never waits: were the slot held, it would get its 503 after
+    --queue-timeout), and the held ones render once their origins answer."""
+    photo = sample("photo-")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+                             "--max-fetches", "4", "--queue-timeout", "5", "--source-timeout", "600")
+    if not base:
+        check("fetch-gate server starts", False, line)
+        proc.kill()
+        return
+    gate = f"fetch{os.getpid()}"
+    try:
+        held = [background_get(base, sign(f"/rs:fit:{60 + i}:{60 + i}/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}"
+                                          f"%26gate%3D{gate}@png")) for i in range(3)]
+        fetching = wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 3, "three held fetches")
+        rendering = metric(base, "sdimage_serve_renders_in_flight")
+        st, _, body = get(base, sign(f"/rs:fit:48:48/plain/{ORIGIN}/img/{photo}@png"))
+        still = metric(base, "sdimage_serve_fetches_in_flight")
+        urllib.request.urlopen(f"{FAULT}/open?gate={gate}", timeout=30).read()
+        for h in held:
+            h["thread"].join(300)
+        check("three sources held at their origins hold three fetches, no render: another request renders meanwhile "
+              "(one render slot), the held ones after", fetching and rendering == 0 and st == 200 and still == 3
+              and all(h.get("result", (0,))[0] == 200 for h in held) and metric(base, "sdimage_serve_renders_total") == 4,
+              (fetching, rendering, st, body[:100] if st != 200 else "", still, [h.get("result", (0,))[0] for h in held],
+               metric(base, "sdimage_serve_renders_total")))
+    finally:
+        try:
+            urllib.request.urlopen(f"{FAULT}/open?gate={gate}", timeout=30).read()
+        except OSError:
+            pass
+        proc.kill()
+        proc.wait()
+
+
 def run_shared_source_cancel():
     """Two requests for one source share its download; the first client
     hangs up mid-fetch: its render ends (abandoned), the download goes on
@@ -539,9 +580,9 @@ def run_shared_source_cancel():
         host, port = base.split("//")[1].split(":")
         a = socket.create_connection((host, int(port)), timeout=60)
         a.sendall(f"GET {sign(f'/rs:fit:64:64/plain/{src}@png')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1, "the first render")
+        wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 1, "the first fetch")
         b = background_get(base, sign(f"/rs:fit:65:65/plain/{src}@png"))
-        wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 2, "the second render")
+        wait_for(lambda: metric(base, "sdimage_serve_fetches_in_flight") == 2, "the second fetch")
         a.close()  # hangs up while the shared download is held at its last piece
         gone = wait_for(lambda: metric(base, "sdimage_serve_renders_abandoned_total") == 1, "the first render to end")
         urllib.request.urlopen(f"{FAULT}/open?gate={key}", timeout=30).read()
@@ -916,6 +957,7 @@ def main():
         run_cached_source_limits(f"{ORIGIN}/img/{sample('photo-')}")
         run_limits()
         run_gate_cancel()
+        run_fetch_outside_render()
         run_shared_source_cancel()
         run_partial_sources()
         run_fleet()
@@ -991,7 +1033,7 @@ def drain_under_load(proc, base):
     for t in clients:
         t.start()
     wait_for(lambda: all(sum(1 for o in outcomes if o[0] == k) >= 2 for k in range(4))
-             and metric(base, "sdimage_serve_renders_in_flight") >= 1, "the load and the held render")
+             and metric(base, "sdimage_serve_fetches_in_flight") >= 1, "the load and the held fetch")
     proc.send_signal(signal.SIGTERM)
     # the held render ends only once the listener is gone: it spans the whole drain
     wait_for(lambda: all(any(o == (k, "refused") for o in outcomes) for k in range(4)), "every client refused", 600)

@@ -58,6 +58,8 @@ struct Serve: ParsableCommand {
     var cacheDir: String?
     @Option(help: "Renders at once (default: twice the cores).")
     var maxRenders: Int?
+    @Option(help: "Sources fetched at once with sandboxed decoders, each before its render's turn (a slow origin holds one of these, not a render); waiters queue as renders do (default: four per render).")
+    var maxFetches: Int?
     @Option(help: "Renders waiting for a turn; past it 503 with Retry-After (default 64).")
     var queueDepth: Int?
     @Option(help: "Seconds a render may wait for a turn; past it 503 with Retry-After (default 60; 0: no limit).")
@@ -276,6 +278,7 @@ struct Serve: ParsableCommand {
         limits.resultDiskBytes = try number(resultDiskMb, "RESULT_DISK_MB", 1024, 0...1 << 24) << 20
         limits.sourceDiskBytes = try number(sourceDiskMb, "SOURCE_DISK_MB", 1024, 0...1 << 24) << 20
         limits.renders = try number(maxRenders, "MAX_RENDERS", limits.renders, 1...4096)
+        limits.fetches = try number(maxFetches, "MAX_FETCHES", 4 * limits.renders, 1...1 << 16)
         limits.queueDepth = try number(queueDepth, "QUEUE_DEPTH", 64, 0...1 << 20)
         let waitText = settings.value(queueTimeout.map { String($0) }, "QUEUE_TIMEOUT") ?? "60"
         guard let wait = Double(waitText), wait >= 0, wait <= 86_400 else {
@@ -345,6 +348,7 @@ struct Serve: ParsableCommand {
         // the same limits as a fetched one: the folder may have been filled
         // under other limits, or by another writer
         cacheConfig.decodeLimits = decodeLimits
+        limits.sourceLimits = decodeLimits  // and to the bytes a render decodes (sandboxed: every source)
         let cache = SDImageCache(namespace: "sources", diskCacheDirectory: dir, config: cacheConfig)
         let downloader = SDWebImageDownloader(config: loaderConfig)
         var loader: any SDImageLoader = downloader

@@ -87,8 +87,10 @@ public struct RenderError: Error, Sendable, CustomStringConvertible {
             case .invalidDownloadStatusCode:
                 let s = e.statusCode ?? 0
                 return RenderError(status: s == 404 || s == 410 ? 404 : 502, reason: "the source answered HTTP \(s)")
-            case .cancelled, .badImageData where (e.underlyingError as? CoderError)?.code == .cancelled:
+            case .cancelled:
                 // nginx's "client closed request": nobody reads this answer, the log does
+                return RenderError(status: 499, reason: "the client went away during its render")
+            case .badImageData where (e.underlyingError as? CoderError)?.code == .cancelled:
                 return RenderError(status: 499, reason: "the client went away during its render")
             case .badImageData:
                 // a decoder worker over its budget or stopped by its sandbox: the source's doing
@@ -207,8 +209,19 @@ public final class Renderer: Sendable {
         /// comes from its response. Otherwise the cache keeps them.
         public var sourceDiskBytes = 1 << 30
         /// Where sources are decoded: sandboxed worker processes (nil: in
-        /// this process, as for benchmarks and trusted sources).
+        /// this process, as for benchmarks and trusted sources). Then a
+        /// source is fetched as bytes before its render's turn: a slow
+        /// origin holds a fetch slot, never a render slot. In process the
+        /// decode streams with the fetch, and the render's turn is taken first.
         public var isolation: DecoderIsolation?
+        /// Sources fetched at once with isolated decoding (each holds its
+        /// bytes, at most the loader's size limit); 0: four per render slot.
+        /// Waiters queue as renders do (`queueDepth`, `queueTimeout`).
+        public var fetches = 0
+        /// What a source may decode to, applied to the bytes at their
+        /// decode (with isolated decoding: every source, fetched or read
+        /// from the source cache); the loader's and cache's own limits.
+        public var sourceLimits = DecodeLimits()
         public init() {}
     }
 
@@ -217,6 +230,9 @@ public final class Renderer: Sendable {
     let resultDisk: DiskCache?
     let fleet: FleetResults?
     let gate: RenderGate
+    /// Fetches of sources' bytes at once (with isolated decoding).
+    let fetchGate: RenderGate
+    let sourceLimits: DecodeLimits
     let defaultQuality: Int, qualitySetForAllFormats: Bool, formatQuality: [OutputFormat: Int]
     /// nil: the library's default resampling (margin 2).
     let resampling: Resampling?
@@ -252,6 +268,14 @@ public final class Renderer: Sendable {
             inFlight.record(running)
             queued.record(waiting)
         }
+        let fetching = Gauge(label: "sdimage_serve_fetches_in_flight")
+        let fetchQueue = Gauge(label: "sdimage_serve_fetch_queue_depth")
+        fetchGate = RenderGate(width: limits.fetches > 0 ? limits.fetches : 4 * max(1, limits.renders),
+                               depth: limits.queueDepth, maxWait: limits.queueTimeout) { running, waiting in
+            fetching.record(running)
+            fetchQueue.record(waiting)
+        }
+        sourceLimits = limits.sourceLimits
         defaultQuality = limits.defaultQuality
         qualitySetForAllFormats = limits.qualitySetForAllFormats
         formatQuality = limits.formatQuality
@@ -465,40 +489,143 @@ public final class Renderer: Sendable {
         try await withCheckedContinuation { c in renderQueue.async { c.resume(returning: body()) } }.get()
     }
 
-    private func produce(_ request: ProcessingRequest, key: String, accepts: Accepts) async throws(RenderError) -> Rendered {
-        let o = request.options
+    /// A turn of `gate` (call its `leave()` after), or the 503 (full, or
+    /// no turn within its wait) or 499 (the client left) that says why not.
+    private func turn(_ gate: RenderGate, _ what: String) async throws(RenderError) {
         switch await gate.enter() {
-        case .go: break
+        case .go: return
         case .full:
             refused.increment()
             let (running, waiting) = gate.load
-            throw RenderError(status: 503, reason: "busy: \(running) renders running and \(waiting) waiting", retryAfter: 1)
+            throw RenderError(status: 503, reason: "busy: \(running) \(what) running and \(waiting) waiting", retryAfter: 1)
         case .timedOut:
             refused.increment()
             let (running, waiting) = gate.load
             throw RenderError(status: 503, reason: "busy: no turn within \(Int(gate.maxWait ?? 0)) s "
-                              + "(\(running) renders running, \(waiting) waiting)", retryAfter: 1)
+                              + "(\(running) \(what) running, \(waiting) waiting)", retryAfter: 1)
         case .cancelled:
             abandoned.increment()
             // nginx's "client closed request": nobody reads this answer, the log does
-            throw RenderError(status: 499, reason: "the client went away while its render waited for a turn")
+            throw RenderError(status: 499, reason: "the client went away while its \(what == "fetches" ? "fetch" : "render") waited for a turn")
         }
+    }
+
+    /// The render's geometry: one plan the decoder executes, shrinking on
+    /// load at its scale; a result past the limits fails at the source's
+    /// header (422), before a pixel of it is allocated.
+    private func decodeContext(_ o: ProcessingOptions) -> SDWebImageContext {
+        var context: SDWebImageContext = [:]
+        var plan = o.renderPlan
+        (plan.maxResultPixels, plan.maxResultSide) = (maxResultPixels, maxResultSide)
+        context[.imageRenderPlan] = plan
+        if let resampling { context[.imageResampling] = resampling }
+        if let isolatedCoder { context[.imageCoder] = isolatedCoder }
+        return context
+    }
+
+    /// What a failed load says to the client (a client that left counted abandoned).
+    private func failure(_ error: any Error) -> RenderError {
+        let failure = error as? RenderError ?? RenderError.from(error)
+        if failure.status == 499 { abandoned.increment() }  // its client left mid-render
+        return failure
+    }
+
+    /// Isolated decoding: the source's bytes first, in a fetch's turn (from
+    /// the source cache, or the origin: stored there with its validators),
+    /// then the decode (in a worker), filters and encoder in a render's turn.
+    private func produceIsolated(_ request: ProcessingRequest, url: URL, key: String, accepts: Accepts)
+        async throws(RenderError) -> Rendered {
+        let (data, lastModified) = try await fetchSource(url)
+        try await turn(gate, "renders")
         let started = DispatchTime.now().uptimeNanoseconds
         defer {
             gate.leave()
             renderTime.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
         }
         renders.increment()
-        guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
+        let o = request.options
+        var context = decodeContext(o)
+        // a client that goes away ends its decode (the worker killed)
+        let cancellation = DecodeCancellation()
+        context[.imageDecodeOptions] = [SDImageCoderOption.decodeCancellation: cancellation]
+        let (decodeContext, limits, sourceKey) = (context, sourceLimits, manager.cacheKey(for: url) ?? request.source)
+        let image: SDImage
+        do {
+            image = try await withTaskCancellationHandler {
+                try await Self.offHTTP {
+                    Result { () throws(SDWebImageError) in
+                        try SDImageCache.decodedImage(from: data, forKey: sourceKey, context: decodeContext, limits: limits)
+                    }.mapError { RenderError.from($0) }
+                }
+            } onCancel: {
+                cancellation.cancel()
+            }
+        } catch {
+            throw failure(error)
+        }
+        return try await finishAndKeep(image, o, accepts, key: key, lastModified: lastModified)
+    }
+
+    /// A source's bytes and its `Last-Modified`, in a fetch's turn: a slow
+    /// origin holds one of those, never a render's turn.
+    private func fetchSource(_ url: URL) async throws(RenderError) -> (Data, String?) {
+        try await turn(fetchGate, "fetches")
+        defer { fetchGate.leave() }
         var context: SDWebImageContext = [:]
-        // the whole geometry is one plan the decoder executes, shrinking on
-        // load at its scale; a result past the limits fails at the source's
-        // header (422), before a pixel of it is allocated
-        var plan = o.renderPlan
-        (plan.maxResultPixels, plan.maxResultSide) = (maxResultPixels, maxResultSide)
-        context[.imageRenderPlan] = plan
-        if let resampling { context[.imageResampling] = resampling }
-        if let isolatedCoder { context[.imageCoder] = isolatedCoder }
+        let response = SDSync.Locked<HTTPURLResponse?>(nil)
+        if keepsSources {
+            context[.storeCacheType] = SDImageCacheType.disk
+            context[.queryCacheType] = SDImageCacheType.disk
+        } else {  // fetched for this render only; its validators from its response
+            context[.storeCacheType] = SDImageCacheType.none
+            context[.queryCacheType] = SDImageCacheType.none
+            context[.downloadResponseModifier] = SDWebImageDownloaderResponseModifier { r in
+                response.set(r as? HTTPURLResponse)
+                return r
+            }
+        }
+        let (manager, loadContext) = (self.manager, context)
+        let data: Data
+        do {
+            // bytes only; .waitStoreCache: stored with their validators when it answers
+            let loaded = try await manager.loadImage(
+                with: url, options: keepsSources ? [.retryFailed, .avoidDecodeImage, .waitStoreCache]
+                    : [.retryFailed, .avoidDecodeImage], context: loadContext)
+            guard let got = loaded.data, !got.isEmpty else {
+                throw RenderError(status: 422, reason: "the source gave no bytes")
+            }
+            data = got
+        } catch {
+            throw failure(error)
+        }
+        return (data, await lastModified(url, response.current))
+    }
+
+    /// The source's `Last-Modified`: from the validators the manager keeps
+    /// beside its bytes (a disk read, or Redis's with --redis: off the
+    /// cooperative threads), else from its response.
+    private func lastModified(_ url: URL, _ response: HTTPURLResponse?) async -> String? {
+        guard keepsSources else { return response.flatMap { SDWebImageHTTPValidators(response: $0).lastModified } }
+        let (sources, sourceKey) = (manager.imageCache, manager.cacheKey(for: url))
+        return await Self.onDisk {
+            sources.extendedData(forKey: sourceKey)
+                .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
+        }
+    }
+
+    private func produce(_ request: ProcessingRequest, key: String, accepts: Accepts) async throws(RenderError) -> Rendered {
+        guard let url = URL(string: request.source) else { throw RenderError(status: 400, reason: "bad source URL") }
+        if isolatedCoder != nil { return try await produceIsolated(request, url: url, key: key, accepts: accepts) }
+        let o = request.options
+        // in process the decode streams with the fetch: the render's turn first
+        try await turn(gate, "renders")
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer {
+            gate.leave()
+            renderTime.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
+        }
+        renders.increment()
+        var context = decodeContext(o)
         // results are cached encoded (above), never as decoded pixels: the
         // image caches keep the sources' bytes (decoded anew for each
         // option set, with its thumbnail box and orientation), not images;
@@ -518,39 +645,26 @@ public final class Renderer: Sendable {
             }
         }
         let image: SDImage
-        // a client that goes away ends its decode (the worker killed), not
-        // only its wait for a turn
-        let cancellation = DecodeCancellation()
-        if isolatedCoder != nil { context[.imageDecodeOptions] = [SDImageCoderOption.decodeCancellation: cancellation] }
         let (manager, loadContext) = (self.manager, context)
         do {
             // .waitStoreCache: the source's bytes and validators are stored when it answers
-            let loaded = try await withTaskCancellationHandler {
-                try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache] : [.retryFailed],
-                                            context: loadContext)
-            } onCancel: {
-                cancellation.cancel()
-            }
+            let loaded = try await manager.loadImage(with: url, options: keepsSources ? [.retryFailed, .waitStoreCache] : [.retryFailed],
+                                                     context: loadContext)
             guard let got = loaded.image else {
                 throw RenderError(status: 422, reason: "the source gave no image")
             }
             image = got
-        } catch let e as RenderError {
-            throw e
         } catch {
-            let failure = RenderError.from(error)
-            if failure.status == 499 { abandoned.increment() }  // its client left mid-render
-            throw failure
+            throw failure(error)
         }
-        // the source's validators, which the manager keeps beside its bytes
-        // (a disk read, or Redis's with --redis: off the cooperative threads)
-        let (sources, sourceKey) = (manager.imageCache, manager.cacheKey(for: url))
-        let lastModified = keepsSources ? await Self.onDisk {
-            sources.extendedData(forKey: sourceKey)
-                .flatMap { try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: $0) }?.lastModified
-        } : response.current.flatMap { SDWebImageHTTPValidators(response: $0).lastModified }
-        // the filters and the encoder run on the render queue, never on the
-        // threads that answer HTTP (the gate bounds how many at once)
+        return try await finishAndKeep(image, o, accepts, key: key, lastModified: await lastModified(url, response.current))
+    }
+
+    /// The filters and the encoder, on the render queue, never on the
+    /// threads that answer HTTP (the gate bounds how many at once); the
+    /// result kept in memory and on disk.
+    private func finishAndKeep(_ image: SDImage, _ o: ProcessingOptions, _ accepts: Accepts, key: String,
+                               lastModified: String?) async throws(RenderError) -> Rendered {
         let source = image
         let (data, format) = try await Self.offHTTP { [self] in
             Result { () throws(RenderError) in try self.finish(source, o, accepts) }

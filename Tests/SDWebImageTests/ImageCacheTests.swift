@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SDCoders
 import SDTestSupport
 import SDWebImage
 import Testing
@@ -198,6 +199,27 @@ struct ImageCacheTests {
         // a cache copies its config: changing it later does not loosen the cache
         config.decodeLimits = DecodeLimits()
         #expect(c.imageFromDiskCache(forKey: "big") == nil)
+    }
+
+    @Test("SDImageCache.decodedImage: the image a context asks for, or why not (the decoder's reason, a file that ends early, the limits)")
+    func decodedImageOrWhy() throws {
+        let jpeg = try TestServers.jpeg(width: 256, height: 192, progressive: false)
+        let thumb = try SDImageCache.decodedImage(from: jpeg, forKey: "k",
+                                                  context: [.imageThumbnailPixelSize: CGSize(width: 64, height: 64)])
+        #expect(thumb.width == 64 && thumb.height == 48)
+        #expect(SDImageCacheDecodeImageData(jpeg, "k", [], nil)?.width == 256)
+        // where SDImageCacheDecodeImageData answers nil, the reason
+        func why(_ data: Data, _ limits: DecodeLimits = DecodeLimits()) -> SDWebImageError? {
+            do { _ = try SDImageCache.decodedImage(from: data, forKey: "k", limits: limits); return nil } catch { return error }
+        }
+        let cut = why(jpeg.prefix(jpeg.count * 2 / 3))
+        #expect(cut?.code == .badImageData && cut?.message.contains("ends early") == true)
+        let junk = why(Data("not an image at all".utf8))
+        #expect(junk?.code == .badImageData)
+        var small = DecodeLimits()
+        small.maxPixels = 1000
+        let big = why(jpeg, small)
+        #expect(big?.code == .badImageData && (big?.underlyingError as? CoderError)?.code == .imageTooLarge)
     }
 
     @Test("Async variants: containsImage, diskImageExists, calculateSize, removeImage (issue 19)")

@@ -122,6 +122,13 @@ extension SDImageCache {
     static func decode(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
                        limits: DecodeLimits, isolation: DecoderIsolation? = nil, acceptingIncomplete: Bool = false,
                        settleLevels: Int = 0) -> SDImage? {
+        try? decodeOrThrow(data, key, options, request, limits: limits, isolation: isolation,
+                           acceptingIncomplete: acceptingIncomplete, settleLevels: settleLevels)
+    }
+
+    static func decodeOrThrow(_ data: Data, _ key: String, _ options: SDImageCacheOptions, _ request: SDImageLoadRequest,
+                              limits: DecodeLimits, isolation: DecoderIsolation? = nil, acceptingIncomplete: Bool = false,
+                              settleLevels: Int = 0) throws(SDWebImageError) -> SDImage {
         var o = request.coderOptions(key: key, scaleDown: options.contains(.scaleDownLargeImages),
                                      avoidDecode: false, progressive: false, queue: nil,
                                      firstFrameOnly: options.contains(.decodeFirstFrameOnly),
@@ -133,7 +140,10 @@ extension SDImageCache {
         // A file that ends early (a crash or power loss mid-write, a disk
         // error) decodes full-size with its tail grey; it is not a hit.
         // The caller fetches again and the new store replaces it.
-        guard case .success(let r) = o.image(from: data), r.complete || acceptingIncomplete else { return nil }
+        let r = try o.image(from: data).get()
+        guard r.complete || acceptingIncomplete else {
+            throw SDWebImageError(.badImageData, "the file ends early (\(data.count) bytes): its image is incomplete")
+        }
         return r.image
     }
 
@@ -236,6 +246,22 @@ public func SDImageCacheDecodeImageData(_ imageData: Data, _ cacheKey: String, _
                                         acceptingIncomplete: Bool = false) -> SDImage? {
     SDImageCache.decode(imageData, cacheKey, options.cacheOptions, SDImageLoadRequest.resolve(context),
                         limits: limits, acceptingIncomplete: acceptingIncomplete)
+}
+
+extension SDImageCache {
+    /// The image `data` decodes to for a load with `context` (its thumbnail
+    /// size, render plan, coder), within `limits` — or why not: the
+    /// decoder's reason (`.badImageData`, the core's `CoderError` as its
+    /// `underlyingError`: a sandboxed worker over its budget is
+    /// `.overLimit`), or a file that ends early. `SDImageCacheDecodeImageData`
+    /// with the reason instead of nil: for a server that fetches its sources
+    /// as bytes (`.avoidDecodeImage`) and decodes them later, under bounds of
+    /// its own.
+    public static func decodedImage(from data: Data, forKey key: String, options: SDWebImageOptions = [],
+                                    context: SDWebImageContext? = nil,
+                                    limits: DecodeLimits = DecodeLimits()) throws(SDWebImageError) -> SDImage {
+        try decodeOrThrow(data, key, options.cacheOptions, SDImageLoadRequest.resolve(context), limits: limits)
+    }
 }
 
 /// Decode a file's first bytes only (a thumbnail's early-ended transfer,
