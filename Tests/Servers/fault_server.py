@@ -82,6 +82,17 @@ PROXIED = []  # absolute-form targets, in order
 GATES = {}  # /drip-file gate key -> threading.Event
 
 
+def peer_gone(sock):
+    """Whether the client closed its end (a transfer it ended early): what a
+    drip held at a gate then writes would only be counted, never read."""
+    import select
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 def gate(key):
     with HITS_LOCK:
         return GATES.setdefault(key, threading.Event())
@@ -168,8 +179,12 @@ class Handler(socketserver.BaseRequestHandler):
                     if "mid" in query and start == 0 and not held and i >= len(body) // 2:
                         held = True
                         gate(query["mid"]).wait(900)  # the first half is in, until /open
+                        if peer_gone(sock):
+                            return  # it ended early while held: the rest is never written (nor counted in /sent)
                     if "gate" in query and start == 0 and i + piece >= len(body):
                         gate(query["gate"]).wait(900)  # all but the last piece are in, until /open (tests open it on every path)
+                        if peer_gone(sock):
+                            return
                     sock.sendall(body[i:i + piece])
                     if key:
                         with HITS_LOCK:
