@@ -17,6 +17,7 @@ import os
 import random
 import re
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -1063,6 +1064,14 @@ def run(base):
     check("a source host with an encoded CR LF: refused (4xx)", 400 <= st < 500, st)
     st, _, body = get(base, "/health/ready")
     check("/health/ready", st == 200, st)
+
+    # a vector is drawn at the size asked for, enlarge or not (imgproxy's rule for SVG)
+    open(os.path.join(WORK, "www", "img", "halves.svg"), "w").write(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='100' height='50'><rect width='50' height='50' fill='#f00'/>"
+        "<rect x='50' width='50' height='50' fill='#00f'/></svg>")
+    st, _, body = get(base, sign(f"/rs:fit:300:300/plain/{ORIGIN}/img/halves.svg@png"))
+    size = struct.unpack(">II", body[16:24]) if st == 200 and body[12:16] == b"IHDR" else None
+    check("a 100x50 SVG in fit 300x300 without el: drawn at 300x150", size == (300, 150), (st, size))
 
     # fit, plain source, PNG: the same pixels as `sdimage decode --max-pixel-size 256`
     st, h, body = get(base, sign(f"/rs:fit:256:256/plain/{src}@png"))

@@ -195,18 +195,23 @@ int sd_decoder_get(const sd_decoder *dec, sd_decoder_param param, int64_t *v)
 /* Plan the render (render/sd_render.c) for this source: the render set,
  * else the one the box, aspect and orientation options make (a fit, or a
  * force never enlarged); then the byte budget on what that makes. */
+void sd__decoder_render(const sd_decoder *d, sd_render *r)
+{
+    if (d->render_set) {
+        *r = d->render;
+        return;
+    }
+    sd_render_init(r);
+    r->auto_rotate = d->apply_orientation;
+    r->width = d->target_w; /* the box is given upright; 0 unbounded */
+    r->height = d->target_h;
+    r->resize = d->preserve_aspect ? SD_RESIZE_FIT : SD_RESIZE_FORCE;
+}
+
 static int plan_size(sd_decoder *d)
 {
     sd_render r;
-    if (d->render_set) {
-        r = d->render;
-    } else {
-        sd_render_init(&r);
-        r.auto_rotate = d->apply_orientation;
-        r.width = d->target_w; /* the box is given upright; 0 unbounded */
-        r.height = d->target_h;
-        r.resize = d->preserve_aspect ? SD_RESIZE_FIT : SD_RESIZE_FORCE;
-    }
+    sd__decoder_render(d, &r);
     sd_render_plan *p = &d->plan;
     int rc = sd_render_plan_for(&r, d->width, d->height, d->orientation, p);
     if (rc == SD_ETOOLARGE) {
@@ -220,7 +225,9 @@ static int plan_size(sd_decoder *d)
     }
     int swap = sd_orientation_swaps_axes(p->orientation);
     uint64_t ow = swap ? p->scaled_height : p->scaled_width, oh = swap ? p->scaled_width : p->scaled_height;
-    if (!d->render_set && d->max_bytes > 0 && ow * oh * 4 > (uint64_t)d->max_bytes) {
+    /* the byte budget shrinks a plain resize (the box's, or a render's
+     * without a cut or a canvas: a thumbnail box handed over as a render) */
+    if (d->max_bytes > 0 && !sd__render_composes(p) && ow * oh * 4 > (uint64_t)d->max_bytes) {
         double s = sqrt((double)d->max_bytes / 4.0 / (double)(ow * oh));
         ow = (uint64_t)((double)ow * s);
         oh = (uint64_t)((double)oh * s);

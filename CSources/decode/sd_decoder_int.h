@@ -94,6 +94,9 @@ struct sd_decoder {
 };
 
 /* Record header facts; checks the limits and plans decode_w x decode_h. */
+/* The render the decoder plans: the one set (sd_decoder_set_render), else
+ * the box's (SD_DEC_TARGET_*: a fit, or a force, never enlarged). */
+SD__HIDDEN void sd__decoder_render(const sd_decoder *dec, sd_render *r);
 SD__HIDDEN int sd__decoder_set_header(sd_decoder *dec, uint32_t width, uint32_t height,
                                       int orientation, int progressive, int has_alpha);
 

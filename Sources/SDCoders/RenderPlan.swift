@@ -161,6 +161,16 @@ public struct RenderPlan: Sendable, Hashable, CustomStringConvertible {
         self.resizingType = resizingType
     }
 
+    /// The box, when this plan is only a fit or a force of it, never
+    /// enlarged (what SDWebImage calls a thumbnail box, `SD_DEC_TARGET_*`):
+    /// nothing cut, extended, padded, zoomed, turned or flipped; else nil.
+    package var box: (width: Int, height: Int)? {
+        guard resizingType == .fit || resizingType == .force, !enlarge, dpr == 1, zoomX == 1, zoomY == 1,
+              minWidth == 0, minHeight == 0, crop == nil, extend == nil, extendAspectRatio == nil,
+              padding == Insets(), rotate == 0, !flipHorizontal, !flipVertical else { return nil }
+        return (width, height)
+    }
+
     /// The C core's struct.
     public var core: sd_render {
         var r = sd_render()

@@ -535,6 +535,55 @@ static int test_decoder_fill(void)
     return 0;
 }
 
+/* The byte budget (SD_DEC_MAX_BYTES) binds a render that is a plain
+ * resize as it binds the box (SDWebImage hands its thumbnail box over as a
+ * render): the same size from both; a render that cuts keeps its plan. */
+static int decode_budget(const uint8_t *data, size_t n, const sd_render *r, int64_t budget, uint32_t *w, uint32_t *h)
+{
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    if (r != NULL) {
+        ASSERT_OK(sd_decoder_set_render(d, r));
+    } else {
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_TARGET_WIDTH, 800));
+        ASSERT_OK(sd_decoder_set(d, SD_DEC_TARGET_HEIGHT, 800));
+    }
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_BYTES, budget));
+    sd_bitmap *o;
+    ASSERT_OK(sd_decoder_decode(d, data, n, &o));
+    *w = sd_bitmap_width(o);
+    *h = sd_bitmap_height(o);
+    sd_bitmap_free(o);
+    sd_decoder_free(d);
+    return 0;
+}
+
+static int test_decoder_byte_budget(void)
+{
+    sd_bitmap *src = stripes(1600, 800);
+    ASSERT_NOT_NULL(src);
+    uint8_t *png = NULL;
+    size_t n;
+    ASSERT_OK(enc_png(src, 1, &png, &n));
+    uint32_t bw, bh, rw, rh;
+    sd_render fit = box(800, 800, SD_RESIZE_FIT);
+    ASSERT_EQ(decode_budget(png, n, NULL, 200 * 100 * 4, &bw, &bh), 0);
+    ASSERT_EQ(decode_budget(png, n, &fit, 200 * 100 * 4, &rw, &rh), 0);
+    ASSERT_EQ(bw, 200);
+    ASSERT_EQ(bh, 100);
+    ASSERT_EQ(rw, bw); /* the box's size */
+    ASSERT_EQ(rh, bh);
+    /* a fill cuts: its plan stands (100 x 100 is within the budget anyway,
+     * 400 x 400 past it keeps its size) */
+    sd_render fill = box(400, 400, SD_RESIZE_FILL);
+    ASSERT_EQ(decode_budget(png, n, &fill, 200 * 100 * 4, &rw, &rh), 0);
+    ASSERT_EQ(rw, 400);
+    ASSERT_EQ(rh, 400);
+    sd_free(png);
+    sd_bitmap_free(src);
+    return 0;
+}
+
 /* A source crop of a turned image: rotated a quarter clockwise, the left
  * stripe is the top; a crop of the top quarter is red, of the bottom one
  * yellow; shrinking on load still happens for the crop's scale. */
@@ -752,6 +801,7 @@ int main(int argc, char **argv)
         {"decoder_smart_cut", test_decoder_smart_cut},
         {"decoder_canvas", test_decoder_canvas},
         {"decoder_limits_and_request", test_decoder_limits_and_request},
+        {"decoder_byte_budget", test_decoder_byte_budget},
         {NULL, NULL},
     };
     return sd_test_run(tests, argc, argv);

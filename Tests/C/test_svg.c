@@ -393,6 +393,64 @@ static int test_bounds(void)
     return 0;
 }
 
+/* A vector is drawn at the size the decoder's plan asks for, a box larger
+ * than the document included (imgproxy enlarges vectors without `el`): a
+ * render's fit and fill of a 100 x 50 document, and the same fit as a
+ * SD_DEC_TARGET box, each drawn there (sharp edges at the output's scale),
+ * not drawn at 100 x 50 and scaled. */
+static int render_svg(const char *doc, const sd_render *r, sd_bitmap **out)
+{
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set_render(d, r));
+    ASSERT_OK(sd_decoder_decode(d, doc, strlen(doc), out));
+    sd_decoder_free(d);
+    return 0;
+}
+
+static int test_render_enlarges(void)
+{
+    /* left half red, right half blue */
+    const char *doc = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"50\">"
+                      "<rect width=\"50\" height=\"50\" fill=\"#ff0000\"/>"
+                      "<rect x=\"50\" width=\"50\" height=\"50\" fill=\"#0000ff\"/></svg>";
+    sd_render r;
+    sd_render_init(&r);
+    r.width = 400;
+    r.height = 400;
+    r.resize = SD_RESIZE_FIT;
+    sd_bitmap *b;
+    ASSERT_EQ(render_svg(doc, &r, &b), 0);
+    ASSERT_EQ(sd_bitmap_width(b), 400);
+    ASSERT_EQ(sd_bitmap_height(b), 200);
+    const uint32_t *px = (const uint32_t *)(const void *)sd_bitmap_pixels(b);
+    /* the edge between the halves as sharp as drawing at 400 px makes it */
+    ASSERT_EQ(px[100 * 400 + 198], 0xFFFF0000u);
+    ASSERT_EQ(px[100 * 400 + 201], 0xFF0000FFu);
+    sd_bitmap_free(b);
+    /* fill 300 x 300 by the west: 600 x 300 drawn, its left 300 kept: red */
+    r.width = 300;
+    r.height = 300;
+    r.resize = SD_RESIZE_FILL;
+    r.gravity.type = SD_GRAVITY_WEST;
+    ASSERT_EQ(render_svg(doc, &r, &b), 0);
+    ASSERT_EQ(sd_bitmap_width(b), 300);
+    ASSERT_EQ(sd_bitmap_height(b), 300);
+    px = (const uint32_t *)(const void *)sd_bitmap_pixels(b);
+    ASSERT_EQ(px[150 * 300 + 298], 0xFFFF0000u);
+    sd_bitmap_free(b);
+    /* the box: as the render */
+    sd_decoder *d;
+    ASSERT_OK(sd_decoder_new(&d));
+    ASSERT_OK(sd_decoder_set(d, SD_DEC_MAX_PIXEL_SIZE, 400));
+    ASSERT_OK(sd_decoder_decode(d, doc, strlen(doc), &b));
+    ASSERT_EQ(sd_bitmap_width(b), 400);
+    ASSERT_EQ(sd_bitmap_height(b), 200);
+    sd_bitmap_free(b);
+    sd_decoder_free(d);
+    return 0;
+}
+
 /* The deadline, read between bands, on an injected clock: each reading a
  * second later than the last. */
 static int64_t fake_now;
@@ -489,6 +547,7 @@ int main(int argc, char **argv)
         {"long_prolog", test_long_prolog},
         {"no_external_references", test_no_external_references},
         {"bounds", test_bounds},
+        {"render_enlarges", test_render_enlarges},
         {"deadline", test_deadline},
         {"bad_documents", test_bad_documents},
         {"missing_library", test_missing_library},

@@ -150,7 +150,9 @@ typedef enum sd_decoder_param {
     /* Shorthand: TARGET_WIDTH = TARGET_HEIGHT = value, aspect kept. */
     SD_DEC_MAX_PIXEL_SIZE = 5,
     /* Byte budget of the output bitmap (width*height*4); 0 = none (default).
-     * The size is chosen before any full-size allocation; at least 1x1. */
+     * The size is chosen before any full-size allocation; at least 1x1.
+     * With a render (sd_decoder_set_render) it binds a plain resize only
+     * (no cut, no canvas: a thumbnail box handed over as a render). */
     SD_DEC_MAX_BYTES = 6,
     /* Limits on the *source* image; beyond them: SD_ETOOLARGE, before any
      * pixel memory is allocated. */

@@ -381,19 +381,26 @@ static int natural_size(sd_decoder *d, RsvgHandle *h, double *w, double *hh, dou
     return SD_ECORRUPT;
 }
 
-/* The size to render at: the box (fit, or fill without aspect), else the
- * natural size; bounded by the limits (a vector shrinks to fit them). */
+/* The size to draw the document at: the decoder's own plan (the render,
+ * or the box's) made for its natural size with enlarging allowed — a
+ * vector is drawn at any size, so a box larger than it is met, as
+ * imgproxy does for vectors — at the scale that plan gives the area;
+ * bounded by the limits (a vector shrinks to fit them). The decoder then
+ * plans on that size and finds nothing left to scale. */
 static void plan(sd_decoder *d, double nw, double nh, uint32_t *ow, uint32_t *oh)
 {
     double w = nw, h = nh;
-    double tw = d->target_w, th = d->target_h;
-    if (tw > 0 || th > 0) {
-        if (d->preserve_aspect || tw == 0 || th == 0) {
-            double s = fmin(tw > 0 ? tw / nw : INFINITY, th > 0 ? th / nh : INFINITY);
-            w = nw * s, h = nh * s;
-        } else {
-            w = tw, h = th;
-        }
+    sd_render r;
+    sd__decoder_render(d, &r);
+    r.enlarge = 1;
+    sd_render_plan p;
+    uint32_t cw = (uint32_t)fmin(ceil(nw - 1e-6), 4294967295.0), ch = (uint32_t)fmin(ceil(nh - 1e-6), 4294967295.0);
+    if (sd_render_plan_for(&r, SD__MAX(cw, 1), SD__MAX(ch, 1), 1, &p) == SD_OK && p.area.width > 0 && p.area.height > 0) {
+        int whole = p.area.width == cw && p.area.height == ch;
+        double sx = (double)p.scaled_width / (double)p.area.width, sy = (double)p.scaled_height / (double)p.area.height;
+        /* the whole document scaled: its size exactly (a box is met exactly) */
+        w = whole ? (double)p.scaled_width : nw * sx;
+        h = whole ? (double)p.scaled_height : nh * sy;
     }
     double maxd = (double)d->max_dimension, maxp = (double)d->max_pixels;
     double s = fmin(1.0, fmin(maxd / fmax(w, 1), maxd / fmax(h, 1)));

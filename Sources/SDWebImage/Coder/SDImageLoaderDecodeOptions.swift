@@ -50,8 +50,11 @@ public struct SDImageLoaderDecodeOptions: Sendable {
         o[.decodeFirstFrameOnly] = decode.firstFrameOnly
         o[.decodePreserveAspectRatio] = decode.preserveAspectRatio
         o[.decodeScaleDownLimitBytes] = decode.scaleDownLimitBytes
-        if let t = decode.thumbnailPixelSize {
+        // a coder of one's own reads the box SDWebImage's way: the box's, or
+        // a render's that is a plain fit or force
+        if let t = decode.thumbnailPixelSize ?? decode.render?.box {
             o[.decodeThumbnailPixelSize] = CGSize(width: Double(t.width), height: Double(t.height))
+            if decode.thumbnailPixelSize == nil { o[.decodePreserveAspectRatio] = decode.render?.resizingType == .fit }
         } else {
             o[.decodeThumbnailPixelSize] = nil
         }

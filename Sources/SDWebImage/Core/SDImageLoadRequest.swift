@@ -7,14 +7,6 @@ import SDCoders
 /// down under an internal context key; a direct call to the downloader or a
 /// cache resolves one from its own context (`resolve`).
 struct SDImageLoadRequest: Sendable {
-    /// A thumbnail box in pixels (`.imageThumbnailPixelSize`, `.imagePreserveAspectRatio`).
-    struct Thumbnail: Equatable, Sendable {
-        let width: Int
-        let height: Int
-        let preserveAspectRatio: Bool
-        var size: CGSize { CGSize(width: Double(width), height: Double(height)) }
-    }
-
     /// SDWebImage's cache keys, strings used only to name entries: the
     /// filter's key (else the URL string), that plus the thumbnail part,
     /// and the storage key (plus the transformer part).
@@ -26,7 +18,9 @@ struct SDImageLoadRequest: Sendable {
         var derived: Bool { storage != original }
     }
 
-    let thumbnail: Thumbnail?
+    /// The thumbnail box (`.imageThumbnailPixelSize`, `.imagePreserveAspectRatio`)
+    /// as the render the decoder plans: a fit, or a force, never enlarged.
+    let thumbnail: RenderPlan?
     /// `.imageRenderPlan`: decoded to this render (over the thumbnail box).
     let render: RenderPlan?
     let transformer: (any SDImageTransformer)?
@@ -63,8 +57,8 @@ struct SDImageLoadRequest: Sendable {
     init(context: SDWebImageContext?) {
         let c = context ?? [:]
         if let size = c.pixelSize(.imageThumbnailPixelSize) {
-            thumbnail = Thumbnail(width: size.width, height: size.height,
-                                  preserveAspectRatio: c[.imagePreserveAspectRatio] as? Bool ?? true)
+            let keep = c[.imagePreserveAspectRatio] as? Bool ?? true
+            thumbnail = RenderPlan(width: size.width, height: size.height, resizingType: keep ? .fit : .force)
         } else {
             thumbnail = nil
         }
@@ -121,7 +115,7 @@ struct SDImageLoadRequest: Sendable {
         context?[.loadRequest] as? SDImageLoadRequest ?? SDImageLoadRequest(context: context)
     }
 
-    static func keys(for url: URL, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?, thumbnail: Thumbnail?,
+    static func keys(for url: URL, keyFilter: (any SDWebImageCacheKeyFilterProtocol)?, thumbnail: RenderPlan?,
                      render: RenderPlan? = nil, resampling: Resampling?, transformer: (any SDImageTransformer)?) -> Keys? {
         guard let original = keyFilter.map({ $0.cacheKey(for: url) }) ?? url.absoluteString else { return nil }
         let thumb = derivedKey(original, thumbnail, render, resampling)
@@ -132,7 +126,7 @@ struct SDImageLoadRequest: Sendable {
 
     /// The key of what a decode makes of the entry `key` with a thumbnail
     /// box or a render (nil: neither, the entry itself).
-    static func derivedKey(_ key: String, _ thumbnail: Thumbnail?, _ render: RenderPlan?, _ resampling: Resampling?) -> String? {
+    static func derivedKey(_ key: String, _ thumbnail: RenderPlan?, _ render: RenderPlan?, _ resampling: Resampling?) -> String? {
         if let render {  // the render replaces the box
             var k = SDTransformedKeyForKey(key, "RenderPlan(\(render))")
             if let resampling, resampling != .default { k = SDTransformedKeyForKey(k, "Resampling(\(resampling))") }
@@ -143,8 +137,9 @@ struct SDImageLoadRequest: Sendable {
 
     /// SDWebImage's thumbnail key, plus the resampling when it is not the
     /// default (so the default keeps SDWebImage's keys).
-    static func thumbnailKey(_ key: String, _ t: Thumbnail, _ resampling: Resampling?) -> String {
-        let thumb = SDThumbnailedKeyForKey(key, t.size, t.preserveAspectRatio)
+    static func thumbnailKey(_ key: String, _ t: RenderPlan, _ resampling: Resampling?) -> String {
+        let thumb = SDThumbnailedKeyForKey(key, CGSize(width: Double(t.width), height: Double(t.height)),
+                                           t.resizingType == .fit)
         guard let resampling, resampling != .default else { return thumb }
         return SDTransformedKeyForKey(thumb, "Resampling(\(resampling))")
     }
@@ -165,11 +160,12 @@ struct SDImageLoadRequest: Sendable {
         o.matchAnimatedImageClass = matchAnimatedImageClass
         o.preloadAllFrames = preloadAllFrames
         if firstFrameOnly { o.decode.firstFrameOnly = true }
-        if let t = thumbnail {
-            o.decode.thumbnailPixelSize = (t.width, t.height)
-            o.decode.preserveAspectRatio = t.preserveAspectRatio
+        // the box goes down as the render the decoder would make of it (the
+        // orientation as the decode applies it); a render of the context's replaces it
+        if var box = render ?? thumbnail {
+            if render == nil { box.autoRotate = o.decode.applyOrientation }
+            o.decode.render = box
         }
-        if let render { o.decode.render = render }
         if let resampling { o.decode.resampling = resampling }
         if let colorManagement { o.decode.colorManagement = colorManagement }
         if let bytes = scaleDownLimitBytes {
