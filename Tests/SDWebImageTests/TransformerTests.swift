@@ -1,4 +1,5 @@
 import Foundation
+import SDCoders
 import SDTestSupport
 import SDWebImage
 import Testing
@@ -110,6 +111,46 @@ struct TransformerTests {
         let rotate = SDImageRotationTransformer(angle: .pi / 2)
         let offline = await m.load(url, .fromCacheOnly, [.imageTransformer: rotate])
         #expect(offline.last?.image?.width == 48 && offline.last?.type == .disk)
+    }
+
+    @Test("A resizing transformer through the manager is decoded to its size (shrinking on load): the render's pixels, from the network and from the original on disk; not when the decoded original is asked for in memory")
+    func resizingFoldsIntoDecode() async throws {
+        let s = try #require(TestServers.shared, "test servers could not start")
+        let file = try TestServers.jpeg(width: 1200, height: 800, progressive: false)
+        let name = "img/fold-\(UInt32.random(in: 0...UInt32.max)).jpg"
+        try file.write(to: s.www.appendingPathComponent(name))
+        let url = s.url(s.http, "/" + name)
+        for mode in [SDImageScaleMode.fill, .aspectFit, .aspectFill] {
+            let resize = SDImageResizingTransformer(size: CGSize(width: 120, height: 120), scaleMode: mode)
+            // what the decoder makes of the source for that box: a force, a fit extended to the box, a fill
+            var plan = RenderPlan(width: 120, height: 120,
+                                  resizingType: mode == .fill ? .force : mode == .aspectFit ? .fit : .fill)
+            plan.enlarge = true
+            if mode == .aspectFit { plan.extend = .center }
+            let decoded = try #require(SDImageCacheDecodeImageData(file, "ref", [], [.imageRenderPlan: plan]))
+            let (m, c) = makeManager()
+            let image = try #require(await m.load(url, .waitStoreCache, [.imageTransformer: resize]).last?.image)
+            #expect(image.width == 120 && image.height == 120)
+            #expect(image.bitmap.withUnsafeBytes { Data($0) } == decoded.bitmap.withUnsafeBytes { Data($0) })
+            // from the original's bytes on disk (the transformed entry gone): the same
+            await c.removeImage(forKey: try #require(m.cacheKey(for: url, context: [.imageTransformer: resize])),
+                                cacheType: .all)
+            c.clearMemory()
+            let (m2, _) = makeManager(c)
+            let again = try #require(await m2.load(url, [], [.imageTransformer: resize]).last)
+            #expect(again.type == .disk)
+            #expect(again.image?.bitmap.withUnsafeBytes { Data($0) } == decoded.bitmap.withUnsafeBytes { Data($0) })
+            #expect(c.imageFromMemoryCache(forKey: url.absoluteString) == nil)  // never as the original
+        }
+        // the decoded original kept in memory: decoded whole, then transformed (as before)
+        let resize = SDImageResizingTransformer(size: CGSize(width: 120, height: 120), scaleMode: .fill)
+        let whole = try #require(SDImageCacheDecodeImageData(file, "ref", [], nil))
+        let expected = try #require(resize.transformedImage(with: whole, forKey: ""))
+        let (m, c) = makeManager()
+        let image = try #require(await m.load(url, .waitStoreCache, [.imageTransformer: resize,
+                                                                     .originalStoreCacheType: SDImageCacheType.all]).last?.image)
+        #expect(image.bitmap.withUnsafeBytes { Data($0) } == expected.bitmap.withUnsafeBytes { Data($0) })
+        #expect(c.imageFromMemoryCache(forKey: url.absoluteString)?.width == 1200)
     }
 
     @Test("originalStoreCacheType .all keeps the decoded original in memory too, as SDWebImage (issue 19); a thumbnail is never kept as the original")

@@ -53,6 +53,12 @@ struct SDImageLoadRequest: Sendable {
     let cacheKeyFilter: (any SDWebImageCacheKeyFilterProtocol)?
     /// Known when the manager made it (it knows which entry it asks for).
     private(set) var keys: Keys?
+    /// A resizing transformer the decoder does itself, for the manager
+    /// (which applies the transformer after: it finds the image at its
+    /// size, a copy): its box as a render, so the source shrinks on load.
+    /// Not with a thumbnail box or a render of the context's, nor when the
+    /// decoded original is asked for in memory (`.originalStoreCacheType`).
+    private(set) var transformPlan: RenderPlan?
 
     init(context: SDWebImageContext?) {
         let c = context ?? [:]
@@ -98,6 +104,9 @@ struct SDImageLoadRequest: Sendable {
         keys = url.flatMap {
             Self.keys(for: $0, keyFilter: filter, thumbnail: thumbnail, render: render, resampling: resampling,
                       transformer: transformer)
+        }
+        if thumbnail == nil, render == nil, !originalStoreCacheType.includesMemory {
+            transformPlan = (transformer as? SDImageResizingTransformer)?.plan
         }
     }
 
@@ -162,10 +171,11 @@ struct SDImageLoadRequest: Sendable {
         if firstFrameOnly { o.decode.firstFrameOnly = true }
         // the box goes down as the render the decoder would make of it (the
         // orientation as the decode applies it); a render of the context's replaces it
-        if var box = render ?? thumbnail {
+        if var box = render ?? thumbnail ?? transformPlan {
             if render == nil { box.autoRotate = o.decode.applyOrientation }
             o.decode.render = box
         }
+        if transformPlan != nil, let t = transformer as? SDImageResizingTransformer { o.decode.resampling = t.resampling }
         if let resampling { o.decode.resampling = resampling }
         if let colorManagement { o.decode.colorManagement = colorManagement }
         if let bytes = scaleDownLimitBytes {
@@ -185,7 +195,7 @@ struct SDImageLoadRequest: Sendable {
     /// full-size entry — then under the thumbnail's own key, never the
     /// full-size one (SDWebImage's test17). nil: nowhere.
     func memoryKey(forDiskHitAt key: String) -> String? {
-        guard thumbnail != nil || render != nil else { return key }
+        guard thumbnail != nil || render != nil || transformPlan != nil else { return key }
         if let keys {  // the manager's: it says which entry it asked for
             if key == keys.storage { return key }
             return key == keys.original ? keys.thumbnail : nil

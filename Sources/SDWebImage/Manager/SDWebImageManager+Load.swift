@@ -267,7 +267,7 @@ final class ManagerLoad: Sendable {
                 let originalType = request.originalStoreCacheType
                 // the decoded original goes to memory too when asked (as in
                 // SDWebImage); a thumbnail decode has no full-size original
-                let full = request.thumbnail == nil && request.render == nil
+                let full = request.thumbnail == nil && request.render == nil && request.transformPlan == nil
                 let type = full ? originalType : originalType == .all ? .disk : originalType
                 if type != .none {
                     group.enter()

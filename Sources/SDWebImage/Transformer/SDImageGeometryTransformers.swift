@@ -22,6 +22,19 @@ public struct SDImageResizingTransformer: SDImageTransformer {
                          scaleMode.rawValue)
         return resampling == .default ? key : key.dropLast() + ",\(resampling))"
     }
+    /// The render that makes this result from a source (a force, a fit
+    /// extended to the box with transparent bars, a centred fill; enlarging
+    /// as the transformer does): what a load decodes to, shrinking on load.
+    var plan: RenderPlan? {
+        let w = Int(size.width.rounded()), h = Int(size.height.rounded())
+        guard w > 0, h > 0 else { return nil }
+        var p = RenderPlan(width: w, height: h,
+                           resizingType: scaleMode == .fill ? .force : scaleMode == .aspectFit ? .fit : .fill)
+        p.enlarge = true
+        if scaleMode == .aspectFit { p.extend = .center }
+        return p
+    }
+
     /// The image resized; nil for an empty size.
     public func transformedImage(with image: SDImage, forKey key: String) -> SDImage? {
         let w = Int(size.width.rounded()), h = Int(size.height.rounded())
