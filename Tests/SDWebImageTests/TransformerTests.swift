@@ -142,6 +142,17 @@ struct TransformerTests {
             #expect(again.image?.bitmap.withUnsafeBytes { Data($0) } == decoded.bitmap.withUnsafeBytes { Data($0) })
             #expect(c.imageFromMemoryCache(forKey: url.absoluteString) == nil)  // never as the original
         }
+        // a pipeline that starts with the resize: the rest works on the decoded box
+        let flipAfter = SDImagePipelineTransformer(transformers: [
+            SDImageResizingTransformer(size: CGSize(width: 120, height: 120), scaleMode: .fill),
+            SDImageFlippingTransformer(horizontal: true, vertical: false)])
+        var forced = RenderPlan(width: 120, height: 120, resizingType: .force)
+        forced.enlarge = true
+        let box = try #require(SDImageCacheDecodeImageData(file, "ref", [], [.imageRenderPlan: forced]))
+        let flippedBox = try #require(SDImageFlippingTransformer(horizontal: true, vertical: false)
+            .transformedImage(with: box, forKey: ""))
+        let piped = try #require(await makeManager().0.load(url, [], [.imageTransformer: flipAfter]).last?.image)
+        #expect(piped.bitmap.withUnsafeBytes { Data($0) } == flippedBox.bitmap.withUnsafeBytes { Data($0) })
         // the decoded original kept in memory: decoded whole, then transformed (as before)
         let resize = SDImageResizingTransformer(size: CGSize(width: 120, height: 120), scaleMode: .fill)
         let whole = try #require(SDImageCacheDecodeImageData(file, "ref", [], nil))

@@ -106,8 +106,15 @@ struct SDImageLoadRequest: Sendable {
                       transformer: transformer)
         }
         if thumbnail == nil, render == nil, !originalStoreCacheType.includesMemory {
-            transformPlan = (transformer as? SDImageResizingTransformer)?.plan
+            transformPlan = foldedResize?.plan
         }
+    }
+
+    /// The resizing transformer the decoder can do first: the transformer,
+    /// or a pipeline's first member (the rest then work on its result).
+    var foldedResize: SDImageResizingTransformer? {
+        transformer as? SDImageResizingTransformer
+            ?? (transformer as? SDImagePipelineTransformer)?.transformers.first as? SDImageResizingTransformer
     }
 
     /// `type` without the memory cache when `drop`.
@@ -175,7 +182,7 @@ struct SDImageLoadRequest: Sendable {
             if render == nil { box.autoRotate = o.decode.applyOrientation }
             o.decode.render = box
         }
-        if transformPlan != nil, let t = transformer as? SDImageResizingTransformer { o.decode.resampling = t.resampling }
+        if transformPlan != nil, let t = foldedResize { o.decode.resampling = t.resampling }
         if let resampling { o.decode.resampling = resampling }
         if let colorManagement { o.decode.colorManagement = colorManagement }
         if let bytes = scaleDownLimitBytes {
