@@ -81,6 +81,24 @@ struct ThumbnailBytesTests {
         #expect(now?.partial == nil)
     }
 
+    @Test("Through a caches manager: the stored first bytes are found in its SDImageCache and the full size fetches only the rest")
+    func partialThroughCachesManager() async throws {
+        let s = try #require(servers, "test servers could not start")
+        let (url, id, file) = try fresh(s, "grey.jpg")
+        let cache = makeCache()
+        let m = SDWebImageManager(cache: SDImageCachesManager(caches: [cache]), loader: patientDownloader())
+        let first = await m.load(url, .waitStoreCache, Self.thumbnail)
+        _ = s.faultGet("/open?gate=\(id)")
+        #expect(first.last?.image?.width == 112)
+        let key = try #require(m.cacheKey(for: url))
+        let stored = try #require(storedBytes(cache, key))
+        #expect(stored.count <= file.count / 2 + 4096)
+        let sent = s.faultSent(id)
+        let full = await m.load(url)
+        #expect(full.last?.image?.width == 1800)
+        #expect(s.flakyHits(id) == 2 && s.faultSent(id) == sent + file.count - stored.count)
+    }
+
     @Test("If-Range: a file that changed since comes whole")
     func changedFileComesWhole() async throws {
         let s = try #require(servers, "test servers could not start")

@@ -179,9 +179,17 @@ final class ManagerLoad: Sendable {
               let k = originalKey, let raw = originalCache.extendedData(forKey: k),
               let v = try? JSONDecoder().decode(SDWebImageHTTPValidators.self, from: raw), let p = v.partial,
               let validator = v.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? v.lastModified,
-              let cache = originalCache as? SDImageCache, let bytes = cache.storedData(forKey: k),
-              bytes.count == p.length else { return nil }
+              let bytes = Self.storedBytes(originalCache, k), bytes.count == p.length else { return nil }
         return ResumableData(data: bytes, validator: validator)
+    }
+
+    /// An entry's bytes whatever they are complete for, from an
+    /// `SDImageCache` or the first of a caches manager's that has them (the
+    /// protocol answers only for whole files).
+    static func storedBytes(_ cache: any SDImageCacheProtocol, _ key: String) -> Data? {
+        if let c = cache as? SDImageCache { return c.storedData(forKey: key) }
+        if let m = cache as? SDImageCachesManager { return m.caches.lazy.compactMap { storedBytes($0, key) }.first }
+        return nil
     }
 
     /// One attempt at the download (`retry` 0 is the first).
