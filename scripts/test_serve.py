@@ -563,6 +563,50 @@ def run_fetch_outside_render():
         proc.wait()
 
 
+def run_fetched_bytes_bounded():
+    """A fetched source waits for its render's turn holding its fetch's:
+    with one render held (an SVG whose filter would take its worker hours)
+    and one fetch, the next request fetches and waits for the render, and
+    the one after it waits for the fetch — its origin is not asked (its
+    bytes would wait in memory) — until the held render's client leaves."""
+    import socket
+    photo = sample("photo-")
+    open(os.path.join(WORK, "www", "img", "endless.svg"), "w").write(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
+        "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
+        "<rect width='4000' height='4000' filter='url(#f)'/></svg>")
+    proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
+                             "--max-fetches", "1", "--queue-depth", "4", "--queue-timeout", "0",
+                             "--decode-cpu-ms", "600000", "--decode-wall-ms", "3600000")
+    if not base:
+        check("bounded-fetch server starts", False, line)
+        proc.kill()
+        return
+    key = f"bounded{os.getpid()}"
+    try:
+        host, port = base.split("//")[1].split(":")
+        a = socket.create_connection((host, int(port)), timeout=120)
+        a.sendall(f"GET {sign(f'/rs:fit:4000:4000/plain/{ORIGIN}/img/endless.svg@png')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        held = wait_for(lambda: metric(base, "sdimage_serve_renders_in_flight") == 1
+                        and metric(base, "sdimage_serve_fetches_in_flight") == 0, "the endless render")
+        b = background_get(base, sign(f"/rs:fit:64:64/plain/{ORIGIN}/img/{photo}@png"))
+        waiting = wait_for(lambda: metric(base, "sdimage_serve_render_queue_depth") == 1
+                           and metric(base, "sdimage_serve_fetches_in_flight") == 1, "the second, fetched, waiting")
+        c = background_get(base, sign(f"/rs:fit:65:65/plain/{FAULT}/drip-file%3Fname%3Dimg/{photo}%26id%3D{key}@png"))
+        queued = wait_for(lambda: metric(base, "sdimage_serve_fetch_queue_depth") == 1, "the third, waiting to fetch")
+        asked = int(urllib.request.urlopen(f"{FAULT}/hits?id={key}", timeout=30).read())
+        a.close()  # the held render's client leaves: its decode ends, the others go on
+        b["thread"].join(300)
+        c["thread"].join(300)
+        check("a fetched source waits for its render holding its fetch's turn: the next source is not fetched meanwhile "
+              "(one fetch, one render)", held and waiting and queued and asked == 0
+              and b.get("result", (0,))[0] == 200 and c.get("result", (0,))[0] == 200,
+              (held, waiting, queued, asked, b.get("result", (0,))[0], c.get("result", (0,))[0]))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def run_shared_source_cancel():
     """Two requests for one source share its download; the first client
     hangs up mid-fetch: its render ends (abandoned), the download goes on
@@ -959,6 +1003,7 @@ def main():
         run_limits()
         run_gate_cancel()
         run_fetch_outside_render()
+        run_fetched_bytes_bounded()
         run_shared_source_cancel()
         run_partial_sources()
         run_fleet()

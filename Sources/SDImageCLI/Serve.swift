@@ -58,7 +58,7 @@ struct Serve: ParsableCommand {
     var cacheDir: String?
     @Option(help: "Renders at once (default: twice the cores).")
     var maxRenders: Int?
-    @Option(help: "Sources fetched at once with sandboxed decoders, each before its render's turn (a slow origin holds one of these, not a render); waiters queue as renders do (default: four per render).")
+    @Option(help: "Sources fetched at once with sandboxed decoders, each before its render's turn and holding its bytes until that turn comes (a slow origin holds one of these, not a render); waiters queue as renders do (default: four per render).")
     var maxFetches: Int?
     @Option(help: "Renders waiting for a turn; past it 503 with Retry-After (default 64).")
     var queueDepth: Int?

@@ -214,8 +214,10 @@ public final class Renderer: Sendable {
         /// origin holds a fetch slot, never a render slot. In process the
         /// decode streams with the fetch, and the render's turn is taken first.
         public var isolation: DecoderIsolation?
-        /// Sources fetched at once with isolated decoding (each holds its
-        /// bytes, at most the loader's size limit); 0: four per render slot.
+        /// Sources fetched at once with isolated decoding, each holding its
+        /// bytes (at most the loader's size limit) until its render's turn
+        /// comes: what bounds the memory of sources waiting for a render;
+        /// 0: four per render slot.
         /// Waiters queue as renders do (`queueDepth`, `queueTimeout`).
         public var fetches = 0
         /// What a source may decode to, applied to the bytes at their
@@ -535,8 +537,16 @@ public final class Renderer: Sendable {
     /// then the decode (in a worker), filters and encoder in a render's turn.
     private func produceIsolated(_ request: ProcessingRequest, url: URL, key: String, accepts: Accepts)
         async throws(RenderError) -> Rendered {
+        // the fetch's turn is held until the render's comes: the bytes
+        // waiting for a render are bounded by the fetches (each at most
+        // the loader's size limit), not by the render queue's depth
+        try await turn(fetchGate, "fetches")
+        var fetching = true
+        defer { if fetching { fetchGate.leave() } }
         let (data, lastModified) = try await fetchSource(url)
         try await turn(gate, "renders")
+        fetchGate.leave()
+        fetching = false
         let started = DispatchTime.now().uptimeNanoseconds
         defer {
             gate.leave()
@@ -566,11 +576,9 @@ public final class Renderer: Sendable {
         return try await finishAndKeep(image, o, accepts, key: key, lastModified: lastModified)
     }
 
-    /// A source's bytes and its `Last-Modified`, in a fetch's turn: a slow
-    /// origin holds one of those, never a render's turn.
+    /// A source's bytes and its `Last-Modified` (the caller holds a
+    /// fetch's turn: a slow origin holds one of those, never a render's).
     private func fetchSource(_ url: URL) async throws(RenderError) -> (Data, String?) {
-        try await turn(fetchGate, "fetches")
-        defer { fetchGate.leave() }
         var context: SDWebImageContext = [:]
         let response = SDSync.Locked<HTTPURLResponse?>(nil)
         if keepsSources {
