@@ -30,7 +30,8 @@ start)
   fi
   echo "SD_TEST_REDIS=redis://127.0.0.1:$(cat "$dir/port")" > "$dir/env"
   ;;
-stop) kill -CONT "$(cat "$dir/redis.pid")" 2>/dev/null; kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null || true ;;
+stop) kill -CONT "$(cat "$dir/redis.pid")" 2>/dev/null; kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null
+  [ -f "$dir/garbage.pid" ] && kill "$(cat "$dir/garbage.pid")" 2>/dev/null; true ;;
 pause) kill -STOP "$(cat "$dir/redis.pid")" ;;
 resume) kill -CONT "$(cat "$dir/redis.pid")" ;;
 kill9) kill -9 "$(cat "$dir/redis.pid")"; sleep 0.1 ;;
