@@ -95,7 +95,7 @@ struct DataLoaderTests {
         request.decodeOptions = options
         request.endsWhenSettled = true
         let early = try await loader.load(request)
-        _ = s.faultGet("/open?gate=\(id)")
+        s.faultEnded(id)
         let image = try #require(early.image)
         // the whole file's thumbnail, pixel for pixel (settle levels 0: exact)
         let reference = try ImageDecoder.decode([UInt8](file), options: options)

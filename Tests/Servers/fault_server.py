@@ -53,6 +53,10 @@ Paths (all serve the image given with --file unless said otherwise):
                     body starts at /open?gate=K3; etag=T|auto, ranges=1,
                     id=I: see the code (ETag, Range with If-Range, counts)
   /sent?id=I        the body bytes /drip-file wrote for id=I
+  /idle?id=I        text/plain "idle" once no /drip-file for id=I is running
+                    (a drip held at a gate ends by itself when its client
+                    closes: a test waits here for a transfer that ended
+                    early to be gone before it opens the gate; 15 min at most)
   /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
@@ -76,6 +80,7 @@ PROGRESSIVE = open(args.progressive, "rb").read()
 HTML = b"<!DOCTYPE html><html><body><h1>Not an image</h1></body></html>"
 HITS = {}  # /flaky key -> requests seen
 SENT = {}  # /drip-file id -> body bytes written
+ACTIVE = {}  # /drip-file id -> drips running
 HITS_LOCK = threading.Lock()
 RANGES = {}  # /resumable key -> range starts asked for
 PROXIED = []  # absolute-form targets, in order
@@ -91,6 +96,16 @@ def peer_gone(sock):
         return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
     except OSError:
         return True
+
+
+def hold(key, sock):
+    """Wait for gate `key` to open; False (at once) if the client closes
+    meanwhile: a drip held for a transfer that ended early ends with it."""
+    ev, deadline = gate(key), time.monotonic() + 900
+    while not ev.wait(0.05):
+        if peer_gone(sock) or time.monotonic() > deadline:
+            return False
+    return not peer_gone(sock)
 
 
 def gate(key):
@@ -172,24 +187,41 @@ class Handler(socketserver.BaseRequestHandler):
                                    extra=extra + f"Content-Range: bytes {start}-{len(body) - 1}/{len(body)}\r\n")
                 else:
                     self.send_head("200 OK", len(body), ctype="application/octet-stream", extra=extra)
-                if "first" in query and start == 0:
-                    gate(query["first"]).wait(900)  # the headers are out, no body byte yet, until /open
-                held = False
-                for i in range(start, len(body), piece):
-                    if "mid" in query and start == 0 and not held and i >= len(body) // 2:
-                        held = True
-                        gate(query["mid"]).wait(900)  # the first half is in, until /open
-                        if peer_gone(sock):
-                            return  # it ended early while held: the rest is never written (nor counted in /sent)
-                    if "gate" in query and start == 0 and i + piece >= len(body):
-                        gate(query["gate"]).wait(900)  # all but the last piece are in, until /open (tests open it on every path)
-                        if peer_gone(sock):
-                            return
-                    sock.sendall(body[i:i + piece])
+                if key:
+                    with HITS_LOCK:
+                        ACTIVE[key] = ACTIVE.get(key, 0) + 1
+                try:
+                    # held at a gate, a drip whose client closes ends then: the
+                    # rest is never written (nor counted in /sent)
+                    if "first" in query and start == 0 and not hold(query["first"], sock):
+                        return  # the headers are out, no body byte yet, until /open
+                    held = False
+                    for i in range(start, len(body), piece):
+                        if "mid" in query and start == 0 and not held and i >= len(body) // 2:
+                            held = True
+                            if not hold(query["mid"], sock):
+                                return  # the first half is in, until /open
+                        if "gate" in query and start == 0 and i + piece >= len(body):
+                            if not hold(query["gate"], sock):
+                                return  # all but the last piece are in, until /open (tests open it on every path)
+                        sock.sendall(body[i:i + piece])
+                        if key:
+                            with HITS_LOCK:
+                                SENT[key] = SENT.get(key, 0) + len(body[i:i + piece])
+                        time.sleep(gap)
+                finally:
                     if key:
                         with HITS_LOCK:
-                            SENT[key] = SENT.get(key, 0) + len(body[i:i + piece])
-                    time.sleep(gap)
+                            ACTIVE[key] -= 1
+            elif path == "/idle":
+                deadline = time.monotonic() + 900
+                while time.monotonic() < deadline:
+                    with HITS_LOCK:
+                        if ACTIVE.get(query.get("id", ""), 0) == 0:
+                            break
+                    time.sleep(0.02)
+                self.send_head("200 OK", 4, "text/plain")
+                sock.sendall(b"idle")
             elif path == "/sent":
                 with HITS_LOCK:
                     out = str(SENT.get(query.get("id", ""), 0)).encode()

@@ -112,6 +112,15 @@ public final class TestServers: @unchecked Sendable {
     /// The body bytes the fault server's `/drip-file?…&id=<id>` wrote so far.
     public func faultSent(_ id: String) -> Int { Int(faultGet("/sent?id=\(id)") ?? "") ?? -1 }
 
+    /// After a transfer that ended early: waits until no `/drip-file` for
+    /// `id` runs (one held at its gate ends by itself once its client has
+    /// closed), then opens the gate `id` — so the held half never goes into
+    /// a connection that was still closing (a starved loop closes it late).
+    public func faultEnded(_ id: String) {
+        _ = faultGet("/idle?id=\(id)")
+        _ = faultGet("/open?gate=\(id)")
+    }
+
     /// How many requests the fault server's `/flaky?id=<id>` has had.
     public func flakyHits(_ id: String) -> Int { Int(faultGet("/hits?id=\(id)") ?? "") ?? -1 }
 
