@@ -56,7 +56,7 @@ Paths (all serve the image given with --file unless said otherwise):
   /idle?id=I        text/plain "idle" once no /drip-file for id=I is running
                     (a drip held at a gate ends by itself when its client
                     closes: a test waits here for a transfer that ended
-                    early to be gone before it opens the gate; 15 min at most)
+                    early to be gone before it opens the gate; 2 min at most)
   /open?gate=K      text/plain "open": lets gate K's drips finish
   /etag?id=K[&etag=V][&delay=MS]
                     the image with ETag "V" (default v1; lowercase) and
@@ -214,7 +214,9 @@ class Handler(socketserver.BaseRequestHandler):
                         with HITS_LOCK:
                             ACTIVE[key] -= 1
             elif path == "/idle":
-                deadline = time.monotonic() + 900
+                # bounded: a client that keeps an early-ended connection open
+                # (seen under TSan, and in the fleet test) would hold it forever
+                deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     with HITS_LOCK:
                         if ACTIVE.get(query.get("id", ""), 0) == 0:
