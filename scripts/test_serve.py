@@ -157,6 +157,14 @@ def wait_for(cond, what, timeout=120):
     return False
 
 
+def write_endless_svg():
+    """img/endless.svg: a 4000x4000 turbulence of 100,000 octaves, hours of a worker's CPU."""
+    open(os.path.join(WORK, "www", "img", "endless.svg"), "w").write(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
+        "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
+        "<rect width='4000' height='4000' filter='url(#f)'/></svg>")
+
+
 def background_get(base, path):
     """GET in a thread; the returned dict gets "result" when it ends."""
     box = {}
@@ -301,10 +309,7 @@ def run_limits():
     # a client that hangs up mid-render ends its render: the decode of an SVG
     # whose filter would cost its worker hours (the budgets here are longer
     # than any test) stops, the render is counted abandoned, the slot is free
-    open(os.path.join(WORK, "www", "img", "endless.svg"), "w").write(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
-        "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
-        "<rect width='4000' height='4000' filter='url(#f)'/></svg>")
+    write_endless_svg()
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
                              "--decode-cpu-ms", "600000", "--decode-wall-ms", "3600000")
     try:
@@ -571,10 +576,7 @@ def run_fetched_bytes_bounded():
     bytes would wait in memory) — until the held render's client leaves."""
     import socket
     photo = sample("photo-")
-    open(os.path.join(WORK, "www", "img", "endless.svg"), "w").write(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='4000' height='4000'><filter id='f'>"
-        "<feTurbulence baseFrequency='0.05' numOctaves='100000'/></filter>"
-        "<rect width='4000' height='4000' filter='url(#f)'/></svg>")
+    write_endless_svg()
     proc, base, line = start("--key", KEY, "--salt", SALT, "--allow-source-host", "127.0.0.1", "--max-renders", "1",
                              "--max-fetches", "1", "--queue-depth", "4", "--queue-timeout", "0",
                              "--decode-cpu-ms", "600000", "--decode-wall-ms", "3600000")
